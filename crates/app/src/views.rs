@@ -1,0 +1,143 @@
+//! The shapes the shells (desktop UI, CLI) see. TypeScript types for the UI
+//! are generated from these by `ts-rs` into `ui/src/lib/bindings/`; CI fails
+//! when the checked-in copies drift.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct PersonaView {
+    pub id: String,
+    pub name: String,
+    pub short_description: String,
+    pub long_description: String,
+    /// Model spec `account:model`, e.g. `local:SmolLM2-135M-Instruct.Q4_1`.
+    pub model: String,
+    pub is_system: bool,
+    pub archived: bool,
+    #[ts(type = "number")]
+    pub unread: u32,
+    #[ts(type = "number")]
+    pub created_seq: i64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, TS, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub enum MessageRole {
+    Human,
+    Persona,
+    System,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct MessageView {
+    pub id: String,
+    pub persona_id: String,
+    pub role: MessageRole,
+    pub content: String,
+    /// RFC 3339, UTC.
+    pub ts: String,
+    pub read: bool,
+    #[ts(type = "number")]
+    pub seq: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct EventView {
+    #[ts(type = "number")]
+    pub seq: i64,
+    pub id: String,
+    pub ts: String,
+    pub entity_id: String,
+    pub kind: String,
+    /// Pretty JSON of the payload, or null when it was erased.
+    pub payload: Option<String>,
+    pub hash: String,
+    pub prev_hash: String,
+    pub signer: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct VerifyView {
+    pub ok: bool,
+    #[ts(type = "number")]
+    pub events: u64,
+    /// The first event that failed, with the reason, when `ok` is false.
+    #[ts(type = "number | null")]
+    pub first_bad_seq: Option<i64>,
+    pub reason: Option<String>,
+    pub millis: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct AccountView {
+    pub name: String,
+    pub base_url: String,
+    pub default_model: String,
+    pub enabled: bool,
+    /// Whether a key for this account is present in the OS keychain. The key
+    /// itself never leaves the backend.
+    pub has_key: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct NewAccount {
+    pub name: String,
+    pub base_url: String,
+    pub api_key: String,
+    pub default_model: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct ModelView {
+    /// Spec to store on a persona: `account:model`.
+    pub spec: String,
+    pub label: String,
+    pub local: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct StatusView {
+    pub data_dir: String,
+    pub keychain_ok: bool,
+    pub keychain_message: Option<String>,
+    pub local_model: Option<String>,
+    pub local_model_message: Option<String>,
+    #[ts(type = "number")]
+    pub events: u64,
+    pub queue_busy: bool,
+    #[ts(type = "number")]
+    pub queue_pending: u32,
+}
+
+/// The one error shape that crosses the boundary to the UI and the CLI's JSON.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct ErrorView {
+    pub code: String,
+    pub message: String,
+}
+
+/// Everything the backend tells the UI, in one enum, emitted from one place.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub enum AppEvent {
+    PersonaChanged { persona: PersonaView },
+    MessageAdded { message: MessageView },
+    ReplyStarted { request_id: String, persona_id: String },
+    ReplyDelta { request_id: String, persona_id: String, text: String },
+    ReplyFinished { request_id: String, message: MessageView },
+    ReplyFailed { request_id: String, persona_id: String, error: ErrorView },
+    QueueChanged { busy: bool, #[ts(type = "number")] pending: u32 },
+    LedgerAppended { #[ts(type = "number")] seq: i64, kind: String },
+}

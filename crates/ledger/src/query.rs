@@ -1,0 +1,226 @@
+//! Read queries over the projections and the raw events.
+
+use serde::Serialize;
+use sqlx::sqlite::SqliteRow;
+use sqlx::Row;
+
+use crate::body::MessageRole;
+use crate::error::LedgerError;
+use crate::project::name_key;
+use crate::store::Ledger;
+use crate::Result;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Persona {
+    pub id: String,
+    pub name: String,
+    pub short_description: String,
+    pub long_description: String,
+    pub model: String,
+    pub is_system: bool,
+    pub archived: bool,
+    pub created_seq: i64,
+    pub unread: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Message {
+    pub id: String,
+    pub persona_id: String,
+    pub role: MessageRole,
+    pub content: String,
+    pub ts: String,
+    pub read: bool,
+    pub seq: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Account {
+    pub name: String,
+    pub base_url: String,
+    pub default_model: String,
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StoredEvent {
+    pub seq: i64,
+    pub id: String,
+    pub ts: String,
+    pub entity_id: String,
+    pub kind: String,
+    pub signer: String,
+    pub payload_hash: String,
+    pub prev_hash: String,
+    pub hash: String,
+    pub signature: String,
+    /// The payload JSON, or None when it was erased.
+    pub payload: Option<serde_json::Value>,
+}
+
+const PERSONA_COLS: &str = "p.id, p.name, p.short_description, p.long_description, p.model, p.is_system, p.archived, p.created_seq, \
+     (SELECT COUNT(*) FROM messages m WHERE m.persona_id = p.id AND m.read = 0) AS unread";
+
+fn persona_row(r: &SqliteRow) -> Persona {
+    Persona {
+        id: r.get(0),
+        name: r.get(1),
+        short_description: r.get(2),
+        long_description: r.get(3),
+        model: r.get(4),
+        is_system: r.get(5),
+        archived: r.get(6),
+        created_seq: r.get(7),
+        unread: r.get::<i64, _>(8).try_into().unwrap_or(u32::MAX),
+    }
+}
+
+fn message_row(r: &SqliteRow) -> Message {
+    let role: String = r.get(2);
+    Message {
+        id: r.get(0),
+        persona_id: r.get(1),
+        role: MessageRole::parse(&role).unwrap_or(MessageRole::System),
+        content: r.get(3),
+        ts: r.get(4),
+        read: r.get(5),
+        seq: r.get(6),
+    }
+}
+
+impl Ledger {
+    pub async fn personas(&self, include_archived: bool) -> Result<Vec<Persona>> {
+        let sql = format!(
+            "SELECT {PERSONA_COLS} FROM personas p {} ORDER BY p.is_system DESC, p.created_seq",
+            if include_archived { "" } else { "WHERE p.archived = 0" }
+        );
+        let rows = sqlx::query(&sql).fetch_all(self.pool()).await.map_err(LedgerError::Load)?;
+        Ok(rows.iter().map(persona_row).collect())
+    }
+
+    pub async fn persona(&self, id: &str) -> Result<Persona> {
+        let sql = format!("SELECT {PERSONA_COLS} FROM personas p WHERE p.id = ?");
+        let row = sqlx::query(&sql).bind(id).fetch_optional(self.pool()).await.map_err(LedgerError::Load)?;
+        row.as_ref().map(persona_row).ok_or_else(|| LedgerError::PersonaNotFound(id.to_owned()))
+    }
+
+    /// Finds a persona by id or by name (case-insensitive).
+    pub async fn find_persona(&self, id_or_name: &str) -> Result<Persona> {
+        let sql = format!("SELECT {PERSONA_COLS} FROM personas p WHERE p.id = ? OR p.name_key = ? LIMIT 1");
+        let row = sqlx::query(&sql)
+            .bind(id_or_name)
+            .bind(name_key(id_or_name))
+            .fetch_optional(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        row.as_ref().map(persona_row).ok_or_else(|| LedgerError::PersonaNotFound(id_or_name.to_owned()))
+    }
+
+    /// Messages of one conversation in order; `last` keeps only the newest N.
+    pub async fn messages(&self, persona_id: &str, last: Option<u32>) -> Result<Vec<Message>> {
+        let rows = sqlx::query(
+            "SELECT * FROM (SELECT id, persona_id, role, content, ts, read, seq FROM messages \
+             WHERE persona_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+        )
+        .bind(persona_id)
+        .bind(last.map(i64::from).unwrap_or(-1))
+        .fetch_all(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(rows.iter().map(message_row).collect())
+    }
+
+    pub async fn accounts(&self) -> Result<Vec<Account>> {
+        let rows = sqlx::query("SELECT name, base_url, default_model, enabled FROM accounts ORDER BY created_seq")
+            .fetch_all(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(rows
+            .iter()
+            .map(|r| Account { name: r.get(0), base_url: r.get(1), default_model: r.get(2), enabled: r.get(3) })
+            .collect())
+    }
+
+    pub async fn account(&self, name: &str) -> Result<Account> {
+        self.accounts()
+            .await?
+            .into_iter()
+            .find(|a| a.name == name)
+            .ok_or_else(|| LedgerError::AccountNotFound(name.to_owned()))
+    }
+
+    pub async fn event_count(&self) -> Result<u64> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM events")
+            .fetch_one(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(n.max(0) as u64)
+    }
+
+    /// Events newest first, before `before_seq` when given.
+    pub async fn events(&self, before_seq: Option<i64>, limit: u32) -> Result<Vec<StoredEvent>> {
+        let rows = sqlx::query(
+            "SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, e.prev_hash, e.hash, e.signature, p.body \
+             FROM events e LEFT JOIN payloads p ON p.seq = e.seq WHERE e.seq < ? ORDER BY e.seq DESC LIMIT ?",
+        )
+        .bind(before_seq.unwrap_or(i64::MAX))
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(rows.iter().map(stored_event_row).collect())
+    }
+
+    /// Every event in order (for export and tooling).
+    pub async fn all_events(&self) -> Result<Vec<StoredEvent>> {
+        let rows = sqlx::query(
+            "SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, e.prev_hash, e.hash, e.signature, p.body \
+             FROM events e LEFT JOIN payloads p ON p.seq = e.seq ORDER BY e.seq",
+        )
+        .fetch_all(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(rows.iter().map(stored_event_row).collect())
+    }
+}
+
+fn stored_event_row(r: &SqliteRow) -> StoredEvent {
+    let body: Option<Vec<u8>> = r.get(10);
+    StoredEvent {
+        seq: r.get(0),
+        id: r.get(1),
+        ts: r.get(2),
+        entity_id: r.get(3),
+        kind: r.get(4),
+        signer: r.get(5),
+        payload_hash: hex::encode(r.get::<Vec<u8>, _>(6)),
+        prev_hash: hex::encode(r.get::<Vec<u8>, _>(7)),
+        hash: hex::encode(r.get::<Vec<u8>, _>(8)),
+        signature: hex::encode(r.get::<Vec<u8>, _>(9)),
+        payload: body.map(|b| serde_json::from_slice(&b).unwrap_or(serde_json::Value::Null)),
+    }
+}
+
+impl Ledger {
+    /// SHA-256 over every projection table in a fixed order: two ledgers
+    /// with the same digest show the user the same state.
+    pub async fn state_digest(&self) -> Result<String> {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for sql in [
+            "SELECT id || '|' || kind || '|' || hex(public_key) FROM entities ORDER BY id",
+            "SELECT id || '|' || name || '|' || short_description || '|' || long_description || '|' || model || '|' || is_system || '|' || archived || '|' || created_seq || '|' || updated_seq FROM personas ORDER BY id",
+            "SELECT id || '|' || persona_id || '|' || role || '|' || content || '|' || ts || '|' || read || '|' || seq FROM messages ORDER BY seq, id",
+            "SELECT name || '|' || base_url || '|' || default_model || '|' || enabled FROM accounts ORDER BY name",
+            "SELECT seq || '|' || erased_by FROM erased ORDER BY seq",
+        ] {
+            h.update(sql.as_bytes());
+            let rows: Vec<String> = sqlx::query_scalar(sql).fetch_all(self.pool()).await.map_err(LedgerError::Load)?;
+            for r in rows {
+                h.update((r.len() as u64).to_be_bytes());
+                h.update(r.as_bytes());
+            }
+        }
+        Ok(hex::encode(h.finalize()))
+    }
+}

@@ -1,0 +1,165 @@
+//! The persisted LLM work queue. Operational state, not memory: rows change
+//! in place and finished work is removed, but nothing queued is lost on a
+//! crash or restart (running items go back to pending on open).
+
+use serde::Serialize;
+use sqlx::sqlite::SqliteRow;
+use sqlx::Row;
+use time::OffsetDateTime;
+
+use crate::error::LedgerError;
+use crate::store::{format_ts, Ledger};
+use crate::Result;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueState {
+    Pending,
+    Running,
+    Dead,
+}
+
+impl QueueState {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Dead => "dead",
+        }
+    }
+    fn parse(s: &str) -> Self {
+        match s {
+            "running" => Self::Running,
+            "dead" => Self::Dead,
+            _ => Self::Pending,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueueItem {
+    pub id: String,
+    /// 0 = high, 1 = normal, 2 = low.
+    pub priority: i64,
+    pub kind: String,
+    pub persona_id: Option<String>,
+    pub body: serde_json::Value,
+    pub state: QueueState,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub enqueued_at: String,
+    pub not_before: String,
+}
+
+const COLS: &str = "id, priority, kind, persona_id, body, state, attempts, last_error, enqueued_at, not_before";
+
+fn item_row(r: &SqliteRow) -> QueueItem {
+    let body: String = r.get(4);
+    let state: String = r.get(5);
+    QueueItem {
+        id: r.get(0),
+        priority: r.get(1),
+        kind: r.get(2),
+        persona_id: r.get(3),
+        body: serde_json::from_str(&body).unwrap_or(serde_json::Value::Null),
+        state: QueueState::parse(&state),
+        attempts: r.get(6),
+        last_error: r.get(7),
+        enqueued_at: r.get(8),
+        not_before: r.get(9),
+    }
+}
+
+impl Ledger {
+    pub async fn enqueue(
+        &self,
+        kind: &str,
+        priority: i64,
+        persona_id: Option<&str>,
+        body: &serde_json::Value,
+    ) -> Result<QueueItem> {
+        let id = uuid::Uuid::now_v7().to_string();
+        let now = format_ts(self.now());
+        let mut conn = self.writer_conn().await;
+        sqlx::query(&format!(
+            "INSERT INTO queue ({COLS}) VALUES (?, ?, ?, ?, ?, 'pending', 0, NULL, ?, ?) RETURNING {COLS}"
+        ))
+        .bind(&id)
+        .bind(priority)
+        .bind(kind)
+        .bind(persona_id)
+        .bind(body.to_string())
+        .bind(&now)
+        .bind(&now)
+        .fetch_one(&mut *conn)
+        .await
+        .map(|r| item_row(&r))
+        .map_err(LedgerError::Save)
+    }
+
+    /// Takes the most urgent ready item (priority, then age) and marks it running.
+    pub async fn take_next(&self, now: OffsetDateTime) -> Result<Option<QueueItem>> {
+        let now = format_ts(now);
+        let mut conn = self.writer_conn().await;
+        sqlx::query(&format!(
+            "UPDATE queue SET state = 'running', attempts = attempts + 1 WHERE id = (\
+               SELECT id FROM queue WHERE state = 'pending' AND not_before <= ? \
+               ORDER BY priority, enqueued_at, id LIMIT 1) RETURNING {COLS}"
+        ))
+        .bind(now)
+        .fetch_optional(&mut *conn)
+        .await
+        .map(|r| r.as_ref().map(item_row))
+        .map_err(LedgerError::Save)
+    }
+
+    pub async fn finish_item(&self, id: &str) -> Result<()> {
+        let mut conn = self.writer_conn().await;
+        sqlx::query("DELETE FROM queue WHERE id = ?").bind(id).execute(&mut *conn).await.map_err(LedgerError::Save)?;
+        Ok(())
+    }
+
+    pub async fn retry_item(&self, id: &str, error: &str, not_before: OffsetDateTime) -> Result<()> {
+        let mut conn = self.writer_conn().await;
+        sqlx::query("UPDATE queue SET state = 'pending', last_error = ?, not_before = ? WHERE id = ?")
+            .bind(error)
+            .bind(format_ts(not_before))
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(LedgerError::Save)?;
+        Ok(())
+    }
+
+    pub async fn dead_letter(&self, id: &str, error: &str) -> Result<()> {
+        let mut conn = self.writer_conn().await;
+        sqlx::query("UPDATE queue SET state = 'dead', last_error = ? WHERE id = ?")
+            .bind(error)
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(LedgerError::Save)?;
+        Ok(())
+    }
+
+    /// After a crash, work that was running is pending again.
+    pub async fn requeue_running(&self) -> Result<u64> {
+        let mut conn = self.writer_conn().await;
+        let r = sqlx::query("UPDATE queue SET state = 'pending' WHERE state = 'running'")
+            .execute(&mut *conn)
+            .await
+            .map_err(LedgerError::Save)?;
+        Ok(r.rows_affected())
+    }
+
+    pub async fn queue_items(&self, state: Option<QueueState>) -> Result<Vec<QueueItem>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {COLS} FROM queue WHERE (?1 IS NULL OR state = ?1) ORDER BY priority, enqueued_at, id"
+        ))
+        .bind(state.map(QueueState::as_str))
+        .fetch_all(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(rows.iter().map(item_row).collect())
+    }
+}

@@ -1,0 +1,461 @@
+//! Opening a ledger and appending to it. One writer connection behind an
+//! async mutex; readers use a pool (WAL lets them run beside the writer).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use ed25519_dalek::{Signer as _, SigningKey};
+use rand::rngs::OsRng;
+use serde::Serialize;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{ConnectOptions, Connection, QueryBuilder, Row, SqliteConnection, SqlitePool};
+use time::format_description::well_known::Rfc3339;
+use tokio::sync::Mutex;
+
+use crate::body::EventBody;
+use crate::clock::{Clock, SystemClock};
+use crate::error::LedgerError;
+use crate::event::{payload_hash, to_hash, EventHeader, HASH_LEN};
+use crate::keys::KeyStore;
+use crate::project;
+use crate::Result;
+
+/// The human's device entity; its key also signs receipts for the ledger.
+pub const HUMAN_ENTITY: &str = "human";
+/// The built-in system persona.
+pub const EI_PERSONA_ID: &str = "ei";
+const GENESIS_PREV: [u8; HASH_LEN] = [0; HASH_LEN];
+const FORMAT: u32 = 1;
+const INSERT_CHUNK: usize = 400;
+
+#[derive(Debug, Clone)]
+pub struct LedgerOptions {
+    pub path: PathBuf,
+    /// `synchronous=FULL`: an append is on disk when the call returns.
+    pub durable: bool,
+    /// Model spec given to Ei at genesis.
+    pub default_model: String,
+}
+
+impl LedgerOptions {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into(), durable: true, default_model: String::new() }
+    }
+}
+
+/// Proof that an action was committed: what it was (`action_hash`), the
+/// ledger head before and after it, where it sits, and who signed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Receipt {
+    pub seq: i64,
+    pub event_id: String,
+    pub kind: String,
+    pub action_hash: String,
+    pub state_before: String,
+    pub state_after: String,
+    pub signer: String,
+    pub signature: String,
+}
+
+struct Writer {
+    conn: SqliteConnection,
+    seq: i64,
+    head: [u8; HASH_LEN],
+}
+
+pub struct Ledger {
+    pool: SqlitePool,
+    writer: Mutex<Writer>,
+    keys: Arc<dyn KeyStore>,
+    signers: RwLock<HashMap<String, SigningKey>>,
+    clock: Arc<dyn Clock>,
+    profile_id: String,
+    path: PathBuf,
+}
+
+/// One event to append: who it is about, who signs it, what happened.
+#[derive(Debug, Clone)]
+pub struct Draft {
+    pub entity_id: String,
+    pub signer: String,
+    pub body: EventBody,
+}
+
+impl Draft {
+    pub fn by(entity: &str, body: EventBody) -> Self {
+        Self { entity_id: entity.to_owned(), signer: entity.to_owned(), body }
+    }
+}
+
+pub(crate) fn connect_options(path: &Path, durable: bool) -> Result<SqliteConnectOptions> {
+    let url = format!("sqlite://{}", path.display());
+    let opts = SqliteConnectOptions::from_str(&url)
+        .map_err(LedgerError::Load)?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(if durable { SqliteSynchronous::Full } else { SqliteSynchronous::Normal })
+        .busy_timeout(Duration::from_secs(10))
+        .foreign_keys(true)
+        // Deleted content is overwritten in place, not left in free pages.
+        .pragma("secure_delete", "ON")
+        .disable_statement_logging();
+    Ok(opts)
+}
+
+pub(crate) fn format_ts(t: time::OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    let ms = t.millisecond();
+    let base = t.replace_nanosecond(0).ok().and_then(|t| t.format(&Rfc3339).ok()).unwrap_or_default();
+    // 2026-01-01T00:00:00Z -> 2026-01-01T00:00:00.123Z
+    match base.strip_suffix('Z') {
+        Some(stem) => format!("{stem}.{ms:03}Z"),
+        None => base,
+    }
+}
+
+impl Ledger {
+    /// Opens (or creates, with its genesis events) the ledger at `opts.path`.
+    pub async fn open(opts: LedgerOptions, keys: Arc<dyn KeyStore>) -> Result<Self> {
+        Self::open_with_clock(opts, keys, Arc::new(SystemClock)).await
+    }
+
+    pub async fn open_with_clock(
+        opts: LedgerOptions,
+        keys: Arc<dyn KeyStore>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self> {
+        if let Some(dir) = opts.path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| LedgerError::DataDir(format!("{}: {e}", dir.display())))?;
+        }
+        let co = connect_options(&opts.path, opts.durable)?;
+        let mut conn = co.connect().await.map_err(LedgerError::Load)?;
+        sqlx::migrate!("./migrations").run(&mut conn).await?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(co.clone().read_only(true))
+            .await
+            .map_err(LedgerError::Load)?;
+
+        let head = sqlx::query("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(&mut conn)
+            .await
+            .map_err(LedgerError::Load)?;
+        let (seq, head_hash) = match head {
+            Some(row) => {
+                let seq: i64 = row.get(0);
+                let h: Vec<u8> = row.get(1);
+                let h = to_hash(&h).ok_or(LedgerError::Corrupt { seq, reason: "hash has the wrong length".into() })?;
+                (seq, h)
+            }
+            None => (0, GENESIS_PREV),
+        };
+        let profile_id = if seq == 0 {
+            uuid::Uuid::now_v7().to_string()
+        } else {
+            read_profile_id(&mut conn).await?
+        };
+        let ledger = Self {
+            pool,
+            writer: Mutex::new(Writer { conn, seq, head: head_hash }),
+            keys,
+            signers: RwLock::new(HashMap::new()),
+            clock,
+            profile_id,
+            path: opts.path.clone(),
+        };
+        if seq == 0 {
+            ledger.genesis(&opts.default_model).await?;
+        }
+        Ok(ledger)
+    }
+
+    async fn genesis(&self, default_model: &str) -> Result<()> {
+        let human = self.create_key(HUMAN_ENTITY)?;
+        let ei = self.create_key(EI_PERSONA_ID)?;
+        let drafts = vec![
+            Draft::by(
+                HUMAN_ENTITY,
+                EventBody::EntityKeyRegistered {
+                    entity_id: HUMAN_ENTITY.into(),
+                    entity_kind: "human".into(),
+                    public_key: human,
+                },
+            ),
+            Draft::by(HUMAN_ENTITY, EventBody::LedgerCreated { profile_id: self.profile_id.clone(), format: FORMAT }),
+            Draft {
+                entity_id: EI_PERSONA_ID.into(),
+                signer: HUMAN_ENTITY.into(),
+                body: EventBody::EntityKeyRegistered {
+                    entity_id: EI_PERSONA_ID.into(),
+                    entity_kind: "persona".into(),
+                    public_key: ei,
+                },
+            },
+            Draft {
+                entity_id: EI_PERSONA_ID.into(),
+                signer: HUMAN_ENTITY.into(),
+                body: EventBody::PersonaCreated {
+                    persona_id: EI_PERSONA_ID.into(),
+                    name: "Ei".into(),
+                    short_description: "Your built-in companion, who sees everything you share.".into(),
+                    long_description: "Ei is the system persona of Ledgermind: warm, curious and attentive. Ei helps you get to know the other personas and keeps track of what matters to you.".into(),
+                    model: default_model.into(),
+                    is_system: true,
+                },
+            },
+        ];
+        self.append_drafts(drafts).await?;
+        Ok(())
+    }
+
+    pub fn profile_id(&self) -> &str {
+        &self.profile_id
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    pub fn keystore(&self) -> &Arc<dyn KeyStore> {
+        &self.keys
+    }
+
+    /// Keychain account name for a secret of this profile.
+    pub fn key_account(&self, name: &str) -> String {
+        format!("{}/{}", self.profile_id, name)
+    }
+
+    /// Generates a signing key for `entity`, stores it in the keychain and
+    /// returns its public key (hex).
+    pub fn create_key(&self, entity: &str) -> Result<String> {
+        let key = SigningKey::generate(&mut OsRng);
+        self.keys.store(&self.key_account(entity), &key.to_bytes())?;
+        let public = hex::encode(key.verifying_key().to_bytes());
+        if let Ok(mut cache) = self.signers.write() {
+            cache.insert(entity.to_owned(), key);
+        }
+        Ok(public)
+    }
+
+    fn signing_key(&self, entity: &str) -> Result<SigningKey> {
+        if let Some(k) = self.signers.read().ok().and_then(|c| c.get(entity).cloned()) {
+            return Ok(k);
+        }
+        let secret = self
+            .keys
+            .load(&self.key_account(entity))?
+            .ok_or_else(|| LedgerError::MissingKey(entity.to_owned()))?;
+        let bytes: [u8; 32] =
+            secret.as_slice().try_into().map_err(|_| LedgerError::MissingKey(entity.to_owned()))?;
+        let key = SigningKey::from_bytes(&bytes);
+        if let Ok(mut cache) = self.signers.write() {
+            cache.insert(entity.to_owned(), key.clone());
+        }
+        Ok(key)
+    }
+
+    /// Appends one event signed by its own entity.
+    pub async fn append(&self, entity: &str, body: EventBody) -> Result<Receipt> {
+        let mut receipts = self.append_drafts(vec![Draft::by(entity, body)]).await?;
+        receipts.pop().ok_or_else(|| LedgerError::Invalid("empty append".into()))
+    }
+
+    /// Appends events atomically: all of them, with their projections, or none.
+    pub async fn append_drafts(&self, drafts: Vec<Draft>) -> Result<Vec<Receipt>> {
+        if drafts.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Keys first: a keychain failure must not leave a half-written batch.
+        let mut keys: HashMap<String, SigningKey> = HashMap::new();
+        for d in &drafts {
+            if !keys.contains_key(&d.signer) {
+                keys.insert(d.signer.clone(), self.signing_key(&d.signer)?);
+            }
+        }
+        let bodies: Vec<Vec<u8>> = drafts
+            .iter()
+            .map(|d| serde_json::to_vec(&d.body))
+            .collect::<Result<_, _>>()
+            .map_err(|e| LedgerError::Invalid(e.to_string()))?;
+        let ts = format_ts(self.clock.now());
+
+        let mut guard = self.writer.lock().await;
+        let writer = &mut *guard;
+        let mut seq = writer.seq;
+        let mut prev = writer.head;
+        let mut headers = Vec::with_capacity(drafts.len());
+        let mut hashes = Vec::with_capacity(drafts.len());
+        for (d, body) in drafts.iter().zip(&bodies) {
+            seq += 1;
+            let header = EventHeader {
+                seq,
+                id: uuid::Uuid::now_v7().to_string(),
+                ts: ts.clone(),
+                entity_id: d.entity_id.clone(),
+                kind: d.body.kind().to_owned(),
+                signer: d.signer.clone(),
+                payload_hash: payload_hash(body),
+                prev_hash: prev,
+            };
+            prev = header.hash();
+            hashes.push(prev);
+            headers.push(header);
+        }
+        let signatures = sign_all(&drafts, &hashes, &keys)?;
+
+        let mut tx = writer.conn.begin().await.map_err(LedgerError::Save)?;
+        for chunk in (0..headers.len()).collect::<Vec<_>>().chunks(INSERT_CHUNK) {
+            let mut q = QueryBuilder::new(
+                "INSERT INTO events (seq, id, ts, entity_id, kind, signer, payload_hash, prev_hash, hash, signature) ",
+            );
+            q.push_values(chunk, |mut b, &i| {
+                let h = &headers[i];
+                b.push_bind(h.seq)
+                    .push_bind(&h.id)
+                    .push_bind(&h.ts)
+                    .push_bind(&h.entity_id)
+                    .push_bind(&h.kind)
+                    .push_bind(&h.signer)
+                    .push_bind(&h.payload_hash[..])
+                    .push_bind(&h.prev_hash[..])
+                    .push_bind(&hashes[i][..])
+                    .push_bind(&signatures[i][..]);
+            });
+            q.build().execute(&mut *tx).await.map_err(LedgerError::Save)?;
+            let mut q = QueryBuilder::new("INSERT INTO payloads (seq, body) ");
+            q.push_values(chunk, |mut b, &i| {
+                b.push_bind(headers[i].seq).push_bind(&bodies[i][..]);
+            });
+            q.build().execute(&mut *tx).await.map_err(LedgerError::Save)?;
+        }
+        for (h, d) in headers.iter().zip(&drafts) {
+            project::apply(&mut tx, h, &d.body).await?;
+        }
+        tx.commit().await.map_err(LedgerError::Save)?;
+
+        let mut receipts = Vec::with_capacity(headers.len());
+        for (i, h) in headers.iter().enumerate() {
+            receipts.push(Receipt {
+                seq: h.seq,
+                event_id: h.id.clone(),
+                kind: h.kind.clone(),
+                action_hash: hex::encode(h.payload_hash),
+                state_before: hex::encode(h.prev_hash),
+                state_after: hex::encode(hashes[i]),
+                signer: h.signer.clone(),
+                signature: hex::encode(signatures[i]),
+            });
+        }
+        writer.seq = seq;
+        writer.head = prev;
+        Ok(receipts)
+    }
+
+    /// Current head: number of events and hash of the last one.
+    pub async fn head(&self) -> (i64, String) {
+        let w = self.writer.lock().await;
+        (w.seq, hex::encode(w.head))
+    }
+
+    /// Rebuilds every projection table from the events alone.
+    pub async fn rebuild_projections(&self) -> Result<()> {
+        let mut guard = self.writer.lock().await;
+        let mut tx = guard.conn.begin().await.map_err(LedgerError::Save)?;
+        project::clear(&mut tx).await?;
+        let rows = sqlx::query(
+            "SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, e.prev_hash, p.body \
+             FROM events e LEFT JOIN payloads p ON p.seq = e.seq ORDER BY e.seq",
+        )
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(LedgerError::Load)?;
+        for row in rows {
+            let seq: i64 = row.get(0);
+            let body: Option<Vec<u8>> = row.get(8);
+            let Some(body) = body else { continue };
+            let body: EventBody = serde_json::from_slice(&body)
+                .map_err(|e| LedgerError::Corrupt { seq, reason: format!("unreadable payload: {e}") })?;
+            let header = EventHeader {
+                seq,
+                id: row.get(1),
+                ts: row.get(2),
+                entity_id: row.get(3),
+                kind: row.get(4),
+                signer: row.get(5),
+                payload_hash: to_hash(&row.get::<Vec<u8>, _>(6)).unwrap_or([0; HASH_LEN]),
+                prev_hash: to_hash(&row.get::<Vec<u8>, _>(7)).unwrap_or([0; HASH_LEN]),
+            };
+            project::apply(&mut tx, &header, &body).await?;
+        }
+        tx.commit().await.map_err(LedgerError::Save)?;
+        Ok(())
+    }
+
+    /// Exclusive access to the writer connection for non-event bookkeeping
+    /// (the queue), so every write goes through one connection.
+    pub(crate) async fn writer_conn(&self) -> tokio::sync::MappedMutexGuard<'_, SqliteConnection> {
+        tokio::sync::MutexGuard::map(self.writer.lock().await, |w| &mut w.conn)
+    }
+
+    pub fn now(&self) -> time::OffsetDateTime {
+        self.clock.now()
+    }
+}
+
+fn sign_all(
+    drafts: &[Draft],
+    hashes: &[[u8; HASH_LEN]],
+    keys: &HashMap<String, SigningKey>,
+) -> Result<Vec<[u8; 64]>> {
+    let sign_one = |i: usize| -> Result<[u8; 64]> {
+        let key = keys.get(&drafts[i].signer).ok_or_else(|| LedgerError::MissingKey(drafts[i].signer.clone()))?;
+        Ok(key.sign(&hashes[i]).to_bytes())
+    };
+    if drafts.len() < 64 {
+        return (0..drafts.len()).map(sign_one).collect();
+    }
+    // Hashes chain sequentially, signatures do not: sign on every core.
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).max(1);
+    let per = drafts.len().div_ceil(threads);
+    let parts: Vec<Result<Vec<[u8; 64]>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let start = t * per;
+                let end = ((t + 1) * per).min(drafts.len());
+                s.spawn(move || (start..end).map(sign_one).collect::<Result<Vec<_>>>())
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(LedgerError::Invalid("signing thread panicked".into()))))
+            .collect()
+    });
+    let mut out = Vec::with_capacity(drafts.len());
+    for p in parts {
+        out.extend(p?);
+    }
+    Ok(out)
+}
+
+async fn read_profile_id(conn: &mut SqliteConnection) -> Result<String> {
+    let row = sqlx::query(
+        "SELECT p.body FROM events e JOIN payloads p ON p.seq = e.seq WHERE e.kind = 'ledger_created' ORDER BY e.seq LIMIT 1",
+    )
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(LedgerError::Load)?
+    .ok_or(LedgerError::Corrupt { seq: 1, reason: "the ledger has no ledger_created event".into() })?;
+    let body: Vec<u8> = row.get(0);
+    match serde_json::from_slice::<EventBody>(&body) {
+        Ok(EventBody::LedgerCreated { profile_id, .. }) => Ok(profile_id),
+        _ => Err(LedgerError::Corrupt { seq: 1, reason: "unreadable ledger_created payload".into() }),
+    }
+}

@@ -1,0 +1,44 @@
+use ledger::QueueState;
+use serde_json::json;
+
+use crate::Fixture;
+
+#[tokio::test]
+async fn the_queue_serves_priority_then_age_and_survives_reopen() {
+    let f = Fixture::new().await;
+    let low = f.ledger.enqueue("extract", 2, None, &json!({"n": 1})).await.expect("enqueue");
+    let normal = f.ledger.enqueue("reply", 1, Some("ei"), &json!({"n": 2})).await.expect("enqueue");
+    let high = f.ledger.enqueue("reply", 0, Some("ei"), &json!({"n": 3})).await.expect("enqueue");
+    let now = f.ledger.now();
+    let first = f.ledger.take_next(now).await.expect("take").expect("item");
+    assert_eq!(first.id, high.id);
+    assert_eq!(first.state, QueueState::Running);
+    // Crash while running: on reopen it is pending again.
+    let f = f.reopen().await;
+    assert_eq!(f.ledger.requeue_running().await.expect("requeue"), 1);
+    let now = f.ledger.now();
+    let again = f.ledger.take_next(now).await.expect("take").expect("item");
+    assert_eq!(again.id, high.id);
+    assert_eq!(again.attempts, 2);
+    f.ledger.finish_item(&again.id).await.expect("finish");
+    let next = f.ledger.take_next(now).await.expect("take").expect("item");
+    assert_eq!(next.id, normal.id);
+    f.ledger.dead_letter(&next.id, "LLM_INVALID_JSON").await.expect("dead");
+    let last = f.ledger.take_next(now).await.expect("take").expect("item");
+    assert_eq!(last.id, low.id);
+    let dead = f.ledger.queue_items(Some(QueueState::Dead)).await.expect("dead list");
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].last_error.as_deref(), Some("LLM_INVALID_JSON"));
+}
+
+#[tokio::test]
+async fn a_retry_waits_until_its_time() {
+    let f = Fixture::new().await;
+    let item = f.ledger.enqueue("reply", 1, None, &json!({})).await.expect("enqueue");
+    let now = f.ledger.now();
+    let taken = f.ledger.take_next(now).await.expect("take").expect("item");
+    f.ledger.retry_item(&taken.id, "LLM_TIMEOUT", now + time::Duration::seconds(30)).await.expect("retry");
+    assert!(f.ledger.take_next(now).await.expect("take").is_none());
+    let later = f.ledger.take_next(now + time::Duration::seconds(31)).await.expect("take").expect("item");
+    assert_eq!(later.id, item.id);
+}

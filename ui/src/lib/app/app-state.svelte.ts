@@ -1,0 +1,339 @@
+//! The UI's state: a projection of what the core tells it. Views read it;
+//! only this class (and the feature states it owns) calls the backend for
+//! personas, messages and the event stream.
+
+import { errorMessage, toBackendError, type Backend, type DragDropEvent } from "../backend";
+import type { AppEvent } from "../bindings/AppEvent";
+import type { MessageView } from "../bindings/MessageView";
+import type { ModelView } from "../bindings/ModelView";
+import type { PersonaView } from "../bindings/PersonaView";
+import type { StatusView } from "../bindings/StatusView";
+import { t } from "../i18n/i18n";
+import { LedgerState } from "../ledger/ledger-state.svelte";
+import { AccountsState } from "../settings/accounts-state.svelte";
+import { Notices } from "./notices.svelte";
+
+export type View = "chat" | "ledger" | "settings";
+export const VIEWS: readonly View[] = ["chat", "ledger", "settings"];
+
+/** A reply being streamed for one persona. */
+export interface ReplyStream {
+  requestId: string;
+  text: string;
+}
+
+/** A reply that failed, shown inline after the message it answered. */
+export interface FailedReply {
+  requestId: string;
+  personaId: string;
+  /** Placed after the message with this seq. */
+  afterSeq: number;
+  code: string;
+  message: string;
+}
+
+/** "sending": the send call is in flight; "queued": sent, waiting for the reply to start. */
+type Awaiting = "sending" | "queued";
+
+function byPersonaOrder(a: PersonaView, b: PersonaView): number {
+  if (a.is_system !== b.is_system) return a.is_system ? -1 : 1;
+  return a.created_seq - b.created_seq;
+}
+
+export class AppState {
+  readonly backend: Backend;
+  readonly notices = new Notices();
+  readonly ledger: LedgerState;
+  readonly accounts: AccountsState;
+
+  ready = $state(false);
+  loadError = $state<string | null>(null);
+  view = $state<View>("chat");
+
+  personas = $state<PersonaView[]>([]);
+  selectedId = $state<string | null>(null);
+  messages = $state<Record<string, MessageView[]>>({});
+  loadingMessages = $state<Record<string, boolean>>({});
+  streams = $state<Record<string, ReplyStream>>({});
+  awaiting = $state<Record<string, Awaiting>>({});
+  failures = $state<Record<string, FailedReply[]>>({});
+
+  models = $state<ModelView[]>([]);
+  status = $state<StatusView | null>(null);
+  queue = $state({ busy: false, pending: 0 });
+  /** The highest ledger seq seen, i.e. the number of events. */
+  eventCount = $state(0);
+  dragging = $state(false);
+
+  sortedPersonas = $derived(this.personas.filter((p) => !p.archived).sort(byPersonaOrder));
+  selected = $derived(this.personas.find((p) => p.id === this.selectedId) ?? null);
+
+  private subscribed = false;
+  private unlistenDrop: (() => void) | null = null;
+
+  constructor(backend: Backend) {
+    this.backend = backend;
+    this.ledger = new LedgerState(backend, this.notices);
+    this.accounts = new AccountsState(backend, this.notices, () => void this.refreshModels());
+  }
+
+  // ---- start-up -------------------------------------------------------------
+
+  async start(): Promise<void> {
+    this.loadError = null;
+    try {
+      if (!this.subscribed) {
+        await this.backend.subscribe((event) => this.handle(event));
+        this.subscribed = true;
+      }
+      const [personas, status, models] = await Promise.all([
+        this.backend.listPersonas(),
+        this.backend.status(),
+        this.backend.listModels(),
+      ]);
+      for (const persona of personas) this.upsertPersona(persona);
+      this.applyStatus(status);
+      this.models = models;
+      this.ready = true;
+      const first = this.selectedId ?? this.sortedPersonas[0]?.id;
+      if (first) await this.select(first, false);
+    } catch (error) {
+      this.loadError = errorMessage(error);
+      return;
+    }
+    if (!this.unlistenDrop) {
+      try {
+        this.unlistenDrop = await this.backend.onDragDrop((event) => void this.onDragDrop(event));
+      } catch (error) {
+        // Dropping files is a convenience; the app works without it.
+        console.warn("file drop unavailable:", errorMessage(error));
+      }
+    }
+  }
+
+  stop(): void {
+    this.unlistenDrop?.();
+    this.unlistenDrop = null;
+  }
+
+  // ---- the event stream -----------------------------------------------------
+
+  handle(event: AppEvent): void {
+    switch (event.type) {
+      case "persona_changed": {
+        this.upsertPersona(event.persona);
+        if (event.persona.id === this.selectedId && event.persona.unread > 0 && this.isReading()) {
+          void this.markRead(event.persona.id);
+        }
+        break;
+      }
+      case "message_added":
+        this.addMessage(event.message);
+        break;
+      case "reply_started":
+        delete this.awaiting[event.persona_id];
+        this.streams[event.persona_id] = { requestId: event.request_id, text: "" };
+        break;
+      case "reply_delta": {
+        delete this.awaiting[event.persona_id];
+        const stream = this.streams[event.persona_id];
+        if (stream && stream.requestId === event.request_id) stream.text += event.text;
+        else this.streams[event.persona_id] = { requestId: event.request_id, text: event.text };
+        break;
+      }
+      case "reply_finished": {
+        const personaId = event.message.persona_id;
+        if (this.streams[personaId]?.requestId === event.request_id) delete this.streams[personaId];
+        delete this.awaiting[personaId];
+        this.addMessage(event.message);
+        break;
+      }
+      case "reply_failed": {
+        if (this.streams[event.persona_id]?.requestId === event.request_id) delete this.streams[event.persona_id];
+        delete this.awaiting[event.persona_id];
+        const list = this.messages[event.persona_id] ?? [];
+        const failure: FailedReply = {
+          requestId: event.request_id,
+          personaId: event.persona_id,
+          afterSeq: list.at(-1)?.seq ?? 0,
+          code: event.error.code,
+          message: event.error.message,
+        };
+        this.failures[event.persona_id] ??= [];
+        this.failures[event.persona_id].push(failure);
+        break;
+      }
+      case "queue_changed":
+        this.queue = { busy: event.busy, pending: event.pending };
+        if (!event.busy && event.pending === 0) {
+          // Nothing left to run: no reply is coming for sends that already returned.
+          for (const [id, state] of Object.entries(this.awaiting)) {
+            if (state === "queued") delete this.awaiting[id];
+          }
+        }
+        break;
+      case "ledger_appended":
+        this.eventCount = Math.max(this.eventCount, event.seq);
+        this.ledger.noteAppended(event.seq);
+        break;
+    }
+  }
+
+  // ---- personas -------------------------------------------------------------
+
+  upsertPersona(persona: PersonaView): void {
+    const index = this.personas.findIndex((p) => p.id === persona.id);
+    if (index >= 0) this.personas[index] = persona;
+    else this.personas.push(persona);
+  }
+
+  /** Creates a persona and opens its chat. Rejects with a `BackendError`. */
+  async createPersona(name: string, description: string): Promise<PersonaView> {
+    const persona = await this.backend.createPersona(name, description);
+    this.upsertPersona(persona);
+    await this.select(persona.id);
+    return persona;
+  }
+
+  async select(personaId: string, focusChat = true): Promise<void> {
+    this.selectedId = personaId;
+    if (focusChat) this.view = "chat";
+    await this.loadMessages(personaId);
+    await this.markRead(personaId);
+  }
+
+  async setModel(personaId: string, model: string): Promise<void> {
+    try {
+      const persona = await this.backend.setPersonaModel(personaId, model);
+      this.upsertPersona(persona);
+      const label = this.models.find((m) => m.spec === model)?.label ?? model;
+      this.notices.push("success", t("chat.modelChanged", { name: persona.name, model: label }));
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
+    }
+  }
+
+  async refreshModels(): Promise<void> {
+    try {
+      this.models = await this.backend.listModels();
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
+    }
+  }
+
+  // ---- messages -------------------------------------------------------------
+
+  async loadMessages(personaId: string): Promise<void> {
+    this.loadingMessages[personaId] = true;
+    try {
+      const list = await this.backend.listMessages(personaId);
+      for (const message of list) this.addMessage(message);
+      this.messages[personaId] ??= [];
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
+    } finally {
+      delete this.loadingMessages[personaId];
+    }
+  }
+
+  addMessage(message: MessageView): void {
+    // Read back through the state proxy: `??=` evaluates to the raw array.
+    this.messages[message.persona_id] ??= [];
+    const list = this.messages[message.persona_id];
+    const index = list.findIndex((m) => m.id === message.id);
+    if (index >= 0) {
+      list[index] = message;
+      return;
+    }
+    // Keep ledger order; messages almost always arrive last, so scan from the end.
+    let at = list.length;
+    while (at > 0 && list[at - 1].seq > message.seq) at--;
+    list.splice(at, 0, message);
+    const open = message.persona_id === this.selectedId && !this.loadingMessages[message.persona_id];
+    if (open && message.role === "persona" && !message.read && this.isReading()) {
+      void this.markRead(message.persona_id);
+    }
+  }
+
+  /** Sends `content` to the persona; resolves false (with a notice) when the core refused it. */
+  async send(personaId: string, content: string): Promise<boolean> {
+    this.awaiting[personaId] = "sending";
+    try {
+      const message = await this.backend.sendMessage(personaId, content);
+      this.addMessage(message);
+      if (this.awaiting[personaId] === "sending") this.awaiting[personaId] = "queued";
+      return true;
+    } catch (error) {
+      delete this.awaiting[personaId];
+      this.notices.push("error", toBackendError(error).message);
+      return false;
+    }
+  }
+
+  async markRead(personaId: string): Promise<void> {
+    const persona = this.personas.find((p) => p.id === personaId);
+    if (persona) persona.unread = 0;
+    try {
+      await this.backend.markRead(personaId);
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
+    }
+  }
+
+  /** Whether the person is looking at the open chat right now. */
+  private isReading(): boolean {
+    const visible = typeof document === "undefined" || document.visibilityState !== "hidden";
+    return this.view === "chat" && visible;
+  }
+
+  // ---- status ---------------------------------------------------------------
+
+  async refreshStatus(): Promise<void> {
+    try {
+      this.applyStatus(await this.backend.status());
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
+    }
+  }
+
+  private applyStatus(status: StatusView): void {
+    this.status = status;
+    this.queue = { busy: status.queue_busy, pending: status.queue_pending };
+    this.eventCount = Math.max(this.eventCount, status.events);
+  }
+
+  // ---- dropped files --------------------------------------------------------
+
+  async onDragDrop(event: DragDropEvent): Promise<void> {
+    switch (event.type) {
+      case "enter":
+      case "over":
+        this.dragging = true;
+        return;
+      case "leave":
+        this.dragging = false;
+        return;
+      case "drop":
+        this.dragging = false;
+        await this.importDropped(event.paths);
+    }
+  }
+
+  async importDropped(paths: string[]): Promise<void> {
+    const models = paths.filter((p) => p.toLowerCase().endsWith(".gguf"));
+    if (models.length < paths.length) this.notices.push("info", t("drop.notModel"), 8000);
+    for (const path of models) {
+      const file = path.split(/[\\/]/).pop() ?? path;
+      const progress = this.notices.push("info", t("drop.importing", { file }), 0);
+      try {
+        const model = await this.backend.importModel(path);
+        if (!this.models.some((m) => m.spec === model.spec)) this.models.push(model);
+        this.notices.push("success", t("drop.imported", { label: model.label }));
+      } catch (error) {
+        this.notices.push("error", errorMessage(error));
+      } finally {
+        this.notices.dismiss(progress);
+      }
+    }
+  }
+}

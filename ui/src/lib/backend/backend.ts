@@ -1,0 +1,91 @@
+//! The one seam between the UI and the desktop core. Components and state
+//! only ever talk to a `Backend`; `tauri.ts` is the real one, `mock.ts` an
+//! in-memory fake for component tests and `vite dev` in a plain browser.
+
+import type { AccountView } from "../bindings/AccountView";
+import type { AppEvent } from "../bindings/AppEvent";
+import type { ErrorView } from "../bindings/ErrorView";
+import type { EventView } from "../bindings/EventView";
+import type { MessageView } from "../bindings/MessageView";
+import type { ModelView } from "../bindings/ModelView";
+import type { NewAccount } from "../bindings/NewAccount";
+import type { PersonaView } from "../bindings/PersonaView";
+import type { StatusView } from "../bindings/StatusView";
+import type { VerifyView } from "../bindings/VerifyView";
+
+/** What the window reports while files are dragged over it. */
+export type DragDropEvent =
+  | { type: "enter"; paths: string[] }
+  | { type: "over" }
+  | { type: "drop"; paths: string[] }
+  | { type: "leave" };
+
+/** One method per backend command. Every method rejects with a `BackendError`. */
+export interface Backend {
+  /** `subscribe`: opens the single event stream. Call once at start. */
+  subscribe(onEvent: (event: AppEvent) => void): Promise<void>;
+  /** `status` */
+  status(): Promise<StatusView>;
+  /** `list_personas` */
+  listPersonas(): Promise<PersonaView[]>;
+  /** `create_persona` */
+  createPersona(name: string, description: string): Promise<PersonaView>;
+  /** `set_persona_model` */
+  setPersonaModel(personaId: string, model: string): Promise<PersonaView>;
+  /** `list_messages` */
+  listMessages(personaId: string): Promise<MessageView[]>;
+  /** `send_message`: resolves with the human's message; the reply streams as events. */
+  sendMessage(personaId: string, content: string): Promise<MessageView>;
+  /** `mark_read` */
+  markRead(personaId: string): Promise<void>;
+  /** `verify_ledger` */
+  verifyLedger(): Promise<VerifyView>;
+  /** `list_events`: newest first, strictly before `beforeSeq` when given. */
+  listEvents(beforeSeq: number | null, limit: number): Promise<EventView[]>;
+  /** `list_accounts` */
+  listAccounts(): Promise<AccountView[]>;
+  /** `add_account` */
+  addAccount(account: NewAccount): Promise<AccountView>;
+  /** `remove_account` */
+  removeAccount(name: string): Promise<void>;
+  /** `list_models` */
+  listModels(): Promise<ModelView[]>;
+  /** `import_model` */
+  importModel(path: string): Promise<ModelView>;
+  /** Files dragged onto the window (not a command: a window event). Returns an unlisten function. */
+  onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void>;
+}
+
+/** The boundary error, as an `Error` so it has a stack and works with `instanceof`. */
+export class BackendError extends Error implements ErrorView {
+  readonly code: string;
+
+  constructor(view: ErrorView) {
+    super(view.message);
+    this.name = "BackendError";
+    this.code = view.code;
+  }
+}
+
+function isErrorView(value: unknown): value is ErrorView {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    typeof (value as ErrorView).code === "string" &&
+    typeof (value as ErrorView).message === "string"
+  );
+}
+
+/** Turns whatever a rejected call produced into a `BackendError`. */
+export function toBackendError(error: unknown): BackendError {
+  if (error instanceof BackendError) return error;
+  if (isErrorView(error)) return new BackendError(error);
+  if (error instanceof Error) return new BackendError({ code: "UI_ERROR", message: error.message });
+  if (typeof error === "string") return new BackendError({ code: "UI_ERROR", message: error });
+  return new BackendError({ code: "UI_ERROR", message: String(error) });
+}
+
+/** The text to show a person for any failure. */
+export function errorMessage(error: unknown): string {
+  return toBackendError(error).message;
+}

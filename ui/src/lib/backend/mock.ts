@@ -1,0 +1,396 @@
+//! An in-memory backend with the same contract as the desktop core: used by
+//! component tests and by `vite dev` in a plain browser. Nothing is stored
+//! anywhere: a reload starts over.
+
+import type { AccountView } from "../bindings/AccountView";
+import type { AppEvent } from "../bindings/AppEvent";
+import type { EventView } from "../bindings/EventView";
+import type { MessageRole } from "../bindings/MessageRole";
+import type { MessageView } from "../bindings/MessageView";
+import type { ModelView } from "../bindings/ModelView";
+import type { NewAccount } from "../bindings/NewAccount";
+import type { PersonaView } from "../bindings/PersonaView";
+import type { StatusView } from "../bindings/StatusView";
+import type { VerifyView } from "../bindings/VerifyView";
+import { BackendError, type Backend, type DragDropEvent } from "./backend";
+
+export interface MockOptions {
+  /** Delay between streamed tokens, in ms. */
+  tokenDelayMs?: number;
+  /** Delay before the first token, in ms (the typing indicator shows meanwhile). */
+  firstTokenDelayMs?: number;
+  /** Add a little sample history, for `vite dev`. */
+  seed?: boolean;
+  /** A fixed reply instead of the canned ones. */
+  reply?: (persona: PersonaView, content: string) => string;
+  /** Stream a reply after each message (default). Tests that drive the events by hand turn it off. */
+  autoReply?: boolean;
+}
+
+const LOCAL_MODEL: ModelView = {
+  spec: "local:SmolLM2-135M-Instruct.Q4_1",
+  label: "SmolLM2 135M Instruct (local)",
+  local: true,
+};
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** A stand-in for SHA-256: FNV-1a, widened to 64 hex characters. Only for display. */
+function fakeHash(text: string): string {
+  let out = "";
+  for (let round = 0; round < 8; round++) {
+    let h = 0x811c9dc5 ^ round;
+    for (let i = 0; i < text.length; i++) {
+      h ^= text.charCodeAt(i);
+      h = Math.imul(h, 0x01000193) >>> 0;
+    }
+    out += h.toString(16).padStart(8, "0");
+  }
+  return out;
+}
+
+function fail(code: string, message: string): never {
+  throw new BackendError({ code, message });
+}
+
+export class MockBackend implements Backend {
+  private listeners: ((event: AppEvent) => void)[] = [];
+  private personas: PersonaView[] = [];
+  private messages: MessageView[] = [];
+  private events: EventView[] = [];
+  private accounts: AccountView[] = [];
+  private models: ModelView[] = [LOCAL_MODEL];
+  private queue: (() => Promise<void>)[] = [];
+  private busy = false;
+  private nextId = 1;
+  private readonly options: Required<Omit<MockOptions, "reply">> & Pick<MockOptions, "reply">;
+
+  constructor(options: MockOptions = {}) {
+    this.options = {
+      tokenDelayMs: options.tokenDelayMs ?? 45,
+      firstTokenDelayMs: options.firstTokenDelayMs ?? 600,
+      seed: options.seed ?? false,
+      reply: options.reply,
+      autoReply: options.autoReply ?? true,
+    };
+    const ei = this.addPersona("Ei", "Your guide to Ledgermind. Ei sees everything you share.", true);
+    if (this.options.seed) {
+      this.addMessage(ei.id, "persona", "Hi! I'm Ei. Everything we say is kept in a signed ledger on this computer. What would you like to talk about?", true);
+    }
+  }
+
+  // ---- test helpers -------------------------------------------------------
+
+  /** Sends an event to the subscribers, as the core would. */
+  emit(event: AppEvent): void {
+    for (const listener of this.listeners) listener(event);
+  }
+
+  /** Resolves when every queued reply has been streamed. */
+  async idle(): Promise<void> {
+    while (this.busy || this.queue.length > 0) await sleep(5);
+  }
+
+  // ---- Backend ------------------------------------------------------------
+
+  async subscribe(onEvent: (event: AppEvent) => void): Promise<void> {
+    this.listeners.push(onEvent);
+  }
+
+  async status(): Promise<StatusView> {
+    return {
+      data_dir: "/home/you/.local/share/ledgermind (in-memory preview)",
+      keychain_ok: true,
+      keychain_message: null,
+      local_model: LOCAL_MODEL.label,
+      local_model_message: null,
+      events: this.events.length,
+      queue_busy: this.busy,
+      queue_pending: this.queue.length,
+    };
+  }
+
+  async listPersonas(): Promise<PersonaView[]> {
+    return this.personas.map((p) => ({ ...p }));
+  }
+
+  async createPersona(name: string, description: string): Promise<PersonaView> {
+    const clean = name.trim();
+    if (!clean) fail("INVALID_INPUT", "A persona needs a name.");
+    if (clean.length > 60) fail("INVALID_INPUT", "A persona name is at most 60 characters.");
+    if (this.personas.some((p) => p.name.toLowerCase() === clean.toLowerCase())) {
+      fail("PERSONA_EXISTS", `A persona named “${clean}” already exists.`);
+    }
+    const persona = this.addPersona(clean, description.trim(), false);
+    return { ...persona };
+  }
+
+  async setPersonaModel(personaId: string, model: string): Promise<PersonaView> {
+    const persona = this.persona(personaId);
+    if (!this.models.some((m) => m.spec === model)) fail("MODEL_NOT_FOUND", `No model “${model}”.`);
+    persona.model = model;
+    this.append("persona_model_set", persona.id, { model });
+    this.emit({ type: "persona_changed", persona: { ...persona } });
+    return { ...persona };
+  }
+
+  async listMessages(personaId: string): Promise<MessageView[]> {
+    this.persona(personaId);
+    return this.messages.filter((m) => m.persona_id === personaId).map((m) => ({ ...m }));
+  }
+
+  async sendMessage(personaId: string, content: string): Promise<MessageView> {
+    const persona = this.persona(personaId);
+    if (!content.trim()) fail("INVALID_INPUT", "The message is empty.");
+    const message = this.addMessage(personaId, "human", content, true);
+    if (!this.options.autoReply) return { ...message };
+    const requestId = `req-${this.nextId++}`;
+    this.queue.push(() => this.streamReply(requestId, persona, content));
+    this.emit({ type: "queue_changed", busy: true, pending: this.queue.length });
+    void this.pump();
+    return { ...message };
+  }
+
+  async markRead(personaId: string): Promise<void> {
+    const persona = this.persona(personaId);
+    let changed = false;
+    for (const m of this.messages) {
+      if (m.persona_id === personaId && !m.read) {
+        m.read = true;
+        changed = true;
+      }
+    }
+    if (changed || persona.unread !== 0) {
+      persona.unread = 0;
+      this.emit({ type: "persona_changed", persona: { ...persona } });
+    }
+  }
+
+  async verifyLedger(): Promise<VerifyView> {
+    const started = performance.now();
+    let prev = "0".repeat(64);
+    for (const event of this.events) {
+      if (event.prev_hash !== prev) {
+        return {
+          ok: false,
+          events: this.events.length,
+          first_bad_seq: event.seq,
+          reason: "previous hash does not match",
+          millis: performance.now() - started,
+        };
+      }
+      prev = event.hash;
+    }
+    return {
+      ok: true,
+      events: this.events.length,
+      first_bad_seq: null,
+      reason: null,
+      millis: Math.max(0.1, performance.now() - started),
+    };
+  }
+
+  async listEvents(beforeSeq: number | null, limit: number): Promise<EventView[]> {
+    return this.events
+      .filter((e) => beforeSeq === null || e.seq < beforeSeq)
+      .sort((a, b) => b.seq - a.seq)
+      .slice(0, limit)
+      .map((e) => ({ ...e }));
+  }
+
+  async listAccounts(): Promise<AccountView[]> {
+    return this.accounts.map((a) => ({ ...a }));
+  }
+
+  async addAccount(account: NewAccount): Promise<AccountView> {
+    const name = account.name.trim();
+    if (!/^[a-z0-9][a-z0-9_-]*$/i.test(name)) {
+      fail("INVALID_INPUT", "An account name uses letters, digits, “-” and “_”.");
+    }
+    if (name === "local" || this.accounts.some((a) => a.name === name)) {
+      fail("ACCOUNT_EXISTS", `An account named “${name}” already exists.`);
+    }
+    if (!/^https?:\/\/\S+$/.test(account.base_url.trim())) {
+      fail("INVALID_INPUT", "The base URL must start with http:// or https://.");
+    }
+    const view: AccountView = {
+      name,
+      base_url: account.base_url.trim(),
+      default_model: account.default_model.trim(),
+      enabled: true,
+      has_key: account.api_key.length > 0,
+    };
+    this.accounts.push(view);
+    if (view.default_model) {
+      this.models.push({ spec: `${name}:${view.default_model}`, label: `${view.default_model} (${name})`, local: false });
+    }
+    // The key goes to the keychain; the ledger only learns that an account exists.
+    this.append("account_added", name, { name, base_url: view.base_url, default_model: view.default_model });
+    return { ...view };
+  }
+
+  async removeAccount(name: string): Promise<void> {
+    if (!this.accounts.some((a) => a.name === name)) fail("ACCOUNT_NOT_FOUND", `No account named “${name}”.`);
+    this.accounts = this.accounts.filter((a) => a.name !== name);
+    this.models = this.models.filter((m) => !m.spec.startsWith(`${name}:`));
+    this.append("account_removed", name, { name });
+  }
+
+  async listModels(): Promise<ModelView[]> {
+    return this.models.map((m) => ({ ...m }));
+  }
+
+  async importModel(path: string): Promise<ModelView> {
+    if (!path.toLowerCase().endsWith(".gguf")) fail("MODEL_INVALID", "Only .gguf model files can be imported.");
+    const file = path.split(/[\\/]/).pop() ?? path;
+    const stem = file.replace(/\.gguf$/i, "");
+    const model: ModelView = { spec: `local:${stem}`, label: `${stem} (local)`, local: true };
+    if (!this.models.some((m) => m.spec === model.spec)) this.models.push(model);
+    this.append("model_imported", model.spec, { file });
+    return { ...model };
+  }
+
+  async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {
+    if (typeof window === "undefined") return () => {};
+    // A plain browser gives file names, not paths: good enough for a preview.
+    const names = (e: DragEvent) => Array.from(e.dataTransfer?.files ?? []).map((f) => f.name);
+    let depth = 0;
+    const enter = (e: DragEvent) => {
+      e.preventDefault();
+      if (depth++ === 0) handler({ type: "enter", paths: names(e) });
+    };
+    const over = (e: DragEvent) => {
+      e.preventDefault();
+      handler({ type: "over" });
+    };
+    const leave = () => {
+      if (--depth <= 0) {
+        depth = 0;
+        handler({ type: "leave" });
+      }
+    };
+    const drop = (e: DragEvent) => {
+      e.preventDefault();
+      depth = 0;
+      handler({ type: "drop", paths: names(e) });
+    };
+    window.addEventListener("dragenter", enter);
+    window.addEventListener("dragover", over);
+    window.addEventListener("dragleave", leave);
+    window.addEventListener("drop", drop);
+    return () => {
+      window.removeEventListener("dragenter", enter);
+      window.removeEventListener("dragover", over);
+      window.removeEventListener("dragleave", leave);
+      window.removeEventListener("drop", drop);
+    };
+  }
+
+  // ---- internals ----------------------------------------------------------
+
+  private persona(id: string): PersonaView {
+    return this.personas.find((p) => p.id === id) ?? fail("PERSONA_NOT_FOUND", "That persona no longer exists.");
+  }
+
+  private addPersona(name: string, description: string, isSystem: boolean): PersonaView {
+    const id = `persona-${this.nextId++}`;
+    const seq = this.append("persona_created", id, { name, short_description: description });
+    const persona: PersonaView = {
+      id,
+      name,
+      short_description: description,
+      long_description: "",
+      model: LOCAL_MODEL.spec,
+      is_system: isSystem,
+      archived: false,
+      unread: 0,
+      created_seq: seq,
+    };
+    this.personas.push(persona);
+    this.emit({ type: "persona_changed", persona: { ...persona } });
+    return persona;
+  }
+
+  private addMessage(personaId: string, role: MessageRole, content: string, read: boolean): MessageView {
+    const id = `msg-${this.nextId++}`;
+    const seq = this.append("message_added", personaId, { id, role, content });
+    const message: MessageView = {
+      id,
+      persona_id: personaId,
+      role,
+      content,
+      ts: new Date().toISOString(),
+      read,
+      seq,
+    };
+    this.messages.push(message);
+    this.emit({ type: "message_added", message: { ...message } });
+    if (!read) {
+      const persona = this.persona(personaId);
+      persona.unread += 1;
+      this.emit({ type: "persona_changed", persona: { ...persona } });
+    }
+    return message;
+  }
+
+  private append(kind: string, entityId: string, payload: unknown): number {
+    const seq = this.events.length + 1;
+    const prev = this.events.at(-1)?.hash ?? "0".repeat(64);
+    const json = JSON.stringify(payload, null, 2);
+    const event: EventView = {
+      seq,
+      id: `evt-${seq}`,
+      ts: new Date().toISOString(),
+      entity_id: entityId,
+      kind,
+      payload: json,
+      prev_hash: prev,
+      hash: fakeHash(`${seq}|${kind}|${entityId}|${prev}|${json}`),
+      signer: "device",
+    };
+    this.events.push(event);
+    this.emit({ type: "ledger_appended", seq, kind });
+    return seq;
+  }
+
+  private async pump(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      for (let job = this.queue.shift(); job; job = this.queue.shift()) {
+        this.emit({ type: "queue_changed", busy: true, pending: this.queue.length });
+        await job();
+      }
+    } finally {
+      this.busy = false;
+      this.emit({ type: "queue_changed", busy: false, pending: 0 });
+    }
+  }
+
+  private async streamReply(requestId: string, persona: PersonaView, content: string): Promise<void> {
+    this.emit({ type: "reply_started", request_id: requestId, persona_id: persona.id });
+    await sleep(this.options.firstTokenDelayMs);
+    if (/\/fail\b/.test(content)) {
+      this.emit({
+        type: "reply_failed",
+        request_id: requestId,
+        persona_id: persona.id,
+        error: { code: "LLM_TIMEOUT", message: "The model took too long to answer. Try again in a moment." },
+      });
+      return;
+    }
+    const text = this.options.reply ? this.options.reply(persona, content) : this.cannedReply(persona, content);
+    const tokens = text.match(/\s*\S+/g) ?? [text];
+    for (const token of tokens) {
+      this.emit({ type: "reply_delta", request_id: requestId, persona_id: persona.id, text: token });
+      await sleep(this.options.tokenDelayMs);
+    }
+    const message = this.addMessage(persona.id, "persona", text, false);
+    this.emit({ type: "reply_finished", request_id: requestId, message: { ...message } });
+  }
+
+  private cannedReply(persona: PersonaView, content: string): string {
+    if (/two plus two|2 ?\+ ?2/i.test(content)) return "Two plus two is four. Would you like to try a harder one?";
+    return `I'm ${persona.name}, running in the in-memory preview. You said: “${content.trim()}”. In the desktop app a real model answers here.`;
+  }
+}

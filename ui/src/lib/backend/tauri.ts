@@ -1,0 +1,97 @@
+//! The real backend: Tauri commands over `invoke`, events over one `Channel`.
+
+import { Channel, invoke } from "@tauri-apps/api/core";
+import { getCurrentWebview } from "@tauri-apps/api/webview";
+import type { AccountView } from "../bindings/AccountView";
+import type { AppEvent } from "../bindings/AppEvent";
+import type { EventView } from "../bindings/EventView";
+import type { MessageView } from "../bindings/MessageView";
+import type { ModelView } from "../bindings/ModelView";
+import type { NewAccount } from "../bindings/NewAccount";
+import type { PersonaView } from "../bindings/PersonaView";
+import type { StatusView } from "../bindings/StatusView";
+import type { VerifyView } from "../bindings/VerifyView";
+import { toBackendError, type Backend, type DragDropEvent } from "./backend";
+
+async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
+  try {
+    return await invoke<T>(command, args);
+  } catch (error) {
+    throw toBackendError(error);
+  }
+}
+
+export class TauriBackend implements Backend {
+  // Held so the channel (and its callback) lives as long as the backend.
+  private channel: Channel<AppEvent> | null = null;
+
+  async subscribe(onEvent: (event: AppEvent) => void): Promise<void> {
+    const channel = new Channel<AppEvent>();
+    channel.onmessage = onEvent;
+    this.channel = channel;
+    await call<void>("subscribe", { onEvent: channel });
+  }
+
+  status() {
+    return call<StatusView>("status");
+  }
+  listPersonas() {
+    return call<PersonaView[]>("list_personas");
+  }
+  createPersona(name: string, description: string) {
+    return call<PersonaView>("create_persona", { name, description });
+  }
+  setPersonaModel(personaId: string, model: string) {
+    return call<PersonaView>("set_persona_model", { personaId, model });
+  }
+  listMessages(personaId: string) {
+    return call<MessageView[]>("list_messages", { personaId });
+  }
+  sendMessage(personaId: string, content: string) {
+    return call<MessageView>("send_message", { personaId, content });
+  }
+  markRead(personaId: string) {
+    return call<void>("mark_read", { personaId });
+  }
+  verifyLedger() {
+    return call<VerifyView>("verify_ledger");
+  }
+  listEvents(beforeSeq: number | null, limit: number) {
+    return call<EventView[]>("list_events", { beforeSeq, limit });
+  }
+  listAccounts() {
+    return call<AccountView[]>("list_accounts");
+  }
+  addAccount(account: NewAccount) {
+    return call<AccountView>("add_account", { account });
+  }
+  removeAccount(name: string) {
+    return call<void>("remove_account", { name });
+  }
+  listModels() {
+    return call<ModelView[]>("list_models");
+  }
+  importModel(path: string) {
+    return call<ModelView>("import_model", { path });
+  }
+
+  async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {
+    return getCurrentWebview().onDragDropEvent((event) => {
+      const payload = event.payload;
+      switch (payload.type) {
+        case "enter":
+          handler({ type: "enter", paths: payload.paths });
+          break;
+        case "over":
+          handler({ type: "over" });
+          break;
+        case "drop":
+          handler({ type: "drop", paths: payload.paths });
+          break;
+        case "leave":
+          handler({ type: "leave" });
+          break;
+      }
+    });
+  }
+}

@@ -1,0 +1,44 @@
+import { render, screen, waitFor } from "@testing-library/svelte";
+import userEvent from "@testing-library/user-event";
+import { describe, expect, it } from "vitest";
+import { startApp } from "../testing/harness";
+import LedgerView from "./LedgerView.svelte";
+
+describe("LedgerView", () => {
+  it("verify shows the result text", async () => {
+    const user = userEvent.setup();
+    const { context } = await startApp();
+    render(LedgerView, { context });
+    await user.click(screen.getByTestId("verify-button"));
+    await waitFor(() =>
+      expect(screen.getByTestId("verify-result").textContent).toMatch(/✓ 1 event — hash chain and signatures hold \([\d.]+ ms\)/),
+    );
+  });
+
+  it("shows a failed verification with the event and the reason", async () => {
+    const user = userEvent.setup();
+    const { backend, context } = await startApp();
+    backend.verifyLedger = async () => ({ ok: false, events: 12, first_bad_seq: 7, reason: "signature does not match", millis: 3 });
+    render(LedgerView, { context });
+    await user.click(screen.getByTestId("verify-button"));
+    await waitFor(() => expect(screen.getByTestId("verify-result")).toHaveTextContent("✗ Event #7 failed: signature does not match"));
+  });
+
+  it("lists events newest first, pages with load more, and expands a payload", async () => {
+    const user = userEvent.setup();
+    const { backend, context } = await startApp();
+    for (let i = 0; i < 60; i++) await backend.createPersona(`P${i}`, "");
+    render(LedgerView, { context });
+
+    await waitFor(() => expect(screen.getAllByTestId("event-row")).toHaveLength(50));
+    const seqs = () => screen.getAllByTestId("event-row").map((r) => Number(r.dataset.seq));
+    expect(seqs()[0]).toBe(61);
+    await user.click(screen.getByTestId("load-more"));
+    await waitFor(() => expect(screen.getAllByTestId("event-row")).toHaveLength(61));
+    expect(seqs().at(-1)).toBe(1);
+    expect(screen.getByText("Beginning of the ledger")).toBeInTheDocument();
+
+    await user.click(screen.getByRole("button", { name: "Show details of event #61" }));
+    expect(screen.getByTestId("event-payload")).toHaveTextContent('"name": "P59"');
+  });
+});
