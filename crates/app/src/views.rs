@@ -141,3 +141,51 @@ pub enum AppEvent {
     QueueChanged { busy: bool, #[ts(type = "number")] pending: u32 },
     LedgerAppended { #[ts(type = "number")] seq: i64, kind: String },
 }
+
+impl From<ledger::Persona> for PersonaView {
+    fn from(p: ledger::Persona) -> Self {
+        Self {
+            id: p.id,
+            name: p.name,
+            short_description: p.short_description,
+            long_description: p.long_description,
+            model: p.model,
+            is_system: p.is_system,
+            archived: p.archived,
+            unread: p.unread,
+            created_seq: p.created_seq,
+        }
+    }
+}
+
+impl From<ledger::MessageRole> for MessageRole {
+    fn from(r: ledger::MessageRole) -> Self {
+        match r {
+            ledger::MessageRole::Human => Self::Human,
+            ledger::MessageRole::Persona => Self::Persona,
+            ledger::MessageRole::System => Self::System,
+        }
+    }
+}
+
+impl From<ledger::Message> for MessageView {
+    fn from(m: ledger::Message) -> Self {
+        Self { id: m.id, persona_id: m.persona_id, role: m.role.into(), content: m.content, ts: m.ts, read: m.read, seq: m.seq }
+    }
+}
+
+impl From<ledger::StoredEvent> for EventView {
+    fn from(e: ledger::StoredEvent) -> Self {
+        Self {
+            seq: e.seq,
+            id: e.id,
+            ts: e.ts,
+            entity_id: e.entity_id,
+            kind: e.kind,
+            payload: e.payload.map(|p| serde_json::to_string_pretty(&p).unwrap_or_default()),
+            hash: e.hash,
+            prev_hash: e.prev_hash,
+            signer: e.signer,
+        }
+    }
+}

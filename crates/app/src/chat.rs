@@ -1,0 +1,254 @@
+//! The reply worker: an owned task that takes queued replies one at a time,
+//! streams them from the persona's model, and commits them to the ledger.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ledger::{EventBody, MessageRole, QueueItem};
+use providers::{CancelFlag, CompletionRequest, FinishReason, ProviderError};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use crate::engine::Engine;
+use crate::error::AppError;
+use crate::models::ModelSpec;
+use crate::prompt::{reply_prompt, HISTORY};
+use crate::views::{AppEvent, MessageView};
+
+pub(crate) const REPLY_KIND: &str = "reply";
+/// Attempts before a reply is dead-lettered.
+const MAX_ATTEMPTS: i64 = 3;
+const REPLY_MAX_TOKENS: u32 = 160;
+const IDLE_POLL: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ReplyJob {
+    pub persona_id: String,
+    pub reply_to: String,
+}
+
+/// Where the time between "send" and the first token went.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplyTiming {
+    pub request_id: String,
+    /// Send → provider called: ledger write, queue, prompt building.
+    pub overhead_ms: f64,
+    /// Provider called → first token: the model's own time.
+    pub model_first_token_ms: f64,
+    /// Last token → reply committed to the ledger.
+    pub commit_ms: f64,
+    pub completion_tokens: u32,
+    pub total_ms: f64,
+}
+
+pub(crate) async fn run_worker(engine: Arc<Engine>, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let next = engine.ledger.take_next(engine.ledger.now()).await;
+        match next {
+            Ok(Some(item)) => {
+                engine.busy.store(true, Ordering::SeqCst);
+                engine.emit_queue().await;
+                process(&engine, item).await;
+                engine.busy.store(false, Ordering::SeqCst);
+                engine.emit_queue().await;
+            }
+            Ok(None) => {
+                tokio::select! {
+                    _ = engine.wake.notified() => {}
+                    _ = tokio::time::sleep(IDLE_POLL) => {}
+                    _ = shutdown.changed() => return,
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the reply queue could not be read; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(IDLE_POLL) => {}
+                    _ = shutdown.changed() => return,
+                }
+            }
+        }
+    }
+}
+
+async fn process(engine: &Arc<Engine>, item: QueueItem) {
+    if item.kind != REPLY_KIND {
+        tracing::warn!(kind = %item.kind, "no handler for queued work; dead-lettering it");
+        let _ = engine.ledger.dead_letter(&item.id, "no handler for this kind of work").await;
+        return;
+    }
+    let job: ReplyJob = match serde_json::from_value(item.body.clone()) {
+        Ok(j) => j,
+        Err(e) => {
+            let _ = engine.ledger.dead_letter(&item.id, &format!("unreadable job: {e}")).await;
+            return;
+        }
+    };
+    match reply(engine, &item, &job).await {
+        Ok(()) => {
+            if let Err(e) = engine.ledger.finish_item(&item.id).await {
+                tracing::error!(error = %e, "could not mark a reply as done");
+            }
+        }
+        Err(Failure::Final(e)) if e.code == "LLM_CANCELLED" && engine.is_shutting_down() => {
+            // Interrupted by quitting, not by the user: do it again next start.
+            if let Err(e) = engine.ledger.retry_item(&item.id, "interrupted by shutdown", engine.ledger.now()).await {
+                tracing::error!(error = %e, "could not keep an interrupted reply queued");
+            }
+        }
+        Err(failure) => settle_failure(engine, &item, &job, failure).await,
+    }
+}
+
+enum Failure {
+    Retry(AppError),
+    Final(AppError),
+}
+
+async fn settle_failure(engine: &Engine, item: &QueueItem, job: &ReplyJob, failure: Failure) {
+    let (error, retry) = match failure {
+        Failure::Retry(e) => (e, item.attempts < MAX_ATTEMPTS),
+        Failure::Final(e) => (e, false),
+    };
+    if retry {
+        let delay = backoff(item.attempts);
+        tracing::warn!(request = %item.id, code = error.code, ?delay, "reply failed; retrying");
+        if let Err(e) = engine.ledger.retry_item(&item.id, error.code, engine.ledger.now() + delay).await {
+            tracing::error!(error = %e, "could not reschedule a reply");
+        }
+        return;
+    }
+    tracing::warn!(request = %item.id, code = error.code, "reply failed for good");
+    let stored = format!("{}: {}", error.code, error.message);
+    if let Err(e) = engine.ledger.dead_letter(&item.id, &stored).await {
+        tracing::error!(error = %e, "could not dead-letter a reply");
+    }
+    engine.emit(AppEvent::ReplyFailed {
+        request_id: item.id.clone(),
+        persona_id: job.persona_id.clone(),
+        error: error.view(),
+    });
+}
+
+/// Exponential backoff with full jitter: up to 1 s, 2 s, 4 s … capped at 30 s.
+fn backoff(attempt: i64) -> time::Duration {
+    let ceiling_ms = (1_000i64 << attempt.clamp(0, 5)).min(30_000);
+    let ms = rand::random::<u32>() as i64 % ceiling_ms.max(1);
+    time::Duration::milliseconds(ms.max(100))
+}
+
+async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result<(), Failure> {
+    let persona = engine.ledger.persona(&job.persona_id).await.map_err(|e| Failure::Final(e.into()))?;
+    if persona.archived {
+        return Err(Failure::Final(ledger::LedgerError::PersonaArchived(persona.name).into()));
+    }
+    let history = engine.ledger.messages(&persona.id, Some(HISTORY)).await.map_err(|e| Failure::Retry(e.into()))?;
+    let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
+    let provider = engine.provider_for(&spec).await.map_err(Failure::Final)?;
+    let cancel = CancelFlag::default();
+    if let Ok(mut c) = engine.current_cancel.lock() {
+        *c = Some(cancel.clone());
+    }
+    let mut request = CompletionRequest::chat(spec.model.clone(), reply_prompt(&persona, &history));
+    request.max_tokens = REPLY_MAX_TOKENS;
+    request.cancel = cancel;
+
+    engine.emit(AppEvent::ReplyStarted { request_id: item.id.clone(), persona_id: persona.id.clone() });
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let called = Instant::now();
+    let forwarder = {
+        let engine = engine.clone();
+        let request_id = item.id.clone();
+        let persona_id = persona.id.clone();
+        tokio::spawn(async move {
+            let mut first: Option<Instant> = None;
+            while let Some(text) = rx.recv().await {
+                first.get_or_insert_with(Instant::now);
+                engine.emit(AppEvent::ReplyDelta { request_id: request_id.clone(), persona_id: persona_id.clone(), text });
+            }
+            first
+        })
+    };
+    let result = provider.complete(request, Some(tx)).await;
+    let first_token = forwarder.await.ok().flatten();
+    let generated = Instant::now();
+    if let Ok(mut c) = engine.current_cancel.lock() {
+        *c = None;
+    }
+    let completion = result.map_err(|e| match e {
+        ProviderError::Cancelled => Failure::Final(e.into()),
+        e if e.is_transient() => Failure::Retry(e.into()),
+        e => Failure::Final(e.into()),
+    })?;
+    let text = completion.text.trim();
+    if text.is_empty() {
+        return Err(Failure::Final(AppError::new("LLM_EMPTY_REPLY", "the model returned an empty reply")));
+    }
+    let mut content = text.to_owned();
+    if completion.finish == FinishReason::Length {
+        content.push('…');
+    }
+    let message_id = uuid::Uuid::now_v7().to_string();
+    let receipt = engine
+        .ledger
+        .append(
+            &persona.id,
+            EventBody::MessageAdded {
+                message_id,
+                persona_id: persona.id.clone(),
+                role: MessageRole::Persona,
+                content,
+                external_id: None,
+            },
+        )
+        .await
+        .map_err(|e| Failure::Retry(e.into()))?;
+    let committed = Instant::now();
+    let message: MessageView = engine
+        .ledger
+        .messages(&persona.id, Some(1))
+        .await
+        .map_err(|e| Failure::Retry(e.into()))?
+        .pop()
+        .map(MessageView::from)
+        .ok_or_else(|| Failure::Retry(AppError::new("STORAGE_LOAD_FAILED", "the reply was not found after saving")))?;
+    record_timing(engine, item, called, first_token, generated, committed, completion.completion_tokens);
+    engine.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
+    engine.emit(AppEvent::ReplyFinished { request_id: item.id.clone(), message });
+    if let Ok(p) = engine.ledger.persona(&persona.id).await {
+        engine.emit(AppEvent::PersonaChanged { persona: p.into() });
+    }
+    Ok(())
+}
+
+fn record_timing(
+    engine: &Engine,
+    item: &QueueItem,
+    called: Instant,
+    first_token: Option<Instant>,
+    generated: Instant,
+    committed: Instant,
+    completion_tokens: u32,
+) {
+    let sent = engine.sent_at.lock().ok().and_then(|mut m| m.remove(&item.id));
+    let Some(sent) = sent else { return };
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let first = first_token.unwrap_or(generated);
+    let timing = ReplyTiming {
+        request_id: item.id.clone(),
+        overhead_ms: ms(called.saturating_duration_since(sent)),
+        model_first_token_ms: ms(first.saturating_duration_since(called)),
+        commit_ms: ms(committed.saturating_duration_since(generated)),
+        completion_tokens,
+        total_ms: ms(committed.saturating_duration_since(sent)),
+    };
+    if let Ok(mut t) = engine.timings.lock() {
+        if t.len() >= 1_000 {
+            t.remove(0);
+        }
+        t.push(timing);
+    }
+}

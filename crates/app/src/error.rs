@@ -1,0 +1,59 @@
+use ledger::{KeyStoreError, LedgerError};
+use providers::ProviderError;
+
+use crate::views::ErrorView;
+
+/// The one error that crosses to the shells: a stable code and a sentence a
+/// person can act on. Never SQL text, never a secret.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct AppError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl AppError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self { code, message: message.into() }
+    }
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new("INVALID_INPUT", message)
+    }
+    pub fn view(&self) -> ErrorView {
+        ErrorView { code: self.code.to_owned(), message: self.message.clone() }
+    }
+}
+
+impl From<LedgerError> for AppError {
+    fn from(e: LedgerError) -> Self {
+        let message = match &e {
+            // The sqlx text may name tables and statements: keep it in logs only.
+            LedgerError::Load(inner) => {
+                tracing::error!(error = %inner, "ledger read failed");
+                "Could not read your data. The database may be damaged or in use; run Verify for details.".to_owned()
+            }
+            LedgerError::Save(inner) => {
+                tracing::error!(error = %inner, "ledger write failed");
+                if inner.to_string().contains("full") {
+                    "Could not save: the disk is full. Nothing was written; free some space and try again.".to_owned()
+                } else {
+                    "Could not save your change. Nothing was written; check that the data folder is writable.".to_owned()
+                }
+            }
+            other => other.to_string(),
+        };
+        Self { code: e.code(), message }
+    }
+}
+
+impl From<KeyStoreError> for AppError {
+    fn from(e: KeyStoreError) -> Self {
+        Self::new("KEYCHAIN_UNAVAILABLE", e.to_string())
+    }
+}
+
+impl From<ProviderError> for AppError {
+    fn from(e: ProviderError) -> Self {
+        Self::new(e.code(), e.to_string())
+    }
+}

@@ -1,0 +1,123 @@
+use app::{AppEvent, MessageRole};
+use ledger::{EventBody, HUMAN_ENTITY};
+use providers::ProviderError;
+
+use crate::{await_reply, Harness};
+
+#[tokio::test]
+async fn a_reply_streams_and_is_committed_signed_by_the_persona() {
+    let h = Harness::new(&["Four, of course. Anything else?"]).await;
+    let ada = h.engine.create_persona("Ada", "A patient mathematics tutor").await.expect("create");
+    let mut rx = h.engine.subscribe();
+    let (msg, _request) = h.engine.send_message("ada", "What is two plus two?").await.expect("send");
+    assert_eq!(msg.role, MessageRole::Human);
+    let (deltas, reply) = await_reply(&mut rx).await;
+    let reply = reply.expect("reply");
+    assert!(deltas.len() > 1, "streamed in pieces: {deltas:?}");
+    assert_eq!(deltas.concat().trim(), reply.content);
+    assert_eq!(reply.persona_id, ada.id);
+    let history = h.engine.list_messages(&ada.id).await.expect("history");
+    assert_eq!(history.len(), 2);
+    let events = h.engine.ledger().events(None, 1).await.expect("events");
+    assert_eq!(events[0].kind, "message_added");
+    assert_eq!(events[0].signer, ada.id, "the persona signs its own words");
+    assert!(h.engine.verify().await.expect("verify").ok);
+    // The prompt carried the persona and the question.
+    let seen = h.provider.requests();
+    assert!(seen[0].messages[0].content.contains("Ada"));
+    assert!(seen[0].messages.last().map(|m| m.content.contains("two plus two")).unwrap_or(false));
+}
+
+#[tokio::test]
+async fn personas_and_messages_are_there_after_a_restart() {
+    let h = Harness::new(&["Hello!"]).await;
+    h.engine.create_persona("Bo", "").await.expect("create");
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message("Bo", "hi").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let h = h.restart(&[]).await;
+    let names: Vec<String> = h.engine.list_personas().await.expect("list").into_iter().map(|p| p.name).collect();
+    assert_eq!(names, vec!["Ei", "Bo"]);
+    assert_eq!(h.engine.list_messages("bo").await.expect("messages").len(), 2);
+}
+
+#[tokio::test]
+async fn queued_work_survives_a_restart() {
+    let h = Harness::new(&[]).await;
+    // Simulate a crash right after the message was stored and its reply queued.
+    let ei = h.engine.persona("Ei").await.expect("ei");
+    h.engine
+        .ledger()
+        .append(HUMAN_ENTITY, EventBody::MessageAdded {
+            message_id: "m-1".into(), persona_id: ei.id.clone(), role: ledger::MessageRole::Human,
+            content: "are you there?".into(), external_id: None,
+        })
+        .await
+        .expect("append");
+    h.engine.shutdown().await;
+    h.engine
+        .ledger()
+        .enqueue("reply", 0, Some(&ei.id), &serde_json::json!({"persona_id": ei.id, "reply_to": "m-1"}))
+        .await
+        .expect("enqueue");
+    let h = h.restart(&["Yes, I am here."]).await;
+    let mut rx = h.engine.subscribe();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if h.engine.list_messages("ei").await.expect("messages").len() == 2 {
+            break;
+        }
+        let _ = tokio::time::timeout_at(deadline, rx.recv()).await.expect("the queued reply is produced");
+    }
+    assert_eq!(h.engine.list_messages("ei").await.expect("messages")[1].content, "Yes, I am here.");
+}
+
+#[tokio::test]
+async fn a_failing_model_is_retried_then_reported() {
+    let h = Harness::new(&[]).await;
+    h.provider.push_error(ProviderError::Unavailable("connection refused".into()));
+    h.provider.push_reply("Recovered.");
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message("Ei", "hello?").await.expect("send");
+    let (_, reply) = await_reply(&mut rx).await;
+    assert_eq!(reply.expect("second attempt succeeds").content, "Recovered.");
+
+    h.provider.push_error(ProviderError::InvalidJson("garbage".into()));
+    h.engine.send_message("Ei", "again").await.expect("send");
+    let (_, reply) = await_reply(&mut rx).await;
+    let err = reply.expect_err("not retried: not transient");
+    assert_eq!(err.code, "LLM_INVALID_JSON");
+    let dead = h.engine.ledger().queue_items(Some(ledger::QueueState::Dead)).await.expect("dead");
+    assert_eq!(dead.len(), 1, "visible in the dead-letter list");
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_with_codes_and_writes_nothing() {
+    let h = Harness::new(&[]).await;
+    let before = h.engine.ledger().event_count().await.expect("count");
+    assert_eq!(h.engine.send_message("Ei", "   ").await.expect_err("empty").code, "INVALID_INPUT");
+    assert_eq!(h.engine.send_message("Nobody", "hi").await.expect_err("unknown").code, "PERSONA_NOT_FOUND");
+    assert_eq!(h.engine.create_persona("EI", "dup").await.expect_err("dup").code, "PERSONA_EXISTS");
+    assert_eq!(h.engine.create_persona("  ", "").await.expect_err("blank").code, "INVALID_INPUT");
+    assert_eq!(h.engine.ledger().event_count().await.expect("count"), before);
+}
+
+#[tokio::test]
+async fn a_locked_keychain_gives_a_clear_error_and_no_event() {
+    let h = Harness::new(&[]).await;
+    let h = h.restart(&[]).await; // clears cached signing keys
+    h.keys.set_unavailable(true);
+    let before = h.engine.ledger().event_count().await.expect("count");
+    let err = h.engine.send_message("Ei", "hello").await.expect_err("locked");
+    assert_eq!(err.code, "KEYCHAIN_UNAVAILABLE");
+    assert!(err.message.contains("keychain"), "{}", err.message);
+    assert_eq!(h.engine.ledger().event_count().await.expect("count"), before);
+    let status = h.engine.status().await;
+    assert!(!status.keychain_ok);
+    h.keys.set_unavailable(false);
+    let mut rx = h.engine.subscribe();
+    h.provider.push_reply("ok");
+    h.engine.send_message("Ei", "hello").await.expect("works once unlocked");
+    assert!(matches!(await_reply(&mut rx).await.1, Ok(_)));
+    let _ = AppEvent::QueueChanged { busy: false, pending: 0 };
+}

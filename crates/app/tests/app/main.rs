@@ -1,0 +1,58 @@
+//! Engine tests with a scripted fake model and an in-memory keychain.
+
+mod accounts;
+mod chat;
+
+use std::sync::Arc;
+
+use app::{AppEvent, DataDir, Engine, EngineConfig};
+use ledger::MemoryKeyStore;
+use providers::ScriptedProvider;
+
+pub struct Harness {
+    pub dir: tempfile::TempDir,
+    pub keys: Arc<MemoryKeyStore>,
+    pub provider: Arc<ScriptedProvider>,
+    pub engine: Arc<Engine>,
+}
+
+impl Harness {
+    pub async fn new(replies: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let keys = Arc::new(MemoryKeyStore::default());
+        let provider = Arc::new(ScriptedProvider::with_replies("fake", replies.iter().copied()));
+        let engine = start(&dir, keys.clone(), provider.clone()).await;
+        Self { dir, keys, provider, engine }
+    }
+
+    pub async fn restart(self, replies: &[&str]) -> Self {
+        self.engine.shutdown().await;
+        let Harness { dir, keys, .. } = self;
+        let provider = Arc::new(ScriptedProvider::with_replies("fake", replies.iter().copied()));
+        let engine = start(&dir, keys.clone(), provider.clone()).await;
+        Self { dir, keys, provider, engine }
+    }
+}
+
+async fn start(dir: &tempfile::TempDir, keys: Arc<MemoryKeyStore>, provider: Arc<ScriptedProvider>) -> Arc<Engine> {
+    let mut config = EngineConfig::new(DataDir::new(dir.path()), keys);
+    config.provider_override = Some(provider);
+    Engine::start(config).await.expect("engine starts")
+}
+
+/// Waits for the end of one reply, collecting the streamed pieces.
+pub async fn await_reply(
+    rx: &mut tokio::sync::broadcast::Receiver<AppEvent>,
+) -> (Vec<String>, Result<app::MessageView, app::ErrorView>) {
+    let mut deltas = Vec::new();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let ev = tokio::time::timeout_at(deadline, rx.recv()).await.expect("reply in time").expect("event");
+        match ev {
+            AppEvent::ReplyDelta { text, .. } => deltas.push(text),
+            AppEvent::ReplyFinished { message, .. } => return (deltas, Ok(message)),
+            AppEvent::ReplyFailed { error, .. } => return (deltas, Err(error)),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,403 @@
+//! Multi-step actions (seed 003 §2.3–2.4): a plan of at most 5 atomic tool
+//! calls, run one step at a time, each confirmed on its own when its tool
+//! requires it. When a step fails, the completed steps are undone in reverse
+//! order by their compensating tools; steps with none are reported for the
+//! user to handle by hand.
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use thiserror::Error;
+
+use crate::pipeline::{CallContext, Outcome, Pipeline, PipelineError};
+
+pub const MAX_PLAN_STEPS: usize = 5;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanStep {
+    pub tool: String,
+    pub args: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum PlanError {
+    #[error("a plan needs at least one step")]
+    Empty,
+    #[error("a plan has at most {MAX_PLAN_STEPS} steps, got {0}")]
+    TooManySteps(usize),
+    #[error("the plan is finished")]
+    Finished,
+    #[error("step {0} waits for confirmation")]
+    AwaitingConfirmation(usize),
+    #[error("no step waits for confirmation")]
+    NothingToConfirm,
+}
+
+/// What happened to a completed step when a later one failed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Compensation {
+    Undone {
+        step: usize,
+        tool: String,
+        by: String,
+    },
+    /// Irreversible or no id to undo with: tell the user.
+    Manual { step: usize, tool: String },
+    UndoFailed {
+        step: usize,
+        tool: String,
+        error: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum StepOutcome {
+    /// Step `step` (1-based) of `total` ran.
+    Done {
+        step: usize,
+        total: usize,
+        outcome: Outcome,
+    },
+    /// Step `step` of `total` waits: "Step 2 of 4: … Confirm?"
+    NeedsConfirmation {
+        step: usize,
+        total: usize,
+        outcome: Outcome,
+    },
+    /// A step failed; earlier steps were compensated.
+    Failed {
+        step: usize,
+        error: String,
+        compensations: Vec<Compensation>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    Running,
+    Completed,
+    Failed,
+}
+
+/// One plan in progress.
+#[derive(Debug, Clone)]
+pub struct PlanRun {
+    steps: Vec<PlanStep>,
+    next: usize,
+    awaiting: Option<String>,
+    completed: Vec<(usize, Value)>,
+    status: PlanStatus,
+}
+
+/// Arguments for the compensating tool: the result's `undo_args` object if
+/// the executor gave one, else `{"item_id": result.id}`.
+fn compensation_args(result: &Value) -> Option<Value> {
+    if let Some(undo @ Value::Object(_)) = result.get("undo_args") {
+        return Some(undo.clone());
+    }
+    result
+        .get("id")
+        .and_then(Value::as_str)
+        .map(|id| json!({"item_id": id}))
+}
+
+impl PlanRun {
+    pub fn new(steps: Vec<PlanStep>) -> Result<Self, PlanError> {
+        match steps.len() {
+            0 => Err(PlanError::Empty),
+            n if n > MAX_PLAN_STEPS => Err(PlanError::TooManySteps(n)),
+            _ => Ok(Self {
+                steps,
+                next: 0,
+                awaiting: None,
+                completed: Vec::new(),
+                status: PlanStatus::Running,
+            }),
+        }
+    }
+
+    pub fn status(&self) -> &PlanStatus {
+        &self.status
+    }
+
+    /// (steps done, total).
+    pub fn progress(&self) -> (usize, usize) {
+        (self.completed.len(), self.steps.len())
+    }
+
+    /// Runs or proposes the next step: one step per call.
+    pub fn advance(
+        &mut self,
+        pipeline: &Pipeline,
+        ctx: &CallContext<'_>,
+    ) -> Result<StepOutcome, PlanError> {
+        if self.status != PlanStatus::Running {
+            return Err(PlanError::Finished);
+        }
+        if self.awaiting.is_some() {
+            return Err(PlanError::AwaitingConfirmation(self.next + 1));
+        }
+        let i = self.next;
+        let Some(step) = self.steps.get(i).cloned() else {
+            return Err(PlanError::Finished);
+        };
+        let result = pipeline.call(ctx, &step.tool, step.args, None);
+        Ok(self.settle(pipeline, ctx, i, result))
+    }
+
+    /// Confirms the step that waits, with the nonce the user approved.
+    pub fn confirm(
+        &mut self,
+        pipeline: &Pipeline,
+        ctx: &CallContext<'_>,
+        nonce: &str,
+    ) -> Result<StepOutcome, PlanError> {
+        if self.awaiting.take().is_none() {
+            return Err(PlanError::NothingToConfirm);
+        }
+        let result = pipeline.confirm(ctx, nonce);
+        Ok(self.settle(pipeline, ctx, self.next, result))
+    }
+
+    fn settle(
+        &mut self,
+        pipeline: &Pipeline,
+        ctx: &CallContext<'_>,
+        i: usize,
+        result: Result<Outcome, PipelineError>,
+    ) -> StepOutcome {
+        let total = self.steps.len();
+        match result {
+            Ok(outcome @ Outcome::Proposed { .. }) => {
+                if let Outcome::Proposed { proposal, .. } = &outcome {
+                    self.awaiting = Some(proposal.nonce.clone());
+                }
+                StepOutcome::NeedsConfirmation {
+                    step: i + 1,
+                    total,
+                    outcome,
+                }
+            }
+            Ok(outcome) => {
+                let value = match &outcome {
+                    Outcome::Executed { result, .. } => result.clone(),
+                    _ => Value::Null,
+                };
+                self.completed.push((i, value));
+                self.next += 1;
+                if self.next == total {
+                    self.status = PlanStatus::Completed;
+                }
+                StepOutcome::Done {
+                    step: i + 1,
+                    total,
+                    outcome,
+                }
+            }
+            Err(e) => {
+                self.status = PlanStatus::Failed;
+                let compensations = self.compensate(pipeline, ctx);
+                StepOutcome::Failed {
+                    step: i + 1,
+                    error: e.to_string(),
+                    compensations,
+                }
+            }
+        }
+    }
+
+    fn compensate(&mut self, pipeline: &Pipeline, ctx: &CallContext<'_>) -> Vec<Compensation> {
+        let mut out = Vec::new();
+        for (i, result) in self.completed.drain(..).rev() {
+            let Some(step) = self.steps.get(i) else {
+                continue;
+            };
+            let tool = step.tool.clone();
+            let undo = pipeline
+                .registry()
+                .get(&tool)
+                .and_then(|s| s.compensating_tool.clone());
+            match (undo, compensation_args(&result)) {
+                (Some(by), Some(args)) => match pipeline.compensate(ctx, &by, &args) {
+                    Ok(_) => out.push(Compensation::Undone {
+                        step: i + 1,
+                        tool,
+                        by,
+                    }),
+                    Err(e) => out.push(Compensation::UndoFailed {
+                        step: i + 1,
+                        tool,
+                        error: e.to_string(),
+                    }),
+                },
+                _ => out.push(Compensation::Manual { step: i + 1, tool }),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::pipeline::{MemoryAudit, Step, ToolError, ToolExecutor};
+    use crate::tools::{Role, ToolRegistry};
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Default)]
+    struct Recorder {
+        calls: Mutex<Vec<String>>,
+        fail: Option<&'static str>,
+    }
+
+    impl ToolExecutor for Recorder {
+        fn execute(&self, tool: &str, args: &Value, _: &str) -> Result<Value, ToolError> {
+            self.calls.lock().unwrap().push(format!("{tool} {args}"));
+            if self.fail == Some(tool) {
+                return Err(ToolError::Failed("nope".into()));
+            }
+            let n = self.calls.lock().unwrap().len();
+            Ok(json!({"id": format!("item-{n}")}))
+        }
+    }
+
+    fn step(tool: &str, args: Value) -> PlanStep {
+        PlanStep {
+            tool: tool.into(),
+            args: args.as_object().cloned().unwrap_or_default(),
+        }
+    }
+
+    fn pipeline(exec: Arc<Recorder>) -> (Pipeline, Arc<MemoryAudit>) {
+        let audit = Arc::new(MemoryAudit::default());
+        let p = Pipeline::new(
+            Arc::new(ToolRegistry::builtin()),
+            Arc::new(ManualClock::at_epoch()),
+            audit.clone(),
+            exec,
+        );
+        (p, audit)
+    }
+
+    #[test]
+    fn plans_are_limited_to_five_steps() {
+        let s = step("save_note", json!({"content": "x"}));
+        assert_eq!(PlanRun::new(vec![]).unwrap_err(), PlanError::Empty);
+        assert_eq!(
+            PlanRun::new(vec![s.clone(); 6]).unwrap_err(),
+            PlanError::TooManySteps(6)
+        );
+        assert!(PlanRun::new(vec![s; 5]).is_ok());
+    }
+
+    #[test]
+    fn steps_run_one_at_a_time_with_confirmation_where_needed() {
+        let exec = Arc::new(Recorder::default());
+        let (p, _) = pipeline(exec.clone());
+        let ctx = CallContext::new("c", Role::Persona, "corr");
+        let mut plan = PlanRun::new(vec![
+            step("save_note", json!({"content": "a"})),
+            step("forget", json!({"item_id": "old"})),
+            step("save_note", json!({"content": "b"})),
+        ])
+        .unwrap();
+        assert!(matches!(
+            plan.advance(&p, &ctx),
+            Ok(StepOutcome::Done {
+                step: 1,
+                total: 3,
+                ..
+            })
+        ));
+        let out = plan.advance(&p, &ctx).unwrap();
+        let StepOutcome::NeedsConfirmation {
+            step: 2,
+            outcome: Outcome::Proposed { proposal, .. },
+            ..
+        } = out
+        else {
+            panic!("{out:?}")
+        };
+        assert_eq!(
+            plan.advance(&p, &ctx).unwrap_err(),
+            PlanError::AwaitingConfirmation(2)
+        );
+        assert!(matches!(
+            plan.confirm(&p, &ctx, &proposal.nonce),
+            Ok(StepOutcome::Done { step: 2, .. })
+        ));
+        assert!(matches!(
+            plan.advance(&p, &ctx),
+            Ok(StepOutcome::Done { step: 3, .. })
+        ));
+        assert_eq!(plan.status(), &PlanStatus::Completed);
+        assert_eq!(plan.advance(&p, &ctx).unwrap_err(), PlanError::Finished);
+        assert_eq!(exec.calls.lock().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn a_failed_step_compensates_completed_steps_in_reverse() {
+        let exec = Arc::new(Recorder {
+            fail: Some("set_reminder"),
+            ..Default::default()
+        });
+        let (p, audit) = pipeline(exec.clone());
+        let ctx = CallContext::new("c", Role::Persona, "corr");
+        let mut plan = PlanRun::new(vec![
+            step("save_note", json!({"content": "a"})),
+            step("remember", json!({"fact": "likes tea"})),
+            step("verify", json!({})),
+            step(
+                "set_reminder",
+                json!({"text": "x", "due": "2025-01-02T00:00:00Z"}),
+            ),
+        ])
+        .unwrap();
+        for _ in 0..3 {
+            plan.advance(&p, &ctx).unwrap();
+        }
+        let StepOutcome::Failed {
+            step,
+            compensations,
+            ..
+        } = plan.advance(&p, &ctx).unwrap()
+        else {
+            panic!("expected failure")
+        };
+        assert_eq!(step, 4);
+        assert_eq!(
+            compensations,
+            vec![
+                Compensation::Manual {
+                    step: 3,
+                    tool: "verify".into()
+                },
+                Compensation::Undone {
+                    step: 2,
+                    tool: "remember".into(),
+                    by: "forget".into()
+                },
+                Compensation::Undone {
+                    step: 1,
+                    tool: "save_note".into(),
+                    by: "delete_memory".into()
+                },
+            ]
+        );
+        let calls = exec.calls.lock().unwrap().clone();
+        assert_eq!(calls[4], r#"forget {"item_id":"item-2"}"#);
+        assert_eq!(calls[5], r#"delete_memory {"item_id":"item-1"}"#);
+        assert_eq!(
+            audit
+                .records()
+                .iter()
+                .filter(|a| a.step == Step::Compensate)
+                .count(),
+            2
+        );
+        assert_eq!(plan.status(), &PlanStatus::Failed);
+    }
+}

@@ -1,0 +1,162 @@
+//! Detection and false-positive rates of the injection guard on labelled
+//! corpora. In `guard_corpus.jsonl` every 4th line is held out from tuning;
+//! `guard_holdout.jsonl` was written later and never tuned on at all.
+
+use runtime::guard::{analyze, Action, RiskLevel};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Case {
+    text: String,
+    attack: bool,
+    category: String,
+}
+
+#[derive(Default)]
+struct Tally {
+    attacks: usize,
+    detected: usize,
+    benign: usize,
+    false_positives: usize,
+    missed: Vec<String>,
+    flagged: Vec<String>,
+}
+
+impl Tally {
+    fn add(&mut self, case: &Case) {
+        let report = analyze(&case.text);
+        let short: String = case.text.chars().take(70).collect();
+        if case.attack {
+            self.attacks += 1;
+            if report.risk_level >= RiskLevel::Medium {
+                self.detected += 1;
+            } else {
+                self.missed.push(format!(
+                    "[{}] {short:?} -> {:?}",
+                    case.category, report.risk_level
+                ));
+            }
+        } else {
+            self.benign += 1;
+            if report.risk_level >= RiskLevel::Medium || report.action == Action::Block {
+                self.false_positives += 1;
+                self.flagged.push(format!(
+                    "{short:?} -> {:?} {:?}",
+                    report.risk_level, report.findings
+                ));
+            }
+        }
+    }
+
+    fn detection(&self) -> f64 {
+        self.detected as f64 / self.attacks.max(1) as f64
+    }
+
+    fn fp_rate(&self) -> f64 {
+        self.false_positives as f64 / self.benign.max(1) as f64
+    }
+
+    fn print(&self, name: &str) {
+        println!(
+            "{name}: detection {}/{} = {:.1}%, false positives {}/{} = {:.1}%",
+            self.detected,
+            self.attacks,
+            100.0 * self.detection(),
+            self.false_positives,
+            self.benign,
+            100.0 * self.fp_rate()
+        );
+        for m in &self.missed {
+            println!("  missed  {m}");
+        }
+        for f in &self.flagged {
+            println!("  flagged {f}");
+        }
+    }
+}
+
+fn corpus() -> Vec<Case> {
+    parse(include_str!("guard_corpus.jsonl"))
+}
+
+fn parse(text: &str) -> Vec<Case> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("valid corpus line"))
+        .collect()
+}
+
+#[test]
+fn guard_meets_detection_and_false_positive_targets() {
+    let cases = corpus();
+    let attacks = cases.iter().filter(|c| c.attack).count();
+    assert!(attacks >= 60, "need at least 60 attacks, have {attacks}");
+    assert!(
+        cases.len() - attacks >= 60,
+        "need at least 60 benign messages"
+    );
+
+    let (mut all, mut tuned, mut held_out) = (Tally::default(), Tally::default(), Tally::default());
+    for (i, case) in cases.iter().enumerate() {
+        all.add(case);
+        if i % 4 == 3 {
+            held_out.add(case);
+        } else {
+            tuned.add(case);
+        }
+    }
+    all.print("all");
+    tuned.print("tuned");
+    held_out.print("held-out (every 4th line)");
+    assert!(
+        all.detection() >= 0.90,
+        "detection {:.3} < 0.90",
+        all.detection()
+    );
+    assert!(
+        all.fp_rate() <= 0.05,
+        "false positives {:.3} > 0.05",
+        all.fp_rate()
+    );
+}
+
+#[test]
+fn corpus_covers_every_category_in_english_and_portuguese() {
+    let cases = corpus();
+    for cat in [
+        "role_override",
+        "system_prompt_leak",
+        "delimiter_injection",
+        "encoding_evasion",
+        "excessive_length",
+        "suspicious_repetition",
+        "privilege_escalation",
+        "data_exfiltration",
+    ] {
+        assert!(
+            cases.iter().any(|c| c.attack && c.category == cat),
+            "no {cat} attack"
+        );
+    }
+}
+
+/// A second set written after the first round of fixes and never tuned on:
+/// its rates are reported as measured; the floor only catches regressions.
+#[test]
+fn fresh_holdout_rates() {
+    let mut t = Tally::default();
+    for case in parse(include_str!("guard_holdout.jsonl")) {
+        t.add(&case);
+    }
+    t.print("fresh hold-out (guard_holdout.jsonl)");
+    assert!(
+        t.detection() >= 0.80,
+        "hold-out detection {:.3}",
+        t.detection()
+    );
+    assert!(
+        t.fp_rate() <= 0.10,
+        "hold-out false positives {:.3}",
+        t.fp_rate()
+    );
+}
