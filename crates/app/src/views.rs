@@ -189,3 +189,20 @@ impl From<ledger::StoredEvent> for EventView {
         }
     }
 }
+
+impl StatusView {
+    /// What the status panel shows when the engine could not start at all.
+    pub fn unavailable(error: &crate::AppError) -> Self {
+        let keychain = error.code == "KEYCHAIN_UNAVAILABLE";
+        Self {
+            data_dir: crate::DataDir::from_env().root().display().to_string(),
+            keychain_ok: !keychain,
+            keychain_message: keychain.then(|| error.message.clone()),
+            local_model: None,
+            local_model_message: (!keychain).then(|| error.message.clone()),
+            events: 0,
+            queue_busy: false,
+            queue_pending: 0,
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Opening the engine for a command, and the small shared commands.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use app::{AppError, DataDir, Engine, EngineConfig};
+use ledger::KeyringStore;
+
+pub struct Ctx {
+    pub engine: Arc<Engine>,
+}
+
+impl Ctx {
+    pub async fn open(home: Option<std::path::PathBuf>) -> Result<Self, AppError> {
+        let data_dir = home.map(DataDir::new).unwrap_or_else(DataDir::from_env);
+        let mut config = EngineConfig::new(data_dir, Arc::new(KeyringStore::new("ledgermind")));
+        config.local_threads = std::env::var("LEDGERMIND_THREADS")
+            .ok()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(providers_default_threads);
+        let engine = Engine::start(config).await?;
+        Ok(Self { engine })
+    }
+}
+
+fn providers_default_threads() -> usize {
+    #[cfg(feature = "local")]
+    return providers::default_threads();
+    #[cfg(not(feature = "local"))]
+    return 1;
+}
+
+/// Prints an error the way every command does and picks the exit code.
+pub fn fail(e: &AppError) -> ExitCode {
+    eprintln!("error [{}]: {}", e.code, e.message);
+    ExitCode::from(1)
+}
+
+pub fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
+    match serde_json::to_string(value) {
+        Ok(s) => {
+            let mut out = std::io::stdout().lock();
+            if writeln!(out, "{s}").is_err() {
+                return ExitCode::from(1);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: cannot encode JSON: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+pub async fn verify(ctx: &Ctx, json: bool) -> ExitCode {
+    let report = match ctx.engine.verify().await {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    if json {
+        print_json(&report);
+    } else if report.ok {
+        println!("ok: {} events; hash chain and signatures hold ({:.1} ms)", report.events, report.millis);
+    } else {
+        println!(
+            "FAILED at event {}: {}",
+            report.first_bad_seq.unwrap_or_default(),
+            report.reason.as_deref().unwrap_or("unknown")
+        );
+    }
+    if report.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    }
+}
+
+pub async fn events(ctx: &Ctx, json: bool, last: Option<u32>) -> ExitCode {
+    let events = match ctx.engine.ledger().all_events().await {
+        Ok(e) => e,
+        Err(e) => return fail(&e.into()),
+    };
+    let skip = last.map(|n| events.len().saturating_sub(n as usize)).unwrap_or(0);
+    let mut out = std::io::stdout().lock();
+    for e in events.into_iter().skip(skip) {
+        let line = if json {
+            serde_json::to_string(&e).unwrap_or_default()
+        } else {
+            format!("{:>6}  {}  {:<24} {:<38} {}", e.seq, e.ts, e.kind, e.entity_id, &e.hash[..16])
+        };
+        if writeln!(out, "{line}").is_err() {
+            return ExitCode::from(1);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+pub async fn queue(ctx: &Ctx, json: bool) -> ExitCode {
+    let items = match ctx.engine.ledger().queue_items(None).await {
+        Ok(i) => i,
+        Err(e) => return fail(&e.into()),
+    };
+    if json {
+        return print_json(&items);
+    }
+    for i in items {
+        println!(
+            "{}  {:<8} {:<8} p{} attempts={} {}",
+            i.id,
+            i.kind,
+            format!("{:?}", i.state).to_lowercase(),
+            i.priority,
+            i.attempts,
+            i.last_error.unwrap_or_default()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+pub async fn status(ctx: &Ctx) -> ExitCode {
+    print_json(&ctx.engine.status().await)
+}

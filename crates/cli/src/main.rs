@@ -1,0 +1,103 @@
+//! `ledgermind`: the command-line shell over the same core as the desktop
+//! app, for scripts and tests. It only parses arguments, calls the engine
+//! and prints; every rule lives in the crates below.
+
+mod common;
+mod guard_cmds;
+mod persona_cmds;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::common::Ctx;
+
+#[derive(Debug, Parser)]
+#[command(name = "ledgermind", version, about = "Ledgermind: local-first AI companions with a signed memory ledger")]
+struct Cli {
+    /// Data directory (default: $LEDGERMIND_HOME, else the OS data directory).
+    #[arg(long, global = true, env = "LEDGERMIND_HOME")]
+    home: Option<std::path::PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Create, list, archive or delete personas.
+    #[command(subcommand)]
+    Persona(persona_cmds::PersonaCmd),
+    /// Send MESSAGE to PERSONA and print the reply as it streams.
+    Chat { persona: String, message: String },
+    /// Recompute the hash chain and signatures; exit 0 only when all hold.
+    Verify {
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the ledger's events, oldest first.
+    Events {
+        #[arg(long)]
+        json: bool,
+        /// Only the last N events.
+        #[arg(long)]
+        last: Option<u32>,
+    },
+    /// Queue status: pending and dead-lettered work.
+    Queue {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check TEXT (or stdin) for prompt injection.
+    Guard {
+        text: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the tool registry as offered to the model.
+    Tools {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Machine and data-directory status.
+    Status,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("LEDGERMIND_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    // Commands that need no data directory.
+    match &cli.command {
+        Command::Guard { text, json } => return guard_cmds::guard(text.clone(), *json),
+        Command::Tools { json } => return guard_cmds::tools(*json),
+        _ => {}
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    rt.block_on(async move {
+        let ctx = match Ctx::open(cli.home).await {
+            Ok(ctx) => ctx,
+            Err(e) => return common::fail(&e),
+        };
+        let code = match cli.command {
+            Command::Persona(cmd) => persona_cmds::run(&ctx, cmd).await,
+            Command::Chat { persona, message } => persona_cmds::chat(&ctx, &persona, &message).await,
+            Command::Verify { json } => common::verify(&ctx, json).await,
+            Command::Events { json, last } => common::events(&ctx, json, last).await,
+            Command::Queue { json } => common::queue(&ctx, json).await,
+            Command::Status => common::status(&ctx).await,
+            Command::Guard { .. } | Command::Tools { .. } => ExitCode::SUCCESS,
+        };
+        ctx.engine.shutdown().await;
+        code
+    })
+}

@@ -1,0 +1,84 @@
+use std::io::Write;
+use std::process::ExitCode;
+
+use app::AppEvent;
+use clap::Subcommand;
+
+use crate::common::{fail, print_json, Ctx};
+
+#[derive(Debug, Subcommand)]
+pub enum PersonaCmd {
+    /// Create a persona from a name and an optional short description.
+    Create {
+        name: String,
+        #[arg(long, default_value = "")]
+        description: String,
+    },
+    /// List personas.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(ctx: &Ctx, cmd: PersonaCmd) -> ExitCode {
+    match cmd {
+        PersonaCmd::Create { name, description } => match ctx.engine.create_persona(&name, &description).await {
+            Ok(p) => {
+                println!("{}\t{}", p.id, p.name);
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
+        PersonaCmd::List { json } => match ctx.engine.list_personas().await {
+            Ok(list) if json => print_json(&list),
+            Ok(list) => {
+                for p in list {
+                    let tag = if p.is_system { " (built-in)" } else { "" };
+                    println!("{}\t{}{}\t{}\tunread={}", p.id, p.name, tag, p.model, p.unread);
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        },
+    }
+}
+
+/// Sends a message and streams the reply to stdout.
+pub async fn chat(ctx: &Ctx, persona: &str, message: &str) -> ExitCode {
+    let mut rx = ctx.engine.subscribe();
+    let request = match ctx.engine.send_message(persona, message).await {
+        Ok((_, request)) => request,
+        Err(e) => return fail(&e),
+    };
+    let mut out = std::io::stdout().lock();
+    let mut streamed = false;
+    loop {
+        match rx.recv().await {
+            Ok(AppEvent::ReplyDelta { request_id, text, .. }) if request_id == request => {
+                let piece = if streamed { text.as_str() } else { text.trim_start() };
+                streamed = true;
+                let _ = write!(out, "{piece}");
+                let _ = out.flush();
+            }
+            Ok(AppEvent::ReplyFinished { request_id, message }) if request_id == request => {
+                if !streamed {
+                    let _ = write!(out, "{}", message.content);
+                }
+                let _ = writeln!(out);
+                return ExitCode::SUCCESS;
+            }
+            Ok(AppEvent::ReplyFailed { request_id, error, .. }) if request_id == request => {
+                let _ = writeln!(out);
+                eprintln!("error [{}]: {}", error.code, error.message);
+                return ExitCode::from(1);
+            }
+            Ok(_) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                eprintln!("error: the engine stopped before the reply finished");
+                return ExitCode::from(1);
+            }
+        }
+    }
+}

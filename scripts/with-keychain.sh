@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs a command with a real, unlocked Secret Service keychain. Uses the
+# session's keychain when there is one; otherwise (headless machines, CI)
+# starts a private D-Bus session with gnome-keyring unlocked by a throwaway
+# password, in scratch directories that vanish afterwards.
+set -euo pipefail
+if [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] && [ -z "${LEDGERMIND_FORCE_PRIVATE_KEYCHAIN:-}" ] \
+   && secret-tool search --all service ledgermind >/dev/null 2>&1; then
+  exec "$@"
+fi
+if [ -z "${LEDGERMIND_IN_PRIVATE_BUS:-}" ]; then
+  export LEDGERMIND_IN_PRIVATE_BUS=1
+  exec dbus-run-session -- "$0" "$@"
+fi
+SCRATCH=$(mktemp -d /tmp/ledgermind-keychain.XXXXXX)
+chmod 700 "$SCRATCH"
+export XDG_RUNTIME_DIR="$SCRATCH/run" XDG_DATA_HOME="$SCRATCH/data"
+mkdir -p -m 700 "$XDG_RUNTIME_DIR" "$XDG_DATA_HOME"
+printf 'ledgermind-test' | gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>&1 &
+KEYRING_PID=$!
+cleanup() { kill "$KEYRING_PID" 2>/dev/null || true; rm -rf "$SCRATCH"; }
+trap cleanup EXIT
+for _ in $(seq 1 50); do
+  secret-tool search --all service probe >/dev/null 2>&1 && break
+  sleep 0.1
+done
+"$@"

@@ -1,0 +1,118 @@
+//! Tauri commands: each pulls the engine out of state and makes one call.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use app::{
+    AccountView, AppEvent, Engine, ErrorView, EventView, MessageView, ModelView, NewAccount, PersonaView, StatusView,
+    VerifyView,
+};
+use tauri::ipc::Channel;
+use tauri::State;
+
+use crate::Backend;
+
+type Reply<T> = Result<T, ErrorView>;
+
+fn engine(state: &State<'_, Backend>) -> Reply<Arc<Engine>> {
+    state.0.clone().map_err(|e| e.view())
+}
+
+fn view<T>(r: app::Result<T>) -> Reply<T> {
+    r.map_err(|e| e.view())
+}
+
+/// Streams every engine event to the web view over one channel.
+#[tauri::command]
+pub async fn subscribe(state: State<'_, Backend>, on_event: Channel<AppEvent>) -> Reply<()> {
+    let mut rx = engine(&state)?.subscribe();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            match rx.recv().await {
+                Ok(event) => {
+                    if on_event.send(event).is_err() {
+                        break; // the page went away
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(skipped = n, "the UI fell behind the event stream");
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+            }
+        }
+    });
+    Ok(())
+}
+
+#[tauri::command]
+pub async fn status(state: State<'_, Backend>) -> Reply<StatusView> {
+    match &state.0 {
+        Ok(engine) => Ok(engine.status().await),
+        Err(e) => Ok(StatusView::unavailable(e)),
+    }
+}
+
+#[tauri::command]
+pub async fn list_personas(state: State<'_, Backend>) -> Reply<Vec<PersonaView>> {
+    view(engine(&state)?.list_personas().await)
+}
+
+#[tauri::command]
+pub async fn create_persona(state: State<'_, Backend>, name: String, description: String) -> Reply<PersonaView> {
+    view(engine(&state)?.create_persona(&name, &description).await)
+}
+
+#[tauri::command]
+pub async fn set_persona_model(state: State<'_, Backend>, persona_id: String, model: String) -> Reply<PersonaView> {
+    view(engine(&state)?.set_persona_model(&persona_id, &model).await)
+}
+
+#[tauri::command]
+pub async fn list_messages(state: State<'_, Backend>, persona_id: String) -> Reply<Vec<MessageView>> {
+    view(engine(&state)?.list_messages(&persona_id).await)
+}
+
+#[tauri::command]
+pub async fn send_message(state: State<'_, Backend>, persona_id: String, content: String) -> Reply<MessageView> {
+    view(engine(&state)?.send_message(&persona_id, &content).await.map(|(m, _)| m))
+}
+
+#[tauri::command]
+pub async fn mark_read(state: State<'_, Backend>, persona_id: String) -> Reply<()> {
+    view(engine(&state)?.mark_read(&persona_id).await)
+}
+
+#[tauri::command]
+pub async fn verify_ledger(state: State<'_, Backend>) -> Reply<VerifyView> {
+    view(engine(&state)?.verify().await)
+}
+
+#[tauri::command]
+pub async fn list_events(state: State<'_, Backend>, before_seq: Option<i64>, limit: u32) -> Reply<Vec<EventView>> {
+    view(engine(&state)?.list_events(before_seq, limit).await)
+}
+
+#[tauri::command]
+pub async fn list_accounts(state: State<'_, Backend>) -> Reply<Vec<AccountView>> {
+    view(engine(&state)?.list_accounts().await)
+}
+
+#[tauri::command]
+pub async fn add_account(state: State<'_, Backend>, account: NewAccount) -> Reply<AccountView> {
+    view(engine(&state)?.add_account(account).await)
+}
+
+#[tauri::command]
+pub async fn remove_account(state: State<'_, Backend>, name: String) -> Reply<()> {
+    view(engine(&state)?.remove_account(&name).await)
+}
+
+#[tauri::command]
+pub async fn list_models(state: State<'_, Backend>) -> Reply<Vec<ModelView>> {
+    view(engine(&state)?.list_models().await)
+}
+
+#[tauri::command]
+pub async fn import_model(state: State<'_, Backend>, path: PathBuf) -> Reply<ModelView> {
+    view(engine(&state)?.import_model(&path))
+}

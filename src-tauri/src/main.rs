@@ -1,0 +1,76 @@
+//! The Ledgermind desktop app: a thin Tauri shell. It opens the engine,
+//! registers the commands and forwards engine events to the web view. No
+//! business rules live here.
+
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+mod commands;
+
+use std::sync::Arc;
+
+use app::{AppError, DataDir, Engine, EngineConfig};
+use ledger::KeyringStore;
+use tauri::Manager;
+
+/// The engine, or why it could not start (shown by the UI's status panel).
+pub struct Backend(pub Result<Arc<Engine>, AppError>);
+
+fn threads() -> usize {
+    std::env::var("LEDGERMIND_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or_else(app_default_threads)
+}
+
+fn app_default_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get().saturating_sub(1).max(1)).unwrap_or(1)
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("LEDGERMIND_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let result = tauri::Builder::default()
+        .setup(|app| {
+            let mut config = EngineConfig::new(DataDir::from_env(), Arc::new(KeyringStore::new("ledgermind")));
+            config.local_threads = threads();
+            let engine = tauri::async_runtime::block_on(Engine::start(config));
+            if let Err(e) = &engine {
+                tracing::error!(code = e.code, "the engine did not start: {}", e.message);
+            }
+            app.manage(Backend(engine));
+            Ok(())
+        })
+        .invoke_handler(tauri::generate_handler![
+            commands::subscribe,
+            commands::status,
+            commands::list_personas,
+            commands::create_persona,
+            commands::set_persona_model,
+            commands::list_messages,
+            commands::send_message,
+            commands::mark_read,
+            commands::verify_ledger,
+            commands::list_events,
+            commands::list_accounts,
+            commands::add_account,
+            commands::remove_account,
+            commands::list_models,
+            commands::import_model,
+        ])
+        .build(tauri::generate_context!("../tauri.conf.json"));
+    let app = match result {
+        Ok(app) => app,
+        Err(e) => {
+            eprintln!("Ledgermind could not start its window: {e}");
+            std::process::exit(1);
+        }
+    };
+    app.run(|handle, event| {
+        if let tauri::RunEvent::Exit = event {
+            if let Some(Ok(engine)) = handle.try_state::<Backend>().map(|b| b.0.clone()) {
+                // Finish the current step; queued replies stay queued.
+                tauri::async_runtime::block_on(engine.shutdown());
+            }
+        }
+    });
+}
