@@ -25,6 +25,12 @@ fn main() {
         "remove_account",
         "list_models",
         "import_model",
+        "list_checkpoints",
+        "save_checkpoint",
+        "delete_checkpoint",
+        "restore_checkpoint",
+        "undo_restore",
+        "get_receipt",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

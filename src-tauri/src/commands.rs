@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use app::{
-    AccountView, AppEvent, Engine, ErrorView, EventView, MessageView, ModelView, NewAccount, PersonaView, StatusView,
-    VerifyView,
+    AccountView, AppEvent, CheckpointView, Engine, ErrorView, EventView, MessageView, ModelView, NewAccount, PersonaView, ReceiptView,
+    StatusView, VerifyView,
 };
 use tauri::ipc::Channel;
 use tauri::State;
@@ -115,4 +115,34 @@ pub async fn list_models(state: State<'_, Backend>) -> Reply<Vec<ModelView>> {
 #[tauri::command]
 pub async fn import_model(state: State<'_, Backend>, path: PathBuf) -> Reply<ModelView> {
     view(engine(&state)?.import_model(&path))
+}
+
+#[tauri::command]
+pub async fn list_checkpoints(state: State<'_, Backend>) -> Reply<Vec<CheckpointView>> {
+    view(engine(&state)?.list_checkpoints().await.map(|v| v.into_iter().map(Into::into).collect()))
+}
+
+#[tauri::command]
+pub async fn save_checkpoint(state: State<'_, Backend>, slot: i64, name: String) -> Reply<CheckpointView> {
+    view(engine(&state)?.save_checkpoint(slot, &name).await.map(Into::into))
+}
+
+#[tauri::command]
+pub async fn delete_checkpoint(state: State<'_, Backend>, slot: i64) -> Reply<()> {
+    view(engine(&state)?.delete_checkpoint(slot).await)
+}
+
+#[tauri::command]
+pub async fn restore_checkpoint(state: State<'_, Backend>, slot: i64) -> Reply<ReceiptView> {
+    view(engine(&state)?.restore_checkpoint(slot).await.map(Into::into))
+}
+
+#[tauri::command]
+pub async fn undo_restore(state: State<'_, Backend>) -> Reply<ReceiptView> {
+    view(engine(&state)?.undo_restore().await.map(Into::into))
+}
+
+#[tauri::command]
+pub async fn get_receipt(state: State<'_, Backend>, seq: i64) -> Reply<ReceiptView> {
+    view(engine(&state)?.receipt(seq).await.map(Into::into))
 }

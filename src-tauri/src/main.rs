@@ -56,6 +56,12 @@ fn main() {
             commands::remove_account,
             commands::list_models,
             commands::import_model,
+            commands::list_checkpoints,
+            commands::save_checkpoint,
+            commands::delete_checkpoint,
+            commands::restore_checkpoint,
+            commands::undo_restore,
+            commands::get_receipt,
         ])
         .build(tauri::generate_context!("../tauri.conf.json"));
     let app = match result {

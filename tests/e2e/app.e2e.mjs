@@ -26,6 +26,11 @@ import { Session, sleep, waitFor, waitForDriver } from "./webdriver.mjs";
 export const SCENARIO = Object.freeze({
   persona: { name: "Ada", description: "A patient mathematics tutor" },
   message: "Hello Ada, what is two plus two?",
+  checkpoint: {
+    slot: 10,
+    name: "before-bo",
+    persona: { name: "Bo", description: "Made after the save, to be undone and redone" },
+  },
   account: {
     name: "local-ollama",
     baseUrl: "http://127.0.0.1:9/v1",
@@ -61,7 +66,7 @@ export function config(env = process.env) {
     app,
     browserUrl,
     chrome: env.LEDGERMIND_E2E_CHROME || "/usr/bin/chromium",
-    artifacts: resolve(env.LEDGERMIND_ARTIFACTS || "/work/main/artifacts/e2e"),
+    artifacts: resolve(env.LEDGERMIND_ARTIFACTS || new URL("../../artifacts/e2e", import.meta.url).pathname),
     phase: env.LEDGERMIND_E2E_PHASE || "first",
   };
 }
@@ -306,6 +311,91 @@ export async function addAccount(ctx, { name, baseUrl, key, model }) {
   await shot(ctx, "account-added");
 }
 
+// ---- checkpoints ---------------------------------------------------------------
+
+const slotCss = (testid, slot) => css(testid, `[data-slot="${slot}"]`);
+
+/** Waits until no checkpoint operation holds the window. */
+async function waitCheckpointIdle(ctx, what) {
+  await waitFor(async () => (await ctx.session.findElements(css("checkpoint-busy"))).length === 0, {
+    timeout: 60_000,
+    message: `the checkpoint operation (${what}) to finish`,
+  });
+}
+
+async function personaNames(ctx) {
+  return ctx.session.execute(
+    `return Array.from(document.querySelectorAll('[data-testid="persona-item"]')).map(function (el) { return el.getAttribute('data-name'); });`,
+  );
+}
+
+/**
+ * Save a manual slot, change something (a new persona), restore the slot (the
+ * persona is gone), undo the restore (it is back). Nothing is lost either way.
+ */
+export async function checkpointRoundTrip(ctx, { slot, name, persona } = SCENARIO.checkpoint) {
+  log(`checkpoints: saving slot ${slot} as ${JSON.stringify(name)}`);
+  await openTab(ctx, "checkpoints");
+  const row = await ctx.session.waitForElement(slotCss("checkpoint-slot", slot), 15_000);
+  await shot(ctx, "checkpoints-open");
+  const overwrite = (await row.attribute("data-filled")) === "true";
+  const input = await ctx.session.findElement(slotCss("checkpoint-name-input", slot));
+  await input.clear();
+  await input.sendKeys(name);
+  await shot(ctx, "checkpoint-named");
+  await (await ctx.session.findElement(slotCss("checkpoint-save", slot))).click();
+  if (overwrite) {
+    log(`  slot ${slot} was filled: confirming the overwrite`);
+    await (await ctx.session.waitForElement(slotCss("checkpoint-confirm", slot))).click();
+  }
+  await waitFor(
+    async () => {
+      const el = await ctx.session.findElement(slotCss("checkpoint-slot", slot));
+      const value = await (await ctx.session.findElement(slotCss("checkpoint-name-input", slot))).property("value");
+      return (await el.attribute("data-filled")) === "true" && value === name && (await ctx.session.findElements(slotCss("checkpoint-restore", slot))).length === 1;
+    },
+    { timeout: 60_000, message: `slot ${slot} to hold ${JSON.stringify(name)}` },
+  );
+  await waitCheckpointIdle(ctx, "save");
+  await shot(ctx, "checkpoint-saved");
+
+  check(!(await personaNames(ctx)).includes(persona.name), `persona ${persona.name} exists before it was created`);
+  await createPersona(ctx, persona);
+  const withBo = await personaNames(ctx);
+  log(`  personas after the change: ${withBo.join(", ")}`);
+
+  log(`checkpoints: restoring slot ${slot}`);
+  await openTab(ctx, "checkpoints");
+  await (await ctx.session.waitForElement(slotCss("checkpoint-restore", slot))).click();
+  const undo = await ctx.session.waitForElement(css("undo-restore"), 60_000);
+  await waitCheckpointIdle(ctx, "restore");
+  await waitFor(async () => !(await personaNames(ctx)).includes(persona.name), {
+    timeout: 15_000,
+    message: `persona ${persona.name} to leave the list after the restore`,
+  });
+  const restored = await personaNames(ctx);
+  log(`  personas after the restore: ${restored.join(", ")}`);
+  check(restored.includes(SCENARIO.persona.name), `${SCENARIO.persona.name} is missing after restoring slot ${slot}`);
+  const banner = await ctx.session.findElement(css("restore-banner"));
+  check((await banner.text()).includes(String(slot)), `the restore banner does not name slot ${slot}`);
+  await shot(ctx, "checkpoint-restored");
+
+  log("checkpoints: undoing the restore");
+  await undo.click();
+  await waitFor(async () => (await personaNames(ctx)).includes(persona.name), {
+    timeout: 60_000,
+    message: `persona ${persona.name} to come back after undoing the restore`,
+  });
+  await waitCheckpointIdle(ctx, "undo");
+  await waitFor(async () => (await (await ctx.session.findElement(css("restore-banner"))).attribute("data-kind")) === "undone", {
+    message: "the banner to say the restore was undone",
+  });
+  const after = await personaNames(ctx);
+  log(`  personas after the undo: ${after.join(", ")}`);
+  check(after.includes(SCENARIO.persona.name), `${SCENARIO.persona.name} is missing after undoing the restore`);
+  await shot(ctx, "checkpoint-undone");
+}
+
 /** Session 2: the persona and the conversation survived a restart. */
 export async function checkHistory(ctx, { persona = SCENARIO.persona.name, message = SCENARIO.message } = {}) {
   await waitForPersona(ctx, persona);
@@ -326,7 +416,7 @@ export async function checkHistory(ctx, { persona = SCENARIO.persona.name, messa
 
 // ---- phases ------------------------------------------------------------------------
 
-/** First run: create a persona, talk to it, verify the ledger, add an account. */
+/** First run: create a persona, talk to it, round-trip a checkpoint, verify the ledger, add an account. */
 export async function firstRun(ctx) {
   await waitForPersona(ctx, "Ei");
   await shot(ctx, "started");
@@ -334,13 +424,15 @@ export async function firstRun(ctx) {
   await selectPersona(ctx, SCENARIO.persona.name);
   await shot(ctx, "chat-open");
   await sendAndAwaitReply(ctx, SCENARIO.message);
+  await checkpointRoundTrip(ctx);
   await verifyLedger(ctx);
   await addAccount(ctx, SCENARIO.account);
 }
 
-/** After a restart: the history is still there and still verifies. */
+/** After a restart: the history is still there (with the undone restore's persona) and still verifies. */
 export async function restartRun(ctx) {
   await checkHistory(ctx);
+  await waitForPersona(ctx, SCENARIO.checkpoint.persona.name, 15_000);
   await verifyLedger(ctx);
 }
 

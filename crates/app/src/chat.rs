@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::engine::Engine;
 use crate::error::AppError;
 use crate::models::ModelSpec;
-use crate::prompt::{reply_prompt, HISTORY};
+use crate::prompt::{reply_prompt_with_memories, HISTORY};
 use crate::views::{AppEvent, MessageView};
 
 pub(crate) const REPLY_KIND: &str = "reply";
@@ -152,7 +152,9 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     if let Ok(mut c) = engine.current_cancel.lock() {
         *c = Some(cancel.clone());
     }
-    let mut request = CompletionRequest::chat(spec.model.clone(), reply_prompt(&persona, &history));
+    let memories = crate::memory::memories_for_reply(engine, &persona, &history).await;
+    let mut request =
+        CompletionRequest::chat(spec.model.clone(), reply_prompt_with_memories(&persona, &history, &memories));
     request.max_tokens = REPLY_MAX_TOKENS;
     request.cancel = cancel;
 
@@ -183,6 +185,9 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         e if e.is_transient() => Failure::Retry(e.into()),
         e => Failure::Final(e.into()),
     })?;
+    if completion.finish == FinishReason::Cancelled {
+        return Err(Failure::Final(ProviderError::Cancelled.into()));
+    }
     let text = completion.text.trim();
     if text.is_empty() {
         return Err(Failure::Final(AppError::new("LLM_EMPTY_REPLY", "the model returned an empty reply")));
@@ -197,15 +202,16 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         .append(
             &persona.id,
             EventBody::MessageAdded {
-                message_id,
+                message_id: message_id.clone(),
                 persona_id: persona.id.clone(),
                 role: MessageRole::Persona,
-                content,
+                content: content.clone(),
                 external_id: None,
             },
         )
         .await
         .map_err(|e| Failure::Retry(e.into()))?;
+    crate::memory::index_message(engine, &message_id, &persona.id, &content, receipt.seq).await;
     let committed = Instant::now();
     let message: MessageView = engine
         .ledger

@@ -55,6 +55,7 @@ pub struct Engine {
     pub(crate) sent_at: Mutex<HashMap<String, Instant>>,
     pub(crate) timings: Mutex<Vec<ReplyTiming>>,
     pub(crate) current_cancel: Mutex<Option<providers::CancelFlag>>,
+    pub(crate) memory: Arc<memory::MemoryIndex>,
 }
 
 impl Engine {
@@ -73,6 +74,8 @@ impl Engine {
         if requeued > 0 {
             tracing::info!(requeued, "resuming replies interrupted by the last shutdown");
         }
+        let memory = crate::memory::open_index(&config.data_dir, &ledger).await?;
+        crate::memory::start_embedder(&memory, &config.data_dir.models());
         let (events, _) = broadcast::channel(1024);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let engine = Arc::new(Self {
@@ -89,11 +92,14 @@ impl Engine {
             sent_at: Mutex::new(HashMap::new()),
             timings: Mutex::new(Vec::new()),
             current_cancel: Mutex::new(None),
+            memory,
         });
         let handle = tokio::spawn(chat::run_worker(engine.clone(), shutdown_rx));
         if let Ok(mut w) = engine.worker.lock() {
             *w = Some(handle);
         }
+        // The auto-save timer holds only a weak reference and stops with shutdown.
+        drop(engine.spawn_autosave());
         Ok(engine)
     }
 
@@ -103,11 +109,17 @@ impl Engine {
             flag.cancel();
         }
         let _ = self.shutdown.send(true);
+        self.memory.stop();
         let handle = self.worker.lock().ok().and_then(|mut w| w.take());
         if let Some(handle) = handle {
             if let Err(e) = handle.await {
                 tracing::warn!(error = %e, "reply worker ended abnormally");
             }
+        }
+        // Leave the latest signed tree head outside the database too, so a
+        // rolled-back or truncated file is caught at the next verify.
+        if let Err(e) = self.publish_tree_head().await {
+            tracing::warn!(code = e.code, "could not publish the signed tree head: {}", e.message);
         }
     }
 
@@ -277,6 +289,7 @@ impl Engine {
                 },
             )
             .await?;
+        crate::memory::index_message(self, &message_id, &p.id, content, receipt.seq).await;
         let job = ReplyJob { persona_id: p.id.clone(), reply_to: message_id.clone() };
         let body = serde_json::to_value(&job).map_err(|e| AppError::invalid(e.to_string()))?;
         let item = self.ledger.enqueue(chat::REPLY_KIND, PRIORITY_HIGH, Some(&p.id), &body).await?;

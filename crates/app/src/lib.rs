@@ -6,13 +6,16 @@
 
 mod chat;
 mod engine;
+mod memory;
 mod error;
 mod models;
 mod paths;
 mod prompt;
+mod vault;
 mod views;
 
 pub use engine::{Engine, EngineConfig};
+pub use memory::{EmbedProgress, ImportReport, RecallItem, RecallSettings, RecallView};
 pub use error::AppError;
 pub use models::{ModelSpec, DEFAULT_LOCAL_MODEL};
 pub use paths::DataDir;

@@ -6,7 +6,14 @@ use providers::{ChatMessage, Role};
 /// How many past messages go into a reply's prompt.
 pub const HISTORY: u32 = 12;
 
+#[cfg_attr(not(test), allow(dead_code))] // callers without recalled memories
 pub fn reply_prompt(persona: &Persona, history: &[Message]) -> Vec<ChatMessage> {
+    reply_prompt_with_memories(persona, history, &[])
+}
+
+/// The reply prompt with recalled past messages and memories (already
+/// ranked and trimmed by `crate::memory`) added to the system message.
+pub fn reply_prompt_with_memories(persona: &Persona, history: &[Message], memories: &[String]) -> Vec<ChatMessage> {
     let about = if persona.long_description.trim().is_empty() {
         persona.short_description.trim()
     } else {
@@ -18,6 +25,13 @@ pub fn reply_prompt(persona: &Persona, history: &[Message]) -> Vec<ChatMessage> 
         system.push_str(about);
     }
     system.push_str(" Reply in a friendly, concise way, in the language the person writes in.");
+    if !memories.is_empty() {
+        system.push_str("\n\nFrom earlier conversations (use only if relevant):");
+        for m in memories {
+            system.push_str("\n- ");
+            system.push_str(m);
+        }
+    }
     let mut out = vec![ChatMessage::new(Role::System, system)];
     for m in history {
         let role = match m.role {

@@ -127,6 +127,34 @@ pub struct ErrorView {
     pub message: String,
 }
 
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct CheckpointView {
+    /// 0–9 auto-saves (oldest first), 10–14 manual.
+    pub slot: u8,
+    pub manual: bool,
+    /// The ledger seq a restore goes back to.
+    #[ts(type = "number")]
+    pub seq: i64,
+    pub name: String,
+    pub created_at: String,
+}
+
+/// Proof that an action was committed.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct ReceiptView {
+    #[ts(type = "number")]
+    pub seq: i64,
+    pub event_id: String,
+    pub kind: String,
+    pub action_hash: String,
+    pub state_before: String,
+    pub state_after: String,
+    pub signer: String,
+    pub signature: String,
+}
+
 /// Everything the backend tells the UI, in one enum, emitted from one place.
 #[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -140,6 +168,13 @@ pub enum AppEvent {
     ReplyFailed { request_id: String, persona_id: String, error: ErrorView },
     QueueChanged { busy: bool, #[ts(type = "number")] pending: u32 },
     LedgerAppended { #[ts(type = "number")] seq: i64, kind: String },
+    /// A checkpoint operation began: the UI holds interactions until it ends.
+    CheckpointStarted { op: String, slot: Option<u8> },
+    CheckpointCreated { checkpoint: CheckpointView },
+    /// The projected state changed wholesale: reload personas and messages.
+    CheckpointRestored { slot: Option<u8>, receipt: ReceiptView },
+    CheckpointDeleted { slot: u8 },
+    CheckpointFailed { op: String, slot: Option<u8>, error: ErrorView },
 }
 
 impl From<ledger::Persona> for PersonaView {
@@ -203,6 +238,33 @@ impl StatusView {
             events: 0,
             queue_busy: false,
             queue_pending: 0,
+        }
+    }
+}
+
+impl From<ledger::CheckpointInfo> for CheckpointView {
+    fn from(c: ledger::CheckpointInfo) -> Self {
+        Self {
+            slot: c.slot,
+            manual: matches!(c.kind, ledger::CheckpointKind::Manual),
+            seq: c.seq,
+            name: c.name,
+            created_at: c.created_at,
+        }
+    }
+}
+
+impl From<ledger::Receipt> for ReceiptView {
+    fn from(r: ledger::Receipt) -> Self {
+        Self {
+            seq: r.seq,
+            event_id: r.event_id,
+            kind: r.kind,
+            action_hash: r.action_hash,
+            state_before: r.state_before,
+            state_after: r.state_after,
+            signer: r.signer,
+            signature: r.signature,
         }
     }
 }

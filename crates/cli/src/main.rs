@@ -2,9 +2,11 @@
 //! app, for scripts and tests. It only parses arguments, calls the engine
 //! and prints; every rule lives in the crates below.
 
+mod bench_cmds;
 mod common;
 mod guard_cmds;
 mod persona_cmds;
+mod vault_cmds;
 
 use std::process::ExitCode;
 
@@ -60,6 +62,42 @@ enum Command {
     },
     /// Machine and data-directory status.
     Status,
+    /// Save slots: list | save SLOT NAME | restore SLOT | delete SLOT | undo.
+    #[command(subcommand)]
+    Checkpoint(vault_cmds::CheckpointCmd),
+    /// Write the whole profile, encrypted, to FILE.
+    Export {
+        file: std::path::PathBuf,
+        #[arg(long)]
+        passphrase_file: std::path::PathBuf,
+    },
+    /// Import an export FILE into an empty home.
+    Import {
+        file: std::path::PathBuf,
+        #[arg(long)]
+        passphrase_file: std::path::PathBuf,
+    },
+    /// Print the inclusion proof of event SEQ (JSON).
+    Prove { seq: i64 },
+    /// Check an inclusion proof FILE offline; exit 0 only if it holds.
+    CheckProof { file: std::path::PathBuf },
+    /// Benchmarks that print ratios against a baseline from the same run.
+    #[command(subcommand)]
+    Bench(BenchCmd),
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCmd {
+    /// Appends and verify vs raw Ed25519 sign/verify, checkpoints, export.
+    #[command(flatten)]
+    Vault(vault_cmds::BenchCmd),
+    /// Send → first token on the persona's model, our overhead vs the model's time.
+    Chat {
+        #[arg(long, default_value = "Ei")]
+        persona: String,
+        #[arg(long, default_value_t = 11)]
+        runs: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -74,6 +112,7 @@ fn main() -> ExitCode {
     match &cli.command {
         Command::Guard { text, json } => return guard_cmds::guard(text.clone(), *json),
         Command::Tools { json } => return guard_cmds::tools(*json),
+        Command::CheckProof { file } => return vault_cmds::check_proof(file),
         _ => {}
     }
     let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
@@ -84,6 +123,13 @@ fn main() -> ExitCode {
         }
     };
     rt.block_on(async move {
+        // These must not open (and so create) a profile first.
+        if let Command::Import { file, passphrase_file } = &cli.command {
+            return vault_cmds::import(cli.home.clone(), file, passphrase_file).await;
+        }
+        if let Command::Bench(BenchCmd::Vault(cmd)) = &cli.command {
+            return vault_cmds::bench(cmd).await;
+        }
         let ctx = match Ctx::open(cli.home).await {
             Ok(ctx) => ctx,
             Err(e) => return common::fail(&e),
@@ -95,6 +141,11 @@ fn main() -> ExitCode {
             Command::Events { json, last } => common::events(&ctx, json, last).await,
             Command::Queue { json } => common::queue(&ctx, json).await,
             Command::Status => common::status(&ctx).await,
+            Command::Bench(BenchCmd::Chat { persona, runs }) => bench_cmds::chat(&ctx, &persona, runs).await,
+            Command::Checkpoint(cmd) => vault_cmds::checkpoint(&ctx, cmd).await,
+            Command::Export { file, passphrase_file } => vault_cmds::export(&ctx, &file, &passphrase_file).await,
+            Command::Prove { seq } => vault_cmds::prove(&ctx, seq).await,
+            Command::Import { .. } | Command::Bench(BenchCmd::Vault(_)) | Command::CheckProof { .. } => ExitCode::SUCCESS,
             Command::Guard { .. } | Command::Tools { .. } => ExitCode::SUCCESS,
         };
         ctx.engine.shutdown().await;

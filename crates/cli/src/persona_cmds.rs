@@ -19,6 +19,18 @@ pub enum PersonaCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Archive (or with --undo, unarchive) a persona.
+    Archive {
+        name: String,
+        #[arg(long)]
+        undo: bool,
+    },
+    /// Delete an archived persona and erase its conversation.
+    Delete {
+        name: String,
+        #[arg(long)]
+        with_human_data: bool,
+    },
 }
 
 pub async fn run(ctx: &Ctx, cmd: PersonaCmd) -> ExitCode {
@@ -30,6 +42,10 @@ pub async fn run(ctx: &Ctx, cmd: PersonaCmd) -> ExitCode {
             }
             Err(e) => fail(&e),
         },
+        PersonaCmd::Archive { name, undo } => crate::vault_cmds::persona_archive(ctx, &name, !undo).await,
+        PersonaCmd::Delete { name, with_human_data } => {
+            crate::vault_cmds::persona_delete(ctx, &name, with_human_data).await
+        }
         PersonaCmd::List { json } => match ctx.engine.list_personas().await {
             Ok(list) if json => print_json(&list),
             Ok(list) => {

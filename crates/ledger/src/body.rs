@@ -69,6 +69,15 @@ pub enum EventBody {
     ProviderAccountRemoved { name: String },
     /// Records that the payload of `target_seq` was removed, and why.
     PayloadErased { target_seq: i64, reason: String },
+    /// Resets the projections to the state as of `target_seq` (replay
+    /// rebuilds events `1..=target_seq`, with erased payloads still erased,
+    /// then continues after this event). `slot` is the checkpoint slot
+    /// restored, or None for an undo. Never erased: replay depends on it.
+    CheckpointRestored {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        slot: Option<u8>,
+        target_seq: i64,
+    },
 }
 
 impl EventBody {
@@ -84,6 +93,7 @@ impl EventBody {
             Self::ProviderAccountAdded { .. } => "provider_account_added",
             Self::ProviderAccountRemoved { .. } => "provider_account_removed",
             Self::PayloadErased { .. } => "payload_erased",
+            Self::CheckpointRestored { .. } => "checkpoint_restored",
         }
     }
 
@@ -91,7 +101,10 @@ impl EventBody {
     pub fn is_erasable(&self) -> bool {
         !matches!(
             self,
-            Self::LedgerCreated { .. } | Self::EntityKeyRegistered { .. } | Self::PayloadErased { .. }
+            Self::LedgerCreated { .. }
+                | Self::EntityKeyRegistered { .. }
+                | Self::PayloadErased { .. }
+                | Self::CheckpointRestored { .. }
         )
     }
 }

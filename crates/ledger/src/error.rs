@@ -30,6 +30,26 @@ pub enum LedgerError {
     DataDir(String),
     #[error("invalid input: {0}")]
     Invalid(String),
+    #[error("persona {0} must be archived before it can be deleted")]
+    PersonaNotArchived(String),
+    #[error("checkpoint slot {0} is empty")]
+    CheckpointSlotEmpty(u8),
+    #[error("checkpoint slot {0} does not exist: slots are 0-9 (auto-saves) and 10-14 (manual saves)")]
+    CheckpointInvalidSlot(i64),
+    #[error("checkpoint slot {0} is an auto-save: it cannot be deleted or written by hand (use slots 10-14)")]
+    CheckpointSlotProtected(u8),
+    #[error("wrong passphrase for this export file")]
+    ExportBadPassphrase,
+    #[error("the export file is damaged: {0}")]
+    ExportDamaged(String),
+    #[error("the export file was written by a newer Ledgermind (format {0}); update Ledgermind to import it")]
+    ExportNewerVersion(u16),
+    #[error("import needs an empty home: {0} already exists")]
+    ImportTargetNotEmpty(String),
+    #[error("the proof does not hold: {0}")]
+    ProofInvalid(String),
+    #[error("no event {0}")]
+    EventNotFound(i64),
 }
 
 impl LedgerError {
@@ -45,6 +65,16 @@ impl LedgerError {
             Self::AccountNotFound(_) => "ACCOUNT_NOT_FOUND",
             Self::AccountExists(_) => "ACCOUNT_EXISTS",
             Self::Invalid(_) => "INVALID_INPUT",
+            Self::PersonaNotArchived(_) => "PERSONA_NOT_ARCHIVED",
+            Self::CheckpointSlotEmpty(_) => "CHECKPOINT_SLOT_EMPTY",
+            Self::CheckpointInvalidSlot(_) => "CHECKPOINT_INVALID_SLOT",
+            Self::CheckpointSlotProtected(_) => "CHECKPOINT_SLOT_PROTECTED",
+            Self::ExportBadPassphrase => "EXPORT_BAD_PASSPHRASE",
+            Self::ExportDamaged(_) => "EXPORT_DAMAGED",
+            Self::ExportNewerVersion(_) => "EXPORT_NEWER_VERSION",
+            Self::ImportTargetNotEmpty(_) => "IMPORT_TARGET_NOT_EMPTY",
+            Self::ProofInvalid(_) => "PROOF_INVALID",
+            Self::EventNotFound(_) => "EVENT_NOT_FOUND",
         }
     }
 }

@@ -77,7 +77,7 @@ impl KeyStore for KeyringStore {
 }
 
 #[cfg(any(test, feature = "test-support"))]
-pub use memory::MemoryKeyStore;
+pub use memory::{FileKeyStore, MemoryKeyStore};
 
 #[cfg(any(test, feature = "test-support"))]
 mod memory {
@@ -126,6 +126,50 @@ mod memory {
             self.check()?;
             self.secrets.lock().map_err(|e| KeyStoreError::Other(e.to_string()))?.remove(account);
             Ok(())
+        }
+    }
+
+    /// A keychain in plain files, for tests that need keys to outlive a
+    /// process (the crash test). Test support only: never in production.
+    #[derive(Debug, Clone)]
+    pub struct FileKeyStore {
+        dir: std::path::PathBuf,
+    }
+
+    impl FileKeyStore {
+        pub fn new(dir: impl Into<std::path::PathBuf>) -> Self {
+            Self { dir: dir.into() }
+        }
+        fn file(&self, account: &str) -> std::path::PathBuf {
+            self.dir.join(hex::encode(account.as_bytes()))
+        }
+    }
+
+    fn io(e: std::io::Error) -> KeyStoreError {
+        KeyStoreError::Other(e.to_string())
+    }
+
+    impl KeyStore for FileKeyStore {
+        fn load(&self, account: &str) -> Result<Option<Vec<u8>>, KeyStoreError> {
+            match std::fs::read(self.file(account)) {
+                Ok(b) => Ok(Some(b)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(io(e)),
+            }
+        }
+        fn store(&self, account: &str, secret: &[u8]) -> Result<(), KeyStoreError> {
+            std::fs::create_dir_all(&self.dir).map_err(io)?;
+            // Write then rename: a kill mid-write never leaves half a key.
+            let tmp = self.dir.join(format!(".tmp-{}-{}", std::process::id(), hex::encode(account.as_bytes())));
+            std::fs::write(&tmp, secret).map_err(io)?;
+            std::fs::rename(&tmp, self.file(account)).map_err(io)
+        }
+        fn delete(&self, account: &str) -> Result<(), KeyStoreError> {
+            match std::fs::remove_file(self.file(account)) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(io(e)),
+            }
         }
     }
 }

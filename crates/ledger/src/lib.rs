@@ -11,8 +11,14 @@ mod body;
 mod clock;
 mod error;
 mod event;
+mod bench;
+mod checkpoint;
+mod erase;
+mod export;
 mod keys;
+mod merkle;
 mod project;
+mod proof;
 mod query;
 mod queue;
 mod store;
@@ -26,9 +32,17 @@ pub use error::LedgerError;
 pub use event::{EventHeader, HASH_LEN};
 #[cfg(any(test, feature = "test-support"))]
 pub use keys::MemoryKeyStore;
+pub use bench::{bench_ledger, BenchReport};
+pub use checkpoint::{autosave_due, CheckpointInfo, CheckpointKind, AUTOSAVE_INTERVAL, AUTO_SLOTS, MANUAL_SLOTS};
+pub use export::{import_profile, ExportSummary, EXPORT_VERSION};
+#[cfg(any(test, feature = "test-support"))]
+pub use keys::FileKeyStore;
 pub use keys::{KeyStore, KeyStoreError, KeyringStore};
+pub use merkle::{leaf_hash, node_hash};
+pub use proof::{check_proof, sth_message, Proof, SignedTreeHead};
 pub use query::{Account, Message, Persona, StoredEvent};
 pub use queue::{QueueItem, QueueState};
+pub use erase::Erasure;
 pub use store::{Draft, Ledger, LedgerOptions, Receipt, EI_PERSONA_ID, HUMAN_ENTITY};
 pub use verify::{VerifyFailure, VerifyReport};
 

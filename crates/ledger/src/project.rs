@@ -2,11 +2,11 @@
 //! runs inside the append transaction, so a failed projection aborts the
 //! append; `clear` + replaying `apply` rebuilds them from scratch.
 
-use sqlx::{Sqlite, Transaction};
+use sqlx::{Row, Sqlite, Transaction};
 
 use crate::body::EventBody;
 use crate::error::LedgerError;
-use crate::event::EventHeader;
+use crate::event::{to_hash, EventHeader, HASH_LEN};
 use crate::Result;
 
 type Tx<'a> = Transaction<'a, Sqlite>;
@@ -148,7 +148,148 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
                 .execute(&mut **tx)
                 .await
                 .map_err(LedgerError::Save)?;
+            // A message's row derives from its own event only; other kinds
+            // of erasure are followed by a full rebuild (see store).
+            sqlx::query("DELETE FROM messages WHERE seq = ?")
+                .bind(target_seq)
+                .execute(&mut **tx)
+                .await
+                .map_err(LedgerError::Save)?;
         }
+        // Handled by `rebuild_all`: an append containing a restore rebuilds.
+        EventBody::CheckpointRestored { .. } => {}
     }
     Ok(())
+}
+
+/// `apply` for a run of `MessageAdded` drafts, as one statement.
+pub(crate) async fn insert_messages(tx: &mut Tx<'_>, headers: &[EventHeader], drafts: &[crate::store::Draft]) -> Result<()> {
+    let mut q = sqlx::QueryBuilder::new("INSERT INTO messages (id, persona_id, role, content, ts, read, seq) ");
+    q.push_values(headers.iter().zip(drafts), |mut b, (h, d)| {
+        if let EventBody::MessageAdded { message_id, persona_id, role, content, .. } = &d.body {
+            b.push_bind(message_id)
+                .push_bind(persona_id)
+                .push_bind(role.as_str())
+                .push_bind(content)
+                .push_bind(&h.ts)
+                .push_bind(matches!(role, crate::MessageRole::Human))
+                .push_bind(h.seq);
+        }
+    });
+    q.build().execute(&mut **tx).await.map_err(LedgerError::Save)?;
+    Ok(())
+}
+
+/// The ranges of events whose replay gives the state at `head`, oldest
+/// first. A `checkpoint_restored` at seq `r` targeting `t` means "the state
+/// at `t`, then the events after `r`", applied recursively to `t`. The ranges
+/// are disjoint, so a rebuild never replays more than `head` events.
+pub(crate) fn segments(head: i64, restores: &[(i64, i64)]) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    let mut cur = head;
+    loop {
+        match restores.iter().rev().find(|(r, t)| *r <= cur && *t < *r) {
+            Some(&(r, t)) => {
+                if r < cur {
+                    out.push((r + 1, cur));
+                }
+                cur = t;
+            }
+            None => {
+                if cur >= 1 {
+                    out.push((1, cur));
+                }
+                break;
+            }
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// Rebuilds every projection from the events as stored in this transaction:
+/// restores honoured, erased payloads skipped, erasure records kept whole.
+pub(crate) async fn rebuild_all(tx: &mut Tx<'_>) -> Result<()> {
+    clear(tx).await?;
+    let head: Option<i64> =
+        sqlx::query_scalar("SELECT MAX(seq) FROM events").fetch_one(&mut **tx).await.map_err(LedgerError::Load)?;
+    let Some(head) = head else { return Ok(()) };
+    let mut restores = Vec::new();
+    let mut erasures = Vec::new();
+    let rows = sqlx::query(
+        "SELECT e.seq, p.body FROM events e JOIN payloads p ON p.seq = e.seq \
+         WHERE e.kind IN ('checkpoint_restored', 'payload_erased') ORDER BY e.seq",
+    )
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(LedgerError::Load)?;
+    for row in rows {
+        let seq: i64 = row.get(0);
+        let body: Vec<u8> = row.get(1);
+        match serde_json::from_slice::<EventBody>(&body) {
+            Ok(EventBody::CheckpointRestored { target_seq, .. }) => restores.push((seq, target_seq)),
+            Ok(EventBody::PayloadErased { target_seq, .. }) => erasures.push((target_seq, seq)),
+            _ => return Err(LedgerError::Corrupt { seq, reason: "unreadable payload".into() }),
+        }
+    }
+    for (from, to) in segments(head, &restores) {
+        let rows = sqlx::query(
+            "SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, e.prev_hash, p.body \
+             FROM events e JOIN payloads p ON p.seq = e.seq WHERE e.seq BETWEEN ? AND ? ORDER BY e.seq",
+        )
+        .bind(from)
+        .bind(to)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(LedgerError::Load)?;
+        for row in rows {
+            let seq: i64 = row.get(0);
+            let body: Vec<u8> = row.get(8);
+            let body: EventBody = serde_json::from_slice(&body)
+                .map_err(|e| LedgerError::Corrupt { seq, reason: format!("unreadable payload: {e}") })?;
+            if matches!(body, EventBody::PayloadErased { .. } | EventBody::CheckpointRestored { .. }) {
+                continue;
+            }
+            let header = EventHeader {
+                seq,
+                id: row.get(1),
+                ts: row.get(2),
+                entity_id: row.get(3),
+                kind: row.get(4),
+                signer: row.get(5),
+                payload_hash: to_hash(&row.get::<Vec<u8>, _>(6)).unwrap_or([0; HASH_LEN]),
+                prev_hash: to_hash(&row.get::<Vec<u8>, _>(7)).unwrap_or([0; HASH_LEN]),
+            };
+            match apply(tx, &header, &body).await {
+                // The persona's creation was erased: its updates have nothing to update.
+                Err(LedgerError::PersonaNotFound(_)) => {}
+                other => other?,
+            }
+        }
+    }
+    for (target, by) in erasures {
+        sqlx::query("INSERT OR REPLACE INTO erased (seq, erased_by) VALUES (?, ?)")
+            .bind(target)
+            .bind(by)
+            .execute(&mut **tx)
+            .await
+            .map_err(LedgerError::Save)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::segments;
+
+    #[test]
+    fn segments_follow_restores_back_in_time() {
+        assert_eq!(segments(10, &[]), vec![(1, 10)]);
+        // restore at 8 to 5: events 1..5 then 9..10
+        assert_eq!(segments(10, &[(8, 5)]), vec![(1, 5), (9, 10)]);
+        // undo at 11 targeting 7 (the state just before the restore)
+        assert_eq!(segments(12, &[(8, 5), (11, 7)]), vec![(1, 7), (12, 12)]);
+        // undo targeting 8 (after the restore): the restore stays in effect
+        assert_eq!(segments(12, &[(8, 5), (11, 8)]), vec![(1, 5), (12, 12)]);
+    }
 }

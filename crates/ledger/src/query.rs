@@ -224,3 +224,25 @@ impl Ledger {
         Ok(hex::encode(h.finalize()))
     }
 }
+
+impl Ledger {
+    /// Rebuilds the receipt of a stored event (the same one its append returned).
+    pub async fn receipt(&self, seq: i64) -> Result<crate::store::Receipt> {
+        let r = sqlx::query("SELECT seq, id, kind, payload_hash, prev_hash, hash, signer, signature FROM events WHERE seq = ?")
+            .bind(seq)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(LedgerError::Load)?
+            .ok_or(LedgerError::EventNotFound(seq))?;
+        Ok(crate::store::Receipt {
+            seq: r.get(0),
+            event_id: r.get(1),
+            kind: r.get(2),
+            action_hash: hex::encode(r.get::<Vec<u8>, _>(3)),
+            state_before: hex::encode(r.get::<Vec<u8>, _>(4)),
+            state_after: hex::encode(r.get::<Vec<u8>, _>(5)),
+            signer: r.get(6),
+            signature: hex::encode(r.get::<Vec<u8>, _>(7)),
+        })
+    }
+}

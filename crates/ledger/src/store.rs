@@ -20,7 +20,9 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::LedgerError;
 use crate::event::{payload_hash, to_hash, EventHeader, HASH_LEN};
 use crate::keys::KeyStore;
+use crate::merkle::Frontier;
 use crate::project;
+use crate::proof::SthCache;
 use crate::Result;
 
 /// The human's device entity; its key also signs receipts for the ledger.
@@ -60,10 +62,12 @@ pub struct Receipt {
     pub signature: String,
 }
 
-struct Writer {
-    conn: SqliteConnection,
-    seq: i64,
-    head: [u8; HASH_LEN],
+pub(crate) struct Writer {
+    pub(crate) conn: SqliteConnection,
+    pub(crate) seq: i64,
+    pub(crate) head: [u8; HASH_LEN],
+    /// Merkle frontier over every committed event (see `merkle`).
+    pub(crate) tree: Frontier,
 }
 
 pub struct Ledger {
@@ -74,6 +78,7 @@ pub struct Ledger {
     clock: Arc<dyn Clock>,
     profile_id: String,
     path: PathBuf,
+    pub(crate) sth: Arc<std::sync::Mutex<SthCache>>,
 }
 
 /// One event to append: who it is about, who signs it, what happened.
@@ -158,14 +163,36 @@ impl Ledger {
         } else {
             read_profile_id(&mut conn).await?
         };
+        // The Merkle frontier, and whether the keychain's signed head still
+        // matches this database (if not, publishing stops: keep the evidence).
+        let keychain_sth = crate::proof::load_sth(keys.as_ref(), &format!("{profile_id}/sth"));
+        let mut tree = Frontier::default();
+        let hashes: Vec<Vec<u8>> = sqlx::query_scalar("SELECT hash FROM events ORDER BY seq")
+            .fetch_all(&mut conn)
+            .await
+            .map_err(LedgerError::Load)?;
+        let mut sth_mismatch = keychain_sth.as_ref().is_some_and(|k| k.size > hashes.len() as u64);
+        for h in &hashes {
+            tree.push_event(h);
+            if let Some(k) = &keychain_sth {
+                if k.size == tree.size() && hex::encode(tree.root()) != k.root {
+                    sth_mismatch = true;
+                }
+            }
+        }
+        drop(hashes);
+        if sth_mismatch {
+            tracing::error!("the database does not match the signed tree head in the keychain; run verify");
+        }
         let ledger = Self {
             pool,
-            writer: Mutex::new(Writer { conn, seq, head: head_hash }),
+            writer: Mutex::new(Writer { conn, seq, head: head_hash, tree }),
             keys,
             signers: RwLock::new(HashMap::new()),
             clock,
             profile_id,
             path: opts.path.clone(),
+            sth: Arc::new(std::sync::Mutex::new(SthCache::blocked(sth_mismatch))),
         };
         if seq == 0 {
             ledger.genesis(&opts.default_model).await?;
@@ -245,7 +272,7 @@ impl Ledger {
         Ok(public)
     }
 
-    fn signing_key(&self, entity: &str) -> Result<SigningKey> {
+    pub(crate) fn signing_key(&self, entity: &str) -> Result<SigningKey> {
         if let Some(k) = self.signers.read().ok().and_then(|c| c.get(entity).cloned()) {
             return Ok(k);
         }
@@ -270,6 +297,14 @@ impl Ledger {
 
     /// Appends events atomically: all of them, with their projections, or none.
     pub async fn append_drafts(&self, drafts: Vec<Draft>) -> Result<Vec<Receipt>> {
+        self.commit(drafts, &[], false).await
+    }
+
+    /// The one write path. `erase` lists payload rows deleted in the same
+    /// transaction; `rebuild` replays every projection from the events after
+    /// the inserts (forced when a draft is a `checkpoint_restored`).
+    pub(crate) async fn commit(&self, drafts: Vec<Draft>, erase: &[i64], rebuild: bool) -> Result<Vec<Receipt>> {
+        let rebuild = rebuild || drafts.iter().any(|d| matches!(d.body, EventBody::CheckpointRestored { .. }));
         if drafts.is_empty() {
             return Ok(Vec::new());
         }
@@ -295,6 +330,13 @@ impl Ledger {
         let mut hashes = Vec::with_capacity(drafts.len());
         for (d, body) in drafts.iter().zip(&bodies) {
             seq += 1;
+            if let EventBody::CheckpointRestored { target_seq, .. } = d.body {
+                if target_seq < 1 || target_seq >= seq {
+                    return Err(LedgerError::Invalid(format!(
+                        "a restore at event {seq} cannot target event {target_seq}"
+                    )));
+                }
+            }
             let header = EventHeader {
                 seq,
                 id: uuid::Uuid::now_v7().to_string(),
@@ -336,10 +378,38 @@ impl Ledger {
             });
             q.build().execute(&mut *tx).await.map_err(LedgerError::Save)?;
         }
-        for (h, d) in headers.iter().zip(&drafts) {
-            project::apply(&mut tx, h, &d.body).await?;
+        for target in erase {
+            sqlx::query("DELETE FROM payloads WHERE seq = ?")
+                .bind(target)
+                .execute(&mut *tx)
+                .await
+                .map_err(LedgerError::Save)?;
+        }
+        if rebuild {
+            project::rebuild_all(&mut tx).await?;
+        } else {
+            // Runs of plain messages go in as multi-row inserts (the same
+            // rows `project::apply` writes); everything else one by one.
+            let mut i = 0;
+            while i < drafts.len() {
+                let run = drafts[i..]
+                    .iter()
+                    .take(INSERT_CHUNK)
+                    .take_while(|d| matches!(d.body, EventBody::MessageAdded { .. }))
+                    .count();
+                if run >= 2 {
+                    project::insert_messages(&mut tx, &headers[i..i + run], &drafts[i..i + run]).await?;
+                    i += run;
+                } else {
+                    project::apply(&mut tx, &headers[i], &drafts[i].body).await?;
+                    i += 1;
+                }
+            }
         }
         tx.commit().await.map_err(LedgerError::Save)?;
+        for h in &hashes {
+            writer.tree.push_event(h);
+        }
 
         let mut receipts = Vec::with_capacity(headers.len());
         for (i, h) in headers.iter().enumerate() {
@@ -356,6 +426,10 @@ impl Ledger {
         }
         writer.seq = seq;
         writer.head = prev;
+        let size = writer.tree.size();
+        let root = writer.tree.root();
+        drop(guard);
+        self.after_commit(size, root);
         Ok(receipts)
     }
 
@@ -369,34 +443,13 @@ impl Ledger {
     pub async fn rebuild_projections(&self) -> Result<()> {
         let mut guard = self.writer.lock().await;
         let mut tx = guard.conn.begin().await.map_err(LedgerError::Save)?;
-        project::clear(&mut tx).await?;
-        let rows = sqlx::query(
-            "SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, e.prev_hash, p.body \
-             FROM events e LEFT JOIN payloads p ON p.seq = e.seq ORDER BY e.seq",
-        )
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(LedgerError::Load)?;
-        for row in rows {
-            let seq: i64 = row.get(0);
-            let body: Option<Vec<u8>> = row.get(8);
-            let Some(body) = body else { continue };
-            let body: EventBody = serde_json::from_slice(&body)
-                .map_err(|e| LedgerError::Corrupt { seq, reason: format!("unreadable payload: {e}") })?;
-            let header = EventHeader {
-                seq,
-                id: row.get(1),
-                ts: row.get(2),
-                entity_id: row.get(3),
-                kind: row.get(4),
-                signer: row.get(5),
-                payload_hash: to_hash(&row.get::<Vec<u8>, _>(6)).unwrap_or([0; HASH_LEN]),
-                prev_hash: to_hash(&row.get::<Vec<u8>, _>(7)).unwrap_or([0; HASH_LEN]),
-            };
-            project::apply(&mut tx, &header, &body).await?;
-        }
+        project::rebuild_all(&mut tx).await?;
         tx.commit().await.map_err(LedgerError::Save)?;
         Ok(())
+    }
+
+    pub(crate) async fn writer(&self) -> tokio::sync::MutexGuard<'_, Writer> {
+        self.writer.lock().await
     }
 
     /// Exclusive access to the writer connection for non-event bookkeeping

@@ -25,6 +25,11 @@ pub struct VerifyReport {
     pub events: u64,
     pub failure: Option<VerifyFailure>,
     pub millis: f64,
+    /// Size of the signed tree head found in the keychain and checked
+    /// against the events (rollback / truncation detection), if any.
+    pub sth_size: Option<u64>,
+    /// Why the keychain head could not be checked, when it could not.
+    pub sth_note: Option<String>,
 }
 
 impl VerifyReport {
@@ -61,6 +66,8 @@ impl Ledger {
                 events: 0,
                 failure: Some(VerifyFailure { seq: 0, reason: format!("database file damaged: {}", problems.join("; ")) }),
                 millis: started.elapsed().as_secs_f64() * 1e3,
+                sth_size: None,
+                sth_note: None,
             });
         }
         let rows = sqlx::query(
@@ -86,14 +93,33 @@ impl Ledger {
                 body: r.get(10),
             })
             .collect();
-        let failure = tokio::task::spawn_blocking(move || verify_events(&events).map(|f| (f, events.len())))
-            .await
-            .map_err(|e| LedgerError::Invalid(format!("verify task failed: {e}")))?;
+        let (sth, sth_note) = match self.keychain_sth() {
+            Ok(Some(sth)) => (Some(sth), None),
+            Ok(None) => (None, Some("no signed tree head in the keychain yet".to_owned())),
+            Err(e) => (None, Some(format!("the keychain's signed tree head could not be read: {e}"))),
+        };
+        let sth_size = sth.as_ref().map(|s| s.size);
+        let failure = tokio::task::spawn_blocking(move || {
+            let f = verify_events(&events);
+            let f = match f {
+                Ok(None) => Ok(sth.as_ref().and_then(|sth| crate::proof::check_sth(sth, &events))),
+                other => other,
+            };
+            f.map(|f| (f, events.len()))
+        })
+        .await
+        .map_err(|e| LedgerError::Invalid(format!("verify task failed: {e}")))?;
         let (failure, n) = match failure {
             Ok((f, n)) => (f, n),
             Err(f) => (Some(f), 0),
         };
-        Ok(VerifyReport { events: n as u64, failure, millis: started.elapsed().as_secs_f64() * 1e3 })
+        Ok(VerifyReport {
+            events: n as u64,
+            failure,
+            millis: started.elapsed().as_secs_f64() * 1e3,
+            sth_size,
+            sth_note,
+        })
     }
 }
 

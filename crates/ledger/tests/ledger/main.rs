@@ -1,6 +1,12 @@
 //! Integration tests of the ledger: one module per feature.
 
+mod bench;
 mod chain;
+mod checkpoints;
+mod crash;
+mod erasure;
+mod export;
+mod proofs;
 mod queue;
 mod replay;
 
@@ -42,4 +48,33 @@ impl Fixture {
 pub async fn raw(path: &std::path::Path) -> sqlx::SqliteConnection {
     use sqlx::ConnectOptions;
     sqlx::sqlite::SqliteConnectOptions::new().filename(path).connect().await.expect("raw connect")
+}
+
+pub fn say(persona: &str, id: &str, content: &str) -> ledger::EventBody {
+    ledger::EventBody::MessageAdded {
+        message_id: id.into(),
+        persona_id: persona.into(),
+        role: ledger::MessageRole::Human,
+        content: content.into(),
+        external_id: None,
+    }
+}
+
+/// Every file under `dir`, recursively, with its bytes.
+pub fn files_containing(dir: &std::path::Path, needle: &[u8]) -> Vec<std::path::PathBuf> {
+    let mut hits = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                if bytes.windows(needle.len()).any(|w| w == needle) {
+                    hits.push(path);
+                }
+            }
+        }
+    }
+    hits
 }

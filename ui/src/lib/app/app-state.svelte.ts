@@ -7,14 +7,16 @@ import type { AppEvent } from "../bindings/AppEvent";
 import type { MessageView } from "../bindings/MessageView";
 import type { ModelView } from "../bindings/ModelView";
 import type { PersonaView } from "../bindings/PersonaView";
+import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import { t } from "../i18n/i18n";
+import { CheckpointsState, isCheckpointEvent } from "../checkpoints/checkpoints-state.svelte";
 import { LedgerState } from "../ledger/ledger-state.svelte";
 import { AccountsState } from "../settings/accounts-state.svelte";
 import { Notices } from "./notices.svelte";
 
-export type View = "chat" | "ledger" | "settings";
-export const VIEWS: readonly View[] = ["chat", "ledger", "settings"];
+export type View = "chat" | "ledger" | "settings" | "checkpoints";
+export const VIEWS: readonly View[] = ["chat", "ledger", "settings", "checkpoints"];
 
 /** A reply being streamed for one persona. */
 export interface ReplyStream {
@@ -45,6 +47,7 @@ export class AppState {
   readonly notices = new Notices();
   readonly ledger: LedgerState;
   readonly accounts: AccountsState;
+  readonly checkpoints: CheckpointsState;
 
   ready = $state(false);
   loadError = $state<string | null>(null);
@@ -68,6 +71,8 @@ export class AppState {
   sortedPersonas = $derived(this.personas.filter((p) => !p.archived).sort(byPersonaOrder));
   selected = $derived(this.personas.find((p) => p.id === this.selectedId) ?? null);
 
+  /** The newest restore receipt whose state has been reloaded. */
+  private reloadedSeq = 0;
   private subscribed = false;
   private unlistenDrop: (() => void) | null = null;
 
@@ -75,6 +80,12 @@ export class AppState {
     this.backend = backend;
     this.ledger = new LedgerState(backend, this.notices);
     this.accounts = new AccountsState(backend, this.notices, () => void this.refreshModels());
+    this.checkpoints = new CheckpointsState(backend, this.notices, (receipt) => this.reloadAfterRestore(receipt));
+  }
+
+  /** True between `checkpoint_started` and its closing event: the whole UI is held. */
+  get held(): boolean {
+    return this.checkpoints.held;
   }
 
   // ---- start-up -------------------------------------------------------------
@@ -119,6 +130,10 @@ export class AppState {
   // ---- the event stream -----------------------------------------------------
 
   handle(event: AppEvent): void {
+    if (isCheckpointEvent(event)) {
+      this.checkpoints.handle(event);
+      return;
+    }
     switch (event.type) {
       case "persona_changed": {
         this.upsertPersona(event.persona);
@@ -176,6 +191,33 @@ export class AppState {
         this.eventCount = Math.max(this.eventCount, event.seq);
         this.ledger.noteAppended(event.seq);
         break;
+    }
+  }
+
+  // ---- restores --------------------------------------------------------------
+
+  /**
+   * A restore (or its undo) replaced the projected state wholesale: read the
+   * personas and the open conversation again. Runs once per receipt, whether
+   * the command's answer or the `checkpoint_restored` event comes first.
+   */
+  async reloadAfterRestore(receipt: ReceiptView): Promise<void> {
+    if (receipt.seq <= this.reloadedSeq) return;
+    this.reloadedSeq = receipt.seq;
+    this.eventCount = Math.max(this.eventCount, receipt.seq);
+    try {
+      const personas = await this.backend.listPersonas();
+      this.personas = personas;
+      this.failures = {};
+      const visible = this.sortedPersonas;
+      const keep = visible.some((p) => p.id === this.selectedId) ? this.selectedId : (visible[0]?.id ?? null);
+      const messages: Record<string, MessageView[]> = {};
+      if (keep) messages[keep] = await this.backend.listMessages(keep);
+      this.selectedId = keep;
+      this.messages = messages;
+      if (keep && this.isReading()) await this.markRead(keep);
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
     }
   }
 
@@ -315,6 +357,7 @@ export class AppState {
         return;
       case "drop":
         this.dragging = false;
+        if (this.held) return;
         await this.importDropped(event.paths);
     }
   }

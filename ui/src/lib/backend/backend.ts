@@ -4,12 +4,14 @@
 
 import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
+import type { CheckpointView } from "../bindings/CheckpointView";
 import type { ErrorView } from "../bindings/ErrorView";
 import type { EventView } from "../bindings/EventView";
 import type { MessageView } from "../bindings/MessageView";
 import type { ModelView } from "../bindings/ModelView";
 import type { NewAccount } from "../bindings/NewAccount";
 import type { PersonaView } from "../bindings/PersonaView";
+import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
 
@@ -52,6 +54,18 @@ export interface Backend {
   listModels(): Promise<ModelView[]>;
   /** `import_model` */
   importModel(path: string): Promise<ModelView>;
+  /** `list_checkpoints`: only the filled slots, by slot number. */
+  listCheckpoints(): Promise<CheckpointView[]>;
+  /** `save_checkpoint`: manual slots 10–14; overwrites a filled one. */
+  saveCheckpoint(slot: number, name: string): Promise<CheckpointView>;
+  /** `delete_checkpoint`: manual slots only (`CHECKPOINT_SLOT_PROTECTED` otherwise). */
+  deleteCheckpoint(slot: number): Promise<void>;
+  /** `restore_checkpoint`: appends `checkpoint_restored`; nothing is deleted. */
+  restoreCheckpoint(slot: number): Promise<ReceiptView>;
+  /** `undo_restore`: restores the state just before the latest restore. */
+  undoRestore(): Promise<ReceiptView>;
+  /** `get_receipt` */
+  getReceipt(seq: number): Promise<ReceiptView>;
   /** Files dragged onto the window (not a command: a window event). Returns an unlisten function. */
   onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void>;
 }

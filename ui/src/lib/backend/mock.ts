@@ -4,12 +4,14 @@
 
 import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
+import type { CheckpointView } from "../bindings/CheckpointView";
 import type { EventView } from "../bindings/EventView";
 import type { MessageRole } from "../bindings/MessageRole";
 import type { MessageView } from "../bindings/MessageView";
 import type { ModelView } from "../bindings/ModelView";
 import type { NewAccount } from "../bindings/NewAccount";
 import type { PersonaView } from "../bindings/PersonaView";
+import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
 import { BackendError, type Backend, type DragDropEvent } from "./backend";
@@ -25,7 +27,23 @@ export interface MockOptions {
   reply?: (persona: PersonaView, content: string) => string;
   /** Stream a reply after each message (default). Tests that drive the events by hand turn it off. */
   autoReply?: boolean;
+  /** How long a checkpoint operation takes, in ms (the UI is held meanwhile). */
+  checkpointDelayMs?: number;
+  /** Take an auto-save this often while something changed, in ms; 0 turns it off. */
+  autoSaveMs?: number;
 }
+
+/** The projected state a checkpoint holds (the mock's stand-in for the tables). */
+interface Snapshot {
+  personas: PersonaView[];
+  messages: MessageView[];
+  digest: string;
+}
+
+const AUTO_SLOTS = 10;
+const FIRST_MANUAL = 10;
+const LAST_MANUAL = 14;
+const DEVICE_KEY = fakeHash("device-public-key");
 
 const LOCAL_MODEL: ModelView = {
   spec: "local:SmolLM2-135M-Instruct.Q4_1",
@@ -53,6 +71,19 @@ function fail(code: string, message: string): never {
   throw new BackendError({ code, message });
 }
 
+function checkSlot(slot: number): number {
+  if (!Number.isInteger(slot) || slot < 0 || slot > LAST_MANUAL) {
+    fail("CHECKPOINT_INVALID_SLOT", `Checkpoint slot ${slot} does not exist: slots are 0-9 (auto-saves) and 10-14 (manual saves).`);
+  }
+  return slot;
+}
+
+function manualSlot(slot: number): number {
+  const s = checkSlot(slot);
+  if (s < FIRST_MANUAL) fail("CHECKPOINT_SLOT_PROTECTED", `Checkpoint slot ${s} is an auto-save: it cannot be deleted or written by hand (use slots 10-14).`);
+  return s;
+}
+
 export class MockBackend implements Backend {
   private listeners: ((event: AppEvent) => void)[] = [];
   private personas: PersonaView[] = [];
@@ -63,6 +94,14 @@ export class MockBackend implements Backend {
   private queue: (() => Promise<void>)[] = [];
   private busy = false;
   private nextId = 1;
+  private checkpoints = new Map<number, { view: CheckpointView; snapshot: Snapshot }>();
+  /** The receipt of every event, by seq. */
+  private receipts = new Map<number, ReceiptView>();
+  /** The state just before each `checkpoint_restored` event, by its seq (what an undo goes back to). */
+  private beforeRestore = new Map<number, Snapshot>();
+  /** A digest of the projected state; a stand-in for the core's state hash. */
+  private digest = fakeHash("empty state");
+  private autoSaveTimer: ReturnType<typeof setInterval> | null = null;
   private readonly options: Required<Omit<MockOptions, "reply">> & Pick<MockOptions, "reply">;
 
   constructor(options: MockOptions = {}) {
@@ -72,10 +111,16 @@ export class MockBackend implements Backend {
       seed: options.seed ?? false,
       reply: options.reply,
       autoReply: options.autoReply ?? true,
+      checkpointDelayMs: options.checkpointDelayMs ?? (options.seed ? 450 : 0),
+      autoSaveMs: options.autoSaveMs ?? (options.seed ? 60_000 : 0),
     };
     const ei = this.addPersona("Ei", "Your guide to Ledgermind. Ei sees everything you share.", true);
     if (this.options.seed) {
       this.addMessage(ei.id, "persona", "Hi! I'm Ei. Everything we say is kept in a signed ledger on this computer. What would you like to talk about?", true);
+      this.writeSlot(null, "Auto-save");
+    }
+    if (this.options.autoSaveMs > 0 && typeof window !== "undefined") {
+      this.autoSaveTimer = setInterval(() => void this.autosaveIfChanged(), this.options.autoSaveMs);
     }
   }
 
@@ -84,6 +129,20 @@ export class MockBackend implements Backend {
   /** Sends an event to the subscribers, as the core would. */
   emit(event: AppEvent): void {
     for (const listener of this.listeners) listener(event);
+  }
+
+  /** Takes an auto-save now when the ledger moved since the newest one (what the core does on its timer). */
+  async autosaveIfChanged(): Promise<CheckpointView | null> {
+    const autos = [...this.checkpoints.values()].filter((c) => !c.view.manual);
+    const newest = autos.reduce((max, c) => Math.max(max, c.view.seq), 0);
+    if (this.events.length === 0 || (autos.length > 0 && newest === this.events.length)) return null;
+    return this.checkpointOp("save", null, () => this.writeSlot(null, "Auto-save"), (view) => ({ type: "checkpoint_created", checkpoint: view }));
+  }
+
+  /** Stops the auto-save timer. */
+  dispose(): void {
+    if (this.autoSaveTimer) clearInterval(this.autoSaveTimer);
+    this.autoSaveTimer = null;
   }
 
   /** Resolves when every queued reply has been streamed. */
@@ -250,6 +309,63 @@ export class MockBackend implements Backend {
     return { ...model };
   }
 
+  async listCheckpoints(): Promise<CheckpointView[]> {
+    return [...this.checkpoints.values()].map((c) => ({ ...c.view })).sort((a, b) => a.slot - b.slot);
+  }
+
+  async saveCheckpoint(slot: number, name: string): Promise<CheckpointView> {
+    const s = manualSlot(slot);
+    const clean = name.trim();
+    if ([...clean].length > 120) fail("INVALID_INPUT", "A checkpoint name is at most 120 characters.");
+    return this.checkpointOp(
+      "save",
+      s,
+      () => this.writeSlot(s, clean || `Save ${s}`),
+      (view) => ({ type: "checkpoint_created", checkpoint: view }),
+    );
+  }
+
+  async deleteCheckpoint(slot: number): Promise<void> {
+    const s = manualSlot(slot);
+    await this.checkpointOp(
+      "delete",
+      s,
+      () => {
+        if (!this.checkpoints.delete(s)) fail("CHECKPOINT_SLOT_EMPTY", `Checkpoint slot ${s} is empty.`);
+      },
+      () => ({ type: "checkpoint_deleted", slot: s }),
+    );
+  }
+
+  async restoreCheckpoint(slot: number): Promise<ReceiptView> {
+    const s = checkSlot(slot);
+    return this.checkpointOp(
+      "restore",
+      s,
+      () => {
+        const saved = this.checkpoints.get(s) ?? fail("CHECKPOINT_SLOT_EMPTY", `Checkpoint slot ${s} is empty.`);
+        return this.applyRestore(s, saved.view.seq, saved.snapshot);
+      },
+      (receipt) => ({ type: "checkpoint_restored", slot: s, receipt }),
+    );
+  }
+
+  async undoRestore(): Promise<ReceiptView> {
+    const last = Math.max(0, ...this.beforeRestore.keys());
+    if (last === 0) fail("INVALID_INPUT", "There is no restore to undo.");
+    return this.checkpointOp(
+      "undo",
+      null,
+      () => this.applyRestore(null, last - 1, this.beforeRestore.get(last)!),
+      (receipt) => ({ type: "checkpoint_restored", slot: null, receipt }),
+    );
+  }
+
+  async getReceipt(seq: number): Promise<ReceiptView> {
+    const receipt = this.receipts.get(seq) ?? fail("EVENT_NOT_FOUND", `No event ${seq}.`);
+    return { ...receipt };
+  }
+
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {
     if (typeof window === "undefined") return () => {};
     // A plain browser gives file names, not paths: good enough for a preview.
@@ -287,6 +403,68 @@ export class MockBackend implements Backend {
   }
 
   // ---- internals ----------------------------------------------------------
+
+  /** Runs a checkpoint operation between `checkpoint_started` and its closing event, as the core does. */
+  private async checkpointOp<T>(op: string, slot: number | null, run: () => T, done: (result: T) => AppEvent): Promise<T> {
+    this.emit({ type: "checkpoint_started", op, slot });
+    if (this.options.checkpointDelayMs > 0) await sleep(this.options.checkpointDelayMs);
+    let result: T;
+    try {
+      result = run();
+    } catch (error) {
+      const view = error instanceof BackendError ? { code: error.code, message: error.message } : { code: "UI_ERROR", message: String(error) };
+      this.emit({ type: "checkpoint_failed", op, slot, error: view });
+      throw error;
+    }
+    this.emit(done(result));
+    return result;
+  }
+
+  private snapshot(): Snapshot {
+    return {
+      personas: this.personas.map((p) => ({ ...p })),
+      messages: this.messages.map((m) => ({ ...m })),
+      digest: this.digest,
+    };
+  }
+
+  /** `slot` null: the next auto slot, dropping slot 0 and shifting when all ten are used. */
+  private writeSlot(slot: number | null, name: string): CheckpointView {
+    let target = slot;
+    if (target === null) {
+      const autos = [...this.checkpoints.keys()].filter((s) => s < AUTO_SLOTS).sort((a, b) => a - b);
+      if (autos.length < AUTO_SLOTS) {
+        target = autos.length;
+      } else {
+        this.checkpoints.delete(0);
+        for (let s = 1; s < AUTO_SLOTS; s++) {
+          const entry = this.checkpoints.get(s)!;
+          this.checkpoints.delete(s);
+          this.checkpoints.set(s - 1, { ...entry, view: { ...entry.view, slot: s - 1 } });
+        }
+        target = AUTO_SLOTS - 1;
+      }
+    }
+    const view: CheckpointView = {
+      slot: target,
+      manual: target >= FIRST_MANUAL,
+      seq: this.events.length,
+      name,
+      created_at: new Date().toISOString(),
+    };
+    this.checkpoints.set(target, { view, snapshot: this.snapshot() });
+    return { ...view };
+  }
+
+  /** Appends `checkpoint_restored` and puts `state` in place. Nothing is deleted from the ledger. */
+  private applyRestore(slot: number | null, targetSeq: number, state: Snapshot): ReceiptView {
+    const before = this.snapshot();
+    this.personas = state.personas.map((p) => ({ ...p }));
+    this.messages = state.messages.map((m) => ({ ...m }));
+    const seq = this.append("checkpoint_restored", "human", { slot, target_seq: targetSeq }, state.digest);
+    this.beforeRestore.set(seq, before);
+    return { ...this.receipts.get(seq)! };
+  }
 
   private persona(id: string): PersonaView {
     return this.personas.find((p) => p.id === id) ?? fail("PERSONA_NOT_FOUND", "That persona no longer exists.");
@@ -333,7 +511,7 @@ export class MockBackend implements Backend {
     return message;
   }
 
-  private append(kind: string, entityId: string, payload: unknown): number {
+  private append(kind: string, entityId: string, payload: unknown, stateAfter?: string): number {
     const seq = this.events.length + 1;
     const prev = this.events.at(-1)?.hash ?? "0".repeat(64);
     const json = JSON.stringify(payload, null, 2);
@@ -349,6 +527,18 @@ export class MockBackend implements Backend {
       signer: "device",
     };
     this.events.push(event);
+    const before = this.digest;
+    this.digest = stateAfter ?? fakeHash(`${before}|${event.hash}`);
+    this.receipts.set(seq, {
+      seq,
+      event_id: event.id,
+      kind,
+      action_hash: fakeHash(`action|${kind}|${entityId}|${json}`),
+      state_before: before,
+      state_after: this.digest,
+      signer: DEVICE_KEY,
+      signature: fakeHash(`sig|${event.hash}`) + fakeHash(`sig2|${event.hash}`),
+    });
     this.emit({ type: "ledger_appended", seq, kind });
     return seq;
   }

@@ -4,11 +4,13 @@ import { Channel, invoke } from "@tauri-apps/api/core";
 import { getCurrentWebview } from "@tauri-apps/api/webview";
 import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
+import type { CheckpointView } from "../bindings/CheckpointView";
 import type { EventView } from "../bindings/EventView";
 import type { MessageView } from "../bindings/MessageView";
 import type { ModelView } from "../bindings/ModelView";
 import type { NewAccount } from "../bindings/NewAccount";
 import type { PersonaView } from "../bindings/PersonaView";
+import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
 import { toBackendError, type Backend, type DragDropEvent } from "./backend";
@@ -73,6 +75,24 @@ export class TauriBackend implements Backend {
   }
   importModel(path: string) {
     return call<ModelView>("import_model", { path });
+  }
+  listCheckpoints() {
+    return call<CheckpointView[]>("list_checkpoints");
+  }
+  saveCheckpoint(slot: number, name: string) {
+    return call<CheckpointView>("save_checkpoint", { slot, name });
+  }
+  deleteCheckpoint(slot: number) {
+    return call<void>("delete_checkpoint", { slot });
+  }
+  restoreCheckpoint(slot: number) {
+    return call<ReceiptView>("restore_checkpoint", { slot });
+  }
+  undoRestore() {
+    return call<ReceiptView>("undo_restore");
+  }
+  getReceipt(seq: number) {
+    return call<ReceiptView>("get_receipt", { seq });
   }
 
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {

@@ -41,4 +41,25 @@ describe("LedgerView", () => {
     await user.click(screen.getByRole("button", { name: "Show details of event #61" }));
     expect(screen.getByTestId("event-payload")).toHaveTextContent('"name": "P59"');
   });
+
+  it("an expanded event shows its receipt", async () => {
+    const user = userEvent.setup();
+    const { backend, context } = await startApp();
+    await backend.createPersona("Ada", "");
+    const receipt = await backend.getReceipt(2);
+    render(LedgerView, { context });
+
+    await user.click(await screen.findByRole("button", { name: "Show details of event #2" }));
+    const panel = await screen.findByTestId("receipt");
+    await waitFor(() => expect(panel).toHaveAttribute("data-status", "ok"));
+    expect(panel).toHaveTextContent("Action hash");
+    expect(screen.getByTestId("receipt-action-hash")).toHaveAttribute("data-value", receipt.action_hash);
+    expect(screen.getByTestId("receipt-state-before")).toHaveAttribute("data-value", receipt.state_before);
+    expect(screen.getByTestId("receipt-state-after")).toHaveAttribute("data-value", receipt.state_after);
+    expect(screen.getByTestId("receipt-signer")).toHaveAttribute("data-value", receipt.signer);
+    expect(screen.getByTestId("receipt-signature")).toHaveAttribute("data-value", receipt.signature);
+    // Long values are shortened on screen, in full in the title, and copyable.
+    expect(screen.getByTestId("receipt-signature").querySelector("code")).toHaveTextContent(`${receipt.signature.slice(0, 12)}…`);
+    expect(screen.getByRole("button", { name: "Copy Signature" })).toBeInTheDocument();
+  });
 });

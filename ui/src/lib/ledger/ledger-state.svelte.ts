@@ -2,10 +2,16 @@
 
 import { errorMessage, type Backend } from "../backend";
 import type { EventView } from "../bindings/EventView";
+import type { ReceiptView } from "../bindings/ReceiptView";
 import type { VerifyView } from "../bindings/VerifyView";
 import type { Notices } from "../app/notices.svelte";
 
 export const PAGE_SIZE = 50;
+
+export type ReceiptEntry =
+  | { status: "loading" }
+  | { status: "ok"; receipt: ReceiptView }
+  | { status: "error"; message: string };
 
 export class LedgerState {
   events = $state<EventView[]>([]);
@@ -14,6 +20,8 @@ export class LedgerState {
   hasMore = $state(false);
   error = $state<string | null>(null);
   expanded = $state<Record<number, boolean>>({});
+  /** Receipts of expanded events, by seq (fetched on first expand; they never change). */
+  receipts = $state<Record<number, ReceiptEntry>>({});
   /** Events appended since the list was loaded. */
   newSince = $state(0);
 
@@ -69,8 +77,23 @@ export class LedgerState {
   }
 
   toggle(seq: number): void {
-    if (this.expanded[seq]) delete this.expanded[seq];
-    else this.expanded[seq] = true;
+    if (this.expanded[seq]) {
+      delete this.expanded[seq];
+    } else {
+      this.expanded[seq] = true;
+      void this.loadReceipt(seq);
+    }
+  }
+
+  async loadReceipt(seq: number): Promise<void> {
+    const known = this.receipts[seq];
+    if (known && known.status !== "error") return;
+    this.receipts[seq] = { status: "loading" };
+    try {
+      this.receipts[seq] = { status: "ok", receipt: await this.backend.getReceipt(seq) };
+    } catch (error) {
+      this.receipts[seq] = { status: "error", message: errorMessage(error) };
+    }
   }
 
   async runVerify(): Promise<void> {

@@ -1,0 +1,240 @@
+//! Memory retrieval in the engine: the search index (`<home>/index.db`, a
+//! projection of the ledger), conversation import, recall for the CLI and
+//! the UI, and the memories put into each reply's prompt.
+//!
+//! One ranking for everyone: [`Engine::recall`] and the reply pipeline
+//! both call `MemoryIndex::recall` with the same scope and settings.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ledger::{Ledger, Message, Persona};
+use memory::{ItemKind, MemoryError, MemoryIndex, MiniLm, NewItem, Scope, MINILM_DIR};
+use serde::Serialize;
+
+use crate::engine::Engine;
+use crate::error::AppError;
+use crate::paths::DataDir;
+use crate::Result;
+
+pub use memory::{EmbedProgress, ImportReport, RecallSettings};
+
+/// How many recalled items go into a reply's prompt.
+pub const PROMPT_MEMORIES: usize = 5;
+/// A recalled text is cut to this many characters in the prompt.
+const PROMPT_MEMORY_CHARS: usize = 400;
+
+impl From<MemoryError> for AppError {
+    fn from(e: MemoryError) -> Self {
+        match e {
+            MemoryError::Ledger(l) => l.into(),
+            MemoryError::Load(inner) | MemoryError::Save(inner) => {
+                tracing::error!(error = %inner, "search index failed");
+                AppError::new("STORAGE_LOAD_FAILED", "The search index could not be used; it is rebuilt from the ledger on the next start if you delete index.db.")
+            }
+            other => AppError::new(other.code(), other.to_string()),
+        }
+    }
+}
+
+/// One recalled item, as shown to shells.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecallItem {
+    /// The external id when there is one (imported messages), else the item id.
+    pub id: String,
+    pub item_id: String,
+    /// "message" or "memory".
+    pub kind: &'static str,
+    pub score: f32,
+    pub text: String,
+    /// For a memory: the messages it came from.
+    pub source_ids: Vec<String>,
+    pub persona_id: String,
+    pub ts_ms: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RecallView {
+    pub query: String,
+    /// "hybrid", or "keyword" when no embedding model is available.
+    pub mode: &'static str,
+    pub results: Vec<RecallItem>,
+}
+
+impl From<memory::Hit> for RecallItem {
+    fn from(h: memory::Hit) -> Self {
+        Self {
+            id: h.public_id().to_owned(),
+            kind: h.kind.as_str(),
+            item_id: h.item_id,
+            score: h.score,
+            text: h.text,
+            source_ids: h.source_ids,
+            persona_id: h.persona_id,
+            ts_ms: h.ts_ms,
+        }
+    }
+}
+
+/// Opens the index and catches it up with the ledger (called by `Engine::start`).
+pub(crate) async fn open_index(data_dir: &DataDir, ledger: &Ledger) -> Result<Arc<MemoryIndex>> {
+    let index = MemoryIndex::open(&data_dir.root().join("index.db")).await?;
+    let added = index.sync_from_ledger(ledger).await?;
+    if added > 0 {
+        tracing::info!(added, "search index caught up with the ledger");
+    }
+    Ok(Arc::new(index))
+}
+
+/// Loads the local embedding model off the async threads, then embeds
+/// whatever is pending in the background. Without the model files recall
+/// stays keyword-only and says so in its status; it never fails.
+pub(crate) fn start_embedder(index: &Arc<MemoryIndex>, models: &Path) {
+    let dir = models.join(MINILM_DIR);
+    let index = index.clone();
+    tokio::spawn(async move {
+        let loaded = tokio::task::spawn_blocking(move || MiniLm::load(&dir)).await;
+        match loaded {
+            Ok(Ok(model)) => {
+                if let Err(e) = index.set_embedder(Arc::new(model)).await {
+                    index.set_embedder_unavailable(&e.to_string());
+                    return;
+                }
+                index.run_embedder().await;
+            }
+            Ok(Err(e)) => index.set_embedder_unavailable(&format!(
+                "{e}. Run scripts/setup.sh to install {MINILM_DIR} into the models folder."
+            )),
+            Err(e) => index.set_embedder_unavailable(&e.to_string()),
+        }
+    });
+}
+
+/// Makes a message just appended to the ledger searchable (keyword at once,
+/// vector in the background). Failures are logged: the ledger is the truth
+/// and the next start re-derives the index from it.
+pub(crate) async fn index_message(engine: &Engine, message_id: &str, persona_id: &str, text: &str, seq: i64) {
+    let item = NewItem {
+        item_id: message_id.to_owned(),
+        kind: ItemKind::Message,
+        persona_id: persona_id.to_owned(),
+        external_id: None,
+        source_ids: Vec::new(),
+        text: text.to_owned(),
+        ts_ms: memory::now_ms(),
+        seq: Some(seq),
+    };
+    if let Err(e) = engine.memory.index_items(&[item]).await {
+        tracing::warn!(error = %e, "could not index a message; it will be indexed on the next start");
+    }
+}
+
+/// The visibility rule for a persona (see `memory::Scope::for_viewer`).
+fn scope_of(p: &Persona) -> Scope {
+    Scope::for_viewer(&p.id, p.is_system)
+}
+
+/// Past messages and memories worth showing the model for this reply: the
+/// same ranking as `recall`, for the human's latest message, minus what the
+/// prompt already holds. Never fails the reply: errors give no memories.
+pub(crate) async fn memories_for_reply(engine: &Engine, persona: &Persona, history: &[Message]) -> Vec<String> {
+    let Some(query) = history.iter().rev().find(|m| m.role == ledger::MessageRole::Human) else {
+        return Vec::new();
+    };
+    let k = PROMPT_MEMORIES + history.len();
+    let recall = match engine.memory.recall(&scope_of(persona), &query.content, k, memory::now_ms()).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, "recall for a reply failed; replying without memories");
+            return Vec::new();
+        }
+    };
+    recall
+        .hits
+        .into_iter()
+        .filter(|h| !history.iter().any(|m| m.id == h.item_id))
+        .take(PROMPT_MEMORIES)
+        .map(|h| {
+            let date = time::OffsetDateTime::from_unix_timestamp(h.ts_ms / 1000)
+                .ok()
+                .map(|t| t.date().to_string())
+                .unwrap_or_default();
+            let mut text: String = h.text.chars().take(PROMPT_MEMORY_CHARS).collect();
+            if h.text.chars().count() > PROMPT_MEMORY_CHARS {
+                text.push('…');
+            }
+            format!("[{date}] {text}")
+        })
+        .collect()
+}
+
+impl Engine {
+    /// Ranks PERSONA's visible messages and memories for QUERY (the exact
+    /// ranking replies use). Items not embedded yet count by keyword only.
+    pub async fn recall(&self, persona: &str, query: &str, k: usize) -> Result<RecallView> {
+        let p = self.ledger.find_persona(persona).await?;
+        let k = k.clamp(1, 100);
+        let recall = self.memory.recall(&scope_of(&p), query, k, memory::now_ms()).await?;
+        Ok(RecallView {
+            query: query.to_owned(),
+            mode: recall.mode,
+            results: recall.hits.into_iter().map(RecallItem::from).collect(),
+        })
+    }
+
+    /// Imports a JSON conversation file into PERSONA's conversation: every
+    /// row is validated first (nothing is written if one is bad), then the
+    /// messages are appended in signed batches and keyword-indexed at once.
+    /// Embeddings follow in the background (see [`Engine::embed_progress`]).
+    pub async fn import_conversation(&self, persona: &str, file: &Path) -> Result<ImportReport> {
+        let p = self.ledger.find_persona(persona).await?;
+        if p.archived {
+            return Err(ledger::LedgerError::PersonaArchived(p.name).into());
+        }
+        let report = memory::import_file(&self.ledger, &self.memory, &p, file, &|done, total| {
+            tracing::info!(done, total, "importing");
+        })
+        .await?;
+        self.emit(crate::views::AppEvent::PersonaChanged { persona: self.ledger.persona(&p.id).await?.into() });
+        Ok(report)
+    }
+
+    /// Embeds everything not embedded yet, now (when the model is loaded);
+    /// `progress` sees (embedded, total). Returns false without a model.
+    pub async fn wait_for_embeddings(&self, progress: &(dyn Fn(EmbedProgress) + Send + Sync)) -> Result<bool> {
+        // The model loads in the background at start: give it time.
+        for _ in 0..100 {
+            if self.memory.progress().model_loaded || self.memory.embedder_status().starts_with("keyword") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        if !self.memory.progress().model_loaded {
+            return Ok(false);
+        }
+        loop {
+            let n = self.memory.embed_pending_step().await?;
+            progress(self.memory.progress());
+            if n == 0 {
+                return Ok(true);
+            }
+        }
+    }
+
+    pub fn embed_progress(&self) -> EmbedProgress {
+        self.memory.progress()
+    }
+
+    /// "hybrid search" with the model loaded, else why it is keyword-only.
+    pub fn memory_status(&self) -> String {
+        self.memory.embedder_status()
+    }
+
+    pub fn recall_settings(&self) -> RecallSettings {
+        self.memory.settings()
+    }
+
+    pub fn set_recall_settings(&self, s: RecallSettings) {
+        self.memory.set_settings(s)
+    }
+}

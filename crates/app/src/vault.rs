@@ -1,0 +1,150 @@
+//! Save slots, erasure, export, proofs: the engine's wrappers over the
+//! ledger's vault API. (Wire-up: add `mod vault;` to `lib.rs`.)
+//!
+//! UI events to add (not emitted yet; the lead owns `AppEvent`):
+//! `CheckpointStarted { op: "save" | "restore" | "delete", slot }` before,
+//! and `CheckpointCreated { checkpoint }` / `CheckpointRestored { slot,
+//! target_seq, receipt }` / `CheckpointDeleted { slot }` /
+//! `CheckpointFailed { slot, error }` after; `MemoryErased { seqs }` after
+//! an erasure (the UI reloads personas and messages); `LedgerAppended` is
+//! emitted here for the events these calls append.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use ledger::{CheckpointInfo, Erasure, ExportSummary, Proof, Receipt, SignedTreeHead};
+
+use crate::engine::Engine;
+use crate::views::AppEvent;
+use crate::Result;
+
+impl Engine {
+    pub async fn list_checkpoints(&self) -> Result<Vec<CheckpointInfo>> {
+        Ok(self.ledger.checkpoints().await?)
+    }
+
+    /// Runs one checkpoint operation between a start event and its end event,
+    /// so the UI can hold interactions meanwhile.
+    async fn checkpoint_op<T>(
+        &self,
+        op: &str,
+        slot: Option<u8>,
+        work: impl std::future::Future<Output = std::result::Result<T, ledger::LedgerError>>,
+    ) -> Result<T> {
+        self.emit(AppEvent::CheckpointStarted { op: op.to_owned(), slot });
+        match work.await {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                let e: crate::AppError = e.into();
+                self.emit(AppEvent::CheckpointFailed { op: op.to_owned(), slot, error: e.view() });
+                Err(e)
+            }
+        }
+    }
+
+    pub async fn save_checkpoint(&self, slot: i64, name: &str) -> Result<CheckpointInfo> {
+        let info = self.checkpoint_op("save", u8::try_from(slot).ok(), self.ledger.save_checkpoint(slot, name)).await?;
+        self.emit(AppEvent::CheckpointCreated { checkpoint: info.clone().into() });
+        Ok(info)
+    }
+
+    pub async fn delete_checkpoint(&self, slot: i64) -> Result<()> {
+        let s = u8::try_from(slot).ok();
+        self.checkpoint_op("delete", s, self.ledger.delete_checkpoint(slot)).await?;
+        if let Some(slot) = s {
+            self.emit(AppEvent::CheckpointDeleted { slot });
+        }
+        Ok(())
+    }
+
+    pub async fn restore_checkpoint(&self, slot: i64) -> Result<Receipt> {
+        let s = u8::try_from(slot).ok();
+        let r = self.checkpoint_op("restore", s, self.ledger.restore_checkpoint(slot)).await?;
+        self.emit(AppEvent::CheckpointRestored { slot: s, receipt: r.clone().into() });
+        Ok(r)
+    }
+
+    /// Undoes the latest restore (itself a restore: nothing is lost).
+    pub async fn undo_restore(&self) -> Result<Receipt> {
+        let r = self.checkpoint_op("undo", None, self.ledger.undo_restore()).await?;
+        self.emit(AppEvent::CheckpointRestored { slot: None, receipt: r.clone().into() });
+        Ok(r)
+    }
+
+    /// Call every few seconds from a timer; saves when the policy says so.
+    pub async fn autosave_tick(&self) -> Result<Option<CheckpointInfo>> {
+        let saved = self.ledger.autosave_if_changed().await?;
+        if let Some(info) = &saved {
+            // Auto-saves are quick and never hold the UI: only announce the result.
+            self.emit(AppEvent::CheckpointCreated { checkpoint: info.clone().into() });
+        }
+        Ok(saved)
+    }
+
+    /// Spawns the 60 s auto-save timer (stops with the engine's runtime).
+    pub fn spawn_autosave(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let engine = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(15));
+            loop {
+                tick.tick().await;
+                let Some(engine) = engine.upgrade() else { break };
+                if engine.is_shutting_down() {
+                    break;
+                }
+                if let Err(e) = engine.autosave_tick().await {
+                    tracing::warn!(error = %e, "auto-save failed");
+                }
+            }
+        })
+    }
+
+    pub async fn archive_persona(&self, persona: &str, archived: bool) -> Result<()> {
+        let r = self.ledger.archive_persona(persona, archived).await?;
+        self.emit(AppEvent::LedgerAppended { seq: r.seq, kind: r.kind });
+        let p = self.ledger.find_persona(persona).await?;
+        self.emit(AppEvent::PersonaChanged { persona: p.into() });
+        Ok(())
+    }
+
+    pub async fn delete_persona(&self, persona: &str, with_human_data: bool) -> Result<Erasure> {
+        let e = self.ledger.delete_persona(persona, with_human_data).await?;
+        self.emit_erasure(&e);
+        Ok(e)
+    }
+
+    pub async fn erase_message(&self, message_id: &str) -> Result<Receipt> {
+        let r = self.ledger.erase_message(message_id).await?;
+        self.emit(AppEvent::LedgerAppended { seq: r.seq, kind: r.kind.clone() });
+        Ok(r)
+    }
+
+    pub async fn delete_all_memories(&self) -> Result<Erasure> {
+        let e = self.ledger.delete_all_memories().await?;
+        self.emit_erasure(&e);
+        Ok(e)
+    }
+
+    fn emit_erasure(&self, e: &Erasure) {
+        if let Some(last) = e.receipts.last() {
+            self.emit(AppEvent::LedgerAppended { seq: last.seq, kind: last.kind.clone() });
+        }
+    }
+
+    pub async fn export_profile(&self, file: &Path, passphrase: &str) -> Result<ExportSummary> {
+        Ok(self.ledger.export_profile(file, passphrase).await?)
+    }
+
+    pub async fn receipt(&self, seq: i64) -> Result<Receipt> {
+        Ok(self.ledger.receipt(seq).await?)
+    }
+
+    pub async fn prove(&self, seq: i64) -> Result<Proof> {
+        Ok(self.ledger.inclusion_proof(seq).await?)
+    }
+
+    /// Writes the current signed tree head to the keychain (call on shutdown).
+    pub async fn publish_tree_head(&self) -> Result<SignedTreeHead> {
+        Ok(self.ledger.publish_sth().await?)
+    }
+}

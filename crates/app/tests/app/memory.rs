@@ -1,0 +1,112 @@
+//! Retrieval in the reply pipeline: an old relevant message reaches the
+//! prompt although it is far outside the recent history, and nothing
+//! crosses from one persona's conversation to another's.
+
+use std::path::PathBuf;
+
+use crate::{await_reply, Harness};
+
+fn write_conversation(h: &Harness, name: &str, persona: &str, secret: &str) -> PathBuf {
+    let mut rows = Vec::new();
+    for i in 0..60 {
+        let (speaker, text) = match i {
+            3 => ("human", secret.to_owned()),
+            _ if i % 2 == 0 => ("human", format!("small talk about the weekend and the weather, number {i}")),
+            _ => (persona, format!("that sounds lovely, tell me more ({i})")),
+        };
+        rows.push(serde_json::json!({
+            "id": format!("{name}-{i}"), "speaker": speaker, "text": text,
+            "timestamp": format!("2025-0{}-1{}T10:00:00Z", 1 + i / 20, i % 10),
+        }));
+    }
+    let path = h.dir.path().join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_string(&rows).expect("json")).expect("write");
+    path
+}
+
+#[tokio::test]
+async fn a_reply_prompt_carries_an_old_relevant_message_beyond_the_history() {
+    let h = Harness::new(&["Ingrid, from Bergen!"]).await;
+    let ada = h.engine.create_persona("Ada", "A friend").await.expect("create");
+    let file = write_conversation(&h, "ada", "Ada", "My grandmother Ingrid grew up in Bergen by the harbour");
+    let report = h.engine.import_conversation("Ada", &file).await.expect("import");
+    assert_eq!(report.imported, 60);
+
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message("Ada", "Do you remember where my grandmother grew up?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+
+    let prompt = &h.provider.requests()[0].messages;
+    // 12 recent messages + the system message; the old turn is not among them…
+    assert!(prompt.iter().skip(1).all(|m| !m.content.contains("Ingrid")), "not in the recent history");
+    // …but recall put it into the system message.
+    assert!(prompt[0].content.contains("From earlier conversations"), "{}", prompt[0].content);
+    assert!(prompt[0].content.contains("My grandmother Ingrid grew up in Bergen"), "{}", prompt[0].content);
+
+    // The CLI's recall ranks it too (after the question just asked, which is now stored).
+    let view = h.engine.recall("Ada", "Do you remember where my grandmother grew up?", 5).await.expect("recall");
+    let hit = view.results.iter().find(|r| r.id == "ada-3").expect("the old turn is in the top 5");
+    assert_eq!(hit.kind, "message");
+    assert_eq!(hit.persona_id, ada.id);
+    assert!(hit.source_ids.is_empty());
+    // The new messages are indexed as they are written.
+    let view = h.engine.recall("Ada", "Bergen", 10).await.expect("recall");
+    assert!(view.results.iter().any(|r| r.text.contains("Ingrid, from Bergen!")), "the reply is indexed");
+}
+
+#[tokio::test]
+async fn no_persona_recalls_or_is_prompted_with_another_conversation() {
+    let h = Harness::new(&["I don't know.", "Pixel!"]).await;
+    let ada = h.engine.create_persona("Ada", "").await.expect("create");
+    let bob = h.engine.create_persona("Bob", "").await.expect("create");
+    let a = write_conversation(&h, "ada", "Ada", "my favourite tea is smoky lapsang souchong");
+    let b = write_conversation(&h, "bob", "Bob", "my cat is called Pixel and hates the vacuum cleaner");
+    h.engine.import_conversation("Ada", &a).await.expect("import");
+    h.engine.import_conversation("Bob", &b).await.expect("import");
+
+    // Ada is asked about Bob's secret: neither recall nor the prompt has it.
+    for q in ["What is my cat called?", "Pixel vacuum cleaner cat", "weekend weather"] {
+        let view = h.engine.recall("Ada", q, 50).await.expect("recall");
+        assert!(view.results.iter().all(|r| r.persona_id == ada.id && !r.id.starts_with("bob")), "leak for {q}");
+        let view = h.engine.recall("Bob", q, 50).await.expect("recall");
+        assert!(view.results.iter().all(|r| r.persona_id == bob.id), "leak for {q}");
+    }
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message("Ada", "What is my cat Pixel called, the one that hates the vacuum?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let prompt = &h.provider.requests()[0].messages;
+    assert!(prompt.iter().all(|m| !m.content.contains("vacuum cleaner")), "Bob's conversation leaked into Ada's prompt");
+
+    // Bob does get his own memory.
+    h.engine.send_message("Bob", "What is my cat called?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let prompt = &h.provider.requests()[1].messages;
+    assert!(prompt[0].content.contains("Pixel and hates the vacuum cleaner"), "{}", prompt[0].content);
+
+    // Ei sees every conversation.
+    let view = h.engine.recall("Ei", "Pixel vacuum cleaner", 5).await.expect("recall");
+    assert!(view.results.iter().any(|r| r.id == "bob-3"), "Ei finds Bob's turn");
+    assert!(view.results.iter().any(|r| r.persona_id == ada.id), "and Ada's question");
+}
+
+#[tokio::test]
+async fn a_bad_row_imports_nothing_and_names_the_row() {
+    let h = Harness::new(&[]).await;
+    h.engine.create_persona("Ada", "").await.expect("create");
+    let path = h.dir.path().join("bad.json");
+    std::fs::write(
+        &path,
+        r#"[{"id":"1","speaker":"human","text":"hello","timestamp":"2025-01-01T00:00:00Z"},
+            {"id":"2","speaker":"Ada","text":"hi","timestamp":"2025-01-01T00:00:01Z"},
+            {"id":"3","speaker":"Mallory","text":"boo","timestamp":"2025-01-01T00:00:02Z"}]"#,
+    )
+    .expect("write");
+    let before = h.engine.ledger().event_count().await.expect("count");
+    let err = h.engine.import_conversation("Ada", &path).await.expect_err("rejected");
+    assert_eq!(err.code, "IMPORT_INVALID");
+    assert!(err.message.starts_with("row 2:"), "{}", err.message);
+    assert_eq!(h.engine.ledger().event_count().await.expect("count"), before);
+    assert!(h.engine.list_messages("Ada").await.expect("list").is_empty());
+    // Without model files recall still works, keyword-only, and says so.
+    assert!(h.engine.memory_status().contains("keyword"), "{}", h.engine.memory_status());
+}

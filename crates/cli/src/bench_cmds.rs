@@ -1,0 +1,66 @@
+//! `ledgermind bench chat`: send → first token, split into our overhead and
+//! the model's own time, on the real local model.
+
+use std::process::ExitCode;
+
+use app::AppEvent;
+
+use crate::common::{fail, Ctx};
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+pub async fn chat(ctx: &Ctx, persona: &str, runs: usize) -> ExitCode {
+    let prompts = [
+        "Hello! How are you today?",
+        "What is a good name for a cat?",
+        "Tell me one fact about the moon.",
+        "Give me a word that rhymes with light.",
+    ];
+    for i in 0..runs {
+        let mut rx = ctx.engine.subscribe();
+        let request = match ctx.engine.send_message(persona, prompts[i % prompts.len()]).await {
+            Ok((_, r)) => r,
+            Err(e) => return fail(&e),
+        };
+        loop {
+            match rx.recv().await {
+                Ok(AppEvent::ReplyFinished { request_id, .. }) if request_id == request => break,
+                Ok(AppEvent::ReplyFailed { request_id, error, .. }) if request_id == request => {
+                    eprintln!("error [{}]: {}", error.code, error.message);
+                    return ExitCode::from(1);
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => return ExitCode::from(1),
+            }
+        }
+    }
+    let timings = ctx.engine.reply_timings();
+    // The first reply loads the model; report it apart.
+    let (first, rest) = match timings.split_first() {
+        Some((f, r)) => (f, r),
+        None => return ExitCode::from(1),
+    };
+    let mut overhead: Vec<f64> = rest.iter().map(|t| t.overhead_ms).collect();
+    let mut model: Vec<f64> = rest.iter().map(|t| t.model_first_token_ms).collect();
+    let mut commit: Vec<f64> = rest.iter().map(|t| t.commit_ms).collect();
+    for v in [&mut overhead, &mut model, &mut commit] {
+        v.sort_by(|a, b| a.total_cmp(b));
+    }
+    let tokens: u32 = rest.iter().map(|t| t.completion_tokens).sum();
+    let gen_ms: f64 = rest.iter().map(|t| t.total_ms - t.overhead_ms - t.commit_ms).sum();
+    println!("runs: {} (+1 warm-up that loaded the model: first token after {:.0} ms)", rest.len(), first.model_first_token_ms + first.overhead_ms);
+    println!("our overhead send→provider (ledger write, queue, prompt): p50 {:.2} ms  p95 {:.2} ms", percentile(&overhead, 0.5), percentile(&overhead, 0.95));
+    println!("model time provider→first token:                       p50 {:.2} ms  p95 {:.2} ms", percentile(&model, 0.5), percentile(&model, 0.95));
+    println!("reply commit to ledger after the last token:            p50 {:.2} ms  p95 {:.2} ms", percentile(&commit, 0.5), percentile(&commit, 0.95));
+    println!("overhead / model first-token time (p50 ratio):          {:.3}", percentile(&overhead, 0.5) / percentile(&model, 0.5));
+    if gen_ms > 0.0 {
+        println!("generation: {} tokens, {:.1} tokens/s including first-token latency", tokens, f64::from(tokens) / (gen_ms / 1e3));
+    }
+    ExitCode::SUCCESS
+}

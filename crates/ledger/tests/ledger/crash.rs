@@ -1,0 +1,61 @@
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ledger::{FileKeyStore, Ledger, LedgerOptions};
+use rand::Rng;
+
+fn writer_path() -> std::path::PathBuf {
+    // tests run from target/<profile>/deps; examples live beside deps.
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    dir.join("examples").join(format!("crash_writer{}", std::env::consts::EXE_SUFFIX))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_during_appends_loses_no_acknowledged_event() {
+    let exe = writer_path();
+    assert!(exe.exists(), "build the example first: cargo test builds it ({})", exe.display());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("ledger.db");
+    let keys_dir = dir.path().join("keys");
+    let mut rng = rand::thread_rng();
+    let mut max_acked = 0i64;
+    for round in 0..24 {
+        let mut child = Command::new(&exe)
+            .arg(&db)
+            .arg(&keys_dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn the writer");
+        let stdout = child.stdout.take().expect("stdout");
+        let reader = std::thread::spawn(move || {
+            let mut acked = Vec::new();
+            for line in BufReader::new(stdout).lines() {
+                match line.ok().and_then(|l| l.trim().parse::<i64>().ok()) {
+                    Some(seq) => acked.push(seq),
+                    None => break,
+                }
+            }
+            acked
+        });
+        std::thread::sleep(Duration::from_millis(rng.gen_range(30..250)));
+        child.kill().expect("SIGKILL"); // Child::kill is SIGKILL on Unix
+        let _ = child.wait();
+        let acked = reader.join().expect("reader");
+        if let Some(&last) = acked.last() {
+            max_acked = max_acked.max(last);
+        }
+        let ledger = Ledger::open(LedgerOptions::new(&db), Arc::new(FileKeyStore::new(&keys_dir)))
+            .await
+            .unwrap_or_else(|e| panic!("round {round}: open after kill: {e}"));
+        let report = ledger.verify().await.expect("verify");
+        assert!(report.ok(), "round {round}: {report:?}");
+        let (head, _) = ledger.head().await;
+        assert!(head >= max_acked, "round {round}: acknowledged {max_acked} but the ledger ends at {head}");
+        drop(ledger);
+    }
+    assert!(max_acked > 50, "the writer made too little progress ({max_acked})");
+}

@@ -1,0 +1,297 @@
+//! Recall benchmark: quality (recall@5/@10 of the evidence turn for hybrid,
+//! keyword-only and embeddings-only, same run, tuned on one split and
+//! reported on the other), import speed, and recall latency at 100 000
+//! messages.
+//!
+//! ```text
+//! cargo run --release -p memory --features test-support --example recall_bench -- \
+//!     [--messages 8000] [--questions 400] [--latency-messages 100000] [--model DIR] [--hash] [--small]
+//! ```
+//! `--small` (CI): 1 500 messages, no latency run. `--hash` uses the
+//! hashing fake instead of all-MiniLM-L6-v2 (logic check only).
+
+mod data;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ledger::{Draft, EventBody, Ledger, LedgerOptions, MemoryKeyStore, Persona, HUMAN_ENTITY};
+use memory::{
+    import_rows, parse_conversation, rank, Candidates, Embedder, HashingEmbedder, MemoryError, MemoryIndex, MiniLm,
+    RecallSettings, Scope,
+};
+
+struct Args {
+    messages: usize,
+    questions: usize,
+    latency_messages: usize,
+    model: PathBuf,
+    hash: bool,
+    seed: u64,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        messages: 8_000,
+        questions: 400,
+        latency_messages: 100_000,
+        model: std::env::var_os("LEDGERMIND_MINILM_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| "/tmp/lm/models/all-MiniLM-L6-v2".into()),
+        hash: false,
+        seed: 7,
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < argv.len() {
+        let val = |i: usize| argv.get(i + 1).cloned().unwrap_or_default();
+        match argv[i].as_str() {
+            "--messages" => { a.messages = val(i).parse().unwrap_or(a.messages); i += 1; }
+            "--questions" => { a.questions = val(i).parse().unwrap_or(a.questions); i += 1; }
+            "--latency-messages" => { a.latency_messages = val(i).parse().unwrap_or(0); i += 1; }
+            "--model" => { a.model = val(i).into(); i += 1; }
+            "--seed" => { a.seed = val(i).parse().unwrap_or(7); i += 1; }
+            "--hash" => a.hash = true,
+            "--small" => { a.messages = 1_500; a.questions = 120; a.latency_messages = 0; }
+            other => eprintln!("ignoring unknown argument {other}"),
+        }
+        i += 1;
+    }
+    a
+}
+
+async fn new_ledger(dir: &std::path::Path) -> Result<(Ledger, Persona), MemoryError> {
+    let mut opts = LedgerOptions::new(dir.join("ledger.db"));
+    opts.durable = false;
+    let l = Ledger::open(opts, Arc::new(MemoryKeyStore::default())).await?;
+    let id = uuid::Uuid::now_v7().to_string();
+    let public_key = l.create_key(&id)?;
+    let by_human = |body| Draft { entity_id: id.clone(), signer: HUMAN_ENTITY.into(), body };
+    l.append_drafts(vec![
+        by_human(EventBody::EntityKeyRegistered { entity_id: id.clone(), entity_kind: "persona".into(), public_key }),
+        by_human(EventBody::PersonaCreated {
+            persona_id: id.clone(),
+            name: "Ada".into(),
+            short_description: String::new(),
+            long_description: String::new(),
+            model: "local:m".into(),
+            is_system: false,
+        }),
+    ])
+    .await?;
+    let p = l.persona(&id).await?;
+    Ok((l, p))
+}
+
+/// Real model for queries (one text), hashing vectors for bulk fills: the
+/// latency run's 100 000 stored vectors cost the same to search either way.
+struct LatencyEmbedder {
+    query: Arc<dyn Embedder>,
+    bulk: HashingEmbedder,
+}
+
+impl Embedder for LatencyEmbedder {
+    fn dim(&self) -> usize {
+        self.query.dim()
+    }
+    fn model_id(&self) -> String {
+        "bench-latency".into()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, MemoryError> {
+        if texts.len() == 1 {
+            self.query.embed(texts)
+        } else {
+            self.bulk.embed(texts)
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Score {
+    r5: f64,
+    r10: f64,
+}
+
+fn evaluate(
+    cands: &[(Candidates, bool)],
+    evidence: &[i64],
+    s: &RecallSettings,
+    now: i64,
+    split: Option<bool>,
+) -> Score {
+    let (mut h5, mut h10, mut n) = (0usize, 0usize, 0usize);
+    for ((c, tune), &e) in cands.iter().zip(evidence) {
+        if split.is_some_and(|t| t != *tune) {
+            continue;
+        }
+        n += 1;
+        let ranked = rank(c, s, now);
+        if let Some(pos) = ranked.iter().take(10).position(|(r, _)| *r == e) {
+            h10 += 1;
+            if pos < 5 {
+                h5 += 1;
+            }
+        }
+    }
+    let n = n.max(1) as f64;
+    Score { r5: h5 as f64 / n, r10: h10 as f64 / n }
+}
+
+fn tune(
+    cands: &[(Candidates, bool)],
+    evidence: &[i64],
+    now: i64,
+    grid: &[RecallSettings],
+) -> (RecallSettings, Score) {
+    let mut best = (grid[0], Score { r5: -1.0, r10: -1.0 });
+    for s in grid {
+        let sc = evaluate(cands, evidence, s, now, Some(true));
+        if sc.r5 + sc.r10 > best.1.r5 + best.1.r10 + 1e-9 {
+            best = (*s, sc);
+        }
+    }
+    best
+}
+
+fn pct(x: f64) -> String {
+    format!("{:5.1} %", x * 100.0)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let a = args();
+    let embedder: Arc<dyn Embedder> = if a.hash {
+        Arc::new(HashingEmbedder::default())
+    } else {
+        let t = Instant::now();
+        let m = MiniLm::load(&a.model)?;
+        println!("model: all-MiniLM-L6-v2 loaded in {:.2} s", t.elapsed().as_secs_f64());
+        Arc::new(m)
+    };
+
+    // ---------- quality ----------
+    let d = data::generate(a.seed, a.messages, a.questions);
+    println!(
+        "dataset: {} messages over 10 months, {} questions (evidence = one old human turn), seed {}",
+        d.turns.len(),
+        d.questions.len(),
+        a.seed
+    );
+    let dir = tempfile::tempdir()?;
+    let (l, persona) = new_ledger(dir.path()).await?;
+    let index = MemoryIndex::open(&dir.path().join("index.db")).await?;
+    index.set_embedder(embedder.clone()).await?;
+    let file = data::to_import_json(&d, "Ada");
+    let t = Instant::now();
+    let rows = parse_conversation(file.as_bytes(), "Ada")?;
+    let report = import_rows(&l, &index, &persona, rows, &|_, _| {}).await?;
+    let import_s = t.elapsed().as_secs_f64();
+    println!(
+        "import (validate + sign + ledger + keyword index): {} messages in {:.2} s = {:.0} messages/s",
+        report.imported,
+        import_s,
+        report.imported as f64 / import_s
+    );
+    let t = Instant::now();
+    let embedded = index.embed_all_pending().await?;
+    let emb_s = t.elapsed().as_secs_f64();
+    println!("embedding (background in the app): {embedded} messages in {emb_s:.1} s = {:.0} /s", embedded as f64 / emb_s);
+
+    let ids = index.public_ids().await?;
+    let row_of: std::collections::HashMap<&str, i64> = ids.iter().map(|(r, id)| (id.as_str(), *r)).collect();
+    let scope = Scope::for_viewer(&persona.id, false);
+    let mut cands = Vec::new();
+    let mut evidence = Vec::new();
+    for q in &d.questions {
+        cands.push((index.candidates(&scope, &q.query, 100).await?, q.tune));
+        evidence.push(row_of.get(q.evidence.as_str()).copied().unwrap_or(-1));
+    }
+    let now = d.now_ms;
+    let mut grid = Vec::new();
+    for wv in [0.1f32, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9] {
+        for k in [5.0f32, 10.0, 20.0, 40.0, 60.0] {
+            for r in [0.0f32, 0.05, 0.15] {
+                grid.push(RecallSettings { vector_weight: wv, keyword_weight: 1.0 - wv, rrf_k: k, recency_weight: r, candidates: 100 });
+            }
+        }
+    }
+    let kw_grid: Vec<RecallSettings> =
+        [0.0f32, 0.05, 0.15].iter().map(|&r| RecallSettings { recency_weight: r, ..RecallSettings::SEED }.keyword_only()).collect();
+    let vec_grid: Vec<RecallSettings> =
+        [0.0f32, 0.05, 0.15].iter().map(|&r| RecallSettings { recency_weight: r, ..RecallSettings::SEED }.vector_only()).collect();
+    let (best, best_tune) = tune(&cands, &evidence, now, &grid);
+    let (kw, _) = tune(&cands, &evidence, now, &kw_grid);
+    let (vv, _) = tune(&cands, &evidence, now, &vec_grid);
+    println!(
+        "tuned on {} questions: vector {:.2} / keyword {:.2}, k = {}, recency {:.2} (tuning split: R@5 {}, R@10 {})",
+        d.questions.iter().filter(|q| q.tune).count(),
+        best.vector_weight,
+        best.keyword_weight,
+        best.rrf_k,
+        best.recency_weight,
+        pct(best_tune.r5),
+        pct(best_tune.r10)
+    );
+    let held = d.questions.iter().filter(|q| !q.tune).count();
+    println!("\nheld-out split ({held} questions)            recall@5   recall@10");
+    for (name, s) in [
+        ("hybrid, tuned (ours)", best),
+        ("hybrid, seed 0.7/0.3 k=60 rec=0.15", RecallSettings::SEED),
+        ("keyword only (FTS5 bm25)", kw),
+        ("embeddings only (MiniLM cosine)", vv),
+    ] {
+        let sc = evaluate(&cands, &evidence, &s, now, Some(false));
+        println!("  {name:<38} {}   {}", pct(sc.r5), pct(sc.r10));
+    }
+    let all = evaluate(&cands, &evidence, &best, now, None);
+    println!("  (ours on all {} questions: {} / {})", d.questions.len(), pct(all.r5), pct(all.r10));
+    index.close().await;
+
+    // ---------- latency at scale ----------
+    if a.latency_messages > 0 {
+        let d = data::generate(a.seed + 1, a.latency_messages, 400);
+        let dir = tempfile::tempdir()?;
+        let (l, persona) = new_ledger(dir.path()).await?;
+        let index = Arc::new(MemoryIndex::open(&dir.path().join("index.db")).await?);
+        index.set_settings(best);
+        index
+            .set_embedder(Arc::new(LatencyEmbedder { query: embedder.clone(), bulk: HashingEmbedder { dim: embedder.dim() } }))
+            .await?;
+        let file = data::to_import_json(&d, "Ada");
+        let t = Instant::now();
+        let rows = parse_conversation(file.as_bytes(), "Ada")?;
+        let report = import_rows(&l, &index, &persona, rows, &|_, _| {}).await?;
+        let import_s = t.elapsed().as_secs_f64();
+        println!(
+            "\nscale: imported {} messages in {:.1} s = {:.0} messages/s (validate + sign + ledger + keyword index)",
+            report.imported,
+            import_s,
+            report.imported as f64 / import_s
+        );
+        index.embed_all_pending().await?;
+        println!("  ledger events: {}", l.event_count().await?);
+        let scope = Scope::for_viewer(&persona.id, false);
+        let mut times = Vec::new();
+        for (i, q) in d.questions.iter().cycle().take(220).enumerate() {
+            let t = Instant::now();
+            let r = index.recall(&scope, &q.query, 10, d.now_ms).await?;
+            if i >= 20 {
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            assert_eq!(r.mode, "hybrid");
+        }
+        times.sort_by(|a, b| a.total_cmp(b));
+        let p = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
+        println!(
+            "  recall latency over {} queries (FTS5 + query embedding + int8 brute force over {} vectors + fusion): p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms",
+            times.len(),
+            report.imported,
+            p(0.5),
+            p(0.95),
+            p(1.0)
+        );
+        index.close().await;
+    }
+    Ok(())
+}

@@ -1,0 +1,718 @@
+//! The search index: `<home>/index.db`, a projection of the ledger.
+//!
+//! Rows are messages (and, later, extracted memories) with their text in an
+//! FTS5 table and their embedding as a little-endian f32 blob. Everything
+//! here can be rebuilt from the ledger: delete `index.db` and the next
+//! [`MemoryIndex::sync_from_ledger`] re-creates it (only the original
+//! timestamps of imported messages fall back to the ledger's event time).
+//! For speed, embeddings are also held in memory, int8-quantised, and
+//! searched by brute force.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures_util::TryStreamExt;
+use ledger::{EventBody, Ledger};
+use serde::Serialize;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{ConnectOptions, QueryBuilder, Row};
+use tokio::sync::Notify;
+
+use crate::embed::Embedder;
+use crate::search::{fts_query, rank, Candidates, RecallSettings, Scope};
+use crate::MemoryError;
+
+type Result<T, E = MemoryError> = std::result::Result<T, E>;
+
+/// Rows per INSERT statement (8 bound values each; SQLite allows 32 766).
+const INSERT_CHUNK: usize = 500;
+/// Rows embedded per step of the background embedder.
+const EMBED_STEP: usize = 128;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ItemKind {
+    Message,
+    Memory,
+}
+
+impl ItemKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Message => "message",
+            Self::Memory => "memory",
+        }
+    }
+}
+
+/// One thing to make searchable.
+#[derive(Debug, Clone)]
+pub struct NewItem {
+    /// Ledger message id, or the memory's id.
+    pub item_id: String,
+    pub kind: ItemKind,
+    /// The conversation (persona) it belongs to: the visibility key.
+    pub persona_id: String,
+    pub external_id: Option<String>,
+    /// For a memory: the messages it was learned from.
+    pub source_ids: Vec<String>,
+    pub text: String,
+    /// Original time, unix milliseconds.
+    pub ts_ms: i64,
+    /// Ledger event seq, when the item comes from one event.
+    pub seq: Option<i64>,
+}
+
+/// One retrieved item.
+#[derive(Debug, Clone, Serialize)]
+pub struct Hit {
+    pub item_id: String,
+    pub kind: ItemKind,
+    pub persona_id: String,
+    pub external_id: Option<String>,
+    pub source_ids: Vec<String>,
+    pub text: String,
+    pub ts_ms: i64,
+    pub score: f32,
+}
+
+impl Hit {
+    /// The id shown to users and scripts: the external id when there is one.
+    pub fn public_id(&self) -> &str {
+        self.external_id.as_deref().unwrap_or(&self.item_id)
+    }
+}
+
+/// The result of a recall, with how it was made.
+#[derive(Debug, Clone, Serialize)]
+pub struct Recall {
+    pub hits: Vec<Hit>,
+    /// "hybrid" or "keyword" (no embedding model available).
+    pub mode: &'static str,
+}
+
+/// Progress of the background embedder.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct EmbedProgress {
+    pub embedded: u64,
+    pub total: u64,
+    pub model_loaded: bool,
+}
+
+#[derive(Default)]
+struct VectorCache {
+    dim: usize,
+    rows: Vec<i64>,
+    owners: Vec<u32>,
+    scales: Vec<f32>,
+    data: Vec<i8>,
+    owner_ids: HashMap<String, u32>,
+    position: HashMap<i64, usize>,
+}
+
+const GONE: u32 = u32::MAX;
+
+impl VectorCache {
+    fn owner(&mut self, persona: &str) -> u32 {
+        let n = self.owner_ids.len() as u32;
+        *self.owner_ids.entry(persona.to_owned()).or_insert(n)
+    }
+
+    fn insert(&mut self, row: i64, persona: &str, v: &[f32]) {
+        if self.dim == 0 {
+            self.dim = v.len();
+        }
+        if v.len() != self.dim {
+            return;
+        }
+        let owner = self.owner(persona);
+        let (scale, q) = quantise(v);
+        match self.position.get(&row) {
+            Some(&at) => {
+                self.owners[at] = owner;
+                self.scales[at] = scale;
+                self.data[at * self.dim..(at + 1) * self.dim].copy_from_slice(&q);
+            }
+            None => {
+                self.position.insert(row, self.rows.len());
+                self.rows.push(row);
+                self.owners.push(owner);
+                self.scales.push(scale);
+                self.data.extend_from_slice(&q);
+            }
+        }
+    }
+
+    fn remove(&mut self, row: i64) {
+        if let Some(&at) = self.position.get(&row) {
+            self.owners[at] = GONE;
+        }
+    }
+
+    /// Top `n` rows by cosine (vectors are normalised) within `scope`.
+    fn search(&self, scope: &Scope, query: &[f32], n: usize) -> Vec<i64> {
+        if self.dim == 0 || query.len() != self.dim || n == 0 {
+            return Vec::new();
+        }
+        let allowed: Vec<bool> = {
+            let mut a = vec![false; self.owner_ids.len()];
+            for (p, &id) in &self.owner_ids {
+                if scope.allows(p) {
+                    a[id as usize] = true;
+                }
+            }
+            a
+        };
+        let (_, q) = quantise(query);
+        let mut scored: Vec<(i32, usize)> = Vec::new();
+        for (i, (&owner, chunk)) in self.owners.iter().zip(self.data.chunks_exact(self.dim)).enumerate() {
+            if owner == GONE || !allowed[owner as usize] {
+                continue;
+            }
+            scored.push((dot_i8(chunk, &q), i));
+        }
+        // Per-row scales differ: compare on the dequantised value.
+        let mut scored: Vec<(f32, usize)> =
+            scored.into_iter().map(|(d, i)| (d as f32 * self.scales[i], i)).collect();
+        let n = n.min(scored.len());
+        if n == 0 {
+            return Vec::new();
+        }
+        scored.select_nth_unstable_by(n - 1, |a, b| b.0.total_cmp(&a.0));
+        scored.truncate(n);
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(self.rows[b.1].cmp(&self.rows[a.1])));
+        scored.into_iter().map(|(_, i)| self.rows[i]).collect()
+    }
+}
+
+/// Symmetric int8 quantisation: v ≈ scale · q.
+fn quantise(v: &[f32]) -> (f32, Vec<i8>) {
+    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 {
+        return (0.0, vec![0; v.len()]);
+    }
+    let inv = 127.0 / max;
+    (max / 127.0, v.iter().map(|x| (x * inv).round().clamp(-127.0, 127.0) as i8).collect())
+}
+
+/// Written so the compiler vectorises it (i8 × i8 → i32 lanes).
+#[inline]
+fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
+    let mut acc = [0i32; 16];
+    let mut ca = a.chunks_exact(16);
+    let mut cb = b.chunks_exact(16);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        for j in 0..16 {
+            acc[j] += x[j] as i32 * y[j] as i32;
+        }
+    }
+    let tail: i32 = ca.remainder().iter().zip(cb.remainder()).map(|(&x, &y)| x as i32 * y as i32).sum();
+    acc.iter().sum::<i32>() + tail
+}
+
+fn to_blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn from_blob(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+/// Parses the ledger's RFC 3339 timestamps to unix milliseconds.
+pub fn parse_rfc3339_ms(ts: &str) -> Option<i64> {
+    let t = time::OffsetDateTime::parse(ts, &time::format_description::well_known::Rfc3339).ok()?;
+    Some((t.unix_timestamp_nanos() / 1_000_000) as i64)
+}
+
+pub fn now_ms() -> i64 {
+    (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+pub struct MemoryIndex {
+    pool: SqlitePool,
+    vectors: RwLock<VectorCache>,
+    embedder: RwLock<Option<Arc<dyn Embedder>>>,
+    embedder_status: RwLock<String>,
+    settings: RwLock<RecallSettings>,
+    pending: Notify,
+    embedded: AtomicU64,
+    total: AtomicU64,
+    stop: AtomicBool,
+    /// One embedding step at a time (background worker and explicit waits).
+    embed_lock: tokio::sync::Mutex<()>,
+}
+
+impl MemoryIndex {
+    /// Opens (or creates) the index at `path` and loads stored embeddings.
+    pub async fn open(path: &Path) -> Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| MemoryError::Invalid(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let url = format!("sqlite://{}", path.display());
+        let opts = SqliteConnectOptions::from_str(&url)
+            .map_err(MemoryError::Load)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // A projection: losing the last writes on power loss only means
+            // re-deriving them from the ledger.
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .disable_statement_logging();
+        let pool = SqlitePoolOptions::new().max_connections(4).connect_with(opts).await.map_err(MemoryError::Load)?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        let index = Self {
+            pool,
+            vectors: RwLock::new(VectorCache::default()),
+            embedder: RwLock::new(None),
+            embedder_status: RwLock::new("no embedding model loaded: keyword search only".into()),
+            settings: RwLock::new(RecallSettings::default()),
+            pending: Notify::new(),
+            embedded: AtomicU64::new(0),
+            total: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            embed_lock: tokio::sync::Mutex::new(()),
+        };
+        index.load_vectors().await?;
+        Ok(index)
+    }
+
+    async fn load_vectors(&self) -> Result<()> {
+        let mut cache = VectorCache::default();
+        {
+            let mut rows = sqlx::query("SELECT rowid, persona_id, embedding FROM items WHERE embedding IS NOT NULL")
+                .fetch(&self.pool);
+            while let Some(r) = rows.try_next().await.map_err(MemoryError::Load)? {
+                let blob: Vec<u8> = r.get(2);
+                cache.insert(r.get(0), r.get::<&str, _>(1), &from_blob(&blob));
+            }
+        }
+        let total: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM items").fetch_one(&self.pool).await.map_err(MemoryError::Load)?;
+        self.embedded.store(cache.rows.len() as u64, Ordering::Relaxed);
+        self.total.store(total.max(0) as u64, Ordering::Relaxed);
+        if let Ok(mut v) = self.vectors.write() {
+            *v = cache;
+        }
+        Ok(())
+    }
+
+    /// Installs the embedder. Vectors made by another model are dropped and
+    /// re-made in the background.
+    pub async fn set_embedder(&self, embedder: Arc<dyn Embedder>) -> Result<()> {
+        let id = embedder.model_id();
+        let stored: Option<String> = sqlx::query_scalar("SELECT value FROM meta WHERE key = 'embed_model'")
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(MemoryError::Load)?;
+        if stored.as_deref() != Some(id.as_str()) {
+            if stored.is_some() {
+                tracing::info!(old = ?stored, new = %id, "embedding model changed; re-embedding the index");
+                sqlx::query("UPDATE items SET embedding = NULL WHERE embedding IS NOT NULL")
+                    .execute(&self.pool)
+                    .await
+                    .map_err(MemoryError::Save)?;
+                self.load_vectors().await?;
+            }
+            sqlx::query("INSERT OR REPLACE INTO meta (key, value) VALUES ('embed_model', ?)")
+                .bind(&id)
+                .execute(&self.pool)
+                .await
+                .map_err(MemoryError::Save)?;
+        }
+        if let Ok(mut e) = self.embedder.write() {
+            *e = Some(embedder);
+        }
+        if let Ok(mut s) = self.embedder_status.write() {
+            *s = format!("embedding model {id} loaded: hybrid search");
+        }
+        self.pending.notify_one();
+        Ok(())
+    }
+
+    /// Records why there is no embedder (shown by status; search goes on keyword-only).
+    pub fn set_embedder_unavailable(&self, why: &str) {
+        tracing::warn!(reason = why, "no embedding model: recall uses keyword search only");
+        if let Ok(mut s) = self.embedder_status.write() {
+            *s = format!("keyword search only: {why}");
+        }
+    }
+
+    pub fn embedder_status(&self) -> String {
+        self.embedder_status.read().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn embedder(&self) -> Option<Arc<dyn Embedder>> {
+        self.embedder.read().ok().and_then(|e| e.clone())
+    }
+
+    pub fn settings(&self) -> RecallSettings {
+        self.settings.read().map(|s| *s).unwrap_or_default()
+    }
+
+    pub fn set_settings(&self, s: RecallSettings) {
+        if let Ok(mut cur) = self.settings.write() {
+            *cur = s;
+        }
+    }
+
+    pub fn progress(&self) -> EmbedProgress {
+        EmbedProgress {
+            embedded: self.embedded.load(Ordering::Relaxed),
+            total: self.total.load(Ordering::Relaxed),
+            model_loaded: self.embedder().is_some(),
+        }
+    }
+
+    // ----- writing -----
+
+    /// Adds items (keyword-searchable at once; embedded in the background).
+    /// Items already indexed (same `item_id`) are left as they are.
+    pub async fn index_items(&self, items: &[NewItem]) -> Result<u64> {
+        if items.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = self.pool.begin().await.map_err(MemoryError::Save)?;
+        let mut added = 0;
+        for chunk in items.chunks(INSERT_CHUNK) {
+            let mut q = QueryBuilder::new(
+                "INSERT OR IGNORE INTO items (item_id, kind, persona_id, external_id, source_ids, text, ts_ms, seq) ",
+            );
+            q.push_values(chunk, |mut b, it| {
+                b.push_bind(&it.item_id)
+                    .push_bind(it.kind.as_str())
+                    .push_bind(&it.persona_id)
+                    .push_bind(&it.external_id)
+                    .push_bind(serde_json::to_string(&it.source_ids).unwrap_or_else(|_| "[]".into()))
+                    .push_bind(&it.text)
+                    .push_bind(it.ts_ms)
+                    .push_bind(it.seq);
+            });
+            added += q.build().execute(&mut *tx).await.map_err(MemoryError::Save)?.rows_affected();
+        }
+        tx.commit().await.map_err(MemoryError::Save)?;
+        self.total.fetch_add(added, Ordering::Relaxed);
+        self.pending.notify_one();
+        Ok(added)
+    }
+
+    /// Removes the item stored from ledger event `seq` (payload erased).
+    pub async fn remove_by_seq(&self, seq: i64) -> Result<()> {
+        let rows: Vec<i64> = sqlx::query_scalar("DELETE FROM items WHERE seq = ? RETURNING rowid")
+            .bind(seq)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(MemoryError::Save)?;
+        if let Ok(mut v) = self.vectors.write() {
+            for r in &rows {
+                v.remove(*r);
+            }
+        }
+        Ok(())
+    }
+
+    /// External ids already indexed for a conversation.
+    pub async fn external_ids(&self, persona_id: &str) -> Result<HashSet<String>> {
+        let ids: Vec<String> =
+            sqlx::query_scalar("SELECT external_id FROM items WHERE persona_id = ? AND external_id IS NOT NULL")
+                .bind(persona_id)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(MemoryError::Load)?;
+        Ok(ids.into_iter().collect())
+    }
+
+    /// Applies the ledger's events that the index has not seen yet (newest
+    /// first back to the stored watermark). Idempotent.
+    pub async fn sync_from_ledger(&self, ledger: &Ledger) -> Result<u64> {
+        let mark: i64 = sqlx::query_scalar("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'ledger_seq'")
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(MemoryError::Load)?
+            .unwrap_or(0);
+        let (head, _) = ledger.head().await;
+        if head <= mark {
+            return Ok(0);
+        }
+        let mut items = Vec::new();
+        let mut erased = Vec::new();
+        let mut before = Some(head + 1);
+        'pages: loop {
+            let page = ledger.events(before, 1_000).await?;
+            if page.is_empty() {
+                break;
+            }
+            for e in &page {
+                if e.seq <= mark {
+                    break 'pages;
+                }
+                before = Some(e.seq);
+                let Some(payload) = &e.payload else { continue };
+                match serde_json::from_value::<EventBody>(payload.clone()) {
+                    Ok(EventBody::MessageAdded { message_id, persona_id, content, external_id, .. }) => {
+                        items.push(NewItem {
+                            item_id: message_id,
+                            kind: ItemKind::Message,
+                            persona_id,
+                            external_id,
+                            source_ids: Vec::new(),
+                            text: content,
+                            ts_ms: parse_rfc3339_ms(&e.ts).unwrap_or(0),
+                            seq: Some(e.seq),
+                        });
+                    }
+                    Ok(EventBody::PayloadErased { target_seq, .. }) => erased.push(target_seq),
+                    _ => {}
+                }
+            }
+        }
+        items.reverse();
+        let added = self.index_items(&items).await?;
+        for seq in erased {
+            self.remove_by_seq(seq).await?;
+        }
+        sqlx::query("INSERT OR REPLACE INTO meta (key, value) VALUES ('ledger_seq', ?)")
+            .bind(head.to_string())
+            .execute(&self.pool)
+            .await
+            .map_err(MemoryError::Save)?;
+        Ok(added)
+    }
+
+    // ----- embedding -----
+
+    /// Embeds up to one step of not-yet-embedded items. Returns how many.
+    pub async fn embed_pending_step(&self) -> Result<usize> {
+        let Some(embedder) = self.embedder() else { return Ok(0) };
+        let _one_at_a_time = self.embed_lock.lock().await;
+        let rows = sqlx::query("SELECT rowid, persona_id, text FROM items WHERE embedding IS NULL ORDER BY rowid LIMIT ?")
+            .bind(EMBED_STEP as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(MemoryError::Load)?;
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let ids: Vec<(i64, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        let texts: Vec<String> = rows.iter().map(|r| r.get(2)).collect();
+        let vectors = tokio::task::spawn_blocking(move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            embedder.embed(&refs)
+        })
+        .await
+        .map_err(|e| MemoryError::Embed(e.to_string()))??;
+        self.store_vectors(&ids, &vectors).await?;
+        Ok(ids.len())
+    }
+
+    /// Stores vectors for rows (row id, persona id).
+    pub async fn store_vectors(&self, ids: &[(i64, String)], vectors: &[Vec<f32>]) -> Result<()> {
+        let mut tx = self.pool.begin().await.map_err(MemoryError::Save)?;
+        for ((row, _), v) in ids.iter().zip(vectors) {
+            sqlx::query("UPDATE items SET embedding = ? WHERE rowid = ?")
+                .bind(to_blob(v))
+                .bind(row)
+                .execute(&mut *tx)
+                .await
+                .map_err(MemoryError::Save)?;
+        }
+        tx.commit().await.map_err(MemoryError::Save)?;
+        if let Ok(mut cache) = self.vectors.write() {
+            for ((row, persona), v) in ids.iter().zip(vectors) {
+                cache.insert(*row, persona, v);
+            }
+        }
+        self.embedded.fetch_add(ids.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Embeds everything pending now (tests, benchmarks, small imports).
+    pub async fn embed_all_pending(&self) -> Result<u64> {
+        let mut n = 0;
+        loop {
+            let step = self.embed_pending_step().await?;
+            if step == 0 {
+                return Ok(n);
+            }
+            n += step as u64;
+        }
+    }
+
+    /// The background embedder: embeds new items as they arrive until
+    /// [`MemoryIndex::stop`]. Errors are logged and retried later.
+    pub async fn run_embedder(self: Arc<Self>) {
+        while !self.stop.load(Ordering::Relaxed) {
+            match self.embed_pending_step().await {
+                Ok(0) => {
+                    tokio::select! {
+                        _ = self.pending.notified() => {}
+                        _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                    }
+                }
+                Ok(n) => tracing::debug!(n, progress = ?self.progress(), "embedded"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "embedding failed; will retry");
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                }
+            }
+        }
+    }
+
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.pending.notify_one();
+    }
+
+    // ----- retrieval -----
+
+    /// Both retrievers' candidate lists for `query` within `scope`.
+    pub async fn candidates(&self, scope: &Scope, query: &str, n: usize) -> Result<Candidates> {
+        let mut c = Candidates::default();
+        if let Some(fts) = fts_query(query) {
+            let mut q = QueryBuilder::new(
+                "SELECT i.rowid, i.ts_ms FROM items_fts JOIN items i ON i.rowid = items_fts.rowid WHERE items_fts MATCH ",
+            );
+            q.push_bind(fts);
+            push_scope(&mut q, scope);
+            q.push(" ORDER BY bm25(items_fts), i.rowid DESC LIMIT ").push_bind(n as i64);
+            let rows = q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)?;
+            for r in rows {
+                let row: i64 = r.get(0);
+                c.keyword.push(row);
+                c.ts_ms.insert(row, r.get(1));
+            }
+        }
+        if let Some(embedder) = self.embedder() {
+            let text = query.to_owned();
+            let qv = tokio::task::spawn_blocking(move || embedder.embed(&[text.as_str()]))
+                .await
+                .map_err(|e| MemoryError::Embed(e.to_string()))??;
+            if let Some(qv) = qv.first() {
+                c.vector_available = true;
+                c.vector = self.vectors.read().map(|v| v.search(scope, qv, n)).unwrap_or_default();
+            }
+        }
+        let missing: Vec<i64> = c.vector.iter().copied().filter(|r| !c.ts_ms.contains_key(r)).collect();
+        for chunk in missing.chunks(INSERT_CHUNK) {
+            let mut q = QueryBuilder::new("SELECT rowid, ts_ms FROM items WHERE rowid IN (");
+            let mut sep = q.separated(", ");
+            for r in chunk {
+                sep.push_bind(*r);
+            }
+            q.push(")");
+            for r in q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)? {
+                c.ts_ms.insert(r.get(0), r.get(1));
+            }
+        }
+        Ok(c)
+    }
+
+    /// The one retrieval function: hybrid candidates, weighted RRF, recency
+    /// re-rank, top `k`. The reply pipeline and the CLI both call it.
+    pub async fn recall(&self, scope: &Scope, query: &str, k: usize, now_ms: i64) -> Result<Recall> {
+        let settings = self.settings();
+        let c = self.candidates(scope, query, settings.candidates).await?;
+        let ranked = rank(&c, &settings, now_ms);
+        let top: Vec<(i64, f32)> = ranked.into_iter().take(k).collect();
+        let hits = self.hits(&top).await?;
+        Ok(Recall { hits, mode: if c.vector_available { "hybrid" } else { "keyword" } })
+    }
+
+    /// Loads ranked rows as hits, keeping the order.
+    pub async fn hits(&self, ranked: &[(i64, f32)]) -> Result<Vec<Hit>> {
+        if ranked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut q = QueryBuilder::new(
+            "SELECT rowid, item_id, kind, persona_id, external_id, source_ids, text, ts_ms FROM items WHERE rowid IN (",
+        );
+        let mut sep = q.separated(", ");
+        for (r, _) in ranked {
+            sep.push_bind(*r);
+        }
+        q.push(")");
+        let rows = q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)?;
+        let mut by_row: HashMap<i64, Hit> = rows
+            .iter()
+            .map(|r| {
+                let kind: String = r.get(2);
+                let sources: String = r.get(5);
+                (
+                    r.get::<i64, _>(0),
+                    Hit {
+                        item_id: r.get(1),
+                        kind: if kind == "memory" { ItemKind::Memory } else { ItemKind::Message },
+                        persona_id: r.get(3),
+                        external_id: r.get(4),
+                        source_ids: serde_json::from_str(&sources).unwrap_or_default(),
+                        text: r.get(6),
+                        ts_ms: r.get(7),
+                        score: 0.0,
+                    },
+                )
+            })
+            .collect();
+        Ok(ranked
+            .iter()
+            .filter_map(|(r, s)| by_row.remove(r).map(|h| Hit { score: *s, ..h }))
+            .collect())
+    }
+
+    /// Row id → public id (external id, else item id), for benchmarks.
+    pub async fn public_ids(&self) -> Result<HashMap<i64, String>> {
+        let rows = sqlx::query("SELECT rowid, COALESCE(external_id, item_id) FROM items")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(MemoryError::Load)?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
+    pub async fn close(&self) {
+        self.stop();
+        self.pool.close().await;
+    }
+}
+
+/// The visibility filter in SQL; the same [`Scope`] filters vectors.
+fn push_scope(q: &mut QueryBuilder<'_, sqlx::Sqlite>, scope: &Scope) {
+    match scope {
+        Scope::All => {}
+        Scope::Personas(ids) if ids.is_empty() => {
+            q.push(" AND 0");
+        }
+        Scope::Personas(ids) => {
+            q.push(" AND i.persona_id IN (");
+            let mut sep = q.separated(", ");
+            for id in ids {
+                sep.push_bind(id.clone());
+            }
+            q.push(")");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantised_dot_ranks_like_float_cosine() {
+        let a = crate::embed::normalise(vec![0.9, 0.1, 0.0, 0.3]);
+        let b = crate::embed::normalise(vec![0.8, 0.2, 0.1, 0.3]);
+        let c = crate::embed::normalise(vec![-0.5, 0.9, 0.2, 0.0]);
+        let mut cache = VectorCache::default();
+        cache.insert(1, "p", &b);
+        cache.insert(2, "p", &c);
+        cache.insert(3, "q", &a);
+        assert_eq!(cache.search(&Scope::Personas(vec!["p".into()]), &a, 5), vec![1, 2]);
+        assert_eq!(cache.search(&Scope::All, &a, 1), vec![3]);
+        cache.remove(3);
+        assert_eq!(cache.search(&Scope::All, &a, 1), vec![1]);
+        let v: Vec<i8> = (0..100).map(|i| (i % 7) as i8 - 3).collect();
+        assert_eq!(dot_i8(&v, &v), v.iter().map(|&x| x as i32 * x as i32).sum::<i32>());
+    }
+}

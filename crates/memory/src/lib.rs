@@ -1,0 +1,28 @@
+//! Ledgermind's memory retrieval: a search index derived from the ledger
+//! (SQLite FTS5 + local sentence embeddings), hybrid ranking by weighted
+//! Reciprocal Rank Fusion with a recency re-rank, and conversation import.
+//!
+//! The index (`<home>/index.db`) is a projection: it holds nothing the
+//! ledger does not, and can always be deleted and rebuilt from the events
+//! ([`MemoryIndex::sync_from_ledger`]). It must never let one persona
+//! retrieve another's conversation ([`Scope::for_viewer`] is the rule).
+
+mod embed;
+mod error;
+mod import;
+mod index;
+mod search;
+mod tokenizer;
+
+#[cfg(any(test, feature = "test-support"))]
+pub use embed::HashingEmbedder;
+pub use embed::{normalise, Embedder, MiniLm, MINILM_DIR, MINILM_MAX_TOKENS};
+pub use error::MemoryError;
+pub use import::{import_file, import_rows, parse_conversation, ConversationRow, ImportReport, IMPORT_BATCH};
+pub use index::{now_ms, parse_rfc3339_ms, EmbedProgress, Hit, ItemKind, MemoryIndex, NewItem, Recall};
+pub use search::{fts_query, rank, recency_bonus, Candidates, RecallSettings, Scope};
+pub use tokenizer::WordPiece;
+
+/// The settings recall uses unless told otherwise: tuned on the tuning
+/// split of `examples/recall_bench.rs` (see the crate README for figures).
+pub const DEFAULT_SETTINGS: RecallSettings = RecallSettings::SEED;

@@ -1,0 +1,195 @@
+//! The index end to end over a real ledger: import, recall, visibility,
+//! rebuild from the ledger, and (when the model files are present) the
+//! real all-MiniLM-L6-v2.
+
+use std::sync::Arc;
+
+use ledger::{Draft, EventBody, Ledger, LedgerOptions, MemoryKeyStore, Persona, HUMAN_ENTITY};
+use memory::{
+    import_file, parse_conversation, Embedder, HashingEmbedder, MemoryError, MemoryIndex, MiniLm, RecallSettings, Scope,
+};
+
+async fn ledger(dir: &tempfile::TempDir) -> Ledger {
+    let mut opts = LedgerOptions::new(dir.path().join("ledger.db"));
+    opts.durable = false;
+    Ledger::open(opts, Arc::new(MemoryKeyStore::default())).await.unwrap()
+}
+
+async fn persona(l: &Ledger, name: &str) -> Persona {
+    let id = uuid::Uuid::now_v7().to_string();
+    let public_key = l.create_key(&id).unwrap();
+    let by_human = |body| Draft { entity_id: id.clone(), signer: HUMAN_ENTITY.into(), body };
+    l.append_drafts(vec![
+        by_human(EventBody::EntityKeyRegistered { entity_id: id.clone(), entity_kind: "persona".into(), public_key }),
+        by_human(EventBody::PersonaCreated {
+            persona_id: id.clone(),
+            name: name.into(),
+            short_description: String::new(),
+            long_description: String::new(),
+            model: "local:m".into(),
+            is_system: false,
+        }),
+    ])
+    .await
+    .unwrap();
+    l.persona(&id).await.unwrap()
+}
+
+fn conversation(persona: &str, prefix: &str, secret: &str) -> String {
+    let mut rows = Vec::new();
+    for i in 0..200 {
+        let (speaker, text) = if i == 17 {
+            ("human", secret.to_owned())
+        } else if i % 2 == 0 {
+            ("human", format!("chatting about the weather and lunch plans, turn {i}"))
+        } else {
+            (persona, format!("that sounds nice, tell me more about turn {i}"))
+        };
+        rows.push(serde_json::json!({
+            "id": format!("{prefix}-{i}"), "speaker": speaker, "text": text,
+            "timestamp": 1_700_000_000 + i * 600,
+        }));
+    }
+    serde_json::to_string(&rows).unwrap()
+}
+
+#[tokio::test]
+async fn import_then_recall_finds_the_old_turn_and_never_leaks() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = ledger(&dir).await;
+    let ada = persona(&l, "Ada").await;
+    let bob = persona(&l, "Bob").await;
+    let index = MemoryIndex::open(&dir.path().join("index.db")).await.unwrap();
+    index.set_embedder(Arc::new(HashingEmbedder::default())).await.unwrap();
+
+    let fa = dir.path().join("a.json");
+    std::fs::write(&fa, conversation("Ada", "a", "my sister Greta lives in Trondheim")).unwrap();
+    let fb = dir.path().join("b.json");
+    std::fs::write(&fb, conversation("bob", "b", "my cat Pixel hates the vacuum cleaner")).unwrap();
+    let r = import_file(&l, &index, &ada, &fa, &|_, _| {}).await.unwrap();
+    assert_eq!((r.imported, r.skipped), (200, 0));
+    import_file(&l, &index, &bob, &fb, &|_, _| {}).await.unwrap();
+    assert_eq!(l.messages(&ada.id, None).await.unwrap().len(), 200);
+
+    // Right after import, before any embedding: keyword recall works.
+    let now = memory::now_ms();
+    let hits = index.recall(&Scope::for_viewer(&ada.id, false), "Where does Greta live?", 5, now).await.unwrap();
+    assert_eq!(hits.hits[0].public_id(), "a-17");
+
+    index.embed_all_pending().await.unwrap();
+    assert_eq!(index.progress().embedded, 400);
+    let hits = index.recall(&Scope::for_viewer(&ada.id, false), "Greta Trondheim", 5, now).await.unwrap();
+    assert_eq!(hits.mode, "hybrid");
+    assert_eq!(hits.hits[0].public_id(), "a-17");
+    assert_eq!(hits.hits[0].kind, memory::ItemKind::Message);
+
+    // Ada never sees Bob's conversation, by keyword or by vector.
+    for q in ["Pixel vacuum cleaner cat", "my cat Pixel hates the vacuum cleaner", "turn"] {
+        let hits = index.recall(&Scope::for_viewer(&ada.id, false), q, 50, now).await.unwrap();
+        assert!(hits.hits.iter().all(|h| h.persona_id == ada.id), "leak for {q}");
+        let hits = index.recall(&Scope::for_viewer(&bob.id, false), q, 50, now).await.unwrap();
+        assert!(hits.hits.iter().all(|h| h.persona_id == bob.id), "leak for {q}");
+    }
+    // Ei sees everything.
+    let hits = index.recall(&Scope::for_viewer(ledger::EI_PERSONA_ID, true), "Pixel vacuum", 5, now).await.unwrap();
+    assert_eq!(hits.hits[0].public_id(), "b-17");
+
+    // Importing the same file again adds nothing.
+    let again = import_file(&l, &index, &ada, &fa, &|_, _| {}).await.unwrap();
+    assert_eq!((again.imported, again.skipped), (0, 200));
+    assert_eq!(l.messages(&ada.id, None).await.unwrap().len(), 200);
+
+    // A file with one bad row imports nothing.
+    let before = l.event_count().await.unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"[{"id":"n1","speaker":"human","text":"fine","timestamp":1},{"id":"n2","speaker":"Eve","text":"x","timestamp":1}]"#,
+    )
+    .unwrap();
+    match import_file(&l, &index, &ada, &bad, &|_, _| {}).await {
+        Err(MemoryError::BadRow { index: 1, .. }) => {}
+        other => panic!("expected row 1 to be rejected, got {other:?}"),
+    }
+    assert_eq!(l.event_count().await.unwrap(), before);
+}
+
+#[tokio::test]
+async fn the_index_rebuilds_from_the_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = ledger(&dir).await;
+    let ada = persona(&l, "Ada").await;
+    {
+        let index = MemoryIndex::open(&dir.path().join("index.db")).await.unwrap();
+        let f = dir.path().join("a.json");
+        std::fs::write(&f, conversation("Ada", "a", "the spare key is under the blue flowerpot")).unwrap();
+        import_file(&l, &index, &ada, &f, &|_, _| {}).await.unwrap();
+        index.close().await;
+    }
+    // Messages typed later, and a lost index: sync re-derives everything.
+    l.append(
+        HUMAN_ENTITY,
+        EventBody::MessageAdded {
+            message_id: "late".into(),
+            persona_id: ada.id.clone(),
+            role: ledger::MessageRole::Human,
+            content: "I started learning the cello".into(),
+            external_id: None,
+        },
+    )
+    .await
+    .unwrap();
+    std::fs::remove_file(dir.path().join("index.db")).unwrap();
+    let index = MemoryIndex::open(&dir.path().join("index.db")).await.unwrap();
+    assert_eq!(index.sync_from_ledger(&l).await.unwrap(), 201);
+    assert_eq!(index.sync_from_ledger(&l).await.unwrap(), 0);
+    let scope = Scope::for_viewer(&ada.id, false);
+    let now = memory::now_ms();
+    let hits = index.recall(&scope, "where is the spare key?", 3, now).await.unwrap();
+    assert_eq!(hits.mode, "keyword");
+    assert_eq!(hits.hits[0].public_id(), "a-17");
+    let hits = index.recall(&scope, "cello", 3, now).await.unwrap();
+    assert_eq!(hits.hits[0].item_id, "late");
+    // Hostile FTS syntax is harmless.
+    for q in ["\"unclosed", "NEAR(key", "key*", "col:key", "^key OR", "AND", "", "-", "🙂"] {
+        index.recall(&scope, q, 3, now).await.unwrap();
+    }
+    let _ = RecallSettings::default();
+    let _ = parse_conversation(b"[]", "Ada").unwrap();
+}
+
+fn model_dir() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("LEDGERMIND_MINILM_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/tmp/lm/models/all-MiniLM-L6-v2".into());
+    dir.join("model.safetensors").is_file().then_some(dir)
+}
+
+#[test]
+fn minilm_scores_paraphrases_above_unrelated_text() {
+    let Some(dir) = model_dir() else {
+        eprintln!("skipped: all-MiniLM-L6-v2 not found (set LEDGERMIND_MINILM_DIR)");
+        return;
+    };
+    let m = MiniLm::load(&dir).unwrap();
+    assert_eq!(m.dim(), 384);
+    let v = m
+        .embed(&[
+            "My sister moved to Norway last spring.",
+            "Last year in April my sibling relocated to Norway.",
+            "The recipe needs two cups of flour and an egg.",
+            "A man is playing a guitar.",
+            "Someone plays an instrument with strings.",
+            "The stock market fell sharply today.",
+        ])
+        .unwrap();
+    let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
+    for x in &v {
+        assert!((cos(x, x) - 1.0).abs() < 1e-4, "normalised");
+    }
+    assert!(cos(&v[0], &v[1]) > cos(&v[0], &v[2]) + 0.2, "{} vs {}", cos(&v[0], &v[1]), cos(&v[0], &v[2]));
+    assert!(cos(&v[3], &v[4]) > cos(&v[3], &v[5]) + 0.2);
+    // Batching (padding) does not change a vector.
+    let alone = m.embed(&["My sister moved to Norway last spring."]).unwrap();
+    assert!(cos(&alone[0], &v[0]) > 0.9999);
+}

@@ -1,0 +1,666 @@
+//! The in-process engine: GGUF models run with llama.cpp (via `llama-cpp-2`)
+//! on the CPU, offline.
+//!
+//! * The llama.cpp backend is a process-wide global, initialised once.
+//! * Models load lazily on first use and stay cached per path (shared by
+//!   engines made with [`LocalEngine::with_threads`]).
+//! * A request's `model` is a GGUF file stem inside the models directory
+//!   (`SmolLM2-135M-Instruct.Q4_1` -> `<models_dir>/SmolLM2-135M-Instruct.Q4_1.gguf`).
+//! * Generation runs on a blocking thread; one generation at a time per
+//!   engine family (the machine has few cores), others queue.
+//! * With `json_schema`, the schema becomes a grammar and the reply is one
+//!   JSON value matching it — unless the token limit cuts it off first
+//!   (`FinishReason::Length`): give string fields a `maxLength` and size
+//!   `max_tokens` to fit, or a free-running string never closes.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::gguf::GgufContext;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::{send_logs_to_tracing, LogOptions};
+
+use crate::gguf::{validate_gguf_file, GgufHeader};
+use crate::{
+    ChatMessage, Completion, CompletionRequest, FinishReason, Provider, ProviderError, Role,
+    TokenSink,
+};
+
+/// Prompt tokens decoded per batch.
+const N_BATCH: usize = 512;
+/// Context size used when a model does not state its training context.
+const FALLBACK_CTX: usize = 4096;
+/// Set to any value to route llama.cpp's own logging into `tracing`
+/// (target `llama-cpp-2`); by default it is silenced.
+pub const LOG_ENV: &str = "LEDGERMIND_LLAMA_LOG";
+
+static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+static LOGS: OnceLock<()> = OnceLock::new();
+/// llama.cpp's context creation mutates the model: never run two at once.
+static CONTEXT_CREATION: Mutex<()> = Mutex::new(());
+
+fn init_logs() {
+    LOGS.get_or_init(|| {
+        let enabled = std::env::var_os(LOG_ENV).is_some();
+        send_logs_to_tracing(LogOptions::default().with_logs_enabled(enabled));
+    });
+}
+
+/// The process-wide llama.cpp backend.
+fn backend() -> Result<&'static LlamaBackend, ProviderError> {
+    init_logs();
+    BACKEND
+        .get_or_init(|| LlamaBackend::init().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| ProviderError::ModelLoad(format!("llama.cpp could not start: {e}")))
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves no broken invariant
+    // (the map and the unit are always consistent), so keep going.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Threads for generation by default: all cores but one, at least one.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .saturating_sub(1)
+        .max(1)
+}
+
+struct Shared {
+    models_dir: PathBuf,
+    models: Mutex<HashMap<PathBuf, Arc<LlamaModel>>>,
+    busy: Mutex<()>,
+}
+
+/// The in-process llama.cpp engine. Cheap to clone; clones share the model
+/// cache and the one-generation-at-a-time queue.
+#[derive(Clone)]
+pub struct LocalEngine {
+    shared: Arc<Shared>,
+    threads: usize,
+}
+
+impl std::fmt::Debug for LocalEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalEngine")
+            .field("models_dir", &self.shared.models_dir)
+            .field("threads", &self.threads)
+            .finish()
+    }
+}
+
+impl LocalEngine {
+    /// An engine serving `<models_dir>/<stem>.gguf` with `threads` CPU
+    /// threads (0 means [`default_threads`]). Nothing is loaded yet.
+    pub fn new(models_dir: PathBuf, threads: usize) -> Self {
+        let threads = if threads == 0 {
+            default_threads()
+        } else {
+            threads
+        };
+        Self {
+            shared: Arc::new(Shared {
+                models_dir,
+                models: Mutex::new(HashMap::new()),
+                busy: Mutex::new(()),
+            }),
+            threads,
+        }
+    }
+
+    /// The same engine (same model cache and queue) with another thread count.
+    pub fn with_threads(&self, threads: usize) -> Self {
+        Self {
+            shared: self.shared.clone(),
+            threads: if threads == 0 {
+                default_threads()
+            } else {
+                threads
+            },
+        }
+    }
+
+    pub fn models_dir(&self) -> &Path {
+        &self.shared.models_dir
+    }
+
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Stems of the `*.gguf` files in the models directory, sorted.
+    pub fn list_models(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(&self.shared.models_dir) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| {
+                p.is_file()
+                    && p.extension()
+                        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+            })
+            .filter_map(|p| p.file_stem().and_then(|s| s.to_str()).map(str::to_string))
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// The file a model name resolves to. Names are file stems; a trailing
+    /// `.gguf` is tolerated; paths and hidden names are refused.
+    pub fn model_path(&self, name: &str) -> Result<PathBuf, ProviderError> {
+        let stem = name.strip_suffix(".gguf").unwrap_or(name);
+        if stem.is_empty()
+            || stem.starts_with('.')
+            || stem.contains(['/', '\\', '\0'])
+            || stem.contains("..")
+        {
+            return Err(ProviderError::ModelLoad(format!(
+                "{name:?} is not a model name (expected a GGUF file stem such as \
+                 \"SmolLM2-135M-Instruct.Q4_1\")"
+            )));
+        }
+        Ok(self.shared.models_dir.join(format!("{stem}.gguf")))
+    }
+
+    /// Whether the model is loaded in memory.
+    pub fn is_loaded(&self, name: &str) -> bool {
+        self.model_path(name)
+            .is_ok_and(|p| lock(&self.shared.models).contains_key(&p))
+    }
+
+    /// Drops a cached model (it is freed once no generation uses it).
+    pub fn unload(&self, name: &str) -> bool {
+        self.model_path(name)
+            .is_ok_and(|p| lock(&self.shared.models).remove(&p).is_some())
+    }
+
+    /// Loads a model now instead of on first use.
+    pub async fn preload(&self, name: &str) -> Result<(), ProviderError> {
+        let path = self.model_path(name)?;
+        let engine = self.clone();
+        tokio::task::spawn_blocking(move || engine.model(&path).map(|_| ()))
+            .await
+            .map_err(|e| ProviderError::ModelLoad(format!("loading stopped unexpectedly: {e}")))?
+    }
+
+    /// Checks a GGUF file before it is imported or loaded: the header check
+    /// of [`validate_gguf_file`], then llama.cpp's own metadata parser
+    /// (without loading weights), which must find `general.architecture`.
+    pub fn validate_model_file(path: &Path) -> Result<GgufHeader, ProviderError> {
+        let header = validate_gguf_file(path)?;
+        init_logs();
+        let shown = path.display();
+        let ctx = GgufContext::from_file(path).ok_or_else(|| {
+            ProviderError::ModelLoad(format!(
+                "{shown} is not a valid GGUF model file: its metadata could not be read"
+            ))
+        })?;
+        if ctx.find_key("general.architecture") < 0 {
+            return Err(ProviderError::ModelLoad(format!(
+                "{shown} is not a valid GGUF model file: it names no architecture"
+            )));
+        }
+        Ok(header)
+    }
+
+    /// Copies a user's GGUF file into the models directory after checking
+    /// it, and returns the model name (file stem) to use in requests.
+    pub fn import_model(&self, source: &Path) -> Result<String, ProviderError> {
+        Self::validate_model_file(source)?;
+        let stem = source
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .ok_or_else(|| ProviderError::ModelLoad("the file name is not valid text".into()))?
+            .to_string();
+        let target = self.model_path(&stem)?;
+        if target.exists() {
+            return Err(ProviderError::ModelLoad(format!(
+                "a model named {stem:?} already exists"
+            )));
+        }
+        let io = |e: std::io::Error| ProviderError::ModelLoad(format!("cannot import {stem}: {e}"));
+        std::fs::create_dir_all(&self.shared.models_dir).map_err(io)?;
+        let partial = self.shared.models_dir.join(format!(".{stem}.gguf.partial"));
+        std::fs::copy(source, &partial).map_err(io)?;
+        std::fs::rename(&partial, &target).map_err(|e| {
+            let _ = std::fs::remove_file(&partial);
+            io(e)
+        })?;
+        Ok(stem)
+    }
+
+    /// The cached model, loading it on first use.
+    fn model(&self, path: &Path) -> Result<Arc<LlamaModel>, ProviderError> {
+        let backend = backend()?;
+        let mut models = lock(&self.shared.models);
+        if let Some(model) = models.get(path) {
+            return Ok(model.clone());
+        }
+        if !path.exists() {
+            let mut message = format!("model file {} does not exist", path.display());
+            let available = self.list_models();
+            if !available.is_empty() {
+                message.push_str(&format!(" (installed: {})", available.join(", ")));
+            }
+            return Err(ProviderError::ModelLoad(message));
+        }
+        Self::validate_model_file(path)?;
+        let started = Instant::now();
+        let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
+            .map_err(|e| {
+                ProviderError::ModelLoad(format!(
+                    "llama.cpp could not load {} ({e}): the file may be corrupt, truncated, \
+                     or of an unsupported architecture",
+                    path.display()
+                ))
+            })?;
+        tracing::info!(
+            path = %path.display(),
+            ms = started.elapsed().as_millis() as u64,
+            "loaded local model"
+        );
+        let model = Arc::new(model);
+        models.insert(path.to_path_buf(), model.clone());
+        Ok(model)
+    }
+
+    fn generate(
+        &self,
+        path: &Path,
+        request: &CompletionRequest,
+        sink: Option<&TokenSink>,
+        started: Instant,
+        abandoned: &AtomicBool,
+    ) -> Result<Completion, ProviderError> {
+        let cancelled = || request.cancel.is_cancelled() || abandoned.load(Ordering::SeqCst);
+        let backend = backend()?;
+        // Wait for our turn, still answering to cancellation.
+        let _turn = loop {
+            if cancelled() {
+                return Ok(cancelled_empty());
+            }
+            match self.shared.busy.try_lock() {
+                Ok(guard) => break guard,
+                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        };
+        let model = self.model(path)?;
+        if cancelled() {
+            return Ok(cancelled_empty());
+        }
+        let vocab = model.vocab();
+
+        let prompt = render_prompt(&model, &request.messages);
+        let mut tokens = vocab.tokenize(prompt.as_bytes(), true, true);
+        if tokens.len() >= 2 && tokens[0] == vocab.bos() && tokens[1] == vocab.bos() {
+            tokens.remove(0);
+        }
+        let n_prompt = tokens.len();
+        let n_ctx_train = match usize::try_from(model.n_ctx_train()) {
+            Ok(0) | Err(_) => FALLBACK_CTX,
+            Ok(n) => n,
+        };
+        if n_prompt + 1 >= n_ctx_train {
+            return Err(ProviderError::Http {
+                status: 413,
+                message: format!(
+                    "the prompt is {n_prompt} tokens long; the model's context holds {n_ctx_train}"
+                ),
+            });
+        }
+        let max_new = (request.max_tokens as usize).min(n_ctx_train - n_prompt - 1);
+        let n_ctx = (n_prompt + max_new + 1)
+            .div_ceil(256)
+            .saturating_mul(256)
+            .min(n_ctx_train);
+        let threads = i32::try_from(self.threads).unwrap_or(i32::MAX);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(u32::try_from(n_ctx).unwrap_or(u32::MAX)))
+            .with_n_batch(N_BATCH as u32)
+            .with_n_ubatch(N_BATCH as u32)
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads);
+        let mut ctx = {
+            let _creating = lock(&CONTEXT_CREATION);
+            model.new_context(backend, params)
+        }
+        .map_err(|e| {
+            ProviderError::Unavailable(format!("the local engine has no memory for a context: {e}"))
+        })?;
+
+        let mut sampler = build_sampler(&model, request)?;
+        let decode_err = |e: llama_cpp_2::DecodeError| {
+            ProviderError::Unavailable(format!("local decoding failed: {e}"))
+        };
+
+        // Prompt, in batches; logits only for the last token.
+        let mut batch = LlamaBatch::new(N_BATCH, 1);
+        for (chunk_index, chunk) in tokens.chunks(N_BATCH).enumerate() {
+            if cancelled() {
+                return Ok(cancelled_empty_with(n_prompt));
+            }
+            batch.clear();
+            for (i, token) in chunk.iter().enumerate() {
+                let pos = chunk_index * N_BATCH + i;
+                let last = pos + 1 == n_prompt;
+                batch
+                    .add(*token, i32::try_from(pos).unwrap_or(i32::MAX), &[0], last)
+                    .map_err(|e| ProviderError::Unavailable(format!("local batch failed: {e}")))?;
+            }
+            ctx.decode(&mut batch).map_err(decode_err)?;
+        }
+
+        let mut text = String::new();
+        let mut utf8 = Utf8Stream::default();
+        let mut first_token_ms = None;
+        let mut generated = 0usize;
+        let mut pos = n_prompt;
+        let emit = |piece: String, text: &mut String| {
+            if piece.is_empty() {
+                return;
+            }
+            if let Some(sink) = sink {
+                let _ = sink.send(piece.clone());
+            }
+            text.push_str(&piece);
+        };
+        let finish = loop {
+            if cancelled() {
+                break FinishReason::Cancelled;
+            }
+            if generated >= max_new {
+                break FinishReason::Length;
+            }
+            let token = sampler.sample(&ctx, batch.n_tokens() - 1);
+            if first_token_ms.is_none() {
+                first_token_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+            }
+            if vocab.is_eog(token) {
+                break FinishReason::Stop;
+            }
+            generated += 1;
+            let bytes = vocab.token_to_piece(token, false, None);
+            emit(utf8.push(&bytes), &mut text);
+            batch.clear();
+            batch
+                .add(token, i32::try_from(pos).unwrap_or(i32::MAX), &[0], true)
+                .map_err(|e| ProviderError::Unavailable(format!("local batch failed: {e}")))?;
+            pos += 1;
+            ctx.decode(&mut batch).map_err(decode_err)?;
+        };
+        emit(utf8.finish(), &mut text);
+        tracing::debug!(
+            model = %path.display(),
+            prompt_tokens = n_prompt,
+            completion_tokens = generated,
+            ?finish,
+            ms = started.elapsed().as_millis() as u64,
+            "local completion"
+        );
+        Ok(Completion {
+            text,
+            prompt_tokens: u32::try_from(n_prompt).unwrap_or(u32::MAX),
+            completion_tokens: u32::try_from(generated).unwrap_or(u32::MAX),
+            finish,
+            first_token_ms,
+        })
+    }
+}
+
+/// Sets the flag when the `complete` future is dropped, so an abandoned
+/// generation stops at the next token.
+struct AbandonOnDrop(Arc<AtomicBool>);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl Provider for LocalEngine {
+    fn name(&self) -> &str {
+        "local"
+    }
+
+    async fn complete(
+        &self,
+        request: CompletionRequest,
+        sink: Option<TokenSink>,
+    ) -> Result<Completion, ProviderError> {
+        let started = Instant::now();
+        let path = self.model_path(&request.model)?;
+        let engine = self.clone();
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let guard = AbandonOnDrop(abandoned.clone());
+        let result = tokio::task::spawn_blocking(move || {
+            engine.generate(&path, &request, sink.as_ref(), started, &abandoned)
+        })
+        .await;
+        // Finished: flagging the generation as abandoned now is harmless.
+        drop(guard);
+        result.map_err(|e| {
+            ProviderError::Unavailable(format!("the local engine stopped unexpectedly: {e}"))
+        })?
+    }
+}
+
+fn cancelled_empty() -> Completion {
+    cancelled_empty_with(0)
+}
+
+fn cancelled_empty_with(prompt_tokens: usize) -> Completion {
+    Completion {
+        text: String::new(),
+        prompt_tokens: u32::try_from(prompt_tokens).unwrap_or(u32::MAX),
+        completion_tokens: 0,
+        finish: FinishReason::Cancelled,
+        first_token_ms: None,
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
+/// ChatML, for models that ship no (usable) chat template.
+pub fn chatml_prompt(messages: &[ChatMessage]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        out.push_str("<|im_start|>");
+        out.push_str(role_name(m.role));
+        out.push('\n');
+        out.push_str(&m.content);
+        out.push_str("<|im_end|>\n");
+    }
+    out.push_str("<|im_start|>assistant\n");
+    out
+}
+
+/// The model's own chat template applied to the messages, or ChatML when
+/// the model has none or llama.cpp does not know it.
+fn render_prompt(model: &LlamaModel, messages: &[ChatMessage]) -> String {
+    let chat: Result<Vec<LlamaChatMessage>, _> = messages
+        .iter()
+        .map(|m| LlamaChatMessage::new(role_name(m.role).to_string(), m.content.replace('\0', "")))
+        .collect();
+    let rendered = match (model.chat_template(None), chat) {
+        (Ok(template), Ok(chat)) => model.apply_chat_template(&template, &chat, true).ok(),
+        _ => None,
+    };
+    rendered.filter(|p| !p.is_empty()).unwrap_or_else(|| {
+        tracing::debug!("model has no usable chat template; using ChatML");
+        chatml_prompt(messages)
+    })
+}
+
+fn build_sampler(
+    model: &LlamaModel,
+    request: &CompletionRequest,
+) -> Result<LlamaSampler, ProviderError> {
+    let mut chain = Vec::new();
+    if let Some(schema) = &request.json_schema {
+        let grammar = llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|e| {
+            ProviderError::Http {
+                status: 400,
+                message: format!("unsupported JSON schema: {e}"),
+            }
+        })?;
+        let sampler =
+            LlamaSampler::grammar(model, &grammar, "root").map_err(|e| ProviderError::Http {
+                status: 400,
+                message: format!("unusable JSON schema grammar: {e}"),
+            })?;
+        chain.push(sampler);
+    }
+    if request.temperature <= 0.0 {
+        chain.push(LlamaSampler::greedy());
+    } else {
+        chain.push(LlamaSampler::top_k(40));
+        chain.push(LlamaSampler::top_p(0.95, 1));
+        chain.push(LlamaSampler::min_p(0.05, 1));
+        chain.push(LlamaSampler::temp(request.temperature));
+        chain.push(LlamaSampler::dist(rand::random::<u32>()));
+    }
+    Ok(LlamaSampler::chain_simple(chain))
+}
+
+/// Turns token bytes into text, holding back a multi-byte character split
+/// across tokens until it is complete. Invalid bytes become U+FFFD.
+#[derive(Debug, Default)]
+pub(crate) struct Utf8Stream {
+    pending: Vec<u8>,
+}
+
+impl Utf8Stream {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> String {
+        self.pending.extend_from_slice(bytes);
+        let mut out = String::new();
+        loop {
+            match std::str::from_utf8(&self.pending) {
+                Ok(s) => {
+                    out.push_str(s);
+                    self.pending.clear();
+                    return out;
+                }
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    out.push_str(&String::from_utf8_lossy(&self.pending[..valid]));
+                    match e.error_len() {
+                        // An incomplete character at the end: wait for more.
+                        None => {
+                            self.pending.drain(..valid);
+                            return out;
+                        }
+                        Some(bad) => {
+                            out.push('\u{FFFD}');
+                            self.pending.drain(..valid + bad);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whatever is left at the end of generation.
+    pub(crate) fn finish(&mut self) -> String {
+        let out = String::from_utf8_lossy(&self.pending).to_string();
+        self.pending.clear();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_split_across_tokens() {
+        let mut s = Utf8Stream::default();
+        let euro = "€".as_bytes(); // 3 bytes
+        assert_eq!(s.push(b"a"), "a");
+        assert_eq!(s.push(&euro[..1]), "");
+        assert_eq!(s.push(&euro[1..2]), "");
+        assert_eq!(s.push(&[euro[2], b'b']), "€b");
+        let crab = "🦀".as_bytes();
+        assert_eq!(s.push(&crab[..3]), "");
+        assert_eq!(s.push(&crab[3..]), "🦀");
+        assert_eq!(s.push(&[0xff, b'x']), "\u{FFFD}x");
+        assert_eq!(s.push(&euro[..2]), "");
+        assert_eq!(s.finish(), "\u{FFFD}");
+        assert_eq!(s.finish(), "");
+    }
+
+    #[test]
+    fn model_names_resolve_inside_the_dir() {
+        let e = LocalEngine::new(PathBuf::from("/models"), 1);
+        assert_eq!(
+            e.model_path("a.Q4").expect("ok"),
+            PathBuf::from("/models/a.Q4.gguf")
+        );
+        assert_eq!(
+            e.model_path("a.gguf").expect("ok"),
+            PathBuf::from("/models/a.gguf")
+        );
+        for bad in ["", "../x", "a/b", ".hidden", "a\\b"] {
+            assert!(
+                matches!(e.model_path(bad), Err(ProviderError::ModelLoad(_))),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn threads_default() {
+        assert!(default_threads() >= 1);
+        assert_eq!(
+            LocalEngine::new(PathBuf::from("/m"), 0).threads(),
+            default_threads()
+        );
+        assert_eq!(
+            LocalEngine::new(PathBuf::from("/m"), 3)
+                .with_threads(2)
+                .threads(),
+            2
+        );
+    }
+
+    #[test]
+    fn chatml_fallback() {
+        let p = chatml_prompt(&[ChatMessage::new(Role::User, "hi")]);
+        assert_eq!(p, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+    }
+
+    #[test]
+    fn list_models_finds_gguf_stems() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("b.Q4.gguf"), b"x").expect("write");
+        std::fs::write(dir.path().join("a.gguf"), b"x").expect("write");
+        std::fs::write(dir.path().join("notes.txt"), b"x").expect("write");
+        let e = LocalEngine::new(dir.path().to_path_buf(), 1);
+        assert_eq!(e.list_models(), vec!["a".to_string(), "b.Q4".to_string()]);
+    }
+}

@@ -1,0 +1,239 @@
+//! The local engine against a real GGUF model. Set LEDGERMIND_TEST_MODEL to
+//! the path of a small instruct model (SmolLM2-135M-Instruct.Q4_1.gguf).
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use providers::{
+    default_threads, ChatMessage, CompletionRequest, FinishReason, LocalEngine, Provider,
+    ProviderError, Role,
+};
+
+const ENV: &str = "LEDGERMIND_TEST_MODEL";
+
+fn model_path() -> PathBuf {
+    let path = std::env::var_os(ENV).map(PathBuf::from).unwrap_or_else(|| {
+        panic!(
+            "{ENV} is not set: point it at a small GGUF chat model, e.g. \
+             `{ENV}=/tmp/lm/models/SmolLM2-135M-Instruct.Q4_1.gguf cargo test -p providers`"
+        )
+    });
+    assert!(path.is_file(), "{ENV}={} is not a file", path.display());
+    path
+}
+
+/// One engine for all tests, so the model loads once.
+fn engine() -> (&'static LocalEngine, String) {
+    static ENGINE: OnceLock<LocalEngine> = OnceLock::new();
+    let path = model_path();
+    let dir = path
+        .parent()
+        .expect("model file has a directory")
+        .to_path_buf();
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .expect("stem")
+        .to_string();
+    (
+        ENGINE.get_or_init(|| LocalEngine::new(dir, default_threads())),
+        stem,
+    )
+}
+
+fn chat(model: &str, text: &str) -> CompletionRequest {
+    let mut r = CompletionRequest::chat(
+        model,
+        vec![
+            ChatMessage::new(Role::System, "You are a helpful assistant."),
+            ChatMessage::new(Role::User, text),
+        ],
+    );
+    r.temperature = 0.0;
+    r
+}
+
+fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> Vec<String> {
+    let mut v = Vec::new();
+    while let Ok(p) = rx.try_recv() {
+        v.push(p);
+    }
+    v
+}
+
+#[tokio::test]
+async fn short_chat_streams_pieces() {
+    let (engine, stem) = engine();
+    assert!(
+        engine.list_models().contains(&stem),
+        "{:?}",
+        engine.list_models()
+    );
+    let mut req = chat(
+        &stem,
+        "What is the capital of France? Answer in one sentence.",
+    );
+    req.max_tokens = 48;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let c = engine.complete(req, Some(tx)).await.expect("completion");
+    let pieces = drain(&mut rx);
+    println!(
+        "reply: {:?} ({} pieces, {:?})",
+        c.text,
+        pieces.len(),
+        c.finish
+    );
+    assert!(!c.text.trim().is_empty());
+    assert!(pieces.len() > 1, "streamed {} pieces", pieces.len());
+    assert_eq!(pieces.concat(), c.text);
+    assert!(c.prompt_tokens > 10);
+    assert!(c.completion_tokens >= 1 && c.completion_tokens <= 48);
+    assert!(c.first_token_ms.is_some_and(|ms| ms > 0.0));
+    assert!(matches!(
+        c.finish,
+        FinishReason::Stop | FinishReason::Length
+    ));
+    assert!(engine.is_loaded(&stem));
+}
+
+#[tokio::test]
+async fn max_tokens_gives_length() {
+    let (engine, stem) = engine();
+    let mut req = chat(
+        &stem,
+        "Write a long story about a dragon who learns to bake bread.",
+    );
+    req.max_tokens = 5;
+    let c = engine.complete(req, None).await.expect("completion");
+    assert_eq!(c.finish, FinishReason::Length);
+    assert_eq!(c.completion_tokens, 5);
+}
+
+#[tokio::test]
+async fn json_schema_output_parses() {
+    let (engine, stem) = engine();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"answer": {"type": "string", "maxLength": 40}},
+        "required": ["answer"]
+    });
+    for temperature in [0.0, 0.8] {
+        let mut req = chat(&stem, "What colour is the sky? Reply in JSON.");
+        req.json_schema = Some(schema.clone());
+        req.max_tokens = 96;
+        req.temperature = temperature;
+        let c = engine.complete(req, None).await.expect("completion");
+        println!("json reply (t={temperature}): {:?} {:?}", c.text, c.finish);
+        assert_eq!(
+            c.finish,
+            FinishReason::Stop,
+            "grammar closed the object: {:?}",
+            c.text
+        );
+        let value: serde_json::Value = serde_json::from_str(&c.text).expect("valid JSON");
+        let answer = value["answer"].as_str().expect("answer is a string");
+        assert!(answer.chars().count() <= 40, "{answer:?}");
+        assert_eq!(value.as_object().map(|o| o.len()), Some(1));
+    }
+}
+
+#[tokio::test]
+async fn cancel_stops_generation() {
+    let (engine, stem) = engine();
+    let mut req = chat(
+        &stem,
+        "Count from one to one hundred in words, separated by commas.",
+    );
+    req.max_tokens = 200;
+    let cancel = req.cancel.clone();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let engine2 = engine.clone();
+    let call = tokio::spawn(async move { engine2.complete(req, Some(tx)).await });
+    let mut got = 0;
+    while rx.recv().await.is_some() {
+        got += 1;
+        if got == 3 {
+            cancel.cancel();
+            break;
+        }
+    }
+    let c = call.await.expect("join").expect("completion");
+    assert_eq!(c.finish, FinishReason::Cancelled);
+    assert!(
+        c.completion_tokens < 20,
+        "stopped late: {}",
+        c.completion_tokens
+    );
+
+    // Cancelled before it starts: nothing is generated.
+    let req = chat(&stem, "hello");
+    req.cancel.cancel();
+    let c = engine.complete(req, None).await.expect("completion");
+    assert_eq!(
+        (c.finish, c.completion_tokens),
+        (FinishReason::Cancelled, 0)
+    );
+}
+
+#[tokio::test]
+async fn missing_model_is_a_load_error() {
+    let (engine, _) = engine();
+    let err = engine
+        .complete(chat("no-such-model.Q4_0", "hi"), None)
+        .await
+        .expect_err("missing model");
+    match &err {
+        ProviderError::ModelLoad(m) => assert!(m.contains("does not exist"), "{m}"),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(err.code(), "MODEL_LOAD_FAILED");
+}
+
+#[tokio::test]
+async fn corrupt_files_are_load_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Random garbage.
+    let garbage: Vec<u8> = (0..100_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(dir.path().join("garbage.gguf"), &garbage).expect("write");
+    // The right signature, garbage after it.
+    let mut magic = b"GGUF".to_vec();
+    magic.extend_from_slice(&garbage);
+    std::fs::write(dir.path().join("magic.gguf"), &magic).expect("write");
+    // A real model cut short.
+    let real = std::fs::read(model_path()).expect("read model");
+    std::fs::write(dir.path().join("truncated.gguf"), &real[..real.len() / 3]).expect("write");
+    // Empty.
+    std::fs::write(dir.path().join("empty.gguf"), b"").expect("write");
+
+    let engine = LocalEngine::new(dir.path().to_path_buf(), 1);
+    for name in ["garbage", "magic", "truncated", "empty"] {
+        let err = engine
+            .complete(chat(name, "hi"), None)
+            .await
+            .expect_err(name);
+        println!("{name}: {err}");
+        assert!(
+            matches!(err, ProviderError::ModelLoad(_)),
+            "{name}: {err:?}"
+        );
+    }
+    assert!(LocalEngine::validate_model_file(&model_path()).is_ok());
+    assert!(LocalEngine::validate_model_file(&dir.path().join("magic.gguf")).is_err());
+}
+
+#[tokio::test]
+async fn import_validates_and_copies() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = LocalEngine::new(dir.path().join("models"), 1);
+    let bad = dir.path().join("bad.gguf");
+    std::fs::write(&bad, b"definitely not gguf").expect("write");
+    assert!(matches!(
+        engine.import_model(&bad),
+        Err(ProviderError::ModelLoad(_))
+    ));
+    let stem = engine.import_model(&model_path()).expect("import");
+    assert_eq!(engine.list_models(), vec![stem.clone()]);
+    assert!(engine.import_model(&model_path()).is_err(), "no overwrite");
+}
