@@ -4,7 +4,8 @@
 # starts a private D-Bus session with gnome-keyring unlocked by a throwaway
 # password, in scratch directories that vanish afterwards.
 set -euo pipefail
-if [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] && [ -z "${LEDGERMIND_FORCE_PRIVATE_KEYCHAIN:-}" ] \
+if [ -z "${LEDGERMIND_IN_PRIVATE_BUS:-}" ] && [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] \
+   && [ -z "${LEDGERMIND_FORCE_PRIVATE_KEYCHAIN:-}" ] \
    && secret-tool search --all service ledgermind >/dev/null 2>&1; then
   exec "$@"
 fi
@@ -16,6 +17,7 @@ SCRATCH=$(mktemp -d /tmp/ledgermind-keychain.XXXXXX)
 chmod 700 "$SCRATCH"
 export XDG_RUNTIME_DIR="$SCRATCH/run" XDG_DATA_HOME="$SCRATCH/data"
 mkdir -p -m 700 "$XDG_RUNTIME_DIR" "$XDG_DATA_HOME"
+# A throwaway password creates and unlocks the default collection.
 printf 'ledgermind-test' | gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>&1 &
 KEYRING_PID=$!
 cleanup() { kill "$KEYRING_PID" 2>/dev/null || true; rm -rf "$SCRATCH"; }

@@ -5,6 +5,7 @@
 mod bench_cmds;
 mod common;
 mod guard_cmds;
+mod memory_cmds;
 mod persona_cmds;
 mod vault_cmds;
 
@@ -62,6 +63,10 @@ enum Command {
     },
     /// Machine and data-directory status.
     Status,
+    /// Import FILE (a JSON array of {"id", "speaker", "text", "timestamp"}) into PERSONA's conversation.
+    ImportConversation(memory_cmds::ImportArgs),
+    /// Rank PERSONA's past messages and memories for QUERY (the ranking replies use).
+    Recall(memory_cmds::RecallArgs),
     /// Save slots: list | save SLOT NAME | restore SLOT | delete SLOT | undo.
     #[command(subcommand)]
     Checkpoint(vault_cmds::CheckpointCmd),
@@ -141,6 +146,8 @@ fn main() -> ExitCode {
             Command::Events { json, last } => common::events(&ctx, json, last).await,
             Command::Queue { json } => common::queue(&ctx, json).await,
             Command::Status => common::status(&ctx).await,
+            Command::ImportConversation(args) => memory_cmds::import(&ctx, args).await,
+            Command::Recall(args) => memory_cmds::recall(&ctx, args).await,
             Command::Bench(BenchCmd::Chat { persona, runs }) => bench_cmds::chat(&ctx, &persona, runs).await,
             Command::Checkpoint(cmd) => vault_cmds::checkpoint(&ctx, cmd).await,
             Command::Export { file, passphrase_file } => vault_cmds::export(&ctx, &file, &passphrase_file).await,

@@ -168,16 +168,14 @@ impl VectorCache {
             a
         };
         let (_, q) = quantise(query);
-        let mut scored: Vec<(i32, usize)> = Vec::new();
+        let mut scored: Vec<(f32, usize)> = Vec::with_capacity(self.rows.len());
         for (i, (&owner, chunk)) in self.owners.iter().zip(self.data.chunks_exact(self.dim)).enumerate() {
             if owner == GONE || !allowed[owner as usize] {
                 continue;
             }
-            scored.push((dot_i8(chunk, &q), i));
+            // Per-row scales differ: compare on the dequantised value.
+            scored.push((dot_i8(chunk, &q) as f32 * self.scales[i], i));
         }
-        // Per-row scales differ: compare on the dequantised value.
-        let mut scored: Vec<(f32, usize)> =
-            scored.into_iter().map(|(d, i)| (d as f32 * self.scales[i], i)).collect();
         let n = n.min(scored.len());
         if n == 0 {
             return Vec::new();
@@ -569,10 +567,12 @@ impl MemoryIndex {
 
     // ----- retrieval -----
 
-    /// Both retrievers' candidate lists for `query` within `scope`.
+    /// Both retrievers' candidate lists for `query` within `scope`. The
+    /// keyword query and the query embedding run at the same time.
     pub async fn candidates(&self, scope: &Scope, query: &str, n: usize) -> Result<Candidates> {
         let mut c = Candidates::default();
-        if let Some(fts) = fts_query(query) {
+        let keyword = async {
+            let Some(fts) = fts_query(query) else { return Ok(Vec::new()) };
             let mut q = QueryBuilder::new(
                 "SELECT i.rowid, i.ts_ms FROM items_fts JOIN items i ON i.rowid = items_fts.rowid WHERE items_fts MATCH ",
             );
@@ -580,21 +580,24 @@ impl MemoryIndex {
             push_scope(&mut q, scope);
             q.push(" ORDER BY bm25(items_fts), i.rowid DESC LIMIT ").push_bind(n as i64);
             let rows = q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)?;
-            for r in rows {
-                let row: i64 = r.get(0);
-                c.keyword.push(row);
-                c.ts_ms.insert(row, r.get(1));
-            }
-        }
-        if let Some(embedder) = self.embedder() {
+            Ok::<_, MemoryError>(rows.iter().map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1))).collect::<Vec<_>>())
+        };
+        let vector = async {
+            let Some(embedder) = self.embedder() else { return Ok(None) };
             let text = query.to_owned();
             let qv = tokio::task::spawn_blocking(move || embedder.embed(&[text.as_str()]))
                 .await
                 .map_err(|e| MemoryError::Embed(e.to_string()))??;
-            if let Some(qv) = qv.first() {
-                c.vector_available = true;
-                c.vector = self.vectors.read().map(|v| v.search(scope, qv, n)).unwrap_or_default();
-            }
+            Ok::<_, MemoryError>(qv.into_iter().next())
+        };
+        let (keyword, vector) = tokio::join!(keyword, vector);
+        for (row, ts) in keyword? {
+            c.keyword.push(row);
+            c.ts_ms.insert(row, ts);
+        }
+        if let Some(qv) = vector? {
+            c.vector_available = true;
+            c.vector = self.vectors.read().map(|v| v.search(scope, &qv, n)).unwrap_or_default();
         }
         let missing: Vec<i64> = c.vector.iter().copied().filter(|r| !c.ts_ms.contains_key(r)).collect();
         for chunk in missing.chunks(INSERT_CHUNK) {
@@ -615,6 +618,8 @@ impl MemoryIndex {
     /// re-rank, top `k`. The reply pipeline and the CLI both call it.
     pub async fn recall(&self, scope: &Scope, query: &str, k: usize, now_ms: i64) -> Result<Recall> {
         let settings = self.settings();
+        // More results than candidates per retriever: widen both lists.
+        let settings = RecallSettings { candidates: settings.candidates.max(k), ..settings };
         let c = self.candidates(scope, query, settings.candidates).await?;
         let ranked = rank(&c, &settings, now_ms);
         let top: Vec<(i64, f32)> = ranked.into_iter().take(k).collect();

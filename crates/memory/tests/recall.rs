@@ -12,12 +12,12 @@ use memory::{
 async fn ledger(dir: &tempfile::TempDir) -> Ledger {
     let mut opts = LedgerOptions::new(dir.path().join("ledger.db"));
     opts.durable = false;
-    Ledger::open(opts, Arc::new(MemoryKeyStore::default())).await.unwrap()
+    Ledger::open(opts, Arc::new(MemoryKeyStore::default())).await.expect("test step")
 }
 
 async fn persona(l: &Ledger, name: &str) -> Persona {
     let id = uuid::Uuid::now_v7().to_string();
-    let public_key = l.create_key(&id).unwrap();
+    let public_key = l.create_key(&id).expect("test step");
     let by_human = |body| Draft { entity_id: id.clone(), signer: HUMAN_ENTITY.into(), body };
     l.append_drafts(vec![
         by_human(EventBody::EntityKeyRegistered { entity_id: id.clone(), entity_kind: "persona".into(), public_key }),
@@ -31,8 +31,8 @@ async fn persona(l: &Ledger, name: &str) -> Persona {
         }),
     ])
     .await
-    .unwrap();
-    l.persona(&id).await.unwrap()
+    .expect("test step");
+    l.persona(&id).await.expect("test step")
 }
 
 fn conversation(persona: &str, prefix: &str, secret: &str) -> String {
@@ -50,80 +50,80 @@ fn conversation(persona: &str, prefix: &str, secret: &str) -> String {
             "timestamp": 1_700_000_000 + i * 600,
         }));
     }
-    serde_json::to_string(&rows).unwrap()
+    serde_json::to_string(&rows).expect("test step")
 }
 
 #[tokio::test]
 async fn import_then_recall_finds_the_old_turn_and_never_leaks() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("test step");
     let l = ledger(&dir).await;
     let ada = persona(&l, "Ada").await;
     let bob = persona(&l, "Bob").await;
-    let index = MemoryIndex::open(&dir.path().join("index.db")).await.unwrap();
-    index.set_embedder(Arc::new(HashingEmbedder::default())).await.unwrap();
+    let index = MemoryIndex::open(&dir.path().join("index.db")).await.expect("test step");
+    index.set_embedder(Arc::new(HashingEmbedder::default())).await.expect("test step");
 
     let fa = dir.path().join("a.json");
-    std::fs::write(&fa, conversation("Ada", "a", "my sister Greta lives in Trondheim")).unwrap();
+    std::fs::write(&fa, conversation("Ada", "a", "my sister Greta lives in Trondheim")).expect("test step");
     let fb = dir.path().join("b.json");
-    std::fs::write(&fb, conversation("bob", "b", "my cat Pixel hates the vacuum cleaner")).unwrap();
-    let r = import_file(&l, &index, &ada, &fa, &|_, _| {}).await.unwrap();
+    std::fs::write(&fb, conversation("bob", "b", "my cat Pixel hates the vacuum cleaner")).expect("test step");
+    let r = import_file(&l, &index, &ada, &fa, &|_, _| {}).await.expect("test step");
     assert_eq!((r.imported, r.skipped), (200, 0));
-    import_file(&l, &index, &bob, &fb, &|_, _| {}).await.unwrap();
-    assert_eq!(l.messages(&ada.id, None).await.unwrap().len(), 200);
+    import_file(&l, &index, &bob, &fb, &|_, _| {}).await.expect("test step");
+    assert_eq!(l.messages(&ada.id, None).await.expect("test step").len(), 200);
 
     // Right after import, before any embedding: keyword recall works.
     let now = memory::now_ms();
-    let hits = index.recall(&Scope::for_viewer(&ada.id, false), "Where does Greta live?", 5, now).await.unwrap();
+    let hits = index.recall(&Scope::for_viewer(&ada.id, false), "Where does Greta live?", 5, now).await.expect("test step");
     assert_eq!(hits.hits[0].public_id(), "a-17");
 
-    index.embed_all_pending().await.unwrap();
+    index.embed_all_pending().await.expect("test step");
     assert_eq!(index.progress().embedded, 400);
-    let hits = index.recall(&Scope::for_viewer(&ada.id, false), "Greta Trondheim", 5, now).await.unwrap();
+    let hits = index.recall(&Scope::for_viewer(&ada.id, false), "Greta Trondheim", 5, now).await.expect("test step");
     assert_eq!(hits.mode, "hybrid");
     assert_eq!(hits.hits[0].public_id(), "a-17");
     assert_eq!(hits.hits[0].kind, memory::ItemKind::Message);
 
     // Ada never sees Bob's conversation, by keyword or by vector.
     for q in ["Pixel vacuum cleaner cat", "my cat Pixel hates the vacuum cleaner", "turn"] {
-        let hits = index.recall(&Scope::for_viewer(&ada.id, false), q, 50, now).await.unwrap();
+        let hits = index.recall(&Scope::for_viewer(&ada.id, false), q, 50, now).await.expect("test step");
         assert!(hits.hits.iter().all(|h| h.persona_id == ada.id), "leak for {q}");
-        let hits = index.recall(&Scope::for_viewer(&bob.id, false), q, 50, now).await.unwrap();
+        let hits = index.recall(&Scope::for_viewer(&bob.id, false), q, 50, now).await.expect("test step");
         assert!(hits.hits.iter().all(|h| h.persona_id == bob.id), "leak for {q}");
     }
     // Ei sees everything.
-    let hits = index.recall(&Scope::for_viewer(ledger::EI_PERSONA_ID, true), "Pixel vacuum", 5, now).await.unwrap();
+    let hits = index.recall(&Scope::for_viewer(ledger::EI_PERSONA_ID, true), "Pixel vacuum", 5, now).await.expect("test step");
     assert_eq!(hits.hits[0].public_id(), "b-17");
 
     // Importing the same file again adds nothing.
-    let again = import_file(&l, &index, &ada, &fa, &|_, _| {}).await.unwrap();
+    let again = import_file(&l, &index, &ada, &fa, &|_, _| {}).await.expect("test step");
     assert_eq!((again.imported, again.skipped), (0, 200));
-    assert_eq!(l.messages(&ada.id, None).await.unwrap().len(), 200);
+    assert_eq!(l.messages(&ada.id, None).await.expect("test step").len(), 200);
 
     // A file with one bad row imports nothing.
-    let before = l.event_count().await.unwrap();
+    let before = l.event_count().await.expect("test step");
     let bad = dir.path().join("bad.json");
     std::fs::write(
         &bad,
         r#"[{"id":"n1","speaker":"human","text":"fine","timestamp":1},{"id":"n2","speaker":"Eve","text":"x","timestamp":1}]"#,
     )
-    .unwrap();
+    .expect("test step");
     match import_file(&l, &index, &ada, &bad, &|_, _| {}).await {
         Err(MemoryError::BadRow { index: 1, .. }) => {}
         other => panic!("expected row 1 to be rejected, got {other:?}"),
     }
-    assert_eq!(l.event_count().await.unwrap(), before);
+    assert_eq!(l.event_count().await.expect("test step"), before);
 }
 
 #[tokio::test]
 async fn the_index_rebuilds_from_the_ledger() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().expect("test step");
     let l = ledger(&dir).await;
     let ada = persona(&l, "Ada").await;
     {
-        let index = MemoryIndex::open(&dir.path().join("index.db")).await.unwrap();
+        let index = MemoryIndex::open(&dir.path().join("index.db")).await.expect("test step");
         let f = dir.path().join("a.json");
-        std::fs::write(&f, conversation("Ada", "a", "the spare key is under the blue flowerpot")).unwrap();
-        import_file(&l, &index, &ada, &f, &|_, _| {}).await.unwrap();
+        std::fs::write(&f, conversation("Ada", "a", "the spare key is under the blue flowerpot")).expect("test step");
+        import_file(&l, &index, &ada, &f, &|_, _| {}).await.expect("test step");
         index.close().await;
     }
     // Messages typed later, and a lost index: sync re-derives everything.
@@ -138,24 +138,24 @@ async fn the_index_rebuilds_from_the_ledger() {
         },
     )
     .await
-    .unwrap();
-    std::fs::remove_file(dir.path().join("index.db")).unwrap();
-    let index = MemoryIndex::open(&dir.path().join("index.db")).await.unwrap();
-    assert_eq!(index.sync_from_ledger(&l).await.unwrap(), 201);
-    assert_eq!(index.sync_from_ledger(&l).await.unwrap(), 0);
+    .expect("test step");
+    std::fs::remove_file(dir.path().join("index.db")).expect("test step");
+    let index = MemoryIndex::open(&dir.path().join("index.db")).await.expect("test step");
+    assert_eq!(index.sync_from_ledger(&l).await.expect("test step"), 201);
+    assert_eq!(index.sync_from_ledger(&l).await.expect("test step"), 0);
     let scope = Scope::for_viewer(&ada.id, false);
     let now = memory::now_ms();
-    let hits = index.recall(&scope, "where is the spare key?", 3, now).await.unwrap();
+    let hits = index.recall(&scope, "where is the spare key?", 3, now).await.expect("test step");
     assert_eq!(hits.mode, "keyword");
     assert_eq!(hits.hits[0].public_id(), "a-17");
-    let hits = index.recall(&scope, "cello", 3, now).await.unwrap();
+    let hits = index.recall(&scope, "cello", 3, now).await.expect("test step");
     assert_eq!(hits.hits[0].item_id, "late");
     // Hostile FTS syntax is harmless.
     for q in ["\"unclosed", "NEAR(key", "key*", "col:key", "^key OR", "AND", "", "-", "🙂"] {
-        index.recall(&scope, q, 3, now).await.unwrap();
+        index.recall(&scope, q, 3, now).await.expect("test step");
     }
     let _ = RecallSettings::default();
-    let _ = parse_conversation(b"[]", "Ada").unwrap();
+    let _ = parse_conversation(b"[]", "Ada").expect("test step");
 }
 
 fn model_dir() -> Option<std::path::PathBuf> {
@@ -171,7 +171,7 @@ fn minilm_scores_paraphrases_above_unrelated_text() {
         eprintln!("skipped: all-MiniLM-L6-v2 not found (set LEDGERMIND_MINILM_DIR)");
         return;
     };
-    let m = MiniLm::load(&dir).unwrap();
+    let m = MiniLm::load(&dir).expect("test step");
     assert_eq!(m.dim(), 384);
     let v = m
         .embed(&[
@@ -182,7 +182,7 @@ fn minilm_scores_paraphrases_above_unrelated_text() {
             "Someone plays an instrument with strings.",
             "The stock market fell sharply today.",
         ])
-        .unwrap();
+        .expect("test step");
     let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
     for x in &v {
         assert!((cos(x, x) - 1.0).abs() < 1e-4, "normalised");
@@ -190,6 +190,6 @@ fn minilm_scores_paraphrases_above_unrelated_text() {
     assert!(cos(&v[0], &v[1]) > cos(&v[0], &v[2]) + 0.2, "{} vs {}", cos(&v[0], &v[1]), cos(&v[0], &v[2]));
     assert!(cos(&v[3], &v[4]) > cos(&v[3], &v[5]) + 0.2);
     // Batching (padding) does not change a vector.
-    let alone = m.embed(&["My sister moved to Norway last spring."]).unwrap();
+    let alone = m.embed(&["My sister moved to Norway last spring."]).expect("test step");
     assert!(cos(&alone[0], &v[0]) > 0.9999);
 }

@@ -73,6 +73,14 @@ const SURNAMES: &[&str] = &[
     "Byrne", "Walsh", "Doyle", "Kelly", "Burke", "Lynch",
 ];
 
+/// People who only appear in "echo" turns (never in a question).
+const ECHO_NAMES: &[&str] = &[
+    "Rowena", "Bartholomew", "Celestine", "Dietrich", "Eulalia", "Fridolin", "Genoveva", "Hieronymus", "Iolanthe",
+    "Jeremias", "Kunigunde", "Leonhard", "Melisande", "Norbert", "Ophelia", "Pankraz", "Roswitha", "Severin",
+    "Theodora", "Urban", "Veronika", "Wolfram", "Zacharias", "Apollonia", "Balthasar", "Crescentia", "Desmond",
+    "Ermengard", "Fabian", "Gwendolyn", "Hubertus", "Irmgard", "Joachim", "Kreszenz", "Lambert", "Mechthild",
+];
+
 const CITIES: &[&str] = &[
     "Lisbon", "Trondheim", "Valencia", "Krakow", "Edinburgh", "Montreal", "Osaka", "Nairobi", "Tallinn", "Porto",
     "Ghent", "Bologna", "Seville", "Gdansk", "Bergen", "Leipzig", "Lyon", "Galway", "Utrecht", "Salzburg", "Brno",
@@ -197,6 +205,7 @@ pub fn generate(seed: u64, target_messages: usize, max_questions: usize) -> Data
     }
     let mut name_at = 0;
     let mut anchors: Vec<String> = Vec::new();
+    let mut frame_of: Vec<Option<usize>> = Vec::new();
     'frames: for round in 0..20 {
         for f in FRAMES {
             if name_at + 1 >= names.len() {
@@ -211,11 +220,13 @@ pub fn generate(seed: u64, target_messages: usize, max_questions: usize) -> Data
             let month = rng.pick(MONTHS);
             facts.push((fill(f.s, name, name2, vs, city, month), fill(f.q, name, name2, vq, city, month)));
             anchors.push(name.to_owned());
+            frame_of.push(FRAMES.iter().position(|g| std::ptr::eq(g, f)));
         }
     }
     for (s, q) in SINGLES {
         facts.push(((*s).to_owned(), (*q).to_owned()));
         anchors.push(String::new());
+        frame_of.push(None);
     }
     // Interleave so the split sees both kinds.
     let mut order: Vec<usize> = (0..facts.len()).collect();
@@ -235,6 +246,20 @@ pub fn generate(seed: u64, target_messages: usize, max_questions: usize) -> Data
     let mut planted: Vec<Vec<usize>> = vec![Vec::new(); sessions];
     for &f in &order {
         planted[rng.below(fact_sessions.max(1))].push(f);
+    }
+    // Echoes: the same kind of news about someone else (semantic near misses),
+    // anywhere in the timeline, two per anchored fact.
+    let mut echoes: Vec<Vec<String>> = vec![Vec::new(); sessions];
+    for &f in &order {
+        let Some(fi) = frame_of[f] else { continue };
+        let fr = &FRAMES[fi];
+        for _ in 0..2 {
+            let value = rng.pick(fr.slot);
+            let vs = value.split_once('|').map(|v| v.0).unwrap_or(value);
+            let (en, en2) = (rng.pick(ECHO_NAMES), rng.pick(ECHO_NAMES));
+            let (city, month) = (rng.pick(CITIES), rng.pick(MONTHS));
+            echoes[rng.below(sessions)].push(fill(fr.s, en, en2, vs, city, month));
+        }
     }
     let mut turns = Vec::with_capacity(target_messages + facts.len() * 4);
     let mut questions = Vec::new();
@@ -287,6 +312,12 @@ pub fn generate(seed: u64, target_messages: usize, max_questions: usize) -> Data
             let _ = t;
             push(&mut turns, true, human_text, ts);
             ts += 20_000 + rng.below(60) as i64 * 1_000;
+            push(&mut turns, false, rng.pick(REPLIES).to_owned(), ts);
+        }
+        for e in std::mem::take(&mut echoes[s]) {
+            ts += 45_000;
+            push(&mut turns, true, e, ts);
+            ts += 20_000;
             push(&mut turns, false, rng.pick(REPLIES).to_owned(), ts);
         }
         // Facts not placed by chance go at the end of their session.

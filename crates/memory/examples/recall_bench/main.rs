@@ -212,7 +212,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for wv in [0.1f32, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9] {
         for k in [5.0f32, 10.0, 20.0, 40.0, 60.0] {
             for r in [0.0f32, 0.05, 0.15] {
-                grid.push(RecallSettings { vector_weight: wv, keyword_weight: 1.0 - wv, rrf_k: k, recency_weight: r, candidates: 100 });
+                for n in [20usize, 50, 100] {
+                    grid.push(RecallSettings { vector_weight: wv, keyword_weight: 1.0 - wv, rrf_k: k, recency_weight: r, candidates: n });
+                }
             }
         }
     }
@@ -224,12 +226,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (kw, _) = tune(&cands, &evidence, now, &kw_grid);
     let (vv, _) = tune(&cands, &evidence, now, &vec_grid);
     println!(
-        "tuned on {} questions: vector {:.2} / keyword {:.2}, k = {}, recency {:.2} (tuning split: R@5 {}, R@10 {})",
+        "tuned on {} questions: vector {:.2} / keyword {:.2}, k = {}, recency {:.2}, candidates {} (tuning split: R@5 {}, R@10 {})",
         d.questions.iter().filter(|q| q.tune).count(),
         best.vector_weight,
         best.keyword_weight,
         best.rrf_k,
         best.recency_weight,
+        best.candidates,
         pct(best_tune.r5),
         pct(best_tune.r10)
     );
@@ -237,7 +240,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\nheld-out split ({held} questions)            recall@5   recall@10");
     for (name, s) in [
         ("hybrid, tuned (ours)", best),
+        ("hybrid, tuned + recency 0.05", RecallSettings { recency_weight: 0.05, ..best }),
+        ("hybrid, tuned + recency 0.15 (seed)", RecallSettings { recency_weight: 0.15, ..best }),
         ("hybrid, seed 0.7/0.3 k=60 rec=0.15", RecallSettings::SEED),
+        ("hybrid, shipped defaults", memory::DEFAULT_SETTINGS),
         ("keyword only (FTS5 bm25)", kw),
         ("embeddings only (MiniLM cosine)", vv),
     ] {
