@@ -2,6 +2,7 @@
 
 mod accounts;
 mod chat;
+mod memory;
 
 use std::sync::Arc;
 
