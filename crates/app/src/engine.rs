@@ -56,6 +56,8 @@ pub struct Engine {
     pub(crate) timings: Mutex<Vec<ReplyTiming>>,
     pub(crate) current_cancel: Mutex<Option<providers::CancelFlag>>,
     pub(crate) memory: Arc<memory::MemoryIndex>,
+    /// Set once the embedding model's load was started (it loads on first need).
+    pub(crate) embedder_requested: AtomicBool,
 }
 
 impl Engine {
@@ -75,7 +77,6 @@ impl Engine {
             tracing::info!(requeued, "resuming replies interrupted by the last shutdown");
         }
         let memory = crate::memory::open_index(&config.data_dir, &ledger).await?;
-        crate::memory::start_embedder(&memory, &config.data_dir.models());
         let (events, _) = broadcast::channel(1024);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let engine = Arc::new(Self {
@@ -93,6 +94,7 @@ impl Engine {
             timings: Mutex::new(Vec::new()),
             current_cancel: Mutex::new(None),
             memory,
+            embedder_requested: AtomicBool::new(false),
         });
         let handle = tokio::spawn(chat::run_worker(engine.clone(), shutdown_rx));
         if let Ok(mut w) = engine.worker.lock() {

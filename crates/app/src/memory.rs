@@ -141,6 +141,7 @@ pub(crate) async fn memories_for_reply(engine: &Engine, persona: &Persona, histo
     let Some(query) = history.iter().rev().find(|m| m.role == ledger::MessageRole::Human) else {
         return Vec::new();
     };
+    engine.ensure_embedder().await;
     let k = PROMPT_MEMORIES + history.len();
     let recall = match engine.memory.recall(&scope_of(persona), &query.content, k, memory::now_ms()).await {
         Ok(r) => r,
@@ -169,11 +170,28 @@ pub(crate) async fn memories_for_reply(engine: &Engine, persona: &Persona, histo
 }
 
 impl Engine {
+    /// Loads the embedding model on first need rather than at start: it is
+    /// the largest thing in memory after the web view, and an idle app or a
+    /// CLI command that never searches should not pay for it. Waits (up to
+    /// 10 s) for the load, so the first search already ranks by meaning.
+    pub(crate) async fn ensure_embedder(&self) {
+        if !self.embedder_requested.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            start_embedder(&self.memory, &self.data_dir().models());
+        }
+        for _ in 0..200 {
+            if self.memory.progress().model_loaded || self.memory.embedder_status().starts_with("keyword") {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// Ranks PERSONA's visible messages and memories for QUERY (the exact
     /// ranking replies use). Items not embedded yet count by keyword only.
     pub async fn recall(&self, persona: &str, query: &str, k: usize) -> Result<RecallView> {
         let p = self.ledger.find_persona(persona).await?;
         let k = k.clamp(1, 100);
+        self.ensure_embedder().await;
         let recall = self.memory.recall(&scope_of(&p), query, k, memory::now_ms()).await?;
         Ok(RecallView {
             query: query.to_owned(),
@@ -202,13 +220,7 @@ impl Engine {
     /// Embeds everything not embedded yet, now (when the model is loaded);
     /// `progress` sees (embedded, total). Returns false without a model.
     pub async fn wait_for_embeddings(&self, progress: &(dyn Fn(EmbedProgress) + Send + Sync)) -> Result<bool> {
-        // The model loads in the background at start: give it time.
-        for _ in 0..100 {
-            if self.memory.progress().model_loaded || self.memory.embedder_status().starts_with("keyword") {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        self.ensure_embedder().await;
         if !self.memory.progress().model_loaded {
             return Ok(false);
         }
