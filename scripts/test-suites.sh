@@ -20,7 +20,7 @@ passed=$((passed + p)); failed=$((failed + f))
 suite bindings bash -c 'git diff --exit-code --stat -- ui/src/lib/bindings || { echo "TypeScript bindings drifted from the Rust types: commit the regenerated ui/src/lib/bindings"; exit 1; }'
 suite ui-check bash -c 'cd ui && npm run --silent check'
 suite ui-test bash -c 'cd ui && npx vitest run --reporter=default'
-read -r p f < <(grep -hE '^\s+Tests\s' "$LOG_DIR/ui-test.log" | sed 's/\x1b\[[0-9;]*m//g' | awk '{for(i=1;i<=NF;i++){if($i=="passed")p+=$(i-1); if($i=="failed")f+=$(i-1)}} END {print p+0, f+0}')
+read -r p f < <(sed 's/\x1b\[[0-9;]*m//g' "$LOG_DIR/ui-test.log" | grep -hE '^\s+Tests\s' | awk '{for(i=1;i<=NF;i++){if($i=="passed")p+=$(i-1); if($i=="failed")f+=$(i-1)}} END {print p+0, f+0}')
 passed=$((passed + p)); failed=$((failed + f))
 
 suite e2e scripts/e2e.sh
