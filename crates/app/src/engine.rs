@@ -156,23 +156,26 @@ impl Engine {
             keychain_ok: keychain.is_ok(),
             keychain_message: keychain.err().map(|e| e.to_string()),
             local_model: local.as_ref().ok().cloned(),
-            local_model_message: local.err(),
+            local_model_message: local.err().map(|e| e.message),
             events: self.ledger.event_count().await.unwrap_or(0),
             queue_busy: self.busy.load(Ordering::SeqCst),
             queue_pending: pending as u32,
         }
     }
 
-    fn local_model_status(&self) -> std::result::Result<String, String> {
+    fn local_model_status(&self) -> Result<String> {
         let name = default_local_model(&self.data_dir.models());
         let path = self.data_dir.models().join(format!("{name}.gguf"));
         if !path.exists() {
-            return Err(format!(
-                "No local model in {}. Run scripts/setup.sh to fetch the default model, or drop a .gguf file on the window.",
-                self.data_dir.models().display()
+            return Err(AppError::new(
+                "MODEL_NOT_FOUND",
+                format!(
+                    "No local model in {}. Run scripts/setup.sh to fetch the default model, or drop a .gguf file on the window.",
+                    self.data_dir.models().display()
+                ),
             ));
         }
-        providers::validate_gguf_file(&path).map(|_| name).map_err(|e| e.to_string())
+        Ok(providers::validate_gguf_file(&path).map(|_| name)?)
     }
 
     // ----- personas -----
