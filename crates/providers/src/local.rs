@@ -44,7 +44,7 @@ const FALLBACK_CTX: usize = 4096;
 /// (target `llama-cpp-2`); by default it is silenced.
 pub const LOG_ENV: &str = "LEDGERMIND_LLAMA_LOG";
 
-static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+static BACKEND: OnceLock<Result<LlamaBackend, ProviderError>> = OnceLock::new();
 static LOGS: OnceLock<()> = OnceLock::new();
 /// llama.cpp's context creation mutates the model: never run two at once.
 static CONTEXT_CREATION: Mutex<()> = Mutex::new(());
@@ -60,9 +60,11 @@ fn init_logs() {
 fn backend() -> Result<&'static LlamaBackend, ProviderError> {
     init_logs();
     BACKEND
-        .get_or_init(|| LlamaBackend::init().map_err(|e| e.to_string()))
+        .get_or_init(|| {
+            LlamaBackend::init().map_err(|e| ProviderError::ModelLoad(format!("llama.cpp could not start: {e}")))
+        })
         .as_ref()
-        .map_err(|e| ProviderError::ModelLoad(format!("llama.cpp could not start: {e}")))
+        .map_err(Clone::clone)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

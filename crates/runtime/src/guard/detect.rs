@@ -256,8 +256,7 @@ fn compile() -> Result<Rules, regex::Error> {
     })
 }
 
-pub static RULES: LazyLock<Result<Rules, String>> =
-    LazyLock::new(|| compile().map_err(|e| e.to_string()));
+pub static RULES: LazyLock<Result<Rules, regex::Error>> = LazyLock::new(compile);
 
 impl Rules {
     /// Every detector over one view.
