@@ -7,22 +7,37 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 APP="$PWD/target/debug/ledgermind-desktop"
 [ -x "$APP" ] || { echo "build the app first: cargo build -p ledgermind-desktop"; exit 1; }
-E2E_HOME=$(mktemp -d /tmp/ledgermind-e2e.XXXXXX)
-scripts/install-models.sh "$E2E_HOME"
-export LEDGERMIND_HOME="$E2E_HOME" LEDGERMIND_APP="$APP" WEBKIT_DISABLE_COMPOSITING_MODE=1
-export LEDGERMIND_ARTIFACTS="${LEDGERMIND_ARTIFACTS:-$PWD/artifacts}/e2e" LEDGERMIND_E2E_PHASE="${LEDGERMIND_E2E_PHASE:-all}"
-mkdir -p "$LEDGERMIND_ARTIFACTS"
-xvfb-run -a -s "-screen 0 1280x800x24" bash -c '
-  tauri-driver --port 4444 >"$LEDGERMIND_ARTIFACTS/tauri-driver.log" 2>&1 &
-  driver=$!
-  for _ in $(seq 1 50); do curl -sf http://127.0.0.1:4444/status >/dev/null 2>&1 && break; sleep 0.2; done
-  node tests/e2e/app.e2e.mjs; rc=$?
-  kill $driver 2>/dev/null; wait $driver 2>/dev/null
-  exit $rc'
-rc=$?
-if [ $rc -eq 0 ]; then
-  # The same data directory must still verify from the CLI after the UI run.
-  if target/debug/ledgermind --home "$E2E_HOME" verify; then echo "E2E PASSED"; else rc=1; fi
-fi
-rm -rf "$E2E_HOME"
-exit $rc
+# Every tests/e2e/*.e2e.mjs is one scenario with its own fresh data directory.
+# LEDGERMIND_E2E_SPECS="a b" runs only those (names without .e2e.mjs).
+specs=${LEDGERMIND_E2E_SPECS:-$(cd tests/e2e && ls *.e2e.mjs | sed 's/\.e2e\.mjs$//' | sort)}
+export WEBKIT_DISABLE_COMPOSITING_MODE=1 LEDGERMIND_APP="$APP"
+export LEDGERMIND_E2E_PHASE="${LEDGERMIND_E2E_PHASE:-all}"
+# Separate ports let several checkouts run their scenarios at once.
+export E2E_PORT="${E2E_PORT:-4444}"
+export LEDGERMIND_WEBDRIVER="http://127.0.0.1:$E2E_PORT"
+ARTIFACTS_ROOT="${LEDGERMIND_ARTIFACTS:-$PWD/artifacts}/e2e"
+overall=0
+for spec in $specs; do
+  echo "--- e2e scenario: $spec"
+  E2E_HOME=$(mktemp -d /tmp/ledgermind-e2e.XXXXXX)
+  scripts/install-models.sh "$E2E_HOME"
+  export LEDGERMIND_HOME="$E2E_HOME" E2E_SPEC="tests/e2e/$spec.e2e.mjs"
+  export LEDGERMIND_ARTIFACTS="$ARTIFACTS_ROOT$( [ "$spec" = app ] || echo "/$spec")"
+  mkdir -p "$LEDGERMIND_ARTIFACTS"
+  xvfb-run -a -s "-screen 0 1280x800x24" bash -c '
+    tauri-driver --port "$E2E_PORT" --native-port $((E2E_PORT + 1)) >"$LEDGERMIND_ARTIFACTS/tauri-driver.log" 2>&1 &
+    driver=$!
+    for _ in $(seq 1 50); do curl -sf "$LEDGERMIND_WEBDRIVER/status" >/dev/null 2>&1 && break; sleep 0.2; done
+    node "$E2E_SPEC"; rc=$?
+    kill $driver 2>/dev/null; wait $driver 2>/dev/null
+    exit $rc'
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    # The same data directory must still verify from the CLI after the UI run.
+    target/debug/ledgermind --home "$E2E_HOME" verify || rc=1
+  fi
+  rm -rf "$E2E_HOME"
+  if [ $rc -eq 0 ]; then echo "--- e2e scenario $spec: passed"; else echo "--- e2e scenario $spec: FAILED"; overall=1; fi
+done
+[ $overall -eq 0 ] && echo "E2E PASSED"
+exit $overall
