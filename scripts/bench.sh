@@ -9,17 +9,17 @@ cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
 what="${1:-all}"
 CACHE="${LEDGERMIND_CACHE:-$HOME/.cache/ledgermind}"
-cargo build -q -p ledgermind-desktop -p cli -p minimal-tauri-app
+cargo build -q --workspace --all-targets
 BIN="$PWD/target/debug"
-bench_home() { local h; h=$(mktemp -d /tmp/ledgermind-bench.XXXXXX); scripts/install-models.sh "$h"; echo "$h"; }
+bench_home() { local h; h=$(mktemp -d /tmp/ledgermind-bench.XXXXXX); scripts/install-models.sh "$h" >&2; echo "$h"; }
 
 if [ "$what" = all ] || [ "$what" = startup ]; then
   echo "== startup: Ledgermind vs minimal Tauri app =="
   H=$(bench_home)
   LEDGERMIND_HOME="$H" LEDGERMIND_APP="$BIN/ledgermind-desktop" MINIMAL_APP="$BIN/minimal-tauri-app" \
   WEBKIT_DISABLE_COMPOSITING_MODE=1 scripts/with-keychain.sh xvfb-run -a -s "-screen 0 1280x800x24" bash -c '
-    tauri-driver --port 4444 >/dev/null 2>&1 & d=$!
-    for _ in $(seq 1 50); do curl -sf http://127.0.0.1:4444/status >/dev/null && break; sleep 0.2; done
+    tauri-driver --port "${E2E_PORT:-4444}" --native-port $((${E2E_PORT:-4444} + 1)) >"${BENCH_LOG:-/dev/null}" 2>&1 & d=$!
+    for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:${E2E_PORT:-4444}/status" >/dev/null && break; sleep 0.2; done
     node tests/bench/startup.mjs "${ROUNDS:-5}"; kill $d'
   rm -rf "$H"
 fi

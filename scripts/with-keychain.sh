@@ -22,8 +22,21 @@ printf 'ledgermind-test' | gnome-keyring-daemon --foreground --unlock --componen
 KEYRING_PID=$!
 cleanup() { kill "$KEYRING_PID" 2>/dev/null || true; rm -rf "$SCRATCH"; }
 trap cleanup EXIT
-for _ in $(seq 1 50); do
-  secret-tool search --all service probe >/dev/null 2>&1 && break
+# Never call the Secret Service before our daemon owns its bus name: a call
+# would make D-Bus activate a second, locked gnome-keyring that can win the name.
+for _ in $(seq 1 100); do
+  dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q "boolean true" && break
+  sleep 0.05
+done
+# Ready means the default collection takes a secret, not just that the
+# daemon answers: a search succeeds before the login collection exists.
+for _ in $(seq 1 100); do
+  if printf ready | secret-tool store --label="ledgermind probe" service ledgermind-probe account ready >/dev/null 2>&1 \
+     && secret-tool lookup service ledgermind-probe account ready >/dev/null 2>&1; then
+    secret-tool clear service ledgermind-probe account ready >/dev/null 2>&1 || true
+    break
+  fi
   sleep 0.1
 done
 "$@"

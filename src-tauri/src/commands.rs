@@ -14,8 +14,9 @@ use crate::Backend;
 
 type Reply<T> = Result<T, ErrorView>;
 
-fn engine(state: &State<'_, Backend>) -> Reply<Arc<Engine>> {
-    state.0.clone().map_err(|e| e.view())
+/// The engine; while it is still starting, waits for it.
+async fn engine(state: &State<'_, Backend>) -> Reply<Arc<Engine>> {
+    state.engine().await.map_err(|e| e.view())
 }
 
 fn view<T>(r: app::Result<T>) -> Reply<T> {
@@ -25,7 +26,7 @@ fn view<T>(r: app::Result<T>) -> Reply<T> {
 /// Streams every engine event to the web view over one channel.
 #[tauri::command]
 pub async fn subscribe(state: State<'_, Backend>, on_event: Channel<AppEvent>) -> Reply<()> {
-    let mut rx = engine(&state)?.subscribe();
+    let mut rx = engine(&state).await?.subscribe();
     tauri::async_runtime::spawn(async move {
         loop {
             match rx.recv().await {
@@ -46,103 +47,103 @@ pub async fn subscribe(state: State<'_, Backend>, on_event: Channel<AppEvent>) -
 
 #[tauri::command]
 pub async fn status(state: State<'_, Backend>) -> Reply<StatusView> {
-    match &state.0 {
+    match state.engine().await {
         Ok(engine) => Ok(engine.status().await),
-        Err(e) => Ok(StatusView::unavailable(e)),
+        Err(e) => Ok(StatusView::unavailable(&e)),
     }
 }
 
 #[tauri::command]
 pub async fn list_personas(state: State<'_, Backend>) -> Reply<Vec<PersonaView>> {
-    view(engine(&state)?.list_personas().await)
+    view(engine(&state).await?.list_personas().await)
 }
 
 #[tauri::command]
 pub async fn create_persona(state: State<'_, Backend>, name: String, description: String) -> Reply<PersonaView> {
-    view(engine(&state)?.create_persona(&name, &description).await)
+    view(engine(&state).await?.create_persona(&name, &description).await)
 }
 
 #[tauri::command]
 pub async fn set_persona_model(state: State<'_, Backend>, persona_id: String, model: String) -> Reply<PersonaView> {
-    view(engine(&state)?.set_persona_model(&persona_id, &model).await)
+    view(engine(&state).await?.set_persona_model(&persona_id, &model).await)
 }
 
 #[tauri::command]
 pub async fn list_messages(state: State<'_, Backend>, persona_id: String) -> Reply<Vec<MessageView>> {
-    view(engine(&state)?.list_messages(&persona_id).await)
+    view(engine(&state).await?.list_messages(&persona_id).await)
 }
 
 #[tauri::command]
 pub async fn send_message(state: State<'_, Backend>, persona_id: String, content: String) -> Reply<MessageView> {
-    view(engine(&state)?.send_message(&persona_id, &content).await.map(|(m, _)| m))
+    view(engine(&state).await?.send_message(&persona_id, &content).await.map(|(m, _)| m))
 }
 
 #[tauri::command]
 pub async fn mark_read(state: State<'_, Backend>, persona_id: String) -> Reply<()> {
-    view(engine(&state)?.mark_read(&persona_id).await)
+    view(engine(&state).await?.mark_read(&persona_id).await)
 }
 
 #[tauri::command]
 pub async fn verify_ledger(state: State<'_, Backend>) -> Reply<VerifyView> {
-    view(engine(&state)?.verify().await)
+    view(engine(&state).await?.verify().await)
 }
 
 #[tauri::command]
 pub async fn list_events(state: State<'_, Backend>, before_seq: Option<i64>, limit: u32) -> Reply<Vec<EventView>> {
-    view(engine(&state)?.list_events(before_seq, limit).await)
+    view(engine(&state).await?.list_events(before_seq, limit).await)
 }
 
 #[tauri::command]
 pub async fn list_accounts(state: State<'_, Backend>) -> Reply<Vec<AccountView>> {
-    view(engine(&state)?.list_accounts().await)
+    view(engine(&state).await?.list_accounts().await)
 }
 
 #[tauri::command]
 pub async fn add_account(state: State<'_, Backend>, account: NewAccount) -> Reply<AccountView> {
-    view(engine(&state)?.add_account(account).await)
+    view(engine(&state).await?.add_account(account).await)
 }
 
 #[tauri::command]
 pub async fn remove_account(state: State<'_, Backend>, name: String) -> Reply<()> {
-    view(engine(&state)?.remove_account(&name).await)
+    view(engine(&state).await?.remove_account(&name).await)
 }
 
 #[tauri::command]
 pub async fn list_models(state: State<'_, Backend>) -> Reply<Vec<ModelView>> {
-    view(engine(&state)?.list_models().await)
+    view(engine(&state).await?.list_models().await)
 }
 
 #[tauri::command]
 pub async fn import_model(state: State<'_, Backend>, path: PathBuf) -> Reply<ModelView> {
-    view(engine(&state)?.import_model(&path))
+    view(engine(&state).await?.import_model(&path))
 }
 
 #[tauri::command]
 pub async fn list_checkpoints(state: State<'_, Backend>) -> Reply<Vec<CheckpointView>> {
-    view(engine(&state)?.list_checkpoints().await.map(|v| v.into_iter().map(Into::into).collect()))
+    view(engine(&state).await?.list_checkpoints().await.map(|v| v.into_iter().map(Into::into).collect()))
 }
 
 #[tauri::command]
 pub async fn save_checkpoint(state: State<'_, Backend>, slot: i64, name: String) -> Reply<CheckpointView> {
-    view(engine(&state)?.save_checkpoint(slot, &name).await.map(Into::into))
+    view(engine(&state).await?.save_checkpoint(slot, &name).await.map(Into::into))
 }
 
 #[tauri::command]
 pub async fn delete_checkpoint(state: State<'_, Backend>, slot: i64) -> Reply<()> {
-    view(engine(&state)?.delete_checkpoint(slot).await)
+    view(engine(&state).await?.delete_checkpoint(slot).await)
 }
 
 #[tauri::command]
 pub async fn restore_checkpoint(state: State<'_, Backend>, slot: i64) -> Reply<ReceiptView> {
-    view(engine(&state)?.restore_checkpoint(slot).await.map(Into::into))
+    view(engine(&state).await?.restore_checkpoint(slot).await.map(Into::into))
 }
 
 #[tauri::command]
 pub async fn undo_restore(state: State<'_, Backend>) -> Reply<ReceiptView> {
-    view(engine(&state)?.undo_restore().await.map(Into::into))
+    view(engine(&state).await?.undo_restore().await.map(Into::into))
 }
 
 #[tauri::command]
 pub async fn get_receipt(state: State<'_, Backend>, seq: i64) -> Reply<ReceiptView> {
-    view(engine(&state)?.receipt(seq).await.map(Into::into))
+    view(engine(&state).await?.receipt(seq).await.map(Into::into))
 }

@@ -7,13 +7,34 @@
 mod commands;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use app::{AppError, DataDir, Engine, EngineConfig};
 use ledger::KeyringStore;
 use tauri::Manager;
+use tokio::sync::watch;
+
+type Started = Option<Result<Arc<Engine>, AppError>>;
 
 /// The engine, or why it could not start (shown by the UI's status panel).
-pub struct Backend(pub Result<Arc<Engine>, AppError>);
+/// It starts in the background while the window opens; commands wait for it.
+pub struct Backend(watch::Receiver<Started>);
+
+impl Backend {
+    pub async fn engine(&self) -> Result<Arc<Engine>, AppError> {
+        let mut rx = self.0.clone();
+        let started = rx.wait_for(Option::is_some).await;
+        match started.as_deref() {
+            Ok(Some(result)) => result.clone(),
+            _ => Err(AppError::new("APP_SHUTTING_DOWN", "the engine stopped before it was ready")),
+        }
+    }
+
+    /// The engine if it has started, without waiting.
+    fn started(&self) -> Option<Arc<Engine>> {
+        self.0.borrow().as_ref().and_then(|r| r.as_ref().ok().cloned())
+    }
+}
 
 fn threads() -> usize {
     std::env::var("LEDGERMIND_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or_else(app_default_threads)
@@ -33,11 +54,20 @@ fn main() {
         .setup(|app| {
             let mut config = EngineConfig::new(DataDir::from_env(), Arc::new(KeyringStore::new("ledgermind")));
             config.local_threads = threads();
-            let engine = tauri::async_runtime::block_on(Engine::start(config));
-            if let Err(e) = &engine {
-                tracing::error!(code = e.code, "the engine did not start: {}", e.message);
-            }
-            app.manage(Backend(engine));
+            let (tx, rx) = watch::channel(None);
+            app.manage(Backend(rx));
+            // Opening the keychain, the ledger and the index overlaps with the
+            // web view's own start-up instead of delaying the window.
+            // (A thread of its own: sqlx's futures are not provably `Send` for `spawn`.)
+            std::thread::spawn(move || {
+                let started = Instant::now();
+                let engine = tauri::async_runtime::block_on(Engine::start(config));
+                match &engine {
+                    Ok(_) => tracing::info!(ms = started.elapsed().as_millis() as u64, "engine started"),
+                    Err(e) => tracing::error!(code = e.code, "the engine did not start: {}", e.message),
+                }
+                let _ = tx.send(Some(engine));
+            });
             Ok(())
         })
         .invoke_handler(tauri::generate_handler![
@@ -73,7 +103,7 @@ fn main() {
     };
     app.run(|handle, event| {
         if let tauri::RunEvent::Exit = event {
-            if let Some(Ok(engine)) = handle.try_state::<Backend>().map(|b| b.0.clone()) {
+            if let Some(engine) = handle.try_state::<Backend>().and_then(|b| b.started()) {
                 // Finish the current step; queued replies stay queued.
                 tauri::async_runtime::block_on(engine.shutdown());
             }

@@ -71,12 +71,15 @@ impl Engine {
         let mut opts = LedgerOptions::new(config.data_dir.ledger());
         opts.durable = config.durable;
         opts.default_model = default_model;
+        let t0 = Instant::now();
         let ledger = Arc::new(Ledger::open(opts, config.keystore.clone()).await?);
+        let opened = t0.elapsed();
         let requeued = ledger.requeue_running().await?;
         if requeued > 0 {
             tracing::info!(requeued, "resuming replies interrupted by the last shutdown");
         }
         let memory = crate::memory::open_index(&config.data_dir, &ledger).await?;
+        tracing::debug!(ledger_ms = opened.as_millis() as u64, total_ms = t0.elapsed().as_millis() as u64, "engine opened");
         let (events, _) = broadcast::channel(1024);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let engine = Arc::new(Self {

@@ -97,15 +97,16 @@ export class AppState {
         await this.backend.subscribe((event) => this.handle(event));
         this.subscribed = true;
       }
-      const [personas, status, models] = await Promise.all([
-        this.backend.listPersonas(),
-        this.backend.status(),
-        this.backend.listModels(),
-      ]);
-      for (const persona of personas) this.upsertPersona(persona);
-      this.applyStatus(status);
-      this.models = models;
+      // The persona list is what makes the window usable: show it as soon as
+      // it arrives; the status bar and the model list fill in right after.
+      const personas = this.backend.listPersonas();
+      const rest = Promise.all([this.backend.status(), this.backend.listModels()]);
+      rest.catch(() => {}); // reported below, or superseded by the persona error
+      for (const persona of await personas) this.upsertPersona(persona);
       this.ready = true;
+      const [statusView, modelList] = await rest;
+      this.applyStatus(statusView);
+      this.models = modelList;
       const first = this.selectedId ?? this.sortedPersonas[0]?.id;
       if (first) await this.select(first, false);
     } catch (error) {
