@@ -31,6 +31,13 @@ fn main() {
         "restore_checkpoint",
         "undo_restore",
         "get_receipt",
+        // runtime (issue #6)
+        "list_items",
+        "pending_proposal",
+        "confirm_proposal",
+        "reject_proposal",
+        "get_metadata_service",
+        "set_metadata_service",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

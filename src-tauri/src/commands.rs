@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use app::{
-    AccountView, AppEvent, CheckpointView, Engine, ErrorView, EventView, MessageView, ModelView, NewAccount, PersonaView, ReceiptView,
-    StatusView, VerifyView,
+    AccountView, AppEvent, CheckpointView, Engine, ErrorView, EventView, ItemView, MessageView, MetadataServiceView, ModelView,
+    NewAccount, PersonaView, ProposalView, ReceiptView, StatusView, ToolResultView, VerifyView,
 };
 use tauri::ipc::Channel;
 use tauri::State;
@@ -146,4 +146,36 @@ pub async fn undo_restore(state: State<'_, Backend>) -> Reply<ReceiptView> {
 #[tauri::command]
 pub async fn get_receipt(state: State<'_, Backend>, seq: i64) -> Reply<ReceiptView> {
     view(engine(&state).await?.receipt(seq).await.map(Into::into))
+}
+
+// ----- runtime (issue #6) -----
+
+#[tauri::command]
+pub async fn list_items(state: State<'_, Backend>, query: Option<String>) -> Reply<Vec<ItemView>> {
+    view(engine(&state)?.list_items(query.as_deref()).await)
+}
+
+#[tauri::command]
+pub async fn pending_proposal(state: State<'_, Backend>, persona_id: String) -> Reply<Option<ProposalView>> {
+    view(engine(&state)?.pending_proposal(&persona_id).await)
+}
+
+#[tauri::command]
+pub async fn confirm_proposal(state: State<'_, Backend>, persona_id: String, nonce: String) -> Reply<ToolResultView> {
+    view(engine(&state)?.confirm_proposal(&persona_id, &nonce).await)
+}
+
+#[tauri::command]
+pub async fn reject_proposal(state: State<'_, Backend>, persona_id: String) -> Reply<bool> {
+    view(engine(&state)?.reject_proposal(&persona_id).await)
+}
+
+#[tauri::command]
+pub async fn get_metadata_service(state: State<'_, Backend>) -> Reply<MetadataServiceView> {
+    view(engine(&state)?.metadata_service().await)
+}
+
+#[tauri::command]
+pub async fn set_metadata_service(state: State<'_, Backend>, base_url: String, api_key: String) -> Reply<MetadataServiceView> {
+    view(engine(&state)?.set_metadata_service(&base_url, &api_key).await)
 }

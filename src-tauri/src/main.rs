@@ -92,6 +92,12 @@ fn main() {
             commands::restore_checkpoint,
             commands::undo_restore,
             commands::get_receipt,
+            commands::list_items,
+            commands::pending_proposal,
+            commands::confirm_proposal,
+            commands::reject_proposal,
+            commands::get_metadata_service,
+            commands::set_metadata_service,
         ])
         .build(tauri::generate_context!("../tauri.conf.json"));
     let app = match result {

@@ -5,11 +5,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ledger::{EventBody, MessageRole, QueueItem};
+use ledger::{EventBody, QueueItem};
 use providers::{CancelFlag, CompletionRequest, FinishReason, ProviderError};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
+use crate::assistant::RespondStream;
 use crate::engine::Engine;
 use crate::error::AppError;
 use crate::models::ModelSpec;
@@ -19,7 +20,8 @@ use crate::views::{AppEvent, MessageView};
 pub(crate) const REPLY_KIND: &str = "reply";
 /// Attempts before a reply is dead-lettered.
 const MAX_ATTEMPTS: i64 = 3;
-const REPLY_MAX_TOKENS: u32 = 160;
+/// Includes the planner JSON around the message (about 12 tokens).
+const REPLY_MAX_TOKENS: u32 = 176;
 const IDLE_POLL: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -153,8 +155,12 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         *c = Some(cancel.clone());
     }
     let memories = crate::memory::memories_for_reply(engine, &persona, &history).await;
-    let mut request =
+    let request =
         CompletionRequest::chat(spec.model.clone(), reply_prompt_with_memories(&persona, &history, &memories));
+    let mut request = engine.planner_request(&persona, request).await;
+    if !spec.is_local() {
+        engine.prepare_for_cloud(&spec.account, &mut request).await.map_err(Failure::Retry)?;
+    }
     request.max_tokens = REPLY_MAX_TOKENS;
     request.cancel = cancel;
 
@@ -167,15 +173,21 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         let persona_id = persona.id.clone();
         tokio::spawn(async move {
             let mut first: Option<Instant> = None;
-            while let Some(text) = rx.recv().await {
+            // Only a RESPOND's message streams; tool calls are judged at the end.
+            let mut stream = RespondStream::new();
+            while let Some(delta) = rx.recv().await {
+                let text = stream.push(&delta);
+                if text.is_empty() {
+                    continue;
+                }
                 first.get_or_insert_with(Instant::now);
                 engine.emit(AppEvent::ReplyDelta { request_id: request_id.clone(), persona_id: persona_id.clone(), text });
             }
-            first
+            (first, stream)
         })
     };
     let result = provider.complete(request, Some(tx)).await;
-    let first_token = forwarder.await.ok().flatten();
+    let (first_token, stream) = forwarder.await.unwrap_or_default();
     let generated = Instant::now();
     if let Ok(mut c) = engine.current_cancel.lock() {
         *c = None;
@@ -188,13 +200,13 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     if completion.finish == FinishReason::Cancelled {
         return Err(Failure::Final(ProviderError::Cancelled.into()));
     }
-    let text = completion.text.trim();
-    if text.is_empty() {
+    let planned = engine
+        .settle_planner_reply(&persona, &completion.text, &stream, completion.finish == FinishReason::Length)
+        .await
+        .map_err(Failure::Retry)?;
+    let (content, role) = (planned.content, planned.role);
+    if content.trim().is_empty() {
         return Err(Failure::Final(AppError::new("LLM_EMPTY_REPLY", "the model returned an empty reply")));
-    }
-    let mut content = text.to_owned();
-    if completion.finish == FinishReason::Length {
-        content.push('…');
     }
     let message_id = uuid::Uuid::now_v7().to_string();
     let receipt = engine
@@ -204,7 +216,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
             EventBody::MessageAdded {
                 message_id: message_id.clone(),
                 persona_id: persona.id.clone(),
-                role: MessageRole::Persona,
+                role,
                 content: content.clone(),
                 external_id: None,
             },

@@ -58,6 +58,7 @@ pub struct Engine {
     pub(crate) memory: Arc<memory::MemoryIndex>,
     /// Set once the embedding model's load was started (it loads on first need).
     pub(crate) embedder_requested: AtomicBool,
+    pub(crate) assistant: crate::assistant::Assistant,
 }
 
 impl Engine {
@@ -82,6 +83,7 @@ impl Engine {
         tracing::debug!(ledger_ms = opened.as_millis() as u64, total_ms = t0.elapsed().as_millis() as u64, "engine opened");
         let (events, _) = broadcast::channel(1024);
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let assistant = crate::assistant::Assistant::new(ledger.clone(), events.clone());
         let engine = Arc::new(Self {
             ledger,
             #[cfg(feature = "local")]
@@ -98,6 +100,7 @@ impl Engine {
             current_cancel: Mutex::new(None),
             memory,
             embedder_requested: AtomicBool::new(false),
+            assistant,
         });
         let handle = tokio::spawn(chat::run_worker(engine.clone(), shutdown_rx));
         if let Ok(mut w) = engine.worker.lock() {
@@ -268,8 +271,9 @@ impl Engine {
         Ok(self.ledger.messages(&p.id, None).await?.into_iter().map(MessageView::from).collect())
     }
 
-    /// Stores the human's message and queues the persona's reply. Returns
-    /// the stored message and the reply's request id.
+    /// Screens the human's message with the injection guard, stores it and
+    /// queues the persona's reply. Returns the stored message and the
+    /// reply's request id (empty when a deterministic intent answered).
     pub async fn send_message(&self, persona: &str, content: &str) -> Result<(MessageView, String)> {
         let sent = Instant::now();
         let content = content.trim();
@@ -283,6 +287,8 @@ impl Engine {
         if p.archived {
             return Err(ledger::LedgerError::PersonaArchived(p.name).into());
         }
+        let screened = self.screen_input(content)?;
+        let content = screened.as_str();
         let message_id = uuid::Uuid::now_v7().to_string();
         let receipt = self
             .ledger
@@ -298,16 +304,23 @@ impl Engine {
             )
             .await?;
         crate::memory::index_message(self, &message_id, &p.id, content, receipt.seq).await;
-        let job = ReplyJob { persona_id: p.id.clone(), reply_to: message_id.clone() };
-        let body = serde_json::to_value(&job).map_err(|e| AppError::invalid(e.to_string()))?;
-        let item = self.ledger.enqueue(chat::REPLY_KIND, PRIORITY_HIGH, Some(&p.id), &body).await?;
-        if let Ok(mut m) = self.sent_at.lock() {
-            m.insert(item.id.clone(), sent);
-        }
-        self.wake.notify_one();
+        // Delete all, list all, cancel are answered without the model.
+        let intent = runtime::detect_intent(content).is_some();
+        let request_id = if intent {
+            String::new()
+        } else {
+            let job = ReplyJob { persona_id: p.id.clone(), reply_to: message_id.clone() };
+            let body = serde_json::to_value(&job).map_err(|e| AppError::invalid(e.to_string()))?;
+            let item = self.ledger.enqueue(chat::REPLY_KIND, PRIORITY_HIGH, Some(&p.id), &body).await?;
+            if let Ok(mut m) = self.sent_at.lock() {
+                m.insert(item.id.clone(), sent);
+            }
+            self.wake.notify_one();
+            item.id
+        };
         let view = MessageView {
             id: message_id,
-            persona_id: p.id,
+            persona_id: p.id.clone(),
             role: crate::views::MessageRole::Human,
             content: content.to_owned(),
             ts: String::new(),
@@ -317,8 +330,11 @@ impl Engine {
         let view = self.ledger.messages(&view.persona_id, Some(1)).await?.pop().map(MessageView::from).unwrap_or(view);
         self.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
         self.emit(AppEvent::MessageAdded { message: view.clone() });
+        if intent {
+            self.handle_intent(&p, content).await?;
+        }
         self.emit_queue().await;
-        Ok((view, item.id))
+        Ok((view, request_id))
     }
 
     pub async fn mark_read(&self, persona: &str) -> Result<()> {

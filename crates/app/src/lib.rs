@@ -4,17 +4,24 @@
 //!
 //! It must never know about Tauri or the terminal; shells only translate.
 
+mod assistant;
 mod chat;
 mod engine;
 mod memory;
+mod metadata;
+mod items;
 mod error;
 mod models;
 mod paths;
 mod prompt;
 mod vault;
+mod tools_exec;
 mod views;
 
+pub use assistant::{ProposalView, ToolResultView, CONFIRMATION_TTL_ENV};
 pub use engine::{Engine, EngineConfig};
+pub use items::ItemView;
+pub use metadata::MetadataServiceView;
 pub use memory::{EmbedProgress, ImportReport, RecallItem, RecallSettings, RecallView};
 pub use error::AppError;
 pub use models::{ModelSpec, DEFAULT_LOCAL_MODEL};

@@ -175,6 +175,12 @@ pub enum AppEvent {
     CheckpointRestored { slot: Option<u8>, receipt: ReceiptView },
     CheckpointDeleted { slot: u8 },
     CheckpointFailed { op: String, slot: Option<u8>, error: ErrorView },
+    // runtime (issue #6)
+    ToolProposed { proposal: crate::ProposalView },
+    /// `outcome`: confirmed, rejected, superseded, failed, or a confirmation error code in lowercase.
+    ProposalSettled { persona_id: String, nonce: String, outcome: String },
+    ToolExecuted { result: crate::ToolResultView },
+    ItemsChanged {},
 }
 
 impl From<ledger::Persona> for PersonaView {

@@ -78,6 +78,37 @@ pub enum EventBody {
         slot: Option<u8>,
         target_seq: i64,
     },
+    // ----- runtime (issue #6): tool results, audit, settings -----
+    /// A tool saved an item (note, movie, tv_show, video, link, fact…).
+    ItemSaved {
+        item_id: String,
+        item_kind: String,
+        title: String,
+        data: serde_json::Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        persona_id: Option<String>,
+        correlation_id: String,
+    },
+    /// A tool deleted a saved item (the event that saved it stays).
+    ItemDeleted { item_id: String, correlation_id: String },
+    /// One step of the tool pipeline (parse, validate, …, audit).
+    ToolAudited {
+        correlation_id: String,
+        step: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        detail: String,
+    },
+    /// PII removed before text went to a cloud provider (kinds and
+    /// placeholders only, never the removed values).
+    PiiScrubbed { correlation_id: String, provider: String, removed: Vec<String>, withheld_messages: u32 },
+    /// A runtime setting (e.g. the metadata service URL); None clears it.
+    RuntimeSettingSet {
+        key: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<String>,
+    },
+    // ----- end runtime -----
 }
 
 impl EventBody {
@@ -94,6 +125,12 @@ impl EventBody {
             Self::ProviderAccountRemoved { .. } => "provider_account_removed",
             Self::PayloadErased { .. } => "payload_erased",
             Self::CheckpointRestored { .. } => "checkpoint_restored",
+            // runtime (issue #6)
+            Self::ItemSaved { .. } => "item_saved",
+            Self::ItemDeleted { .. } => "item_deleted",
+            Self::ToolAudited { .. } => "tool_audited",
+            Self::PiiScrubbed { .. } => "pii_scrubbed",
+            Self::RuntimeSettingSet { .. } => "runtime_setting_set",
         }
     }
 

@@ -140,10 +140,17 @@ impl Ledger {
         self.erase_payloads(&seqs, "persona deleted").await
     }
 
-    /// Erases every message and every persona except Ei.
+    /// Erases a saved item's content (runtime `forget`): every event that
+    /// saved it. Returns the erased seqs (empty when there was nothing).
+    pub async fn erase_item(&self, item_id: &str, reason: &str) -> Result<Erasure> {
+        let seqs = self.seqs_where("'item_saved'", "item_id", item_id).await?;
+        self.erase_payloads(&seqs, reason).await
+    }
+
+    /// Erases every message, every saved item and every persona except Ei.
     pub async fn delete_all_memories(&self) -> Result<Erasure> {
         let mut seqs: Vec<i64> =
-            sqlx::query_scalar("SELECT e.seq FROM events e JOIN payloads p ON p.seq = e.seq WHERE e.kind = 'message_added'")
+            sqlx::query_scalar("SELECT e.seq FROM events e JOIN payloads p ON p.seq = e.seq WHERE e.kind IN ('message_added', 'item_saved')")
                 .fetch_all(self.pool())
                 .await
                 .map_err(LedgerError::Load)?;

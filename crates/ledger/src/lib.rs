@@ -40,7 +40,7 @@ pub use keys::FileKeyStore;
 pub use keys::{KeyStore, KeyStoreError, KeyringStore};
 pub use merkle::{leaf_hash, node_hash};
 pub use proof::{check_proof, sth_message, Proof, SignedTreeHead};
-pub use query::{Account, Message, Persona, StoredEvent};
+pub use query::{Account, Item, Message, Persona, StoredEvent};
 pub use queue::{QueueItem, QueueState};
 pub use erase::Erasure;
 pub use store::{Draft, Ledger, LedgerOptions, Receipt, EI_PERSONA_ID, HUMAN_ENTITY};

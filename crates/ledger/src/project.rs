@@ -12,7 +12,7 @@ use crate::Result;
 type Tx<'a> = Transaction<'a, Sqlite>;
 
 pub(crate) async fn clear(tx: &mut Tx<'_>) -> Result<()> {
-    for table in ["entities", "personas", "messages", "accounts", "erased"] {
+    for table in ["entities", "personas", "messages", "accounts", "erased", "items", "runtime_settings"] {
         sqlx::query(&format!("DELETE FROM {table}"))
             .execute(&mut **tx)
             .await
@@ -158,6 +158,42 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
         }
         // Handled by `rebuild_all`: an append containing a restore rebuilds.
         EventBody::CheckpointRestored { .. } => {}
+        // ----- runtime (issue #6) -----
+        EventBody::ItemSaved { item_id, item_kind, title, data, persona_id, .. } => {
+            sqlx::query(
+                "INSERT OR REPLACE INTO items (id, kind, title, data, persona_id, ts, seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(item_id)
+            .bind(item_kind)
+            .bind(title)
+            .bind(data.to_string())
+            .bind(persona_id)
+            .bind(&h.ts)
+            .bind(seq)
+            .execute(&mut **tx)
+            .await
+            .map_err(LedgerError::Save)?;
+        }
+        EventBody::ItemDeleted { item_id, .. } => {
+            sqlx::query("DELETE FROM items WHERE id = ?")
+                .bind(item_id)
+                .execute(&mut **tx)
+                .await
+                .map_err(LedgerError::Save)?;
+        }
+        EventBody::ToolAudited { .. } | EventBody::PiiScrubbed { .. } => {}
+        EventBody::RuntimeSettingSet { key, value } => {
+            match value {
+                Some(v) => sqlx::query("INSERT OR REPLACE INTO runtime_settings (key, value, seq) VALUES (?, ?, ?)")
+                    .bind(key)
+                    .bind(v)
+                    .bind(seq)
+                    .execute(&mut **tx)
+                    .await,
+                None => sqlx::query("DELETE FROM runtime_settings WHERE key = ?").bind(key).execute(&mut **tx).await,
+            }
+            .map_err(LedgerError::Save)?;
+        }
     }
     Ok(())
 }

@@ -42,6 +42,18 @@ pub struct Account {
     pub enabled: bool,
 }
 
+/// A saved item (runtime, issue #6).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Item {
+    pub id: String,
+    pub kind: String,
+    pub title: String,
+    pub data: serde_json::Value,
+    pub persona_id: Option<String>,
+    pub ts: String,
+    pub seq: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoredEvent {
     pub seq: i64,
@@ -222,6 +234,56 @@ impl Ledger {
             }
         }
         Ok(hex::encode(h.finalize()))
+    }
+}
+
+fn item_row(r: &SqliteRow) -> Item {
+    let data: String = r.get(3);
+    Item {
+        id: r.get(0),
+        kind: r.get(1),
+        title: r.get(2),
+        data: serde_json::from_str(&data).unwrap_or(serde_json::Value::Null),
+        persona_id: r.get(4),
+        ts: r.get(5),
+        seq: r.get(6),
+    }
+}
+
+// ----- runtime (issue #6) -----
+impl Ledger {
+    /// Saved items, newest first; `query` matches title, kind and data
+    /// (case-insensitive substring, every word must match).
+    pub async fn items(&self, query: Option<&str>, limit: u32) -> Result<Vec<Item>> {
+        let words: Vec<String> = query
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(|w| format!("%{}%", w.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")))
+            .collect();
+        let mut q = sqlx::QueryBuilder::new("SELECT id, kind, title, data, persona_id, ts, seq FROM items WHERE 1 = 1");
+        for w in &words {
+            q.push(" AND lower(kind || ' ' || title || ' ' || data) LIKE ").push_bind(w).push(" ESCAPE '\\'");
+        }
+        q.push(" ORDER BY seq DESC LIMIT ").push_bind(i64::from(limit));
+        let rows = q.build().fetch_all(self.pool()).await.map_err(LedgerError::Load)?;
+        Ok(rows.iter().map(item_row).collect())
+    }
+
+    pub async fn item(&self, id: &str) -> Result<Option<Item>> {
+        let row = sqlx::query("SELECT id, kind, title, data, persona_id, ts, seq FROM items WHERE id = ?")
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(row.as_ref().map(item_row))
+    }
+
+    pub async fn runtime_setting(&self, key: &str) -> Result<Option<String>> {
+        sqlx::query_scalar("SELECT value FROM runtime_settings WHERE key = ?")
+            .bind(key)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(LedgerError::Load)
     }
 }
 

@@ -111,6 +111,7 @@ impl Book {
 /// All pending confirmations of the app.
 pub struct ConfirmationBook {
     clock: Arc<dyn Clock>,
+    ttl: Duration,
     book: Mutex<Book>,
 }
 
@@ -137,8 +138,15 @@ fn constant_time_eq(a: &str, b: &str) -> bool {
 
 impl ConfirmationBook {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
+        Self::with_ttl(clock, CONFIRMATION_TTL)
+    }
+
+    /// A book whose proposals live `ttl` (the app takes it from a test-only
+    /// environment variable; the product always uses [`CONFIRMATION_TTL`]).
+    pub fn with_ttl(clock: Arc<dyn Clock>, ttl: Duration) -> Self {
         Self {
             clock,
+            ttl,
             book: Mutex::new(Book::default()),
         }
     }
@@ -164,7 +172,7 @@ impl ConfirmationBook {
             tool: tool.to_owned(),
             args,
             created_at: now,
-            expires_at: now + CONFIRMATION_TTL,
+            expires_at: now + self.ttl,
             correlation_id: correlation_id.to_owned(),
         };
         let mut book = self.lock();

@@ -23,6 +23,7 @@ pub mod pii;
 pub mod pipeline;
 pub mod plan;
 pub mod planner;
+pub mod respond_stream;
 pub mod schema;
 pub mod state;
 pub mod text;
@@ -39,4 +40,5 @@ pub use pipeline::{
     ToolExecutor,
 };
 pub use planner::{parse_planner_reply, planner_json_schema, PlannerError, PlannerReply};
+pub use respond_stream::RespondStream;
 pub use tools::{Role, ToolCategory, ToolRegistry, ToolSpec};

@@ -291,6 +291,12 @@ impl Pipeline {
         }
     }
 
+    /// Proposals live `ttl` instead of the standard 5 minutes (tests only).
+    pub fn with_confirmation_ttl(mut self, ttl: Duration) -> Self {
+        self.confirmations = ConfirmationBook::with_ttl(self.clock.clone(), ttl);
+        self
+    }
+
     pub fn registry(&self) -> &ToolRegistry {
         &self.registry
     }

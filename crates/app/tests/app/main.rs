@@ -3,6 +3,7 @@
 mod accounts;
 mod chat;
 mod memory;
+mod runtime;
 
 use std::sync::Arc;
 
@@ -21,7 +22,7 @@ impl Harness {
     pub async fn new(replies: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let keys = Arc::new(MemoryKeyStore::default());
-        let provider = Arc::new(ScriptedProvider::with_replies("fake", replies.iter().copied()));
+        let provider = Arc::new(ScriptedProvider::with_replies("fake", replies.iter().map(|r| planner(r))));
         let engine = start(&dir, keys.clone(), provider.clone()).await;
         Self { dir, keys, provider, engine }
     }
@@ -29,9 +30,19 @@ impl Harness {
     pub async fn restart(self, replies: &[&str]) -> Self {
         self.engine.shutdown().await;
         let Harness { dir, keys, .. } = self;
-        let provider = Arc::new(ScriptedProvider::with_replies("fake", replies.iter().copied()));
+        let provider = Arc::new(ScriptedProvider::with_replies("fake", replies.iter().map(|r| planner(r))));
         let engine = start(&dir, keys.clone(), provider.clone()).await;
         Self { dir, keys, provider, engine }
+    }
+}
+
+/// The model answers in planner JSON: a plain scripted text becomes a
+/// RESPOND with that message; a text starting with `{` is used as is.
+pub fn planner(reply: &str) -> String {
+    if reply.trim_start().starts_with('{') {
+        reply.to_owned()
+    } else {
+        serde_json::json!({"action": "RESPOND", "message": reply}).to_string()
     }
 }
 

@@ -7,6 +7,10 @@ import type { AppEvent } from "../bindings/AppEvent";
 import type { CheckpointView } from "../bindings/CheckpointView";
 import type { ErrorView } from "../bindings/ErrorView";
 import type { EventView } from "../bindings/EventView";
+import type { ItemView } from "../bindings/ItemView";
+import type { MetadataServiceView } from "../bindings/MetadataServiceView";
+import type { ProposalView } from "../bindings/ProposalView";
+import type { ToolResultView } from "../bindings/ToolResultView";
 import type { MessageView } from "../bindings/MessageView";
 import type { ModelView } from "../bindings/ModelView";
 import type { NewAccount } from "../bindings/NewAccount";
@@ -66,6 +70,18 @@ export interface Backend {
   undoRestore(): Promise<ReceiptView>;
   /** `get_receipt` */
   getReceipt(seq: number): Promise<ReceiptView>;
+  /** `list_items`: saved items, newest first; every word of `query` must match. */
+  listItems(query: string | null): Promise<ItemView[]>;
+  /** `pending_proposal`: the tool call waiting for Confirm / Reject in this conversation. */
+  pendingProposal(personaId: string): Promise<ProposalView | null>;
+  /** `confirm_proposal`: runs the call once with its one-time nonce. */
+  confirmProposal(personaId: string, nonce: string): Promise<ToolResultView>;
+  /** `reject_proposal`: resolves false when nothing was pending. */
+  rejectProposal(personaId: string): Promise<boolean>;
+  /** `get_metadata_service` */
+  getMetadataService(): Promise<MetadataServiceView>;
+  /** `set_metadata_service`: an empty URL removes it; an empty key keeps the stored one. */
+  setMetadataService(baseUrl: string, apiKey: string): Promise<MetadataServiceView>;
   /** Files dragged onto the window (not a command: a window event). Returns an unlisten function. */
   onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void>;
 }

@@ -6,6 +6,10 @@ import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
 import type { CheckpointView } from "../bindings/CheckpointView";
 import type { EventView } from "../bindings/EventView";
+import type { ItemView } from "../bindings/ItemView";
+import type { MetadataServiceView } from "../bindings/MetadataServiceView";
+import type { ProposalView } from "../bindings/ProposalView";
+import type { ToolResultView } from "../bindings/ToolResultView";
 import type { MessageRole } from "../bindings/MessageRole";
 import type { MessageView } from "../bindings/MessageView";
 import type { ModelView } from "../bindings/ModelView";
@@ -359,6 +363,35 @@ export class MockBackend implements Backend {
       () => this.applyRestore(null, last - 1, this.beforeRestore.get(last)!),
       (receipt) => ({ type: "checkpoint_restored", slot: null, receipt }),
     );
+  }
+
+  // The runtime's tools are not simulated: no items, no proposals.
+  private metadata: MetadataServiceView = { base_url: null, has_key: false };
+
+  async listItems(_query: string | null): Promise<ItemView[]> {
+    return [];
+  }
+
+  async pendingProposal(_personaId: string): Promise<ProposalView | null> {
+    return null;
+  }
+
+  async confirmProposal(_personaId: string, _nonce: string): Promise<ToolResultView> {
+    throw new BackendError({ code: "CONFIRMATION_UNKNOWN", message: "no pending proposal has this nonce" });
+  }
+
+  async rejectProposal(_personaId: string): Promise<boolean> {
+    return false;
+  }
+
+  async getMetadataService(): Promise<MetadataServiceView> {
+    return { ...this.metadata };
+  }
+
+  async setMetadataService(baseUrl: string, apiKey: string): Promise<MetadataServiceView> {
+    const url = baseUrl.trim().replace(/\/+$/, "");
+    this.metadata = url ? { base_url: url, has_key: this.metadata.has_key || apiKey.trim() !== "" } : { base_url: null, has_key: false };
+    return { ...this.metadata };
   }
 
   async getReceipt(seq: number): Promise<ReceiptView> {

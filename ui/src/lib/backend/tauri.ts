@@ -6,6 +6,10 @@ import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
 import type { CheckpointView } from "../bindings/CheckpointView";
 import type { EventView } from "../bindings/EventView";
+import type { ItemView } from "../bindings/ItemView";
+import type { MetadataServiceView } from "../bindings/MetadataServiceView";
+import type { ProposalView } from "../bindings/ProposalView";
+import type { ToolResultView } from "../bindings/ToolResultView";
 import type { MessageView } from "../bindings/MessageView";
 import type { ModelView } from "../bindings/ModelView";
 import type { NewAccount } from "../bindings/NewAccount";
@@ -93,6 +97,24 @@ export class TauriBackend implements Backend {
   }
   getReceipt(seq: number) {
     return call<ReceiptView>("get_receipt", { seq });
+  }
+  listItems(query: string | null) {
+    return call<ItemView[]>("list_items", { query });
+  }
+  pendingProposal(personaId: string) {
+    return call<ProposalView | null>("pending_proposal", { personaId });
+  }
+  confirmProposal(personaId: string, nonce: string) {
+    return call<ToolResultView>("confirm_proposal", { personaId, nonce });
+  }
+  rejectProposal(personaId: string) {
+    return call<boolean>("reject_proposal", { personaId });
+  }
+  getMetadataService() {
+    return call<MetadataServiceView>("get_metadata_service");
+  }
+  setMetadataService(baseUrl: string, apiKey: string) {
+    return call<MetadataServiceView>("set_metadata_service", { baseUrl, apiKey });
   }
 
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {

@@ -3,9 +3,11 @@ import type { CheckpointView } from "./CheckpointView";
 import type { ErrorView } from "./ErrorView";
 import type { MessageView } from "./MessageView";
 import type { PersonaView } from "./PersonaView";
+import type { ProposalView } from "./ProposalView";
 import type { ReceiptView } from "./ReceiptView";
+import type { ToolResultView } from "./ToolResultView";
 
 /**
  * Everything the backend tells the UI, in one enum, emitted from one place.
  */
-export type AppEvent = { "type": "persona_changed", persona: PersonaView, } | { "type": "message_added", message: MessageView, } | { "type": "reply_started", request_id: string, persona_id: string, } | { "type": "reply_delta", request_id: string, persona_id: string, text: string, } | { "type": "reply_finished", request_id: string, message: MessageView, } | { "type": "reply_failed", request_id: string, persona_id: string, error: ErrorView, } | { "type": "queue_changed", busy: boolean, pending: number, } | { "type": "ledger_appended", seq: number, kind: string, } | { "type": "checkpoint_started", op: string, slot: number | null, } | { "type": "checkpoint_created", checkpoint: CheckpointView, } | { "type": "checkpoint_restored", slot: number | null, receipt: ReceiptView, } | { "type": "checkpoint_deleted", slot: number, } | { "type": "checkpoint_failed", op: string, slot: number | null, error: ErrorView, };
+export type AppEvent = { "type": "persona_changed", persona: PersonaView, } | { "type": "message_added", message: MessageView, } | { "type": "reply_started", request_id: string, persona_id: string, } | { "type": "reply_delta", request_id: string, persona_id: string, text: string, } | { "type": "reply_finished", request_id: string, message: MessageView, } | { "type": "reply_failed", request_id: string, persona_id: string, error: ErrorView, } | { "type": "queue_changed", busy: boolean, pending: number, } | { "type": "ledger_appended", seq: number, kind: string, } | { "type": "checkpoint_started", op: string, slot: number | null, } | { "type": "checkpoint_created", checkpoint: CheckpointView, } | { "type": "checkpoint_restored", slot: number | null, receipt: ReceiptView, } | { "type": "checkpoint_deleted", slot: number, } | { "type": "checkpoint_failed", op: string, slot: number | null, error: ErrorView, } | { "type": "tool_proposed", proposal: ProposalView, } | { "type": "proposal_settled", persona_id: string, nonce: string, outcome: string, } | { "type": "tool_executed", result: ToolResultView, } | { "type": "items_changed", };

@@ -1,0 +1,518 @@
+//! The runtime in the app (issue #6): the planner in the reply path, the
+//! deterministic intents, the tool pipeline with confirmations, and the
+//! guards on what goes in and out.
+//!
+//! A persona's reply is one planner JSON object
+//! `{action: CALL_TOOL | RESPOND, tool, args, message}`, decoded under the
+//! planner's JSON Schema (a grammar on the local engine). A RESPOND message
+//! streams while the model writes it ([`RespondStream`]); a tool call goes
+//! through the pipeline (parse → validate → authorize → classify → propose
+//! or execute → format → audit), every step a `tool_audited` ledger event
+//! and a log line with the call's correlation id.
+
+use std::sync::Arc;
+
+use ledger::{EventBody, Ledger, MessageRole, Persona};
+use providers::{ChatMessage, CompletionRequest, Role as ChatRole};
+use runtime::{
+    CallContext, DeterministicIntent, Outcome, Pipeline, PipelineError, Proposal, Role, SystemClock,
+    ToolRegistry, ToolSpec,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::runtime::Handle;
+use tokio::sync::broadcast;
+use ts_rs::TS;
+
+use crate::engine::Engine;
+use crate::error::AppError;
+use crate::metadata::MetadataService;
+use crate::tools_exec::{AppTools, LedgerAudit, EXECUTABLE};
+use crate::views::{AppEvent, MessageView, ReceiptView};
+use crate::Result;
+
+pub use runtime::RespondStream;
+
+/// Test-only override of the 5-minute confirmation lifetime, in seconds.
+pub const CONFIRMATION_TTL_ENV: &str = "LEDGERMIND_TEST_CONFIRMATION_TTL_SECS";
+
+/// A tool call waiting for the user's Confirm / Reject.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct ProposalView {
+    pub persona_id: String,
+    pub nonce: String,
+    pub tool: String,
+    /// The exact arguments, as pretty JSON.
+    pub args: String,
+    pub created_at: String,
+    pub expires_at: String,
+    pub correlation_id: String,
+}
+
+/// What a confirmed (or direct) tool call did.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct ToolResultView {
+    pub persona_id: String,
+    pub tool: String,
+    pub summary: String,
+    pub correlation_id: String,
+    pub receipt: Option<ReceiptView>,
+}
+
+fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+}
+
+impl From<&Proposal> for ProposalView {
+    fn from(p: &Proposal) -> Self {
+        Self {
+            persona_id: p.conversation_id.clone(),
+            nonce: p.nonce.clone(),
+            tool: p.tool.clone(),
+            args: serde_json::to_string_pretty(&p.args).unwrap_or_default(),
+            created_at: rfc3339(p.created_at),
+            expires_at: rfc3339(p.expires_at),
+            correlation_id: p.correlation_id.clone(),
+        }
+    }
+}
+
+pub(crate) struct Assistant {
+    pipeline: Arc<Pipeline>,
+    tools: Arc<AppTools>,
+    pub(crate) metadata: Arc<MetadataService>,
+}
+
+impl Assistant {
+    /// Must be called inside the tokio runtime.
+    pub(crate) fn new(ledger: Arc<Ledger>, events: broadcast::Sender<AppEvent>) -> Self {
+        let handle = Handle::current();
+        let metadata = Arc::new(MetadataService::new(ledger.clone()));
+        let tools = Arc::new(AppTools::new(ledger.clone(), events, handle.clone(), metadata.clone()));
+        let audit = Arc::new(LedgerAudit::new(ledger, handle));
+        let mut pipeline =
+            Pipeline::new(Arc::new(ToolRegistry::builtin()), Arc::new(SystemClock), audit, tools.clone());
+        if let Some(secs) = std::env::var(CONFIRMATION_TTL_ENV).ok().and_then(|v| v.parse::<i64>().ok()) {
+            tracing::warn!(secs, "confirmation lifetime overridden for tests");
+            pipeline = pipeline.with_confirmation_ttl(time::Duration::seconds(secs.max(1)));
+        }
+        Self { pipeline: Arc::new(pipeline), tools, metadata }
+    }
+
+    /// Runs one pipeline operation on a blocking thread (the executors and
+    /// the audit sink block on the ledger).
+    async fn run<T, F>(&self, persona_id: &str, role: Role, correlation_id: &str, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Pipeline, &CallContext<'_>) -> T + Send + 'static,
+    {
+        self.tools.bind(correlation_id, persona_id);
+        let pipeline = self.pipeline.clone();
+        let (persona_id, correlation_id) = (persona_id.to_owned(), correlation_id.to_owned());
+        tokio::task::spawn_blocking(move || {
+            let ctx = CallContext::new(&persona_id, role, &correlation_id);
+            op(&pipeline, &ctx)
+        })
+        .await
+        .map_err(|e| AppError::new("TOOL_FAILED", format!("the tool runner stopped: {e}")))
+    }
+}
+
+fn role_of(persona: &Persona) -> Role {
+    if persona.is_system {
+        Role::Ei
+    } else {
+        Role::Persona
+    }
+}
+
+/// How a reply ends: the text to commit, and who says it.
+pub(crate) struct Planned {
+    pub content: String,
+    pub role: MessageRole,
+}
+
+impl From<PipelineError> for AppError {
+    fn from(e: PipelineError) -> Self {
+        AppError::new(e.code(), e.to_string())
+    }
+}
+
+// ----- the planner prompt -----
+
+/// One line per tool: `name(arg, optional?): description`.
+fn tool_line(t: &ToolSpec) -> String {
+    let required: Vec<&str> = t.args_schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let args: Vec<String> = t.args_schema["properties"]
+        .as_object()
+        .map(|p| {
+            p.keys().map(|k| if required.contains(&k.as_str()) { k.clone() } else { format!("{k}?") }).collect()
+        })
+        .unwrap_or_default();
+    format!("- {}({}): {}", t.name, args.join(", "), t.description)
+}
+
+fn planner_instructions(tools: &[ToolSpec]) -> String {
+    let lines: Vec<String> = tools.iter().map(tool_line).collect();
+    format!(
+        "Answer with one JSON object.\n\
+         To reply: {{\"action\":\"RESPOND\",\"message\":\"your reply\"}}\n\
+         To use a tool when the user asks to save, find, remember or delete something: \
+         {{\"action\":\"CALL_TOOL\",\"args\":{{...}},\"tool\":\"tool_name\"}}\n\
+         Example: user \"save the movie Heat\" -> {{\"action\":\"CALL_TOOL\",\"args\":{{\"title\":\"Heat\"}},\"tool\":\"save_movie\"}}\n\
+         Tools:\n{}",
+        lines.join("\n")
+    )
+}
+
+impl Engine {
+    /// The tools offered to this persona's planner: allowed for its role,
+    /// executable here, and enrichment only with a configured service.
+    pub(crate) async fn offered_tools(&self, persona: &Persona) -> Vec<ToolSpec> {
+        let metadata = self.assistant.metadata.is_configured().await;
+        let enabled = |name: &str| EXECUTABLE.contains(&name) && (metadata || !name.starts_with("enrich_"));
+        self.assistant.pipeline.registry().offered(role_of(persona), &enabled).into_iter().cloned().collect()
+    }
+
+    /// Turns a chat request into a planner request: the instructions join
+    /// the system message and the reply must match the planner schema
+    /// (RESPOND or CALL_TOOL; NOOP is not an answer to a message).
+    pub(crate) async fn planner_request(&self, persona: &Persona, mut request: CompletionRequest) -> CompletionRequest {
+        let tools = self.offered_tools(persona).await;
+        let refs: Vec<&ToolSpec> = tools.iter().collect();
+        let mut schema = runtime::planner_json_schema(&refs);
+        if let Some(shapes) = schema["anyOf"].as_array_mut() {
+            shapes.retain(|s| s["properties"]["action"]["const"] != "NOOP");
+            // A short reply in the tool call's message only slows the model.
+            for s in shapes.iter_mut() {
+                if s["properties"]["action"]["const"] == "CALL_TOOL" {
+                    if let Some(p) = s["properties"].as_object_mut() {
+                        p.remove("message");
+                    }
+                }
+            }
+        }
+        let instructions = planner_instructions(&tools);
+        match request.messages.iter_mut().find(|m| m.role == ChatRole::System) {
+            Some(system) => {
+                system.content.push_str("\n\n");
+                system.content.push_str(&instructions);
+            }
+            None => request.messages.insert(0, ChatMessage { role: ChatRole::System, content: instructions }),
+        }
+        request.json_schema = Some(schema);
+        request
+    }
+
+    /// Judges the planner's finished reply. `Err` is a reply that must be
+    /// retried (invalid JSON); refused tool calls are answered in words.
+    pub(crate) async fn settle_planner_reply(
+        &self,
+        persona: &Persona,
+        text: &str,
+        streamed: &RespondStream,
+        truncated: bool,
+    ) -> Result<Planned> {
+        if truncated && streamed.is_respond() {
+            // Cut by the token limit mid-message: keep what was said.
+            let mut content = streamed.message().trim().to_owned();
+            content.push('…');
+            return Ok(Planned { content, role: MessageRole::Persona });
+        }
+        let correlation_id = runtime::pipeline::new_correlation_id();
+        let owned = text.to_owned();
+        let outcome = self
+            .assistant
+            .run(&persona.id, role_of(persona), &correlation_id, move |p, ctx| p.handle_planner_text(ctx, &owned))
+            .await?;
+        match outcome {
+            Ok(Outcome::Responded { message }) => Ok(Planned { content: self.checked_output(message).await, role: MessageRole::Persona }),
+            Ok(Outcome::Noop) => Err(AppError::new("LLM_INVALID_JSON", "the model chose to say nothing")),
+            Ok(other) => Ok(self.announce(&persona.id, &correlation_id, other).await),
+            Err(PipelineError::Planner(e)) if e.code() != "TOOL_UNKNOWN" => {
+                tracing::warn!(correlation_id, error = %e, "planner reply rejected");
+                Err(AppError::new("LLM_INVALID_JSON", format!("the model's reply was not a valid planner object: {e}")))
+            }
+            Err(e) => {
+                tracing::warn!(correlation_id, code = e.code(), error = %e, "tool call refused");
+                Ok(Planned { content: refusal(&e), role: MessageRole::System })
+            }
+        }
+    }
+
+    /// Output validation on a reply: over-long text is cut, unsafe markup
+    /// and others' PII are reported in the log (the text is shown as plain
+    /// text by the UI, never as HTML).
+    async fn checked_output(&self, message: String) -> String {
+        let ids: Vec<String> = self.ledger.items(None, 500).await.map(|v| v.into_iter().map(|i| i.id).collect()).unwrap_or_default();
+        let exists = |id: &str| ids.iter().any(|i| i == id);
+        let policy = runtime::OutputPolicy::plain(&exists);
+        let violations = runtime::validate_output(&message, &policy);
+        if violations.is_empty() {
+            return message;
+        }
+        tracing::warn!(?violations, "reply failed output validation");
+        let mut out: String = message.chars().take(policy.max_chars).collect();
+        if violations.iter().any(|v| matches!(v, runtime::OutputViolation::UnknownReference { .. })) {
+            out.push_str("\n\n(Note: this reply mentions an id that does not exist.)");
+        }
+        out
+    }
+
+    /// Tells the UI about a proposal or an executed call; returns the
+    /// chat line that records it.
+    async fn announce(&self, persona_id: &str, correlation_id: &str, outcome: Outcome) -> Planned {
+        match outcome {
+            Outcome::Proposed { proposal, superseded, .. } => {
+                let view = ProposalView::from(proposal.as_ref());
+                if let Some(old) = superseded {
+                    self.emit(AppEvent::ProposalSettled { persona_id: persona_id.to_owned(), nonce: old.nonce.clone(), outcome: "superseded".into() });
+                }
+                self.emit(AppEvent::ToolProposed { proposal: view });
+                Planned {
+                    content: format!("Proposed `{}` with {} — waiting for your confirmation.", proposal.tool, proposal.args),
+                    role: MessageRole::System,
+                }
+            }
+            Outcome::Executed { tool, result, summary } => {
+                let receipt = result.get("receipt").cloned().and_then(|r| serde_json::from_value::<ReceiptView>(r).ok());
+                self.emit(AppEvent::ToolExecuted {
+                    result: ToolResultView {
+                        persona_id: persona_id.to_owned(),
+                        tool,
+                        summary: summary.clone(),
+                        correlation_id: correlation_id.to_owned(),
+                        receipt,
+                    },
+                });
+                Planned { content: summary, role: MessageRole::System }
+            }
+            Outcome::Responded { message } => Planned { content: message, role: MessageRole::Persona },
+            Outcome::Noop => Planned { content: String::new(), role: MessageRole::System },
+        }
+    }
+
+    async fn post_system(&self, persona_id: &str, content: &str) -> Result<MessageView> {
+        let message_id = uuid::Uuid::now_v7().to_string();
+        let receipt = self
+            .ledger
+            .append(
+                persona_id,
+                EventBody::MessageAdded {
+                    message_id: message_id.clone(),
+                    persona_id: persona_id.to_owned(),
+                    role: MessageRole::System,
+                    content: content.to_owned(),
+                    external_id: None,
+                },
+            )
+            .await?;
+        self.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
+        let view = self
+            .ledger
+            .messages(persona_id, Some(1))
+            .await?
+            .pop()
+            .map(MessageView::from)
+            .ok_or_else(|| AppError::new("STORAGE_LOAD_FAILED", "the message was not found after saving"))?;
+        self.emit(AppEvent::MessageAdded { message: view.clone() });
+        Ok(view)
+    }
+
+    /// The guard on a user message: `Ok(text)` to use (sanitized when the
+    /// risk is medium), or INPUT_BLOCKED.
+    pub(crate) fn screen_input(&self, content: &str) -> Result<String> {
+        let report = runtime::analyze(content);
+        match report.action {
+            runtime::Action::Allow => {
+                if report.risk_level != runtime::RiskLevel::None {
+                    tracing::info!(risk = ?report.risk_level, findings = report.findings.len(), "guard: allowed");
+                }
+                Ok(content.to_owned())
+            }
+            runtime::Action::Sanitize => {
+                let clean = runtime::sanitize(content);
+                tracing::warn!(risk = ?report.risk_level, findings = ?report.findings.iter().map(|f| f.category).collect::<Vec<_>>(), "guard: input sanitized");
+                if clean.trim().is_empty() {
+                    return Err(blocked(&report));
+                }
+                Ok(clean)
+            }
+            runtime::Action::Block => {
+                tracing::warn!(risk = ?report.risk_level, findings = ?report.findings.iter().map(|f| f.category).collect::<Vec<_>>(), "guard: input blocked");
+                Err(blocked(&report))
+            }
+        }
+    }
+
+    /// A deterministic intent (delete all, list all, cancel) answered
+    /// without the model. Returns false when the message is not one.
+    pub(crate) async fn handle_intent(&self, persona: &Persona, content: &str) -> Result<bool> {
+        let Some(intent) = runtime::detect_intent(content) else { return Ok(false) };
+        let correlation_id = runtime::pipeline::new_correlation_id();
+        tracing::info!(correlation_id, ?intent, "deterministic intent");
+        let pid = persona.id.clone();
+        let line = match intent {
+            DeterministicIntent::Cancel => {
+                let rejected = self.assistant.run(&pid, Role::Human, &correlation_id, |p, ctx| p.reject(ctx)).await?;
+                match rejected {
+                    Some(p) => {
+                        self.emit(AppEvent::ProposalSettled { persona_id: pid.clone(), nonce: p.nonce.clone(), outcome: "rejected".into() });
+                        format!("Cancelled: `{}` will not run.", p.tool)
+                    }
+                    None => "Nothing to cancel.".to_owned(),
+                }
+            }
+            DeterministicIntent::DeleteAll | DeterministicIntent::ListAll => {
+                let tool = if intent == DeterministicIntent::DeleteAll { "delete_all_memories" } else { "search_items" };
+                let outcome = self
+                    .assistant
+                    .run(&pid, Role::Human, &correlation_id, move |p, ctx| p.call(ctx, tool, Map::new(), None))
+                    .await?;
+                match outcome {
+                    Ok(o) => self.announce(&pid, &correlation_id, o).await.content,
+                    Err(e) => refusal(&e),
+                }
+            }
+        };
+        if self.ledger.persona(&pid).await.is_ok() {
+            self.post_system(&pid, &line).await?;
+        }
+        Ok(true)
+    }
+
+    /// Before a cloud (OpenAI-compatible) provider sees a request: PII is
+    /// replaced by placeholders, and a message that is still personal or
+    /// sensitive after that is withheld. What was removed is recorded in a
+    /// `pii_scrubbed` event (kinds, placeholders and hashes, never values).
+    /// The local engine gets the request untouched.
+    pub(crate) async fn prepare_for_cloud(&self, provider: &str, request: &mut CompletionRequest) -> Result<()> {
+        let mut removed = Vec::new();
+        let mut withheld = 0u32;
+        for m in &mut request.messages {
+            match runtime::prepare_for_cloud(&m.content) {
+                Ok(clean) => {
+                    removed.extend(clean.removed.iter().map(|r| format!("{:?} {} sha256:{}", r.kind, r.placeholder, r.hash)));
+                    m.content = clean.text;
+                }
+                Err(refusal) => {
+                    withheld += 1;
+                    tracing::info!(class = ?refusal.0, "message withheld from a cloud provider");
+                    m.content = "[withheld: private content stays on this device]".to_owned();
+                }
+            }
+        }
+        if removed.is_empty() && withheld == 0 {
+            return Ok(());
+        }
+        let correlation_id = runtime::pipeline::new_correlation_id();
+        tracing::info!(correlation_id, provider, removed = removed.len(), withheld, "PII scrubbed before a cloud call");
+        let receipt = self
+            .ledger
+            .append(
+                ledger::HUMAN_ENTITY,
+                EventBody::PiiScrubbed { correlation_id, provider: provider.to_owned(), removed, withheld_messages: withheld },
+            )
+            .await?;
+        self.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
+        Ok(())
+    }
+
+    // ----- the user's answer to a proposal -----
+
+    pub async fn pending_proposal(&self, persona: &str) -> Result<Option<ProposalView>> {
+        let p = self.ledger.find_persona(persona).await?;
+        Ok(self.assistant.pipeline.confirmations().pending(&p.id).as_ref().map(ProposalView::from))
+    }
+
+    /// Confirms with the one-time nonce: the call runs exactly once, and
+    /// its result (with the ledger receipt) is returned and posted.
+    pub async fn confirm_proposal(&self, persona: &str, nonce: &str) -> Result<ToolResultView> {
+        let p = self.ledger.find_persona(persona).await?;
+        let correlation_id = runtime::pipeline::new_correlation_id();
+        let nonce_owned = nonce.to_owned();
+        let outcome = self
+            .assistant
+            .run(&p.id, Role::Human, &correlation_id, move |pl, ctx| pl.confirm(ctx, &nonce_owned))
+            .await?;
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                if matches!(e, PipelineError::Confirmation(_)) {
+                    self.emit(AppEvent::ProposalSettled { persona_id: p.id.clone(), nonce: nonce.to_owned(), outcome: e.code().to_lowercase() });
+                } else {
+                    self.emit(AppEvent::ProposalSettled { persona_id: p.id.clone(), nonce: nonce.to_owned(), outcome: "failed".into() });
+                    if self.ledger.persona(&p.id).await.is_ok() {
+                        self.post_system(&p.id, &refusal(&e)).await?;
+                    }
+                }
+                return Err(e.into());
+            }
+        };
+        self.emit(AppEvent::ProposalSettled { persona_id: p.id.clone(), nonce: nonce.to_owned(), outcome: "confirmed".into() });
+        let Outcome::Executed { tool, result, summary } = outcome else {
+            return Err(AppError::new("TOOL_FAILED", "the confirmed call did not run"));
+        };
+        let receipt = result.get("receipt").cloned().and_then(|r| serde_json::from_value::<ReceiptView>(r).ok());
+        let view = ToolResultView { persona_id: p.id.clone(), tool, summary: summary.clone(), correlation_id, receipt };
+        self.emit(AppEvent::ToolExecuted { result: view.clone() });
+        // "Delete all" may have erased this very conversation.
+        if self.ledger.persona(&p.id).await.is_ok() {
+            self.post_system(&p.id, &summary).await?;
+        }
+        Ok(view)
+    }
+
+    /// Rejects the pending proposal (if any).
+    pub async fn reject_proposal(&self, persona: &str) -> Result<bool> {
+        let p = self.ledger.find_persona(persona).await?;
+        let correlation_id = runtime::pipeline::new_correlation_id();
+        let rejected = self.assistant.run(&p.id, Role::Human, &correlation_id, |pl, ctx| pl.reject(ctx)).await?;
+        let Some(prop) = rejected else { return Ok(false) };
+        self.emit(AppEvent::ProposalSettled { persona_id: p.id.clone(), nonce: prop.nonce.clone(), outcome: "rejected".into() });
+        self.post_system(&p.id, &format!("Rejected: `{}` will not run.", prop.tool)).await?;
+        Ok(true)
+    }
+
+    // ----- settings -----
+
+    pub async fn metadata_service(&self) -> Result<crate::metadata::MetadataServiceView> {
+        self.assistant.metadata.view().await
+    }
+
+    pub async fn set_metadata_service(&self, base_url: &str, api_key: &str) -> Result<crate::metadata::MetadataServiceView> {
+        self.assistant.metadata.configure(base_url, api_key).await
+    }
+
+    /// The registry as offered to a persona (for the CLI and tests).
+    pub async fn tools_for(&self, persona: &str) -> Result<Vec<String>> {
+        let p = self.ledger.find_persona(persona).await?;
+        Ok(self.offered_tools(&p).await.into_iter().map(|t| t.name).collect())
+    }
+}
+
+fn blocked(report: &runtime::GuardReport) -> AppError {
+    let mut cats: Vec<String> = report
+        .findings
+        .iter()
+        .map(|f| serde_json::to_value(f.category).ok().and_then(|v| v.as_str().map(|s| s.replace('_', " "))).unwrap_or_default())
+        .collect();
+    cats.sort();
+    cats.dedup();
+    AppError::new(
+        "INPUT_BLOCKED",
+        format!("This message was not sent: it looks like a prompt-injection attempt ({}). Rephrase it and try again.", cats.join(", ")),
+    )
+}
+
+fn refusal(e: &PipelineError) -> String {
+    match e {
+        PipelineError::Execution { .. } => format!("The tool call failed ({}): {e}", e.code()),
+        _ => format!("The tool call was refused ({}): {e}", e.code()),
+    }
+}

@@ -1,0 +1,153 @@
+//! The metadata service behind `enrich_movie`, `enrich_tv_show` and
+//! `enrich_video`: an HTTP service the user configures in Settings (base URL
+//! in the ledger, API key in the keychain, like provider accounts).
+//!
+//! Protocol: `GET {base}/movie?title=…&year=…`, `GET {base}/tv?title=…`,
+//! `GET {base}/video?url=…`, with `Authorization: Bearer {key}` when a key
+//! is set; the answer is one JSON object (`title`, `year`, `overview`… all
+//! optional). Enrichment only reads, so a timed-out request is retried
+//! (at most [`ATTEMPTS`] times) without any risk of doing something twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ledger::{EventBody, Ledger, HUMAN_ENTITY};
+use runtime::ToolError;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use ts_rs::TS;
+
+use crate::error::AppError;
+use crate::Result;
+
+pub(crate) const BASE_URL_KEY: &str = "metadata.base_url";
+const KEY_ACCOUNT: &str = "metadata-service";
+const ATTEMPTS: u32 = 3;
+/// Per-request timeout; `LEDGERMIND_METADATA_TIMEOUT_MS` overrides it (tests).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(8);
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct MetadataServiceView {
+    pub base_url: Option<String>,
+    pub has_key: bool,
+}
+
+pub(crate) struct MetadataService {
+    ledger: Arc<Ledger>,
+    http: reqwest::Client,
+    timeout: Duration,
+}
+
+impl MetadataService {
+    pub(crate) fn new(ledger: Arc<Ledger>) -> Self {
+        let timeout = std::env::var("LEDGERMIND_METADATA_TIMEOUT_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+        Self { ledger, http: reqwest::Client::new(), timeout }
+    }
+
+    fn key_account(&self) -> String {
+        self.ledger.key_account(KEY_ACCOUNT)
+    }
+
+    pub(crate) async fn view(&self) -> Result<MetadataServiceView> {
+        let base_url = self.ledger.runtime_setting(BASE_URL_KEY).await?;
+        let has_key = matches!(self.ledger.keystore().load(&self.key_account()), Ok(Some(_)));
+        Ok(MetadataServiceView { base_url, has_key })
+    }
+
+    pub(crate) async fn is_configured(&self) -> bool {
+        matches!(self.ledger.runtime_setting(BASE_URL_KEY).await, Ok(Some(_)))
+    }
+
+    /// Sets (or, with an empty URL, removes) the service. An empty key keeps
+    /// the stored one; the key goes to the keychain, never to the ledger.
+    pub(crate) async fn configure(&self, base_url: &str, api_key: &str) -> Result<MetadataServiceView> {
+        let base_url = base_url.trim().trim_end_matches('/');
+        if base_url.is_empty() {
+            self.ledger
+                .append(HUMAN_ENTITY, EventBody::RuntimeSettingSet { key: BASE_URL_KEY.into(), value: None })
+                .await?;
+            self.ledger.keystore().delete(&self.key_account())?;
+            return self.view().await;
+        }
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(AppError::invalid("the metadata service URL must start with http:// or https://"));
+        }
+        let key = api_key.trim();
+        if !key.is_empty() {
+            self.ledger.keystore().store(&self.key_account(), key.as_bytes())?;
+        }
+        self.ledger
+            .append(
+                HUMAN_ENTITY,
+                EventBody::RuntimeSettingSet { key: BASE_URL_KEY.into(), value: Some(base_url.to_owned()) },
+            )
+            .await?;
+        self.view().await
+    }
+
+    pub(crate) async fn enrich(&self, tool: &str, args: &Value, correlation_id: &str) -> Result<Value, ToolError> {
+        let base = self.ledger.runtime_setting(BASE_URL_KEY).await.map_err(|e| ToolError::Failed(e.to_string()))?;
+        let Some(base) = base else {
+            return Err(ToolError::Unavailable(
+                "no metadata service is configured; add one in Settings → Metadata service".into(),
+            ));
+        };
+        let (path, query): (&str, Vec<(&str, String)>) = match tool {
+            "enrich_video" => ("video", vec![("url", str_arg(args, "url"))]),
+            other => {
+                let mut q = vec![("title", str_arg(args, "title"))];
+                if let Some(y) = args.get("year").and_then(Value::as_i64) {
+                    q.push(("year", y.to_string()));
+                }
+                (if other == "enrich_tv_show" { "tv" } else { "movie" }, q)
+            }
+        };
+        let key = self.ledger.keystore().load(&self.key_account()).ok().flatten();
+        let url = format!("{base}/{path}");
+        let mut last = ToolError::Timeout;
+        for attempt in 1..=ATTEMPTS {
+            let mut req = self.http.get(&url).query(&query).timeout(self.timeout);
+            if let Some(k) = &key {
+                req = req.bearer_auth(String::from_utf8_lossy(k));
+            }
+            match req.send().await {
+                Ok(resp) if resp.status().is_success() => {
+                    let data: Value = resp
+                        .json()
+                        .await
+                        .map_err(|e| ToolError::Failed(format!("the metadata service sent unreadable data: {e}")))?;
+                    return Ok(json!({"message": summary(&data), "metadata": data}));
+                }
+                Ok(resp) if resp.status().as_u16() == 404 => {
+                    return Err(ToolError::Failed("the metadata service found nothing for this".into()));
+                }
+                Ok(resp) if resp.status().is_server_error() || resp.status().as_u16() == 429 => {
+                    last = ToolError::Unavailable(format!("the metadata service answered {}", resp.status()));
+                }
+                Ok(resp) => {
+                    return Err(ToolError::Failed(format!("the metadata service refused the request ({})", resp.status())));
+                }
+                Err(e) if e.is_timeout() => last = ToolError::Timeout,
+                Err(e) => last = ToolError::Unavailable(format!("the metadata service is unreachable: {e}")),
+            }
+            tracing::warn!(correlation_id, tool, attempt, error = %last, "metadata request failed; retrying");
+            tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+        }
+        Err(last)
+    }
+}
+
+fn str_arg(args: &Value, key: &str) -> String {
+    args.get(key).and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+
+fn summary(data: &Value) -> String {
+    let title = data.get("title").and_then(Value::as_str).unwrap_or("(untitled)");
+    let year = data.get("year").and_then(Value::as_i64).map(|y| format!(" ({y})")).unwrap_or_default();
+    let overview = data.get("overview").and_then(Value::as_str).map(|o| format!(": {o}")).unwrap_or_default();
+    format!("Found “{title}”{year}{overview}")
+}
