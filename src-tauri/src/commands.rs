@@ -152,30 +152,30 @@ pub async fn get_receipt(state: State<'_, Backend>, seq: i64) -> Reply<ReceiptVi
 
 #[tauri::command]
 pub async fn list_items(state: State<'_, Backend>, query: Option<String>) -> Reply<Vec<ItemView>> {
-    view(engine(&state)?.list_items(query.as_deref()).await)
+    view(engine(&state).await?.list_items(query.as_deref()).await)
 }
 
 #[tauri::command]
 pub async fn pending_proposal(state: State<'_, Backend>, persona_id: String) -> Reply<Option<ProposalView>> {
-    view(engine(&state)?.pending_proposal(&persona_id).await)
+    view(engine(&state).await?.pending_proposal(&persona_id).await)
 }
 
 #[tauri::command]
 pub async fn confirm_proposal(state: State<'_, Backend>, persona_id: String, nonce: String) -> Reply<ToolResultView> {
-    view(engine(&state)?.confirm_proposal(&persona_id, &nonce).await)
+    view(engine(&state).await?.confirm_proposal(&persona_id, &nonce).await)
 }
 
 #[tauri::command]
 pub async fn reject_proposal(state: State<'_, Backend>, persona_id: String) -> Reply<bool> {
-    view(engine(&state)?.reject_proposal(&persona_id).await)
+    view(engine(&state).await?.reject_proposal(&persona_id).await)
 }
 
 #[tauri::command]
 pub async fn get_metadata_service(state: State<'_, Backend>) -> Reply<MetadataServiceView> {
-    view(engine(&state)?.metadata_service().await)
+    view(engine(&state).await?.metadata_service().await)
 }
 
 #[tauri::command]
 pub async fn set_metadata_service(state: State<'_, Backend>, base_url: String, api_key: String) -> Reply<MetadataServiceView> {
-    view(engine(&state)?.set_metadata_service(&base_url, &api_key).await)
+    view(engine(&state).await?.set_metadata_service(&base_url, &api_key).await)
 }
