@@ -109,6 +109,64 @@ pub enum EventBody {
         value: Option<String>,
     },
     // ----- end runtime -----
+
+    // --- office (#5): obligations, bookmarks, handovers, governance,
+    // dreaming outputs, token usage. Projections in `office.rs`.
+    /// An obligation with an optional deadline (RFC 3339, UTC).
+    ReminderSet {
+        reminder_id: String,
+        persona_id: String,
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        due_at: Option<String>,
+        #[serde(default)]
+        obligation: ObligationKind,
+    },
+    ReminderDone { reminder_id: String },
+    /// `target_id` is an event or message id.
+    BookmarkAdded { bookmark_id: String, persona_id: String, target_id: String, label: String },
+    /// The free-text note one session leaves to the next (empty or >= 50 chars).
+    HandoverWritten {
+        persona_id: String,
+        session_id: String,
+        text: String,
+        author: HandoverAuthor,
+        /// Why the session ended: `idle`, `closed`, `new`.
+        reason: String,
+    },
+    /// A sanity-check disagreement between a handover and the ledger's facts.
+    GovernanceNoteAdded { persona_id: String, handover_seq: i64, note: String, findings: Vec<String> },
+    /// Behavioural directives, versioned per persona; the latest wins.
+    ConstitutionSet { persona_id: String, version: u32, core_directive: String, overrides: Vec<String> },
+    /// A dreaming-cycle summary of a span of time (RFC 3339 bounds).
+    PeriodSynthesized { persona_id: String, period_start: String, period_end: String, summary: String },
+    BaselineNarrativeSet { persona_id: String, text: String },
+    /// Tokens spent by one LLM call; `day` is the UTC date `YYYY-MM-DD`.
+    TokensUsed { entity_id: String, day: String, prompt_tokens: u32, completion_tokens: u32 },
+    /// 0 means no limit.
+    TokenQuotaSet { entity_id: String, daily_limit: u32 },
+    /// BCP 47 tag of the language the persona is narrated in (`en`, `pt-BR`).
+    PersonaLanguageSet { persona_id: String, language: String },
+    /// The context frame a reply was generated from (`frame` is its JSON).
+    ReplyFramed { persona_id: String, message_id: String, frame_hash: String, frame: String },
+    // --- end office
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ObligationKind {
+    #[default]
+    Reminder,
+    Commitment,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HandoverAuthor {
+    /// Written by the persona itself at the end of its session.
+    Persona,
+    /// Written by Ledgermind from the session's events when the persona could not.
+    System,
 }
 
 impl EventBody {
@@ -131,6 +189,18 @@ impl EventBody {
             Self::ToolAudited { .. } => "tool_audited",
             Self::PiiScrubbed { .. } => "pii_scrubbed",
             Self::RuntimeSettingSet { .. } => "runtime_setting_set",
+            Self::ReminderSet { .. } => "reminder_set",
+            Self::ReminderDone { .. } => "reminder_done",
+            Self::BookmarkAdded { .. } => "bookmark_added",
+            Self::HandoverWritten { .. } => "handover_written",
+            Self::GovernanceNoteAdded { .. } => "governance_note_added",
+            Self::ConstitutionSet { .. } => "constitution_set",
+            Self::PeriodSynthesized { .. } => "period_synthesized",
+            Self::BaselineNarrativeSet { .. } => "baseline_narrative_set",
+            Self::TokensUsed { .. } => "tokens_used",
+            Self::TokenQuotaSet { .. } => "token_quota_set",
+            Self::PersonaLanguageSet { .. } => "persona_language_set",
+            Self::ReplyFramed { .. } => "reply_framed",
         }
     }
 

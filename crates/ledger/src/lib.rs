@@ -17,6 +17,7 @@ mod erase;
 mod export;
 mod keys;
 mod merkle;
+mod office;
 mod project;
 mod proof;
 mod query;
@@ -24,7 +25,7 @@ mod queue;
 mod store;
 mod verify;
 
-pub use body::{EventBody, MessageRole};
+pub use body::{EventBody, HandoverAuthor, MessageRole, ObligationKind};
 pub use clock::{Clock, SystemClock};
 #[cfg(any(test, feature = "test-support"))]
 pub use clock::ManualClock;
@@ -40,6 +41,7 @@ pub use keys::FileKeyStore;
 pub use keys::{KeyStore, KeyStoreError, KeyringStore};
 pub use merkle::{leaf_hash, node_hash};
 pub use proof::{check_proof, sth_message, Proof, SignedTreeHead};
+pub use office::{Baseline, Bookmark, Constitution, GovernanceNote, Handover, Period, Reminder, ReplyFrame, TokenDay};
 pub use query::{Account, Item, Message, Persona, StoredEvent};
 pub use queue::{QueueItem, QueueState};
 pub use erase::Erasure;

@@ -18,6 +18,7 @@ pub(crate) async fn clear(tx: &mut Tx<'_>) -> Result<()> {
             .await
             .map_err(LedgerError::Save)?;
     }
+    crate::office::clear(tx).await?;
     Ok(())
 }
 
@@ -194,6 +195,18 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
             }
             .map_err(LedgerError::Save)?;
         }
+        EventBody::ReminderSet { .. }
+        | EventBody::ReminderDone { .. }
+        | EventBody::BookmarkAdded { .. }
+        | EventBody::HandoverWritten { .. }
+        | EventBody::GovernanceNoteAdded { .. }
+        | EventBody::ConstitutionSet { .. }
+        | EventBody::PeriodSynthesized { .. }
+        | EventBody::BaselineNarrativeSet { .. }
+        | EventBody::TokensUsed { .. }
+        | EventBody::TokenQuotaSet { .. }
+        | EventBody::PersonaLanguageSet { .. }
+        | EventBody::ReplyFramed { .. } => crate::office::apply(tx, h, body).await?,
     }
     Ok(())
 }

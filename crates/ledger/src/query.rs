@@ -196,7 +196,7 @@ impl Ledger {
     }
 }
 
-fn stored_event_row(r: &SqliteRow) -> StoredEvent {
+pub(crate) fn stored_event_row(r: &SqliteRow) -> StoredEvent {
     let body: Option<Vec<u8>> = r.get(10);
     StoredEvent {
         seq: r.get(0),
@@ -225,7 +225,10 @@ impl Ledger {
             "SELECT id || '|' || persona_id || '|' || role || '|' || content || '|' || ts || '|' || read || '|' || seq FROM messages ORDER BY seq, id",
             "SELECT name || '|' || base_url || '|' || default_model || '|' || enabled FROM accounts ORDER BY name",
             "SELECT seq || '|' || erased_by FROM erased ORDER BY seq",
-        ] {
+        ]
+        .into_iter()
+        .chain(crate::office::DIGEST_SQL)
+        {
             h.update(sql.as_bytes());
             let rows: Vec<String> = sqlx::query_scalar(sql).fetch_all(self.pool()).await.map_err(LedgerError::Load)?;
             for r in rows {

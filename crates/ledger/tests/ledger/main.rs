@@ -6,6 +6,7 @@ mod checkpoints;
 mod crash;
 mod erasure;
 mod export;
+mod office;
 mod proofs;
 mod queue;
 mod replay;

@@ -1,0 +1,505 @@
+//! The office's projections and queries (#5): obligations, bookmarks,
+//! handovers, governance notes, constitutions, synthesized periods, baseline
+//! narratives, token usage and quotas, persona language, reply frames.
+//! Everything here is derived from events only.
+
+use serde::Serialize;
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, Sqlite, Transaction};
+
+use crate::body::{EventBody, HandoverAuthor, ObligationKind};
+use crate::error::LedgerError;
+use crate::event::EventHeader;
+use crate::query::StoredEvent;
+use crate::store::Ledger;
+use crate::Result;
+
+type Tx<'a> = Transaction<'a, Sqlite>;
+
+pub(crate) const TABLES: [&str; 11] = [
+    "reminders",
+    "bookmarks",
+    "handovers",
+    "governance_notes",
+    "constitutions",
+    "periods",
+    "baselines",
+    "token_usage",
+    "token_quotas",
+    "persona_languages",
+    "reply_frames",
+];
+
+/// Rows folded into `Ledger::state_digest`.
+pub(crate) const DIGEST_SQL: [&str; 6] = [
+    "SELECT id || '|' || persona_id || '|' || text || '|' || COALESCE(due_at, '') || '|' || obligation || '|' || COALESCE(done_seq, '') FROM reminders ORDER BY id",
+    "SELECT id || '|' || persona_id || '|' || target_id || '|' || label FROM bookmarks ORDER BY id",
+    "SELECT seq || '|' || persona_id || '|' || text || '|' || author FROM handovers ORDER BY seq",
+    "SELECT persona_id || '|' || version || '|' || core_directive || '|' || overrides FROM constitutions ORDER BY persona_id, version",
+    "SELECT seq || '|' || persona_id || '|' || summary FROM periods ORDER BY seq",
+    "SELECT persona_id || '|' || language FROM persona_languages ORDER BY persona_id",
+];
+
+pub(crate) async fn clear(tx: &mut Tx<'_>) -> Result<()> {
+    for table in TABLES {
+        sqlx::query(&format!("DELETE FROM {table}")).execute(&mut **tx).await.map_err(LedgerError::Save)?;
+    }
+    Ok(())
+}
+
+fn obligation_str(k: ObligationKind) -> &'static str {
+    match k {
+        ObligationKind::Reminder => "reminder",
+        ObligationKind::Commitment => "commitment",
+    }
+}
+
+fn author_str(a: HandoverAuthor) -> &'static str {
+    match a {
+        HandoverAuthor::Persona => "persona",
+        HandoverAuthor::System => "system",
+    }
+}
+
+/// Projects one office event; other kinds are ignored.
+pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) -> Result<()> {
+    let seq = h.seq;
+    let q = match body {
+        EventBody::ReminderSet { reminder_id, persona_id, text, due_at, obligation } => sqlx::query(
+            "INSERT OR REPLACE INTO reminders (id, persona_id, text, due_at, obligation, created_seq, created_ts) \
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(reminder_id)
+        .bind(persona_id)
+        .bind(text)
+        .bind(due_at)
+        .bind(obligation_str(*obligation))
+        .bind(seq)
+        .bind(&h.ts),
+        EventBody::ReminderDone { reminder_id } => {
+            sqlx::query("UPDATE reminders SET done_seq = ?, done_ts = ? WHERE id = ? AND done_seq IS NULL")
+                .bind(seq)
+                .bind(&h.ts)
+                .bind(reminder_id)
+        }
+        EventBody::BookmarkAdded { bookmark_id, persona_id, target_id, label } => sqlx::query(
+            "INSERT OR REPLACE INTO bookmarks (id, persona_id, target_id, label, seq, ts) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(bookmark_id)
+        .bind(persona_id)
+        .bind(target_id)
+        .bind(label)
+        .bind(seq)
+        .bind(&h.ts),
+        EventBody::HandoverWritten { persona_id, session_id, text, author, reason } => sqlx::query(
+            "INSERT INTO handovers (seq, persona_id, session_id, text, author, reason, ts) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(seq)
+        .bind(persona_id)
+        .bind(session_id)
+        .bind(text)
+        .bind(author_str(*author))
+        .bind(reason)
+        .bind(&h.ts),
+        EventBody::GovernanceNoteAdded { persona_id, handover_seq, note, findings } => sqlx::query(
+            "INSERT INTO governance_notes (seq, persona_id, handover_seq, note, findings, ts) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(seq)
+        .bind(persona_id)
+        .bind(handover_seq)
+        .bind(note)
+        .bind(findings.join("\n"))
+        .bind(&h.ts),
+        EventBody::ConstitutionSet { persona_id, version, core_directive, overrides } => sqlx::query(
+            "INSERT OR REPLACE INTO constitutions (persona_id, version, core_directive, overrides, seq, ts) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(persona_id)
+        .bind(version)
+        .bind(core_directive)
+        .bind(overrides.join("\n"))
+        .bind(seq)
+        .bind(&h.ts),
+        EventBody::PeriodSynthesized { persona_id, period_start, period_end, summary } => sqlx::query(
+            "INSERT INTO periods (seq, persona_id, period_start, period_end, summary) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(seq)
+        .bind(persona_id)
+        .bind(period_start)
+        .bind(period_end)
+        .bind(summary),
+        EventBody::BaselineNarrativeSet { persona_id, text } => {
+            sqlx::query("INSERT INTO baselines (seq, persona_id, text, ts) VALUES (?, ?, ?, ?)")
+                .bind(seq)
+                .bind(persona_id)
+                .bind(text)
+                .bind(&h.ts)
+        }
+        EventBody::TokensUsed { entity_id, day, prompt_tokens, completion_tokens } => sqlx::query(
+            "INSERT INTO token_usage (seq, entity_id, day, prompt_tokens, completion_tokens) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(seq)
+        .bind(entity_id)
+        .bind(day)
+        .bind(prompt_tokens)
+        .bind(completion_tokens),
+        EventBody::TokenQuotaSet { entity_id, daily_limit } => {
+            sqlx::query("INSERT OR REPLACE INTO token_quotas (entity_id, daily_limit, seq) VALUES (?, ?, ?)")
+                .bind(entity_id)
+                .bind(daily_limit)
+                .bind(seq)
+        }
+        EventBody::PersonaLanguageSet { persona_id, language } => {
+            sqlx::query("INSERT OR REPLACE INTO persona_languages (persona_id, language) VALUES (?, ?)")
+                .bind(persona_id)
+                .bind(language)
+        }
+        EventBody::ReplyFramed { persona_id, message_id, frame_hash, frame } => sqlx::query(
+            "INSERT OR REPLACE INTO reply_frames (message_id, persona_id, frame_hash, frame, seq) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(message_id)
+        .bind(persona_id)
+        .bind(frame_hash)
+        .bind(frame)
+        .bind(seq),
+        _ => return Ok(()),
+    };
+    q.execute(&mut **tx).await.map_err(LedgerError::Save)?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reminder {
+    pub id: String,
+    pub persona_id: String,
+    pub text: String,
+    pub due_at: Option<String>,
+    pub obligation: ObligationKind,
+    pub created_seq: i64,
+    pub created_ts: String,
+    pub done_ts: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bookmark {
+    pub id: String,
+    pub persona_id: String,
+    pub target_id: String,
+    pub label: String,
+    pub seq: i64,
+    pub ts: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Handover {
+    pub seq: i64,
+    pub persona_id: String,
+    pub session_id: String,
+    pub text: String,
+    pub author: HandoverAuthor,
+    pub reason: String,
+    pub ts: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GovernanceNote {
+    pub seq: i64,
+    pub persona_id: String,
+    pub handover_seq: i64,
+    pub note: String,
+    pub findings: Vec<String>,
+    pub ts: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Constitution {
+    pub persona_id: String,
+    pub version: u32,
+    pub core_directive: String,
+    pub overrides: Vec<String>,
+    pub seq: i64,
+    pub ts: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Period {
+    pub seq: i64,
+    pub persona_id: String,
+    pub period_start: String,
+    pub period_end: String,
+    pub summary: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Baseline {
+    pub seq: i64,
+    pub persona_id: String,
+    pub text: String,
+    pub ts: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TokenDay {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// 0 means no limit.
+    pub daily_limit: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplyFrame {
+    pub message_id: String,
+    pub persona_id: String,
+    pub frame_hash: String,
+    /// The frame as JSON text, exactly as recorded.
+    pub frame: String,
+    pub seq: i64,
+}
+
+fn lines(s: String) -> Vec<String> {
+    if s.is_empty() {
+        Vec::new()
+    } else {
+        s.split('\n').map(str::to_owned).collect()
+    }
+}
+
+fn reminder_row(r: &SqliteRow) -> Reminder {
+    let obligation: String = r.get(4);
+    Reminder {
+        id: r.get(0),
+        persona_id: r.get(1),
+        text: r.get(2),
+        due_at: r.get(3),
+        obligation: if obligation == "commitment" { ObligationKind::Commitment } else { ObligationKind::Reminder },
+        created_seq: r.get(5),
+        created_ts: r.get(6),
+        done_ts: r.get(7),
+    }
+}
+
+fn handover_row(r: &SqliteRow) -> Handover {
+    let author: String = r.get(4);
+    Handover {
+        seq: r.get(0),
+        persona_id: r.get(1),
+        session_id: r.get(2),
+        text: r.get(3),
+        author: if author == "persona" { HandoverAuthor::Persona } else { HandoverAuthor::System },
+        reason: r.get(5),
+        ts: r.get(6),
+    }
+}
+
+const REMINDER_COLS: &str = "id, persona_id, text, due_at, obligation, created_seq, created_ts, done_ts";
+const HANDOVER_COLS: &str = "seq, persona_id, session_id, text, author, reason, ts";
+
+impl Ledger {
+    /// A persona's obligations: open ones first by deadline (undated last),
+    /// then, with `include_done`, the finished ones.
+    pub async fn reminders(&self, persona_id: &str, include_done: bool) -> Result<Vec<Reminder>> {
+        let sql = format!(
+            "SELECT {REMINDER_COLS} FROM reminders WHERE persona_id = ? {} \
+             ORDER BY done_seq IS NOT NULL, due_at IS NULL, due_at, created_seq",
+            if include_done { "" } else { "AND done_seq IS NULL" }
+        );
+        let rows = sqlx::query(&sql).bind(persona_id).fetch_all(self.pool()).await.map_err(LedgerError::Load)?;
+        Ok(rows.iter().map(reminder_row).collect())
+    }
+
+    pub async fn reminder(&self, id: &str) -> Result<Option<Reminder>> {
+        let sql = format!("SELECT {REMINDER_COLS} FROM reminders WHERE id = ?");
+        let row = sqlx::query(&sql).bind(id).fetch_optional(self.pool()).await.map_err(LedgerError::Load)?;
+        Ok(row.as_ref().map(reminder_row))
+    }
+
+    /// The newest `limit` bookmarks of a persona, newest first.
+    pub async fn bookmarks(&self, persona_id: &str, limit: u32) -> Result<Vec<Bookmark>> {
+        let rows = sqlx::query(
+            "SELECT id, persona_id, target_id, label, seq, ts FROM bookmarks WHERE persona_id = ? ORDER BY seq DESC LIMIT ?",
+        )
+        .bind(persona_id)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(rows
+            .iter()
+            .map(|r| Bookmark {
+                id: r.get(0),
+                persona_id: r.get(1),
+                target_id: r.get(2),
+                label: r.get(3),
+                seq: r.get(4),
+                ts: r.get(5),
+            })
+            .collect())
+    }
+
+    /// A persona's handovers, newest first.
+    pub async fn handovers(&self, persona_id: &str, limit: u32) -> Result<Vec<Handover>> {
+        let sql = format!("SELECT {HANDOVER_COLS} FROM handovers WHERE persona_id = ? ORDER BY seq DESC LIMIT ?");
+        let rows = sqlx::query(&sql)
+            .bind(persona_id)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(rows.iter().map(handover_row).collect())
+    }
+
+    pub async fn last_handover(&self, persona_id: &str) -> Result<Option<Handover>> {
+        Ok(self.handovers(persona_id, 1).await?.pop())
+    }
+
+    /// The governance note raised about one handover, if any.
+    pub async fn governance_note(&self, handover_seq: i64) -> Result<Option<GovernanceNote>> {
+        let row = sqlx::query(
+            "SELECT seq, persona_id, handover_seq, note, findings, ts FROM governance_notes \
+             WHERE handover_seq = ? ORDER BY seq DESC LIMIT 1",
+        )
+        .bind(handover_seq)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(row.map(|r| GovernanceNote {
+            seq: r.get(0),
+            persona_id: r.get(1),
+            handover_seq: r.get(2),
+            note: r.get(3),
+            findings: lines(r.get(4)),
+            ts: r.get(5),
+        }))
+    }
+
+    /// Every version of a persona's constitution, newest first.
+    pub async fn constitutions(&self, persona_id: &str) -> Result<Vec<Constitution>> {
+        let rows = sqlx::query(
+            "SELECT persona_id, version, core_directive, overrides, seq, ts FROM constitutions \
+             WHERE persona_id = ? ORDER BY version DESC",
+        )
+        .bind(persona_id)
+        .fetch_all(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(rows
+            .iter()
+            .map(|r| Constitution {
+                persona_id: r.get(0),
+                version: r.get(1),
+                core_directive: r.get(2),
+                overrides: lines(r.get(3)),
+                seq: r.get(4),
+                ts: r.get(5),
+            })
+            .collect())
+    }
+
+    pub async fn constitution(&self, persona_id: &str) -> Result<Option<Constitution>> {
+        Ok(self.constitutions(persona_id).await?.into_iter().next())
+    }
+
+    /// Synthesized periods ending at or after `since` (RFC 3339), oldest first.
+    pub async fn periods(&self, persona_id: &str, since: &str) -> Result<Vec<Period>> {
+        let rows = sqlx::query(
+            "SELECT seq, persona_id, period_start, period_end, summary FROM periods \
+             WHERE persona_id = ? AND period_end >= ? ORDER BY period_start, seq",
+        )
+        .bind(persona_id)
+        .bind(since)
+        .fetch_all(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(rows
+            .iter()
+            .map(|r| Period {
+                seq: r.get(0),
+                persona_id: r.get(1),
+                period_start: r.get(2),
+                period_end: r.get(3),
+                summary: r.get(4),
+            })
+            .collect())
+    }
+
+    pub async fn baseline(&self, persona_id: &str) -> Result<Option<Baseline>> {
+        let row = sqlx::query("SELECT seq, persona_id, text, ts FROM baselines WHERE persona_id = ? ORDER BY seq DESC LIMIT 1")
+            .bind(persona_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(row.map(|r| Baseline { seq: r.get(0), persona_id: r.get(1), text: r.get(2), ts: r.get(3) }))
+    }
+
+    /// Tokens an entity spent on `day` (`YYYY-MM-DD`) and its daily limit.
+    pub async fn token_day(&self, entity_id: &str, day: &str) -> Result<TokenDay> {
+        let row = sqlx::query(
+            "SELECT COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), \
+             (SELECT daily_limit FROM token_quotas WHERE entity_id = ?) FROM token_usage WHERE entity_id = ? AND day = ?",
+        )
+        .bind(entity_id)
+        .bind(entity_id)
+        .bind(day)
+        .fetch_one(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(TokenDay {
+            prompt_tokens: row.get::<i64, _>(0).max(0) as u64,
+            completion_tokens: row.get::<i64, _>(1).max(0) as u64,
+            daily_limit: row.get::<Option<i64>, _>(2).unwrap_or(0).clamp(0, i64::from(u32::MAX)) as u32,
+        })
+    }
+
+    pub async fn persona_language(&self, persona_id: &str) -> Result<Option<String>> {
+        sqlx::query_scalar("SELECT language FROM persona_languages WHERE persona_id = ?")
+            .bind(persona_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(LedgerError::Load)
+    }
+
+    pub async fn reply_frame(&self, message_id: &str) -> Result<Option<ReplyFrame>> {
+        let row = sqlx::query("SELECT message_id, persona_id, frame_hash, frame, seq FROM reply_frames WHERE message_id = ?")
+            .bind(message_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(row.map(|r| ReplyFrame {
+            message_id: r.get(0),
+            persona_id: r.get(1),
+            frame_hash: r.get(2),
+            frame: r.get(3),
+            seq: r.get(4),
+        }))
+    }
+
+    /// The newest `limit` events of a persona's world, oldest first: its own
+    /// events and its conversation's messages, without the office's
+    /// bookkeeping (frames, token counts).
+    pub async fn persona_events(&self, persona_id: &str, limit: u32) -> Result<Vec<StoredEvent>> {
+        let rows = sqlx::query(
+            "SELECT * FROM (SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, e.prev_hash, e.hash, e.signature, p.body \
+             FROM events e LEFT JOIN payloads p ON p.seq = e.seq \
+             WHERE e.seq IN (SELECT seq FROM (SELECT seq FROM events WHERE entity_id = ?1 \
+                               AND kind NOT IN ('reply_framed', 'tokens_used') ORDER BY seq DESC LIMIT ?2) \
+                             UNION SELECT seq FROM (SELECT seq FROM messages WHERE persona_id = ?1 ORDER BY seq DESC LIMIT ?2)) \
+             ORDER BY e.seq DESC LIMIT ?2) ORDER BY seq",
+        )
+        .bind(persona_id)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(rows.iter().map(crate::query::stored_event_row).collect())
+    }
+
+    /// Handovers written for a persona after event `after_seq`.
+    pub async fn handovers_since(&self, persona_id: &str, after_seq: i64) -> Result<u64> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM handovers WHERE persona_id = ? AND seq > ?")
+            .bind(persona_id)
+            .bind(after_seq)
+            .fetch_one(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(n.max(0) as u64)
+    }
+}
