@@ -290,6 +290,8 @@ fn handover_row(r: &SqliteRow) -> Handover {
     }
 }
 
+const NARRATED_ELSEWHERE: &str = "'reply_framed', 'tokens_used', 'token_quota_set', 'handover_written', 'governance_note_added', \
+     'period_synthesized', 'baseline_narrative_set', 'constitution_set', 'persona_language_set', 'entity_key_registered'";
 const REMINDER_COLS: &str = "id, persona_id, text, due_at, obligation, created_seq, created_ts, done_ts";
 const HANDOVER_COLS: &str = "seq, persona_id, session_id, text, author, reason, ts";
 
@@ -474,16 +476,18 @@ impl Ledger {
 
     /// The newest `limit` events of a persona's world, oldest first: its own
     /// events and its conversation's messages, without the office's
-    /// bookkeeping (frames, token counts).
+    /// bookkeeping (frames, token counts) and without what the frame already
+    /// carries in its own sections (handover, notes, periods, constitution).
     pub async fn persona_events(&self, persona_id: &str, limit: u32) -> Result<Vec<StoredEvent>> {
-        let rows = sqlx::query(
+        let sql = format!(
             "SELECT * FROM (SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, e.prev_hash, e.hash, e.signature, p.body \
              FROM events e LEFT JOIN payloads p ON p.seq = e.seq \
              WHERE e.seq IN (SELECT seq FROM (SELECT seq FROM events WHERE entity_id = ?1 \
-                               AND kind NOT IN ('reply_framed', 'tokens_used') ORDER BY seq DESC LIMIT ?2) \
+                               AND kind NOT IN ({NARRATED_ELSEWHERE}) ORDER BY seq DESC LIMIT ?2) \
                              UNION SELECT seq FROM (SELECT seq FROM messages WHERE persona_id = ?1 ORDER BY seq DESC LIMIT ?2)) \
              ORDER BY e.seq DESC LIMIT ?2) ORDER BY seq",
-        )
+        );
+        let rows = sqlx::query(&sql)
         .bind(persona_id)
         .bind(i64::from(limit))
         .fetch_all(self.pool())
@@ -501,5 +505,46 @@ impl Ledger {
             .await
             .map_err(LedgerError::Load)?;
         Ok(n.max(0) as u64)
+    }
+
+    /// Hex Ed25519 public key registered for an entity.
+    pub async fn entity_public_key(&self, entity_id: &str) -> Result<Option<String>> {
+        let key: Option<Vec<u8>> = sqlx::query_scalar("SELECT public_key FROM entities WHERE id = ?")
+            .bind(entity_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(key.map(hex::encode))
+    }
+
+    /// How many messages a persona's conversation holds.
+    pub async fn message_count(&self, persona_id: &str) -> Result<u64> {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE persona_id = ?")
+            .bind(persona_id)
+            .fetch_one(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(n.max(0) as u64)
+    }
+
+    /// Messages of a conversation after event `after_seq`, oldest first (at most `limit`, the newest).
+    pub async fn messages_since(&self, persona_id: &str, after_seq: i64, limit: u32) -> Result<Vec<crate::Message>> {
+        let mut all = self.messages(persona_id, Some(limit)).await?;
+        all.retain(|m| m.seq > after_seq);
+        Ok(all)
+    }
+
+    /// Reminders and bookmarks a persona created after event `after_seq`.
+    pub async fn office_activity_since(&self, persona_id: &str, after_seq: i64) -> Result<(u64, u64)> {
+        let row = sqlx::query(
+            "SELECT (SELECT COUNT(*) FROM reminders WHERE persona_id = ?1 AND created_seq > ?2), \
+                    (SELECT COUNT(*) FROM bookmarks WHERE persona_id = ?1 AND seq > ?2)",
+        )
+        .bind(persona_id)
+        .bind(after_seq)
+        .fetch_one(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok((row.get::<i64, _>(0).max(0) as u64, row.get::<i64, _>(1).max(0) as u64))
     }
 }

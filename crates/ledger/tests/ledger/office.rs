@@ -97,6 +97,7 @@ async fn office_projections_survive_a_rebuild_and_answer_their_queries() {
     assert_eq!((day.prompt_tokens, day.completion_tokens, day.daily_limit), (150, 25, 1000));
     assert_eq!(l.persona_language(EI_PERSONA_ID).await.expect("q").as_deref(), Some("pt-BR"));
     // The persona's own events, without bookkeeping kinds, oldest first.
-    let kinds: Vec<_> = l.persona_events(EI_PERSONA_ID, 3).await.expect("q").into_iter().map(|e| e.kind).collect();
-    assert_eq!(kinds, ["constitution_set", "token_quota_set", "persona_language_set"]);
+    l.append(EI_PERSONA_ID, reminder("r9", None)).await.expect("append");
+    let kinds: Vec<_> = l.persona_events(EI_PERSONA_ID, 2).await.expect("q").into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, ["bookmark_added", "reminder_set"]);
 }

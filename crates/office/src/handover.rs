@@ -1,0 +1,114 @@
+//! Session handovers: the note one session leaves the next. The persona
+//! writes it (empty, or at least 50 characters); when it cannot, Ledgermind
+//! writes one from the session's events.
+
+use ledger::{Message, MessageRole, Reminder};
+use providers::{ChatMessage, CompletionRequest, Role};
+use serde_json::json;
+
+use crate::frame::truncate_chars;
+use crate::session::Language;
+
+pub const MIN_CHARS: usize = 50;
+pub const MAX_CHARS: usize = 1_200;
+/// Tokens the persona may spend writing its handover.
+pub const MAX_TOKENS: u32 = 160;
+
+/// The persona's text if it is a valid handover: empty (a deliberate "no
+/// note") or at least `MIN_CHARS` characters; longer ones are cut.
+pub fn accept(text: &str) -> Option<String> {
+    let t = text.trim();
+    match t.chars().count() {
+        0 => Some(String::new()),
+        n if n < MIN_CHARS => None,
+        _ => Some(truncate_chars(t, MAX_CHARS)),
+    }
+}
+
+/// The request that asks the persona for its handover: its narrative, the
+/// session's messages, and a JSON schema so even a tiny model answers in shape.
+pub fn request(model: &str, narrative: &str, session: &[Message], lang: Language) -> CompletionRequest {
+    let ask = match lang {
+        Language::En => "Your session is ending. Write a short note to the next instance of yourself: what happened, \
+                         what you promised, what is still open. Write at least two full sentences. \
+                         Answer as JSON: {\"handover\": \"...\"}",
+        Language::PtBr => "Sua sessão está terminando. Escreva uma nota curta para a próxima instância de você: o que \
+                           aconteceu, o que você prometeu, o que continua em aberto. Escreva pelo menos duas frases \
+                           completas. Responda em JSON: {\"handover\": \"...\"}",
+    };
+    let mut messages = vec![ChatMessage::new(Role::System, narrative.to_owned())];
+    for m in session {
+        let role = match m.role {
+            MessageRole::Human => Role::User,
+            MessageRole::Persona => Role::Assistant,
+            MessageRole::System => continue,
+        };
+        messages.push(ChatMessage::new(role, m.content.clone()));
+    }
+    messages.push(ChatMessage::new(Role::User, ask.to_owned()));
+    let mut req = CompletionRequest::chat(model.to_owned(), messages);
+    req.max_tokens = MAX_TOKENS;
+    req.json_schema = Some(json!({
+        "type": "object",
+        "properties": {"handover": {"type": "string", "minLength": MIN_CHARS, "maxLength": 600}},
+        "required": ["handover"],
+        "additionalProperties": false,
+    }));
+    req
+}
+
+/// The handover text out of the model's JSON answer, if valid.
+pub fn parse(answer: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(answer.trim()).ok()?;
+    accept(v.get("handover")?.as_str()?)
+}
+
+/// A handover written from the session's events (always ≥ `MIN_CHARS`).
+pub fn fallback(session: &[Message], open: &[Reminder], lang: Language) -> String {
+    let pt = lang == Language::PtBr;
+    let human = session.iter().filter(|m| m.role == MessageRole::Human).count();
+    let mine = session.iter().filter(|m| m.role == MessageRole::Persona).count();
+    let mut s = if pt {
+        format!("Nesta sessão a pessoa enviou {human} mensagens e eu respondi {mine}.")
+    } else {
+        format!("In this session the person sent {human} messages and I replied {mine} times.")
+    };
+    if let Some(last) = session.iter().rev().find(|m| m.role == MessageRole::Human) {
+        let text = truncate_chars(last.content.trim(), 160);
+        s.push_str(&if pt { format!(" A última coisa que a pessoa disse foi: \"{text}\".") } else { format!(" The last thing the person said was: \"{text}\".") });
+    }
+    if let Some(last) = session.iter().rev().find(|m| m.role == MessageRole::Persona) {
+        let text = truncate_chars(last.content.trim(), 160);
+        s.push_str(&if pt { format!(" Minha última resposta: \"{text}\".") } else { format!(" My last answer: \"{text}\".") });
+    }
+    match open.len() {
+        0 => s.push_str(if pt { " Não há obrigações em aberto." } else { " No obligations are open." }),
+        n => {
+            let first = open.iter().take(3).map(|r| r.text.as_str()).collect::<Vec<_>>().join("; ");
+            s.push_str(&if pt { format!(" Há {n} obrigações em aberto: {first}.") } else { format!(" {n} obligations are open: {first}.") });
+        }
+    }
+    truncate_chars(&s, MAX_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handover_is_empty_or_at_least_fifty_characters() {
+        assert_eq!(accept("  "), Some(String::new()));
+        assert_eq!(accept("Too short."), None);
+        let ok = "We talked about the trip to Lisbon and I promised a packing list.";
+        assert_eq!(accept(ok).as_deref(), Some(ok));
+        assert_eq!(parse(&format!("{{\"handover\": \"{ok}\"}}")).as_deref(), Some(ok));
+        assert_eq!(parse("{\"handover\": \"short\"}"), None);
+        assert_eq!(parse("not json"), None);
+    }
+
+    #[test]
+    fn the_fallback_is_long_enough_even_for_an_empty_session() {
+        assert!(fallback(&[], &[], Language::En).chars().count() >= MIN_CHARS);
+        assert!(fallback(&[], &[], Language::PtBr).chars().count() >= MIN_CHARS);
+    }
+}
