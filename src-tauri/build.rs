@@ -38,6 +38,7 @@ fn main() {
         "reject_proposal",
         "get_metadata_service",
         "set_metadata_service",
+        "prefetch_draft",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

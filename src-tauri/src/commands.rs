@@ -179,3 +179,10 @@ pub async fn get_metadata_service(state: State<'_, Backend>) -> Reply<MetadataSe
 pub async fn set_metadata_service(state: State<'_, Backend>, base_url: String, api_key: String) -> Reply<MetadataServiceView> {
     view(engine(&state).await?.set_metadata_service(&base_url, &api_key).await)
 }
+
+/// A draft being typed: its embedding is computed ahead of the send.
+#[tauri::command]
+pub async fn prefetch_draft(state: State<'_, Backend>, text: String) -> Reply<()> {
+    engine(&state).await?.prefetch_embedding(&text);
+    Ok(())
+}

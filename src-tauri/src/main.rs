@@ -98,6 +98,7 @@ fn main() {
             commands::reject_proposal,
             commands::get_metadata_service,
             commands::set_metadata_service,
+            commands::prefetch_draft,
         ])
         .build(tauri::generate_context!("../tauri.conf.json"));
     let app = match result {

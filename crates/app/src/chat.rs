@@ -36,6 +36,8 @@ pub struct ReplyTiming {
     pub request_id: String,
     /// Send → provider called: ledger write, queue, prompt building.
     pub overhead_ms: f64,
+    /// The part of `overhead_ms` spent ranking memories for the prompt.
+    pub retrieval_ms: f64,
     /// Provider called → first token: the model's own time.
     pub model_first_token_ms: f64,
     /// Last token → reply committed to the ledger.
@@ -154,7 +156,9 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     if let Ok(mut c) = engine.current_cancel.lock() {
         *c = Some(cancel.clone());
     }
+    let retrieval = Instant::now();
     let memories = crate::memory::memories_for_reply(engine, &persona, &history).await;
+    let retrieval = retrieval.elapsed();
     let request =
         CompletionRequest::chat(spec.model.clone(), reply_prompt_with_memories(&persona, &history, &memories));
     let mut request = engine.planner_request(&persona, request).await;
@@ -233,7 +237,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         .pop()
         .map(MessageView::from)
         .ok_or_else(|| Failure::Retry(AppError::new("STORAGE_LOAD_FAILED", "the reply was not found after saving")))?;
-    record_timing(engine, item, called, first_token, generated, committed, completion.completion_tokens);
+    record_timing(engine, item, retrieval, [called, first_token.unwrap_or(generated), generated, committed], completion.completion_tokens);
     engine.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
     engine.emit(AppEvent::ReplyFinished { request_id: item.id.clone(), message });
     if let Ok(p) = engine.ledger.persona(&persona.id).await {
@@ -242,22 +246,16 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     Ok(())
 }
 
-fn record_timing(
-    engine: &Engine,
-    item: &QueueItem,
-    called: Instant,
-    first_token: Option<Instant>,
-    generated: Instant,
-    committed: Instant,
-    completion_tokens: u32,
-) {
+/// `marks`: provider called, first token, last token, reply committed.
+fn record_timing(engine: &Engine, item: &QueueItem, retrieval: Duration, marks: [Instant; 4], completion_tokens: u32) {
+    let [called, first, generated, committed] = marks;
     let sent = engine.sent_at.lock().ok().and_then(|mut m| m.remove(&item.id));
     let Some(sent) = sent else { return };
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let first = first_token.unwrap_or(generated);
     let timing = ReplyTiming {
         request_id: item.id.clone(),
         overhead_ms: ms(called.saturating_duration_since(sent)),
+        retrieval_ms: ms(retrieval),
         model_first_token_ms: ms(first.saturating_duration_since(called)),
         commit_ms: ms(committed.saturating_duration_since(generated)),
         completion_tokens,

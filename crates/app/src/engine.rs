@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use ledger::{Draft, EventBody, KeyStore, Ledger, LedgerOptions, MessageRole, HUMAN_ENTITY};
+use ledger::{Draft, EventBody, KeyStore, Ledger, LedgerOptions, MessageRole, NewJob, HUMAN_ENTITY};
 use providers::{OpenAiCompatible, Provider};
 use tokio::sync::{broadcast, watch, Notify};
 use tokio::task::JoinHandle;
@@ -290,34 +290,37 @@ impl Engine {
         let screened = self.screen_input(content)?;
         let content = screened.as_str();
         let message_id = uuid::Uuid::now_v7().to_string();
-        let receipt = self
-            .ledger
-            .append(
-                HUMAN_ENTITY,
-                EventBody::MessageAdded {
-                    message_id: message_id.clone(),
-                    persona_id: p.id.clone(),
-                    role: MessageRole::Human,
-                    content: content.to_owned(),
-                    external_id: None,
-                },
-            )
-            .await?;
-        crate::memory::index_message(self, &message_id, &p.id, content, receipt.seq).await;
+        let body = EventBody::MessageAdded {
+            message_id: message_id.clone(),
+            persona_id: p.id.clone(),
+            role: MessageRole::Human,
+            content: content.to_owned(),
+            external_id: None,
+        };
         // Delete all, list all, cancel are answered without the model.
         let intent = runtime::detect_intent(content).is_some();
-        let request_id = if intent {
-            String::new()
+        let (receipt, request_id) = if intent {
+            (self.ledger.append(HUMAN_ENTITY, body).await?, String::new())
         } else {
+            // The reply's retrieval needs this text's embedding: start it now,
+            // so it overlaps the write below instead of following it.
+            self.prefetch_embedding(content);
             let job = ReplyJob { persona_id: p.id.clone(), reply_to: message_id.clone() };
-            let body = serde_json::to_value(&job).map_err(|e| AppError::invalid(e.to_string()))?;
-            let item = self.ledger.enqueue(chat::REPLY_KIND, PRIORITY_HIGH, Some(&p.id), &body).await?;
+            let job = NewJob {
+                kind: chat::REPLY_KIND.to_owned(),
+                priority: PRIORITY_HIGH,
+                persona_id: Some(p.id.clone()),
+                body: serde_json::to_value(&job).map_err(|e| AppError::invalid(e.to_string()))?,
+            };
+            // One transaction: never a message without its reply job.
+            let (receipt, item) = self.ledger.append_and_enqueue(HUMAN_ENTITY, body, job).await?;
             if let Ok(mut m) = self.sent_at.lock() {
                 m.insert(item.id.clone(), sent);
             }
             self.wake.notify_one();
-            item.id
+            (receipt, item.id)
         };
+        crate::memory::index_message(self, &message_id, &p.id, content, receipt.seq).await;
         let view = MessageView {
             id: message_id,
             persona_id: p.id.clone(),

@@ -19,6 +19,7 @@ mod tools_exec;
 mod views;
 
 pub use assistant::{ProposalView, ToolResultView, CONFIRMATION_TTL_ENV};
+pub use chat::ReplyTiming;
 pub use engine::{Engine, EngineConfig};
 pub use items::ItemView;
 pub use metadata::MetadataServiceView;

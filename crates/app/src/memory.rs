@@ -89,6 +89,12 @@ pub(crate) async fn open_index(data_dir: &DataDir, ledger: &Ledger) -> Result<Ar
 /// Loads the local embedding model off the async threads, then embeds
 /// whatever is pending in the background. Without the model files recall
 /// stays keyword-only and says so in its status; it never fails.
+/// Longer drafts are not embedded ahead of time (the model truncates anyway).
+const PREFETCH_MAX_CHARS: usize = 4_000;
+
+/// Recent texts whose embeddings are kept (drafts, sent messages, queries).
+const EMBED_CACHE: usize = 256;
+
 pub(crate) fn start_embedder(index: &Arc<MemoryIndex>, models: &Path) {
     let dir = models.join(MINILM_DIR);
     let index = index.clone();
@@ -96,6 +102,9 @@ pub(crate) fn start_embedder(index: &Arc<MemoryIndex>, models: &Path) {
         let loaded = tokio::task::spawn_blocking(move || MiniLm::load(&dir)).await;
         match loaded {
             Ok(Ok(model)) => {
+                // Each text reaches the model once: a reply's query and the
+                // index share embeddings (see `Engine::prefetch_embedding`).
+                let model = memory::CachedEmbedder::new(Arc::new(model), EMBED_CACHE);
                 if let Err(e) = index.set_embedder(Arc::new(model)).await {
                     index.set_embedder_unavailable(&e.to_string());
                     return;
@@ -170,6 +179,27 @@ pub(crate) async fn memories_for_reply(engine: &Engine, persona: &Persona, histo
 }
 
 impl Engine {
+    /// Embeds `text` in the background so that a reply's retrieval for it
+    /// finds the vector ready: called while a message is typed (debounced by
+    /// the UI) and when it is sent. Does nothing before the model is loaded
+    /// (asking for it starts the load).
+    pub fn prefetch_embedding(&self, text: &str) {
+        if !self.embedder_requested.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            start_embedder(&self.memory, &self.data_dir().models());
+        }
+        let text = text.trim();
+        let Some(embedder) = self.memory.embedder() else { return };
+        if text.is_empty() || text.chars().count() > PREFETCH_MAX_CHARS {
+            return;
+        }
+        let text = text.to_owned();
+        drop(tokio::task::spawn_blocking(move || {
+            if let Err(e) = embedder.embed(&[text.as_str()]) {
+                tracing::debug!(error = %e, "could not embed a draft ahead of time");
+            }
+        }));
+    }
+
     /// Loads the embedding model on first need rather than at start: it is
     /// the largest thing in memory after the web view, and an idle app or a
     /// CLI command that never searches should not pay for it. Waits (up to

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use app::AppEvent;
+use app::{AppEvent, ReplyTiming};
 
 use crate::common::{fail, Ctx};
 
@@ -15,6 +15,9 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[idx.min(sorted.len() - 1)]
 }
 
+/// How long the simulated person pauses between the draft and the send.
+const TYPING_PAUSE_MS: u64 = 300;
+
 pub async fn chat(ctx: &Ctx, persona: &str, runs: usize) -> ExitCode {
     let prompts = [
         "Hello! How are you today?",
@@ -22,12 +25,26 @@ pub async fn chat(ctx: &Ctx, persona: &str, runs: usize) -> ExitCode {
         "Tell me one fact about the moon.",
         "Give me a word that rhymes with light.",
     ];
+    // Odd runs are "typed": the draft is handed over first, as the app's
+    // composer does when typing pauses (after 250 ms), and the send follows a
+    // short pause. Even runs are "cold", like a script calling `chat`. Every
+    // text is unique, so no run finds another run's embedding cached.
+    let mut typed = Vec::new();
     for i in 0..runs {
+        let text = format!("{} (run {i})", prompts[i % prompts.len()]);
+        let is_typed = i % 2 == 1;
+        if is_typed {
+            ctx.engine.prefetch_embedding(&text);
+            tokio::time::sleep(std::time::Duration::from_millis(TYPING_PAUSE_MS)).await;
+        }
         let mut rx = ctx.engine.subscribe();
-        let request = match ctx.engine.send_message(persona, prompts[i % prompts.len()]).await {
+        let request = match ctx.engine.send_message(persona, &text).await {
             Ok((_, r)) => r,
             Err(e) => return fail(&e),
         };
+        if is_typed {
+            typed.push(request.clone());
+        }
         loop {
             match rx.recv().await {
                 Ok(AppEvent::ReplyFinished { request_id, .. }) if request_id == request => break,
@@ -46,19 +63,34 @@ pub async fn chat(ctx: &Ctx, persona: &str, runs: usize) -> ExitCode {
         Some((f, r)) => (f, r),
         None => return ExitCode::from(1),
     };
-    let mut overhead: Vec<f64> = rest.iter().map(|t| t.overhead_ms).collect();
+    let pick = |typed_runs: bool| -> Vec<&ReplyTiming> {
+        rest.iter().filter(|t| typed.contains(&t.request_id) == typed_runs).collect()
+    };
+    let sorted = |ts: &[&ReplyTiming], f: fn(&ReplyTiming) -> f64| -> Vec<f64> {
+        let mut v: Vec<f64> = ts.iter().map(|t| f(t)).collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        v
+    };
+    let (cold, warm) = (pick(false), pick(true));
     let mut model: Vec<f64> = rest.iter().map(|t| t.model_first_token_ms).collect();
     let mut commit: Vec<f64> = rest.iter().map(|t| t.commit_ms).collect();
-    for v in [&mut overhead, &mut model, &mut commit] {
+    for v in [&mut model, &mut commit] {
         v.sort_by(|a, b| a.total_cmp(b));
     }
     let tokens: u32 = rest.iter().map(|t| t.completion_tokens).sum();
     let gen_ms: f64 = rest.iter().map(|t| t.total_ms - t.overhead_ms - t.commit_ms).sum();
     println!("runs: {} (+1 warm-up that loaded the model: first token after {:.0} ms)", rest.len(), first.model_first_token_ms + first.overhead_ms);
-    println!("our overhead send→provider (ledger write, queue, prompt): p50 {:.2} ms  p95 {:.2} ms", percentile(&overhead, 0.5), percentile(&overhead, 0.95));
+    for (label, set) in [("typed (draft handed over while typing)", &warm), ("cold (sent without a draft)", &cold)] {
+        let overhead = sorted(set, |t| t.overhead_ms);
+        let retrieval = sorted(set, |t| t.retrieval_ms);
+        println!("{label}, {} runs:", set.len());
+        println!("  our overhead send→provider (ledger write, queue, prompt): p50 {:.2} ms  p95 {:.2} ms", percentile(&overhead, 0.5), percentile(&overhead, 0.95));
+        println!("    of which ranking memories for the prompt:              p50 {:.2} ms  p95 {:.2} ms", percentile(&retrieval, 0.5), percentile(&retrieval, 0.95));
+    }
+    let overhead = sorted(&warm, |t| t.overhead_ms);
     println!("model time provider→first token:                       p50 {:.2} ms  p95 {:.2} ms", percentile(&model, 0.5), percentile(&model, 0.95));
     println!("reply commit to ledger after the last token:            p50 {:.2} ms  p95 {:.2} ms", percentile(&commit, 0.5), percentile(&commit, 0.95));
-    println!("overhead / model first-token time (p50 ratio):          {:.3}", percentile(&overhead, 0.5) / percentile(&model, 0.5));
+    println!("typed overhead / model first-token time (p50 ratio):    {:.3}", percentile(&overhead, 0.5) / percentile(&model, 0.5));
     if gen_ms > 0.0 {
         println!("generation: {} tokens, {:.1} tokens/s including first-token latency", tokens, f64::from(tokens) / (gen_ms / 1e3));
     }

@@ -43,7 +43,7 @@ pub use merkle::{leaf_hash, node_hash};
 pub use proof::{check_proof, sth_message, Proof, SignedTreeHead};
 pub use office::{Baseline, Bookmark, Constitution, GovernanceNote, Handover, Period, Reminder, ReplyFrame, TokenDay};
 pub use query::{Account, Item, Message, Persona, StoredEvent};
-pub use queue::{QueueItem, QueueState};
+pub use queue::{NewJob, QueueItem, QueueState};
 pub use erase::Erasure;
 pub use store::{Draft, Ledger, LedgerOptions, Receipt, EI_PERSONA_ID, HUMAN_ENTITY};
 pub use verify::{VerifyFailure, VerifyReport};

@@ -70,6 +70,34 @@ fn item_row(r: &SqliteRow) -> QueueItem {
     }
 }
 
+/// Work to queue, possibly in the same transaction as the events it follows
+/// from (see `Ledger::append_and_enqueue`).
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub kind: String,
+    /// 0 = high, 1 = normal, 2 = low.
+    pub priority: i64,
+    pub persona_id: Option<String>,
+    pub body: serde_json::Value,
+}
+
+pub(crate) async fn insert_job(conn: &mut sqlx::SqliteConnection, job: &NewJob, now: OffsetDateTime) -> Result<QueueItem> {
+    let id = uuid::Uuid::now_v7().to_string();
+    let now = format_ts(now);
+    sqlx::query(&format!("INSERT INTO queue ({COLS}) VALUES (?, ?, ?, ?, ?, 'pending', 0, NULL, ?, ?) RETURNING {COLS}"))
+        .bind(&id)
+        .bind(job.priority)
+        .bind(&job.kind)
+        .bind(&job.persona_id)
+        .bind(job.body.to_string())
+        .bind(&now)
+        .bind(&now)
+        .fetch_one(conn)
+        .await
+        .map(|r| item_row(&r))
+        .map_err(LedgerError::Save)
+}
+
 impl Ledger {
     pub async fn enqueue(
         &self,
@@ -78,30 +106,21 @@ impl Ledger {
         persona_id: Option<&str>,
         body: &serde_json::Value,
     ) -> Result<QueueItem> {
-        let id = uuid::Uuid::now_v7().to_string();
-        let now = format_ts(self.now());
+        let job = NewJob { kind: kind.to_owned(), priority, persona_id: persona_id.map(str::to_owned), body: body.clone() };
         let mut conn = self.writer_conn().await;
-        sqlx::query(&format!(
-            "INSERT INTO queue ({COLS}) VALUES (?, ?, ?, ?, ?, 'pending', 0, NULL, ?, ?) RETURNING {COLS}"
-        ))
-        .bind(&id)
-        .bind(priority)
-        .bind(kind)
-        .bind(persona_id)
-        .bind(body.to_string())
-        .bind(&now)
-        .bind(&now)
-        .fetch_one(&mut *conn)
-        .await
-        .map(|r| item_row(&r))
-        .map_err(LedgerError::Save)
+        insert_job(&mut conn, &job, self.now()).await
     }
 
     /// Takes the most urgent ready item (priority, then age) and marks it running.
+    ///
+    /// The claim is not flushed to disk on its own (the next durable commit
+    /// carries it): losing it in a power cut changes nothing, because running
+    /// items are put back to pending when the ledger opens anyway.
     pub async fn take_next(&self, now: OffsetDateTime) -> Result<Option<QueueItem>> {
         let now = format_ts(now);
         let mut conn = self.writer_conn().await;
-        sqlx::query(&format!(
+        sqlx::query("PRAGMA synchronous = NORMAL").execute(&mut *conn).await.map_err(LedgerError::Save)?;
+        let taken = sqlx::query(&format!(
             "UPDATE queue SET state = 'running', attempts = attempts + 1 WHERE id = (\
                SELECT id FROM queue WHERE state = 'pending' AND not_before <= ? \
                ORDER BY priority, enqueued_at, id LIMIT 1) RETURNING {COLS}"
@@ -110,7 +129,10 @@ impl Ledger {
         .fetch_optional(&mut *conn)
         .await
         .map(|r| r.as_ref().map(item_row))
-        .map_err(LedgerError::Save)
+        .map_err(LedgerError::Save);
+        let restore = if self.durable() { "PRAGMA synchronous = FULL" } else { "PRAGMA synchronous = NORMAL" };
+        sqlx::query(restore).execute(&mut *conn).await.map_err(LedgerError::Save)?;
+        taken
     }
 
     pub async fn finish_item(&self, id: &str) -> Result<()> {

@@ -23,6 +23,7 @@ use crate::keys::KeyStore;
 use crate::merkle::Frontier;
 use crate::project;
 use crate::proof::SthCache;
+use crate::queue::{NewJob, QueueItem};
 use crate::Result;
 
 /// The human's device entity; its key also signs receipts for the ledger.
@@ -78,6 +79,7 @@ pub struct Ledger {
     clock: Arc<dyn Clock>,
     profile_id: String,
     path: PathBuf,
+    durable: bool,
     pub(crate) sth: Arc<std::sync::Mutex<SthCache>>,
 }
 
@@ -192,6 +194,7 @@ impl Ledger {
             clock,
             profile_id,
             path: opts.path.clone(),
+            durable: opts.durable,
             sth: Arc::new(std::sync::Mutex::new(SthCache::blocked(sth_mismatch))),
         };
         if seq == 0 {
@@ -300,13 +303,38 @@ impl Ledger {
         self.commit(drafts, &[], false).await
     }
 
+    /// Appends one event and queues the work it calls for in the same
+    /// transaction (one flush to disk): never a message without its reply job.
+    pub async fn append_and_enqueue(&self, entity: &str, body: EventBody, job: NewJob) -> Result<(Receipt, QueueItem)> {
+        let (mut receipts, mut items) = self.commit_with(vec![Draft::by(entity, body)], &[], false, &[job]).await?;
+        match (receipts.pop(), items.pop()) {
+            (Some(r), Some(i)) => Ok((r, i)),
+            _ => Err(LedgerError::Invalid("empty append".into())),
+        }
+    }
+
+    pub(crate) fn durable(&self) -> bool {
+        self.durable
+    }
+
     /// The one write path. `erase` lists payload rows deleted in the same
     /// transaction; `rebuild` replays every projection from the events after
     /// the inserts (forced when a draft is a `checkpoint_restored`).
     pub(crate) async fn commit(&self, drafts: Vec<Draft>, erase: &[i64], rebuild: bool) -> Result<Vec<Receipt>> {
+        Ok(self.commit_with(drafts, erase, rebuild, &[]).await?.0)
+    }
+
+    /// `commit`, also queueing `jobs` in the same transaction.
+    async fn commit_with(
+        &self,
+        drafts: Vec<Draft>,
+        erase: &[i64],
+        rebuild: bool,
+        jobs: &[NewJob],
+    ) -> Result<(Vec<Receipt>, Vec<QueueItem>)> {
         let rebuild = rebuild || drafts.iter().any(|d| matches!(d.body, EventBody::CheckpointRestored { .. }));
         if drafts.is_empty() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), Vec::new()));
         }
         // Keys first: a keychain failure must not leave a half-written batch.
         let mut keys: HashMap<String, SigningKey> = HashMap::new();
@@ -406,6 +434,10 @@ impl Ledger {
                 }
             }
         }
+        let mut items = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            items.push(crate::queue::insert_job(&mut tx, job, self.clock.now()).await?);
+        }
         tx.commit().await.map_err(LedgerError::Save)?;
         for h in &hashes {
             writer.tree.push_event(h);
@@ -430,7 +462,7 @@ impl Ledger {
         let root = writer.tree.root();
         drop(guard);
         self.after_commit(size, root);
-        Ok(receipts)
+        Ok((receipts, items))
     }
 
     /// Current head: number of events and hash of the last one.

@@ -344,7 +344,8 @@ impl MemoryIndex {
         self.embedder_status.read().map(|s| s.clone()).unwrap_or_default()
     }
 
-    fn embedder(&self) -> Option<Arc<dyn Embedder>> {
+    /// The embedder in use, once loaded.
+    pub fn embedder(&self) -> Option<Arc<dyn Embedder>> {
         self.embedder.read().ok().and_then(|e| e.clone())
     }
 

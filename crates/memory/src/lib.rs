@@ -7,6 +7,7 @@
 //! ([`MemoryIndex::sync_from_ledger`]). It must never let one persona
 //! retrieve another's conversation ([`Scope::for_viewer`] is the rule).
 
+mod cache;
 mod embed;
 mod error;
 mod import;
@@ -16,6 +17,7 @@ mod tokenizer;
 
 #[cfg(any(test, feature = "test-support"))]
 pub use embed::HashingEmbedder;
+pub use cache::CachedEmbedder;
 pub use embed::{normalise, Embedder, MiniLm, MINILM_DIR, MINILM_MAX_TOKENS};
 pub use error::MemoryError;
 pub use import::{import_file, import_rows, parse_conversation, ConversationRow, ImportReport, IMPORT_BATCH};

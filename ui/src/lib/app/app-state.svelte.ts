@@ -93,17 +93,25 @@ export class AppState {
   async start(): Promise<void> {
     this.loadError = null;
     try {
-      if (!this.subscribed) {
-        await this.backend.subscribe((event) => this.handle(event));
-        this.subscribed = true;
-      }
-      // The persona list is what makes the window usable: show it as soon as
-      // it arrives; the status bar and the model list fill in right after.
+      performance.mark("ledgermind:start");
+      // The persona list is what makes the window usable: ask for it together
+      // with the event stream and show it as soon as it arrives; the status
+      // bar and the model list fill in right after.
+      const subscribed = this.subscribed
+        ? Promise.resolve()
+        : this.backend.subscribe((event) => this.handle(event)).then(() => {
+            this.subscribed = true;
+          });
       const personas = this.backend.listPersonas();
       const rest = Promise.all([this.backend.status(), this.backend.listModels()]);
-      rest.catch(() => {}); // reported below, or superseded by the persona error
+      // Each is awaited below; these only keep an early failure from going unhandled.
+      subscribed.catch(() => {});
+      personas.catch(() => {});
+      rest.catch(() => {});
+      await subscribed;
       for (const persona of await personas) this.upsertPersona(persona);
       this.ready = true;
+      performance.mark("ledgermind:personas");
       const [statusView, modelList] = await rest;
       this.applyStatus(statusView);
       this.models = modelList;
@@ -311,6 +319,15 @@ export class AppState {
       this.notices.push("error", toBackendError(error).message);
       return false;
     }
+  }
+
+  /**
+   * A draft the person paused typing on: the core embeds it now so the
+   * reply does not wait for it. Best effort; failures only cost speed.
+   */
+  prefetchDraft(content: string): void {
+    if (content.trim() === "") return;
+    this.backend.prefetchDraft(content.trim()).catch(() => {});
   }
 
   async markRead(personaId: string): Promise<void> {

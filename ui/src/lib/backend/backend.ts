@@ -42,6 +42,8 @@ export interface Backend {
   listMessages(personaId: string): Promise<MessageView[]>;
   /** `send_message`: resolves with the human's message; the reply streams as events. */
   sendMessage(personaId: string, content: string): Promise<MessageView>;
+  /** `prefetch_draft`: a draft being typed, so the reply's retrieval finds its embedding ready. */
+  prefetchDraft(text: string): Promise<void>;
   /** `mark_read` */
   markRead(personaId: string): Promise<void>;
   /** `verify_ledger` */

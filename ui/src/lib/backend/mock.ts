@@ -394,6 +394,13 @@ export class MockBackend implements Backend {
     return { ...this.metadata };
   }
 
+  /** Drafts seen, for tests. */
+  readonly drafts: string[] = [];
+
+  async prefetchDraft(text: string): Promise<void> {
+    this.drafts.push(text);
+  }
+
   async getReceipt(seq: number): Promise<ReceiptView> {
     const receipt = this.receipts.get(seq) ?? fail("EVENT_NOT_FOUND", `No event ${seq}.`);
     return { ...receipt };

@@ -95,6 +95,10 @@ export class TauriBackend implements Backend {
   undoRestore() {
     return call<ReceiptView>("undo_restore");
   }
+  prefetchDraft(text: string) {
+    return call<void>("prefetch_draft", { text });
+  }
+
   getReceipt(seq: number) {
     return call<ReceiptView>("get_receipt", { seq });
   }

@@ -5,6 +5,16 @@ import { startApp } from "../testing/harness";
 import ChatView from "./ChatView.svelte";
 
 describe("ChatView", () => {
+  it("hands a draft to the core once typing pauses, not on every key", async () => {
+    const user = userEvent.setup();
+    const { backend, context } = await startApp({ autoReply: false });
+    render(ChatView, { context });
+    await user.type(screen.getByTestId("composer-input"), "Where did I");
+    await user.type(screen.getByTestId("composer-input"), " park?");
+    await waitFor(() => expect(backend.drafts).toEqual(["Where did I park?"]));
+  });
+
+
   it("sending shows the human message, then the reply assembled from reply_delta events", async () => {
     const user = userEvent.setup();
     const { app, backend, context } = await startApp({ autoReply: false });
