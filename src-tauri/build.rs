@@ -39,6 +39,17 @@ fn main() {
         "get_metadata_service",
         "set_metadata_service",
         "prefetch_draft",
+        "list_memories",
+        "confirm_memory",
+        "edit_memory",
+        "forget_memory",
+        "memories_used",
+        "persona_groups",
+        "set_persona_groups",
+        "queue_view",
+        "pause_queue",
+        "resume_queue",
+        "abort_current",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

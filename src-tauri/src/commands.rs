@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use app::{
-    AccountView, AppEvent, CheckpointView, Engine, ErrorView, EventView, ItemView, MessageView, MetadataServiceView, ModelView,
-    NewAccount, PersonaView, ProposalView, ReceiptView, StatusView, ToolResultView, VerifyView,
+    AccountView, AppEvent, CheckpointView, Engine, ErrorView, EventView, ItemView, MemoryView, MessageView, MetadataServiceView,
+    ModelView, NewAccount, PersonaGroupsView, PersonaView, ProposalView, QueueView, ReceiptView, StatusView, ToolResultView,
+    UsedItemView, VerifyView,
 };
 use tauri::ipc::Channel;
 use tauri::State;
@@ -185,4 +186,63 @@ pub async fn set_metadata_service(state: State<'_, Backend>, base_url: String, a
 pub async fn prefetch_draft(state: State<'_, Backend>, text: String) -> Reply<()> {
     engine(&state).await?.prefetch_embedding(&text);
     Ok(())
+}
+
+// ----- memory (#4): what they know about you, groups, memories used, queue control -----
+
+#[tauri::command]
+pub async fn list_memories(state: State<'_, Backend>, persona_id: Option<String>, include_superseded: bool) -> Reply<Vec<MemoryView>> {
+    view(engine(&state).await?.list_memories(persona_id.as_deref(), include_superseded).await)
+}
+
+#[tauri::command]
+pub async fn confirm_memory(state: State<'_, Backend>, id: String) -> Reply<MemoryView> {
+    view(engine(&state).await?.confirm_memory(&id).await)
+}
+
+#[tauri::command]
+pub async fn edit_memory(state: State<'_, Backend>, id: String, text: String) -> Reply<MemoryView> {
+    view(engine(&state).await?.edit_memory(&id, &text).await)
+}
+
+#[tauri::command]
+pub async fn forget_memory(state: State<'_, Backend>, id: String) -> Reply<()> {
+    view(engine(&state).await?.forget_memory(&id).await)
+}
+
+#[tauri::command]
+pub async fn memories_used(state: State<'_, Backend>, message_id: String) -> Reply<Vec<UsedItemView>> {
+    view(engine(&state).await?.memories_used(&message_id).await)
+}
+
+#[tauri::command]
+pub async fn persona_groups(state: State<'_, Backend>, persona_id: String) -> Reply<PersonaGroupsView> {
+    view(engine(&state).await?.persona_groups(&persona_id).await)
+}
+
+#[tauri::command]
+pub async fn set_persona_groups(state: State<'_, Backend>, persona_id: String, group_primary: String, groups_visible: Vec<String>) -> Reply<PersonaGroupsView> {
+    view(engine(&state).await?.set_persona_groups(&persona_id, &group_primary, &groups_visible).await)
+}
+
+#[tauri::command]
+pub async fn queue_view(state: State<'_, Backend>) -> Reply<QueueView> {
+    view(engine(&state).await?.queue_view().await)
+}
+
+#[tauri::command]
+pub async fn pause_queue(state: State<'_, Backend>) -> Reply<()> {
+    engine(&state).await?.pause_queue().await;
+    Ok(())
+}
+
+#[tauri::command]
+pub async fn resume_queue(state: State<'_, Backend>) -> Reply<()> {
+    engine(&state).await?.resume_queue().await;
+    Ok(())
+}
+
+#[tauri::command]
+pub async fn abort_current(state: State<'_, Backend>) -> Reply<bool> {
+    Ok(engine(&state).await?.abort_current())
 }

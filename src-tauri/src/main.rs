@@ -99,6 +99,17 @@ fn main() {
             commands::get_metadata_service,
             commands::set_metadata_service,
             commands::prefetch_draft,
+            commands::list_memories,
+            commands::confirm_memory,
+            commands::edit_memory,
+            commands::forget_memory,
+            commands::memories_used,
+            commands::persona_groups,
+            commands::set_persona_groups,
+            commands::queue_view,
+            commands::pause_queue,
+            commands::resume_queue,
+            commands::abort_current,
         ])
         .build(tauri::generate_context!("../tauri.conf.json"));
     let app = match result {

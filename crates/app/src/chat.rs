@@ -18,8 +18,8 @@ use crate::prompt::{reply_prompt_with_memories, HISTORY};
 use crate::views::{AppEvent, MessageView};
 
 pub(crate) const REPLY_KIND: &str = "reply";
-/// Attempts before a reply is dead-lettered.
-const MAX_ATTEMPTS: i64 = 3;
+/// Attempts before queued work is dead-lettered.
+pub(crate) const MAX_ATTEMPTS: i64 = 3;
 /// Includes the planner JSON around the message (about 12 tokens).
 const REPLY_MAX_TOKENS: u32 = 176;
 const IDLE_POLL: Duration = Duration::from_secs(2);
@@ -51,7 +51,7 @@ pub(crate) async fn run_worker(engine: Arc<Engine>, mut shutdown: watch::Receive
         if *shutdown.borrow() {
             return;
         }
-        let next = engine.ledger.take_next(engine.ledger.now()).await;
+        let next = if engine.is_paused() { Ok(None) } else { engine.ledger.take_next(engine.ledger.now()).await };
         match next {
             Ok(Some(item)) => {
                 engine.busy.store(true, Ordering::SeqCst);
@@ -79,61 +79,67 @@ pub(crate) async fn run_worker(engine: Arc<Engine>, mut shutdown: watch::Receive
 }
 
 async fn process(engine: &Arc<Engine>, item: QueueItem) {
-    if item.kind != REPLY_KIND {
-        tracing::warn!(kind = %item.kind, "no handler for queued work; dead-lettering it");
-        let _ = engine.ledger.dead_letter(&item.id, "no handler for this kind of work").await;
-        return;
-    }
-    let job: ReplyJob = match serde_json::from_value(item.body.clone()) {
-        Ok(j) => j,
-        Err(e) => {
-            let _ = engine.ledger.dead_letter(&item.id, &format!("unreadable job: {e}")).await;
-            return;
-        }
+    let outcome = match item.kind.as_str() {
+        REPLY_KIND => match serde_json::from_value::<ReplyJob>(item.body.clone()) {
+            Ok(job) => reply(engine, &item, &job).await,
+            Err(e) => Err(Failure::Final(AppError::invalid(format!("unreadable job: {e}")))),
+        },
+        crate::extraction::EXTRACT_KIND => crate::extraction::run(engine, &item).await,
+        _ => Err(Failure::Final(AppError::invalid("no handler for this kind of work"))),
     };
-    match reply(engine, &item, &job).await {
+    match outcome {
         Ok(()) => {
             if let Err(e) = engine.ledger.finish_item(&item.id).await {
-                tracing::error!(error = %e, "could not mark a reply as done");
+                tracing::error!(error = %e, "could not mark queued work as done");
             }
         }
         Err(Failure::Final(e)) if e.code == "LLM_CANCELLED" && engine.is_shutting_down() => {
             // Interrupted by quitting, not by the user: do it again next start.
             if let Err(e) = engine.ledger.retry_item(&item.id, "interrupted by shutdown", engine.ledger.now()).await {
-                tracing::error!(error = %e, "could not keep an interrupted reply queued");
+                tracing::error!(error = %e, "could not keep interrupted work queued");
             }
         }
-        Err(failure) => settle_failure(engine, &item, &job, failure).await,
+        Err(Failure::Preempted) => {
+            // Background work gave way to a reply: it runs again, attempt not counted.
+            if let Err(e) = engine.ledger.requeue_item(&item.id).await {
+                tracing::error!(error = %e, "could not requeue preempted work");
+            }
+        }
+        Err(failure) => settle_failure(engine, &item, failure).await,
     }
 }
 
-enum Failure {
+pub(crate) enum Failure {
     Retry(AppError),
     Final(AppError),
+    /// Low-priority work cancelled so a reply could run first.
+    Preempted,
 }
 
-async fn settle_failure(engine: &Engine, item: &QueueItem, job: &ReplyJob, failure: Failure) {
+async fn settle_failure(engine: &Engine, item: &QueueItem, failure: Failure) {
     let (error, retry) = match failure {
         Failure::Retry(e) => (e, item.attempts < MAX_ATTEMPTS),
         Failure::Final(e) => (e, false),
+        Failure::Preempted => return,
     };
     if retry {
         let delay = backoff(item.attempts);
-        tracing::warn!(request = %item.id, code = error.code, ?delay, "reply failed; retrying");
+        tracing::warn!(request = %item.id, kind = %item.kind, code = error.code, ?delay, "queued work failed; retrying");
         if let Err(e) = engine.ledger.retry_item(&item.id, error.code, engine.ledger.now() + delay).await {
-            tracing::error!(error = %e, "could not reschedule a reply");
+            tracing::error!(error = %e, "could not reschedule queued work");
         }
         return;
     }
-    tracing::warn!(request = %item.id, code = error.code, "reply failed for good");
+    tracing::warn!(request = %item.id, kind = %item.kind, code = error.code, "queued work failed for good");
     let stored = format!("{}: {}", error.code, error.message);
     if let Err(e) = engine.ledger.dead_letter(&item.id, &stored).await {
-        tracing::error!(error = %e, "could not dead-letter a reply");
+        tracing::error!(error = %e, "could not dead-letter queued work");
     }
-    engine.emit(AppEvent::ReplyFailed {
-        request_id: item.id.clone(),
-        persona_id: job.persona_id.clone(),
-        error: error.view(),
+    let persona_id = item.persona_id.clone().unwrap_or_default();
+    engine.emit(if item.kind == REPLY_KIND {
+        AppEvent::ReplyFailed { request_id: item.id.clone(), persona_id, error: error.view() }
+    } else {
+        AppEvent::JobFailed { request_id: item.id.clone(), kind: item.kind.clone(), persona_id, error: error.view() }
     });
 }
 
@@ -160,7 +166,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     let memories = crate::memory::memories_for_reply(engine, &persona, &history).await;
     let retrieval = retrieval.elapsed();
     let request =
-        CompletionRequest::chat(spec.model.clone(), reply_prompt_with_memories(&persona, &history, &memories));
+        CompletionRequest::chat(spec.model.clone(), reply_prompt_with_memories(&persona, &history, &memories.lines));
     let mut request = engine.planner_request(&persona, request).await;
     if !spec.is_local() {
         engine.prepare_for_cloud(&spec.account, &mut request).await.map_err(Failure::Retry)?;
@@ -228,6 +234,8 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         .await
         .map_err(|e| Failure::Retry(e.into()))?;
     crate::memory::index_message(engine, &message_id, &persona.id, &content, receipt.seq).await;
+    crate::memory::record_reply_sources(engine, &persona.id, &message_id, &memories).await;
+    crate::extraction::enqueue(engine, &persona.id, &job.reply_to).await;
     let committed = Instant::now();
     let message: MessageView = engine
         .ledger

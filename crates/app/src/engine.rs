@@ -33,11 +33,19 @@ pub struct EngineConfig {
     pub provider_override: Option<Arc<dyn Provider>>,
     /// An append is on disk when the call returns (`synchronous=FULL`).
     pub durable: bool,
+    /// Extraction starts after a conversation has been quiet this long
+    /// (`LEDGERMIND_EXTRACTION_DELAY_SECS`, default 90 s).
+    pub extraction_delay: std::time::Duration,
 }
 
 impl EngineConfig {
     pub fn new(data_dir: DataDir, keystore: Arc<dyn KeyStore>) -> Self {
-        Self { data_dir, keystore, local_threads: 1, provider_override: None, durable: true }
+        let extraction_delay = std::env::var("LEDGERMIND_EXTRACTION_DELAY_SECS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map(std::time::Duration::from_secs)
+            .unwrap_or(crate::extraction::DEFAULT_DELAY);
+        Self { data_dir, keystore, local_threads: 1, provider_override: None, durable: true, extraction_delay }
     }
 }
 
@@ -59,6 +67,11 @@ pub struct Engine {
     /// Set once the embedding model's load was started (it loads on first need).
     pub(crate) embedder_requested: AtomicBool,
     pub(crate) assistant: crate::assistant::Assistant,
+    /// Background work (extraction) that a reply may preempt.
+    pub(crate) background: crate::extraction::Background,
+    pub(crate) extraction_delay: std::time::Duration,
+    /// The human paused the queue: the worker takes nothing new.
+    pub(crate) paused: AtomicBool,
 }
 
 impl Engine {
@@ -101,6 +114,9 @@ impl Engine {
             memory,
             embedder_requested: AtomicBool::new(false),
             assistant,
+            background: Default::default(),
+            extraction_delay: config.extraction_delay,
+            paused: AtomicBool::new(false),
         });
         let handle = tokio::spawn(chat::run_worker(engine.clone(), shutdown_rx));
         if let Ok(mut w) = engine.worker.lock() {
@@ -317,6 +333,7 @@ impl Engine {
             if let Ok(mut m) = self.sent_at.lock() {
                 m.insert(item.id.clone(), sent);
             }
+            self.preempt_background();
             self.wake.notify_one();
             (receipt, item.id)
         };

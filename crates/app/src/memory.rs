@@ -138,44 +138,66 @@ pub(crate) async fn index_message(engine: &Engine, message_id: &str, persona_id:
     }
 }
 
-/// The visibility rule for a persona (see `memory::Scope::for_viewer`).
-fn scope_of(p: &Persona) -> Scope {
-    Scope::for_viewer(&p.id, p.is_system)
+/// What retrieval gave one reply: lines for the prompt and the items' ids.
+#[derive(Debug, Default)]
+pub(crate) struct ReplyMemories {
+    pub lines: Vec<String>,
+    pub item_ids: Vec<String>,
 }
 
 /// Past messages and memories worth showing the model for this reply: the
 /// same ranking as `recall`, for the human's latest message, minus what the
 /// prompt already holds. Never fails the reply: errors give no memories.
-pub(crate) async fn memories_for_reply(engine: &Engine, persona: &Persona, history: &[Message]) -> Vec<String> {
+pub(crate) async fn memories_for_reply(engine: &Engine, persona: &Persona, history: &[Message]) -> ReplyMemories {
     let Some(query) = history.iter().rev().find(|m| m.role == ledger::MessageRole::Human) else {
-        return Vec::new();
+        return ReplyMemories::default();
     };
     engine.ensure_embedder().await;
     let k = PROMPT_MEMORIES + history.len();
-    let recall = match engine.memory.recall(&scope_of(persona), &query.content, k, memory::now_ms()).await {
+    let recall = match engine.scope_of(persona).await {
+        Ok(scope) => engine.memory.recall(&scope, &query.content, k, memory::now_ms()).await,
+        Err(e) => Err(MemoryError::Invalid(e.message)),
+    };
+    let recall = match recall {
         Ok(r) => r,
         Err(e) => {
             tracing::warn!(error = %e, "recall for a reply failed; replying without memories");
-            return Vec::new();
+            return ReplyMemories::default();
         }
     };
-    recall
-        .hits
-        .into_iter()
-        .filter(|h| !history.iter().any(|m| m.id == h.item_id))
-        .take(PROMPT_MEMORIES)
-        .map(|h| {
-            let date = time::OffsetDateTime::from_unix_timestamp(h.ts_ms / 1000)
-                .ok()
-                .map(|t| t.date().to_string())
-                .unwrap_or_default();
-            let mut text: String = h.text.chars().take(PROMPT_MEMORY_CHARS).collect();
-            if h.text.chars().count() > PROMPT_MEMORY_CHARS {
-                text.push('…');
-            }
-            format!("[{date}] {text}")
-        })
-        .collect()
+    let mut out = ReplyMemories::default();
+    for h in recall.hits.into_iter().filter(|h| !history.iter().any(|m| m.id == h.item_id)).take(PROMPT_MEMORIES) {
+        let date = time::OffsetDateTime::from_unix_timestamp(h.ts_ms / 1000)
+            .ok()
+            .map(|t| t.date().to_string())
+            .unwrap_or_default();
+        let mut text: String = h.text.chars().take(PROMPT_MEMORY_CHARS).collect();
+        if h.text.chars().count() > PROMPT_MEMORY_CHARS {
+            text.push('…');
+        }
+        out.lines.push(match h.kind {
+            ItemKind::Memory => format!("[known about them] {text}"),
+            ItemKind::Message => format!("[{date}] {text}"),
+        });
+        out.item_ids.push(h.item_id);
+    }
+    out
+}
+
+/// Records which items retrieval gave the reply `message_id` ("memories
+/// used"). Logged on failure: the reply itself is already saved.
+pub(crate) async fn record_reply_sources(engine: &Engine, persona_id: &str, message_id: &str, used: &ReplyMemories) {
+    if used.item_ids.is_empty() {
+        return;
+    }
+    let body = ledger::EventBody::ReplySources {
+        message_id: message_id.to_owned(),
+        persona_id: persona_id.to_owned(),
+        item_ids: used.item_ids.clone(),
+    };
+    if let Err(e) = engine.ledger.append(persona_id, body).await {
+        tracing::warn!(error = %e, "could not record the memories a reply used");
+    }
 }
 
 impl Engine {
@@ -200,6 +222,13 @@ impl Engine {
         }));
     }
 
+    /// The visibility rule for a persona (see `memory::Scope::for_viewer`):
+    /// its own conversation and the memories filed under its groups.
+    pub(crate) async fn scope_of(&self, p: &Persona) -> Result<Scope> {
+        let groups = self.ledger.persona_groups(&p.id).await?;
+        Ok(Scope::for_viewer(&p.id, p.is_system, &groups.readable()))
+    }
+
     /// Loads the embedding model on first need rather than at start: it is
     /// the largest thing in memory after the web view, and an idle app or a
     /// CLI command that never searches should not pay for it. Waits (up to
@@ -222,7 +251,7 @@ impl Engine {
         let p = self.ledger.find_persona(persona).await?;
         let k = k.clamp(1, 100);
         self.ensure_embedder().await;
-        let recall = self.memory.recall(&scope_of(&p), query, k, memory::now_ms()).await?;
+        let recall = self.memory.recall(&self.scope_of(&p).await?, query, k, memory::now_ms()).await?;
         Ok(RecallView {
             query: query.to_owned(),
             mode: recall.mode,

@@ -181,6 +181,11 @@ pub enum AppEvent {
     ProposalSettled { persona_id: String, nonce: String, outcome: String },
     ToolExecuted { result: crate::ToolResultView },
     ItemsChanged {},
+    // ----- memory (#4) -----
+    /// What the personas know about the human changed: reload memory lists.
+    MemoriesChanged { persona_id: Option<String> },
+    /// Background work (e.g. extraction) failed for good and was dead-lettered.
+    JobFailed { request_id: String, kind: String, persona_id: String, error: ErrorView },
 }
 
 impl From<ledger::Persona> for PersonaView {

@@ -150,6 +150,102 @@ pub enum EventBody {
     /// The context frame a reply was generated from (`frame` is its JSON).
     ReplyFramed { persona_id: String, message_id: String, frame_hash: String, frame: String },
     // --- end office
+    // ----- memory (#4): persona groups, the human's memories, reply sources -----
+    /// A persona sees data filed under `group_primary ∪ groups_visible`; what
+    /// it learns is filed under `group_primary`.
+    PersonaGroupsSet { persona_id: String, group_primary: String, groups_visible: Vec<String> },
+    /// Something a persona learned about the human, filed under `group`.
+    MemoryLearned {
+        memory_id: String,
+        memory_kind: MemoryKind,
+        #[serde(default)]
+        subject: String,
+        text: String,
+        group: String,
+        learned_by: String,
+        #[serde(default)]
+        source_ids: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        quote: Option<QuoteSpan>,
+        confidence: f64,
+    },
+    /// A change to a memory. A superseded memory stays (validity window).
+    MemoryUpdated {
+        memory_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        confidence: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        validation: Option<Validation>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        superseded_by: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        add_source_ids: Vec<String>,
+    },
+    /// The messages and memories retrieval gave the reply `message_id`.
+    ReplySources { message_id: String, persona_id: String, item_ids: Vec<String> },
+}
+
+/// What kind of thing a memory is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryKind {
+    Fact,
+    Trait,
+    Topic,
+    Person,
+    Quote,
+}
+
+impl MemoryKind {
+    pub const ALL: [Self; 5] = [Self::Fact, Self::Trait, Self::Topic, Self::Person, Self::Quote];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fact => "fact",
+            Self::Trait => "trait",
+            Self::Topic => "topic",
+            Self::Person => "person",
+            Self::Quote => "quote",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// Who vouches for a fact: nobody yet, Ei, or the human (locked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Validation {
+    None,
+    Ei,
+    Human,
+}
+
+impl Validation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Ei => "ei",
+            Self::Human => "human",
+        }
+    }
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "ei" => Self::Ei,
+            "human" => Self::Human,
+            _ => Self::None,
+        }
+    }
+}
+
+/// Where a quote sits in its message: character (not byte) offsets, end exclusive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuoteSpan {
+    pub message_id: String,
+    pub start: u32,
+    pub end: u32,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -201,6 +297,10 @@ impl EventBody {
             Self::TokenQuotaSet { .. } => "token_quota_set",
             Self::PersonaLanguageSet { .. } => "persona_language_set",
             Self::ReplyFramed { .. } => "reply_framed",
+            Self::PersonaGroupsSet { .. } => "persona_groups_set",
+            Self::MemoryLearned { .. } => "memory_learned",
+            Self::MemoryUpdated { .. } => "memory_updated",
+            Self::ReplySources { .. } => "reply_sources",
         }
     }
 

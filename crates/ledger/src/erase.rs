@@ -122,9 +122,8 @@ impl Ledger {
     /// Deletes an archived persona: erases the payloads of its creation and
     /// updates and of every message of its conversation, and so its rows.
     /// Its key registration stays (the chain's signatures need it).
-    /// `with_human_data` also erases what it taught about the human; the
-    /// ledger has no such items yet (facts, traits… arrive with extraction),
-    /// so today both variants erase the same events.
+    /// `with_human_data` also erases what it learned about the human (the
+    /// `memory_learned` events it signed for).
     pub async fn delete_persona(&self, id_or_name: &str, with_human_data: bool) -> Result<Erasure> {
         let p = self.find_persona(id_or_name).await?;
         if p.is_system {
@@ -135,7 +134,7 @@ impl Ledger {
         }
         let mut seqs = self.seqs_where("'persona_created', 'persona_updated', 'message_added'", "persona_id", &p.id).await?;
         if with_human_data {
-            seqs.extend(self.seqs_where("'human_item_upserted'", "learned_by", &p.id).await?);
+            seqs.extend(self.seqs_where("'memory_learned'", "learned_by", &p.id).await?);
         }
         self.erase_payloads(&seqs, "persona deleted").await
     }

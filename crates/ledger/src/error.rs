@@ -20,6 +20,8 @@ pub enum LedgerError {
     PersonaNotFound(String),
     #[error("persona {0} is archived")]
     PersonaArchived(String),
+    #[error("no memory {0} (it may have been forgotten)")]
+    MemoryNotFound(String),
     #[error("no provider account named \"{0}\"")]
     AccountNotFound(String),
     #[error("a provider account named \"{0}\" already exists")]
@@ -62,6 +64,7 @@ impl LedgerError {
             Self::PersonaExists(_) => "PERSONA_EXISTS",
             Self::PersonaNotFound(_) => "PERSONA_NOT_FOUND",
             Self::PersonaArchived(_) => "PERSONA_ARCHIVED",
+            Self::MemoryNotFound(_) => "MEMORY_NOT_FOUND",
             Self::AccountNotFound(_) => "ACCOUNT_NOT_FOUND",
             Self::AccountExists(_) => "ACCOUNT_EXISTS",
             Self::Invalid(_) => "INVALID_INPUT",

@@ -16,6 +16,7 @@ mod checkpoint;
 mod erase;
 mod export;
 mod keys;
+mod memories;
 mod merkle;
 mod office;
 mod project;
@@ -26,6 +27,8 @@ mod store;
 mod verify;
 
 pub use body::{EventBody, HandoverAuthor, MessageRole, ObligationKind};
+pub use body::{MemoryKind, QuoteSpan, Validation};
+pub use memories::{Memory, PersonaGroups, DEFAULT_GROUP};
 pub use clock::{Clock, SystemClock};
 #[cfg(any(test, feature = "test-support"))]
 pub use clock::ManualClock;

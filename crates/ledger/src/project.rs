@@ -12,7 +12,9 @@ use crate::Result;
 type Tx<'a> = Transaction<'a, Sqlite>;
 
 pub(crate) async fn clear(tx: &mut Tx<'_>) -> Result<()> {
-    for table in ["entities", "personas", "messages", "accounts", "erased", "items", "runtime_settings"] {
+    for table in [
+        "entities", "personas", "messages", "accounts", "erased", "items", "runtime_settings", "memories", "reply_sources",
+    ] {
         sqlx::query(&format!("DELETE FROM {table}"))
             .execute(&mut **tx)
             .await
@@ -207,6 +209,10 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
         | EventBody::TokenQuotaSet { .. }
         | EventBody::PersonaLanguageSet { .. }
         | EventBody::ReplyFramed { .. } => crate::office::apply(tx, h, body).await?,
+        EventBody::PersonaGroupsSet { .. }
+        | EventBody::MemoryLearned { .. }
+        | EventBody::MemoryUpdated { .. }
+        | EventBody::ReplySources { .. } => crate::memories::apply(tx, h, body).await?,
     }
     Ok(())
 }

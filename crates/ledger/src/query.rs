@@ -87,7 +87,7 @@ fn persona_row(r: &SqliteRow) -> Persona {
     }
 }
 
-fn message_row(r: &SqliteRow) -> Message {
+pub(crate) fn message_row(r: &SqliteRow) -> Message {
     let role: String = r.get(2);
     Message {
         id: r.get(0),

@@ -82,8 +82,17 @@ pub struct NewJob {
 }
 
 pub(crate) async fn insert_job(conn: &mut sqlx::SqliteConnection, job: &NewJob, now: OffsetDateTime) -> Result<QueueItem> {
+    insert_job_at(conn, job, now, now).await
+}
+
+async fn insert_job_at(
+    conn: &mut sqlx::SqliteConnection,
+    job: &NewJob,
+    now: OffsetDateTime,
+    not_before: OffsetDateTime,
+) -> Result<QueueItem> {
     let id = uuid::Uuid::now_v7().to_string();
-    let now = format_ts(now);
+    let (now, not_before) = (format_ts(now), format_ts(not_before));
     sqlx::query(&format!("INSERT INTO queue ({COLS}) VALUES (?, ?, ?, ?, ?, 'pending', 0, NULL, ?, ?) RETURNING {COLS}"))
         .bind(&id)
         .bind(job.priority)
@@ -91,7 +100,7 @@ pub(crate) async fn insert_job(conn: &mut sqlx::SqliteConnection, job: &NewJob, 
         .bind(&job.persona_id)
         .bind(job.body.to_string())
         .bind(&now)
-        .bind(&now)
+        .bind(&not_before)
         .fetch_one(conn)
         .await
         .map(|r| item_row(&r))
@@ -109,6 +118,21 @@ impl Ledger {
         let job = NewJob { kind: kind.to_owned(), priority, persona_id: persona_id.map(str::to_owned), body: body.clone() };
         let mut conn = self.writer_conn().await;
         insert_job(&mut conn, &job, self.now()).await
+    }
+
+    /// Queues work that must not start before `not_before`.
+    pub async fn enqueue_at(
+        &self,
+        kind: &str,
+        priority: i64,
+        persona_id: Option<&str>,
+        body: &serde_json::Value,
+        not_before: OffsetDateTime,
+    ) -> Result<QueueItem> {
+        let job = NewJob { kind: kind.to_owned(), priority, persona_id: persona_id.map(str::to_owned), body: body.clone() };
+        let now = self.now();
+        let mut conn = self.writer_conn().await;
+        insert_job_at(&mut conn, &job, now, not_before.max(now)).await
     }
 
     /// Takes the most urgent ready item (priority, then age) and marks it running.
@@ -157,6 +181,32 @@ impl Ledger {
         let mut conn = self.writer_conn().await;
         sqlx::query("UPDATE queue SET state = 'dead', last_error = ? WHERE id = ?")
             .bind(error)
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(LedgerError::Save)?;
+        Ok(())
+    }
+
+    /// Delays pending work of `kind` for a persona to `not_before` (e.g.
+    /// extraction waits until a conversation has gone quiet). Returns how many.
+    pub async fn postpone(&self, kind: &str, persona_id: &str, not_before: OffsetDateTime) -> Result<u64> {
+        let mut conn = self.writer_conn().await;
+        let r = sqlx::query("UPDATE queue SET not_before = ? WHERE kind = ? AND persona_id = ? AND state = 'pending'")
+            .bind(format_ts(not_before))
+            .bind(kind)
+            .bind(persona_id)
+            .execute(&mut *conn)
+            .await
+            .map_err(LedgerError::Save)?;
+        Ok(r.rows_affected())
+    }
+
+    /// Puts running work back without counting the attempt (it was
+    /// preempted by more urgent work, not failed).
+    pub async fn requeue_item(&self, id: &str) -> Result<()> {
+        let mut conn = self.writer_conn().await;
+        sqlx::query("UPDATE queue SET state = 'pending', attempts = MAX(attempts - 1, 0) WHERE id = ?")
             .bind(id)
             .execute(&mut *conn)
             .await

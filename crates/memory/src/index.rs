@@ -23,7 +23,7 @@ use sqlx::{ConnectOptions, QueryBuilder, Row};
 use tokio::sync::Notify;
 
 use crate::embed::Embedder;
-use crate::search::{fts_query, rank, Candidates, RecallSettings, Scope};
+use crate::search::{fts_query, group_key, rank, Candidates, RecallSettings, Scope};
 use crate::MemoryError;
 
 type Result<T, E = MemoryError> = std::result::Result<T, E>;
@@ -55,7 +55,8 @@ pub struct NewItem {
     /// Ledger message id, or the memory's id.
     pub item_id: String,
     pub kind: ItemKind,
-    /// The conversation (persona) it belongs to: the visibility key.
+    /// The visibility key: the conversation's persona id for a message,
+    /// `memory::group_key(group)` for a memory (see `Scope`).
     pub persona_id: String,
     pub external_id: Option<String>,
     /// For a memory: the messages it was learned from.
@@ -414,6 +415,38 @@ impl MemoryIndex {
         Ok(())
     }
 
+    /// Removes one item (a superseded memory leaves retrieval; the ledger keeps it).
+    pub async fn remove_item(&self, item_id: &str) -> Result<()> {
+        let rows: Vec<i64> = sqlx::query_scalar("DELETE FROM items WHERE item_id = ? RETURNING rowid")
+            .bind(item_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(MemoryError::Save)?;
+        if let Ok(mut v) = self.vectors.write() {
+            for r in &rows {
+                v.remove(*r);
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces an item's text (an edited memory); its vector is re-made.
+    pub async fn update_text(&self, item_id: &str, text: &str) -> Result<()> {
+        let rows: Vec<i64> = sqlx::query_scalar("UPDATE items SET text = ?, embedding = NULL WHERE item_id = ? RETURNING rowid")
+            .bind(text)
+            .bind(item_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(MemoryError::Save)?;
+        if let Ok(mut v) = self.vectors.write() {
+            for r in &rows {
+                v.remove(*r);
+            }
+        }
+        self.pending.notify_one();
+        Ok(())
+    }
+
     /// External ids already indexed for a conversation.
     pub async fn external_ids(&self, persona_id: &str) -> Result<HashSet<String>> {
         let ids: Vec<String> =
@@ -439,6 +472,8 @@ impl MemoryIndex {
         }
         let mut items = Vec::new();
         let mut erased = Vec::new();
+        // Memory changes, newest first like the pages (applied oldest first).
+        let mut changes: Vec<(String, Option<String>, bool)> = Vec::new();
         let mut before = Some(head + 1);
         'pages: loop {
             let page = ledger.events(before, 1_000).await?;
@@ -464,6 +499,23 @@ impl MemoryIndex {
                             seq: Some(e.seq),
                         });
                     }
+                    Ok(EventBody::MemoryLearned { memory_id, text, group, source_ids, .. }) => {
+                        items.push(NewItem {
+                            item_id: memory_id,
+                            kind: ItemKind::Memory,
+                            persona_id: group_key(&group),
+                            external_id: None,
+                            source_ids,
+                            text,
+                            ts_ms: parse_rfc3339_ms(&e.ts).unwrap_or(0),
+                            seq: Some(e.seq),
+                        });
+                    }
+                    Ok(EventBody::MemoryUpdated { memory_id, text, superseded_by, .. }) => {
+                        if text.is_some() || superseded_by.is_some() {
+                            changes.push((memory_id, text, superseded_by.is_some()));
+                        }
+                    }
                     Ok(EventBody::PayloadErased { target_seq, .. }) => erased.push(target_seq),
                     _ => {}
                 }
@@ -471,6 +523,13 @@ impl MemoryIndex {
         }
         items.reverse();
         let added = self.index_items(&items).await?;
+        for (memory_id, text, superseded) in changes.into_iter().rev() {
+            if superseded {
+                self.remove_item(&memory_id).await?;
+            } else if let Some(text) = text {
+                self.update_text(&memory_id, &text).await?;
+            }
+        }
         for seq in erased {
             self.remove_by_seq(seq).await?;
         }
@@ -687,10 +746,10 @@ impl MemoryIndex {
 fn push_scope(q: &mut QueryBuilder<'_, sqlx::Sqlite>, scope: &Scope) {
     match scope {
         Scope::All => {}
-        Scope::Personas(ids) if ids.is_empty() => {
+        Scope::Keys(ids) if ids.is_empty() => {
             q.push(" AND 0");
         }
-        Scope::Personas(ids) => {
+        Scope::Keys(ids) => {
             q.push(" AND i.persona_id IN (");
             let mut sep = q.separated(", ");
             for id in ids {
@@ -714,7 +773,7 @@ mod tests {
         cache.insert(1, "p", &b);
         cache.insert(2, "p", &c);
         cache.insert(3, "q", &a);
-        assert_eq!(cache.search(&Scope::Personas(vec!["p".into()]), &a, 5), vec![1, 2]);
+        assert_eq!(cache.search(&Scope::Keys(vec!["p".into()]), &a, 5), vec![1, 2]);
         assert_eq!(cache.search(&Scope::All, &a, 1), vec![3]);
         cache.remove(3);
         assert_eq!(cache.search(&Scope::All, &a, 1), vec![1]);

@@ -12,6 +12,7 @@ mod embed;
 mod error;
 mod import;
 mod index;
+mod matching;
 mod search;
 mod tokenizer;
 
@@ -22,7 +23,8 @@ pub use embed::{normalise, Embedder, MiniLm, MINILM_DIR, MINILM_MAX_TOKENS};
 pub use error::MemoryError;
 pub use import::{import_file, import_rows, parse_conversation, ConversationRow, ImportReport, IMPORT_BATCH};
 pub use index::{now_ms, parse_rfc3339_ms, EmbedProgress, Hit, ItemKind, MemoryIndex, NewItem, Recall};
-pub use search::{fts_query, rank, recency_bonus, Candidates, RecallSettings, Scope};
+pub use matching::{best_match, cosine, lexical_similarity, similarities, MERGE_THRESHOLD};
+pub use search::{fts_query, group_key, rank, recency_bonus, Candidates, RecallSettings, Scope};
 pub use tokenizer::WordPiece;
 
 /// The settings recall uses unless told otherwise, tuned on the tuning split

@@ -6,32 +6,39 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-/// Who may see what. One function decides it ([`Scope::for_viewer`]) so
-/// persona groups can extend it in one place.
+/// Who may see what. One function decides it ([`Scope::for_viewer`]): the
+/// index stores a visibility key on every row (a persona id for a message,
+/// [`group_key`] for a memory) and a scope is the set of keys a viewer may read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
-    /// Every conversation (the built-in Ei).
+    /// Everything (the built-in Ei).
     All,
-    /// Only these conversations (persona ids).
-    Personas(Vec<String>),
+    /// Only rows with these visibility keys.
+    Keys(Vec<String>),
+}
+
+/// The visibility key of a memory filed under `group`.
+pub fn group_key(group: &str) -> String {
+    format!("group:{group}")
 }
 
 impl Scope {
-    /// The visibility rule: a persona retrieves only from its own
-    /// conversation; Ei (the system persona) from everything. Groups
-    /// (`group_primary ∪ groups_visible`) will extend the list here.
-    pub fn for_viewer(persona_id: &str, is_system: bool) -> Self {
+    /// The visibility rule, and the security boundary between personas: a
+    /// persona reads its own conversation and the memories filed under its
+    /// groups (`group_primary ∪ groups_visible`), nothing else; Ei (the
+    /// system persona) reads everything.
+    pub fn for_viewer(persona_id: &str, is_system: bool, groups: &[String]) -> Self {
         if is_system || persona_id == ledger::EI_PERSONA_ID {
             Self::All
         } else {
-            Self::Personas(vec![persona_id.to_owned()])
+            Self::Keys(std::iter::once(persona_id.to_owned()).chain(groups.iter().map(|g| group_key(g))).collect())
         }
     }
 
-    pub fn allows(&self, persona_id: &str) -> bool {
+    pub fn allows(&self, key: &str) -> bool {
         match self {
             Self::All => true,
-            Self::Personas(ids) => ids.iter().any(|p| p == persona_id),
+            Self::Keys(keys) => keys.iter().any(|k| k == key),
         }
     }
 }
@@ -159,6 +166,16 @@ pub fn fts_query(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_persona_sees_its_conversation_and_its_groups_only() {
+        let s = Scope::for_viewer("ada", false, &["Work".into(), "General".into()]);
+        assert!(s.allows("ada") && s.allows("group:Work") && s.allows("group:General"));
+        assert!(!s.allows("bob") && !s.allows("group:Family") && !s.allows("group:work"));
+        assert!(!Scope::for_viewer("ada", false, &[]).allows("group:General"));
+        assert_eq!(Scope::for_viewer("x", true, &[]), Scope::All);
+        assert_eq!(Scope::for_viewer(ledger::EI_PERSONA_ID, false, &[]), Scope::All);
+    }
 
     #[test]
     fn fts_queries_are_quoted_words_without_operators() {

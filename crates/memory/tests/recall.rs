@@ -73,25 +73,25 @@ async fn import_then_recall_finds_the_old_turn_and_never_leaks() {
 
     // Right after import, before any embedding: keyword recall works.
     let now = memory::now_ms();
-    let hits = index.recall(&Scope::for_viewer(&ada.id, false), "Where does Greta live?", 5, now).await.expect("test step");
+    let hits = index.recall(&Scope::for_viewer(&ada.id, false, &[]), "Where does Greta live?", 5, now).await.expect("test step");
     assert_eq!(hits.hits[0].public_id(), "a-17");
 
     index.embed_all_pending().await.expect("test step");
     assert_eq!(index.progress().embedded, 400);
-    let hits = index.recall(&Scope::for_viewer(&ada.id, false), "Greta Trondheim", 5, now).await.expect("test step");
+    let hits = index.recall(&Scope::for_viewer(&ada.id, false, &[]), "Greta Trondheim", 5, now).await.expect("test step");
     assert_eq!(hits.mode, "hybrid");
     assert_eq!(hits.hits[0].public_id(), "a-17");
     assert_eq!(hits.hits[0].kind, memory::ItemKind::Message);
 
     // Ada never sees Bob's conversation, by keyword or by vector.
     for q in ["Pixel vacuum cleaner cat", "my cat Pixel hates the vacuum cleaner", "turn"] {
-        let hits = index.recall(&Scope::for_viewer(&ada.id, false), q, 50, now).await.expect("test step");
+        let hits = index.recall(&Scope::for_viewer(&ada.id, false, &[]), q, 50, now).await.expect("test step");
         assert!(hits.hits.iter().all(|h| h.persona_id == ada.id), "leak for {q}");
-        let hits = index.recall(&Scope::for_viewer(&bob.id, false), q, 50, now).await.expect("test step");
+        let hits = index.recall(&Scope::for_viewer(&bob.id, false, &[]), q, 50, now).await.expect("test step");
         assert!(hits.hits.iter().all(|h| h.persona_id == bob.id), "leak for {q}");
     }
     // Ei sees everything.
-    let hits = index.recall(&Scope::for_viewer(ledger::EI_PERSONA_ID, true), "Pixel vacuum", 5, now).await.expect("test step");
+    let hits = index.recall(&Scope::for_viewer(ledger::EI_PERSONA_ID, true, &[]), "Pixel vacuum", 5, now).await.expect("test step");
     assert_eq!(hits.hits[0].public_id(), "b-17");
 
     // Importing the same file again adds nothing.
@@ -143,7 +143,7 @@ async fn the_index_rebuilds_from_the_ledger() {
     let index = MemoryIndex::open(&dir.path().join("index.db")).await.expect("test step");
     assert_eq!(index.sync_from_ledger(&l).await.expect("test step"), 201);
     assert_eq!(index.sync_from_ledger(&l).await.expect("test step"), 0);
-    let scope = Scope::for_viewer(&ada.id, false);
+    let scope = Scope::for_viewer(&ada.id, false, &[]);
     let now = memory::now_ms();
     let hits = index.recall(&scope, "where is the spare key?", 3, now).await.expect("test step");
     assert_eq!(hits.mode, "keyword");

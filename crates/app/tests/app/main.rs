@@ -2,6 +2,7 @@
 
 mod accounts;
 mod chat;
+mod extraction;
 mod memory;
 mod runtime;
 

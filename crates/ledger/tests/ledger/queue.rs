@@ -42,3 +42,26 @@ async fn a_retry_waits_until_its_time() {
     let later = f.ledger.take_next(now + time::Duration::seconds(31)).await.expect("take").expect("item");
     assert_eq!(later.id, item.id);
 }
+
+#[tokio::test]
+async fn preempted_work_is_requeued_without_counting_and_postponed_work_waits() {
+    let f = Fixture::new().await;
+    let now = f.ledger.now();
+    let body = serde_json::json!({});
+    // Background work is taken, then a reply arrives: the reply goes first.
+    f.ledger.enqueue("extract", 2, Some("p"), &body).await.expect("enqueue");
+    let running = f.ledger.take_next(now).await.expect("take").expect("item");
+    assert_eq!((running.kind.as_str(), running.attempts), ("extract", 1));
+    f.ledger.enqueue("reply", 0, Some("p"), &body).await.expect("enqueue");
+    f.ledger.requeue_item(&running.id).await.expect("requeue");
+    assert_eq!(f.ledger.take_next(f.ledger.now()).await.expect("take").expect("item").kind, "reply");
+    let again = f.ledger.take_next(f.ledger.now()).await.expect("take").expect("item");
+    assert_eq!((again.id.as_str(), again.attempts), (running.id.as_str(), 1), "the preemption did not count");
+    // Postponed work waits for its time; other personas' work does not.
+    let later = now + time::Duration::seconds(90);
+    f.ledger.enqueue_at("extract", 2, Some("p"), &body, later).await.expect("enqueue");
+    f.ledger.enqueue("extract", 2, Some("q"), &body).await.expect("enqueue");
+    f.ledger.postpone("extract", "q", later).await.expect("postpone");
+    assert!(f.ledger.take_next(f.ledger.now()).await.expect("take").is_none());
+    assert!(f.ledger.take_next(later).await.expect("take").is_some());
+}

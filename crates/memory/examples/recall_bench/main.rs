@@ -200,7 +200,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let ids = index.public_ids().await?;
     let row_of: std::collections::HashMap<&str, i64> = ids.iter().map(|(r, id)| (id.as_str(), *r)).collect();
-    let scope = Scope::for_viewer(&persona.id, false);
+    let scope = Scope::for_viewer(&persona.id, false, &[]);
     let mut cands = Vec::new();
     let mut evidence = Vec::new();
     for q in &d.questions {
@@ -277,7 +277,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         index.embed_all_pending().await?;
         println!("  ledger events: {}", l.event_count().await?);
-        let scope = Scope::for_viewer(&persona.id, false);
+        let scope = Scope::for_viewer(&persona.id, false, &[]);
         let mut times = Vec::new();
         for (i, q) in d.questions.iter().cycle().take(220).enumerate() {
             let t = Instant::now();
