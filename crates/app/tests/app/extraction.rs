@@ -241,3 +241,54 @@ async fn a_reply_records_the_memories_it_used_and_forget_erases_for_real() {
     }
     assert!(s.engine.verify().await.expect("verify").ok);
 }
+
+/// The whole path with the real local model (SmolLM2-135M through
+/// llama.cpp, scan constrained by the JSON-schema grammar). Needs
+/// LEDGERMIND_TEST_MODEL (scripts/test.sh sets it); skipped without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_local_model_extracts_memories_with_valid_quote_offsets() {
+    let Ok(model) = std::env::var("LEDGERMIND_TEST_MODEL") else {
+        eprintln!("skipped: set LEDGERMIND_TEST_MODEL to the SmolLM2 GGUF to run the real-model extraction test");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let models = dir.path().join("models");
+    std::fs::create_dir_all(&models).expect("models dir");
+    let target = models.join(std::path::Path::new(&model).file_name().expect("model file name"));
+    std::fs::hard_link(&model, &target).or_else(|_| std::fs::copy(&model, &target).map(|_| ())).expect("install model");
+    let mut config = EngineConfig::new(DataDir::new(dir.path()), Arc::new(MemoryKeyStore::default()));
+    config.extraction_delay = Duration::ZERO;
+    let engine = Engine::start(config).await.expect("engine starts");
+    engine.create_persona("Ada", "A friendly companion").await.expect("create");
+
+    let mut rx = engine.subscribe();
+    let text = "My name is Marta and I live in Lisbon. My brother Tomás is a doctor. I love playing the piano.";
+    engine.send_message("Ada", text).await.expect("send");
+    await_reply(&mut rx).await.1.expect("the local model replied");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
+    loop {
+        let queue = engine.ledger().queue_items(None).await.expect("queue");
+        if let Some(dead) = queue.iter().find(|i| i.state == ledger::QueueState::Dead) {
+            panic!("extraction was dead-lettered: {:?}", dead.last_error);
+        }
+        if !queue.iter().any(|i| i.kind == "extract") {
+            break;
+        }
+        let _ = tokio::time::timeout_at(deadline, rx.recv()).await.expect("extraction in time");
+    }
+    let learned = engine.list_memories(None, true).await.expect("list");
+    eprintln!("learned from the real model: {learned:#?}");
+    assert!(!learned.is_empty(), "the real model's scan produced memories");
+    for m in &learned {
+        assert_eq!(m.learned_by_name, "Ada");
+        assert_eq!(m.group, "General");
+        assert!(!m.text.trim().is_empty());
+        if let Some(q) = &m.quote {
+            let original = q.message_text.as_deref().expect("quoted message");
+            let span: String = original.chars().skip(q.start as usize).take((q.end - q.start) as usize).collect();
+            assert_eq!(span, m.text, "a quote's offsets point at its text in the message");
+        }
+    }
+    assert!(engine.verify().await.expect("verify").ok);
+    engine.shutdown().await;
+}

@@ -12,11 +12,12 @@ import type { StatusView } from "../bindings/StatusView";
 import { t } from "../i18n/i18n";
 import { CheckpointsState, isCheckpointEvent } from "../checkpoints/checkpoints-state.svelte";
 import { LedgerState } from "../ledger/ledger-state.svelte";
+import { MemoryState } from "../memory/memory-state.svelte";
 import { AccountsState } from "../settings/accounts-state.svelte";
 import { Notices } from "./notices.svelte";
 
-export type View = "chat" | "ledger" | "settings" | "checkpoints";
-export const VIEWS: readonly View[] = ["chat", "ledger", "settings", "checkpoints"];
+export type View = "chat" | "ledger" | "settings" | "checkpoints" | "memory";
+export const VIEWS: readonly View[] = ["chat", "ledger", "settings", "checkpoints", "memory"];
 
 /** A reply being streamed for one persona. */
 export interface ReplyStream {
@@ -48,6 +49,7 @@ export class AppState {
   readonly ledger: LedgerState;
   readonly accounts: AccountsState;
   readonly checkpoints: CheckpointsState;
+  readonly memory: MemoryState;
 
   ready = $state(false);
   loadError = $state<string | null>(null);
@@ -79,6 +81,7 @@ export class AppState {
   constructor(backend: Backend) {
     this.backend = backend;
     this.ledger = new LedgerState(backend, this.notices);
+    this.memory = new MemoryState(backend, this.notices);
     this.accounts = new AccountsState(backend, this.notices, () => void this.refreshModels());
     this.checkpoints = new CheckpointsState(backend, this.notices, (receipt) => this.reloadAfterRestore(receipt));
   }
@@ -195,6 +198,13 @@ export class AppState {
             if (state === "queued") delete this.awaiting[id];
           }
         }
+        break;
+      case "memories_changed":
+        this.memory.noteChanged();
+        break;
+      case "job_failed":
+        this.notices.push("error", t("memory.jobFailed", { kind: event.kind, code: event.error.code, message: event.error.message }));
+        void this.memory.refreshQueue();
         break;
       case "ledger_appended":
         this.eventCount = Math.max(this.eventCount, event.seq);

@@ -11,10 +11,14 @@ import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
 import type { ProposalView } from "../bindings/ProposalView";
 import type { ToolResultView } from "../bindings/ToolResultView";
+import type { MemoryView } from "../bindings/MemoryView";
 import type { MessageView } from "../bindings/MessageView";
 import type { ModelView } from "../bindings/ModelView";
 import type { NewAccount } from "../bindings/NewAccount";
+import type { PersonaGroupsView } from "../bindings/PersonaGroupsView";
 import type { PersonaView } from "../bindings/PersonaView";
+import type { QueueView } from "../bindings/QueueView";
+import type { UsedItemView } from "../bindings/UsedItemView";
 import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
@@ -84,6 +88,29 @@ export interface Backend {
   getMetadataService(): Promise<MetadataServiceView>;
   /** `set_metadata_service`: an empty URL removes it; an empty key keeps the stored one. */
   setMetadataService(baseUrl: string, apiKey: string): Promise<MetadataServiceView>;
+  // ---- memory (#4) ----
+  /** `list_memories`: all of them, or only what `personaId` may see (its groups). */
+  listMemories(personaId: string | null, includeSuperseded: boolean): Promise<MemoryView[]>;
+  /** `confirm_memory`: validation "human" (locked, never decays). */
+  confirmMemory(id: string): Promise<MemoryView>;
+  /** `edit_memory`: corrects the text (also confirms it). */
+  editMemory(id: string, text: string): Promise<MemoryView>;
+  /** `forget_memory`: erases it for real. */
+  forgetMemory(id: string): Promise<void>;
+  /** `memories_used`: what retrieval gave the reply `messageId`. */
+  memoriesUsed(messageId: string): Promise<UsedItemView[]>;
+  /** `persona_groups` */
+  personaGroups(personaId: string): Promise<PersonaGroupsView>;
+  /** `set_persona_groups` */
+  setPersonaGroups(personaId: string, groupPrimary: string, groupsVisible: string[]): Promise<PersonaGroupsView>;
+  /** `queue_view`: pending, running and dead-lettered work. */
+  queueView(): Promise<QueueView>;
+  /** `pause_queue` */
+  pauseQueue(): Promise<void>;
+  /** `resume_queue` */
+  resumeQueue(): Promise<void>;
+  /** `abort_current`: cancels the model call running now; false when none. */
+  abortCurrent(): Promise<boolean>;
   /** Files dragged onto the window (not a command: a window event). Returns an unlisten function. */
   onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void>;
 }

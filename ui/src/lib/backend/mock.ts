@@ -11,10 +11,14 @@ import type { MetadataServiceView } from "../bindings/MetadataServiceView";
 import type { ProposalView } from "../bindings/ProposalView";
 import type { ToolResultView } from "../bindings/ToolResultView";
 import type { MessageRole } from "../bindings/MessageRole";
+import type { MemoryView } from "../bindings/MemoryView";
 import type { MessageView } from "../bindings/MessageView";
 import type { ModelView } from "../bindings/ModelView";
 import type { NewAccount } from "../bindings/NewAccount";
+import type { PersonaGroupsView } from "../bindings/PersonaGroupsView";
 import type { PersonaView } from "../bindings/PersonaView";
+import type { QueueView } from "../bindings/QueueView";
+import type { UsedItemView } from "../bindings/UsedItemView";
 import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
@@ -404,6 +408,104 @@ export class MockBackend implements Backend {
   async getReceipt(seq: number): Promise<ReceiptView> {
     const receipt = this.receipts.get(seq) ?? fail("EVENT_NOT_FOUND", `No event ${seq}.`);
     return { ...receipt };
+  }
+
+  // ---- memory (#4): an in-memory stand-in; extraction is not simulated ----
+  private memories: MemoryView[] = [];
+  private groups = new Map<string, PersonaGroupsView>();
+  private used = new Map<string, string[]>();
+  private paused = false;
+
+  /** Test helper: a memory as if a persona had learned it. */
+  addMemory(memory: Partial<MemoryView> & Pick<MemoryView, "text">): MemoryView {
+    const view: MemoryView = {
+      id: `mem-${this.nextId++}`,
+      kind: "fact",
+      subject: "",
+      group: "General",
+      learned_by: "ei",
+      learned_by_name: "Ei",
+      source_ids: [],
+      quote: null,
+      confidence: 0.5,
+      validation: "none",
+      superseded_by: null,
+      learned_ts: new Date().toISOString(),
+      ...memory,
+    };
+    this.memories.unshift(view);
+    this.emit({ type: "memories_changed", persona_id: null });
+    return view;
+  }
+
+  /** Test helper: record that a reply used these items. */
+  setMemoriesUsed(messageId: string, itemIds: string[]): void {
+    this.used.set(messageId, itemIds);
+  }
+
+  private memoryById(id: string): MemoryView {
+    const m = this.memories.find((x) => x.id === id);
+    if (!m) throw new BackendError({ code: "MEMORY_NOT_FOUND", message: `no memory ${id}` });
+    return m;
+  }
+
+  async listMemories(personaId: string | null, includeSuperseded: boolean): Promise<MemoryView[]> {
+    const groups = personaId ? await this.personaGroups(personaId) : null;
+    const sees = (g: string) => !groups || groups.sees_all || g === groups.group_primary || groups.groups_visible.includes(g);
+    return this.memories.filter((m) => sees(m.group) && (includeSuperseded || !m.superseded_by)).map((m) => ({ ...m }));
+  }
+  async confirmMemory(id: string): Promise<MemoryView> {
+    const m = this.memoryById(id);
+    Object.assign(m, { validation: "human", confidence: 1 });
+    this.emit({ type: "memories_changed", persona_id: null });
+    return { ...m };
+  }
+  async editMemory(id: string, text: string): Promise<MemoryView> {
+    if (!text.trim()) throw new BackendError({ code: "INVALID_INPUT", message: "a memory needs 1 to 500 characters" });
+    const m = this.memoryById(id);
+    Object.assign(m, { text: text.trim(), validation: "human", confidence: 1 });
+    this.emit({ type: "memories_changed", persona_id: null });
+    return { ...m };
+  }
+  async forgetMemory(id: string): Promise<void> {
+    this.memoryById(id);
+    this.memories = this.memories.filter((m) => m.id !== id);
+    this.emit({ type: "memories_changed", persona_id: null });
+  }
+  async memoriesUsed(messageId: string): Promise<UsedItemView[]> {
+    const out: UsedItemView[] = [];
+    for (const id of this.used.get(messageId) ?? []) {
+      const memory = this.memories.find((m) => m.id === id);
+      if (memory) out.push({ item_id: id, kind: "memory", text: memory.text, memory: { ...memory } });
+      const message = this.messages.find((m) => m.id === id);
+      if (message) out.push({ item_id: id, kind: "message", text: message.content, memory: null });
+    }
+    return out;
+  }
+  async personaGroups(personaId: string): Promise<PersonaGroupsView> {
+    const persona = this.personas.find((p) => p.id === personaId || p.name.toLowerCase() === personaId.toLowerCase());
+    if (!persona) throw new BackendError({ code: "PERSONA_NOT_FOUND", message: `no persona ${personaId}` });
+    return { group_primary: "General", groups_visible: [], ...this.groups.get(persona.id), sees_all: persona.is_system };
+  }
+  async setPersonaGroups(personaId: string, groupPrimary: string, groupsVisible: string[]): Promise<PersonaGroupsView> {
+    const current = await this.personaGroups(personaId);
+    const primary = groupPrimary.trim() || "General";
+    const visible = [...new Set(groupsVisible.map((g) => g.trim() || "General"))].filter((g) => g !== primary);
+    const view = { ...current, group_primary: primary, groups_visible: visible };
+    this.groups.set(personaId, view);
+    return view;
+  }
+  async queueView(): Promise<QueueView> {
+    return { paused: this.paused, busy: this.busy, items: [] };
+  }
+  async pauseQueue(): Promise<void> {
+    this.paused = true;
+  }
+  async resumeQueue(): Promise<void> {
+    this.paused = false;
+  }
+  async abortCurrent(): Promise<boolean> {
+    return false;
   }
 
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {

@@ -10,10 +10,14 @@ import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
 import type { ProposalView } from "../bindings/ProposalView";
 import type { ToolResultView } from "../bindings/ToolResultView";
+import type { MemoryView } from "../bindings/MemoryView";
 import type { MessageView } from "../bindings/MessageView";
 import type { ModelView } from "../bindings/ModelView";
 import type { NewAccount } from "../bindings/NewAccount";
+import type { PersonaGroupsView } from "../bindings/PersonaGroupsView";
 import type { PersonaView } from "../bindings/PersonaView";
+import type { QueueView } from "../bindings/QueueView";
+import type { UsedItemView } from "../bindings/UsedItemView";
 import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
@@ -139,5 +143,39 @@ export class TauriBackend implements Backend {
           break;
       }
     });
+  }
+  // ---- memory (#4) ----
+  listMemories(personaId: string | null, includeSuperseded: boolean) {
+    return call<MemoryView[]>("list_memories", { personaId, includeSuperseded });
+  }
+  confirmMemory(id: string) {
+    return call<MemoryView>("confirm_memory", { id });
+  }
+  editMemory(id: string, text: string) {
+    return call<MemoryView>("edit_memory", { id, text });
+  }
+  forgetMemory(id: string) {
+    return call<void>("forget_memory", { id });
+  }
+  memoriesUsed(messageId: string) {
+    return call<UsedItemView[]>("memories_used", { messageId });
+  }
+  personaGroups(personaId: string) {
+    return call<PersonaGroupsView>("persona_groups", { personaId });
+  }
+  setPersonaGroups(personaId: string, groupPrimary: string, groupsVisible: string[]) {
+    return call<PersonaGroupsView>("set_persona_groups", { personaId, groupPrimary, groupsVisible });
+  }
+  queueView() {
+    return call<QueueView>("queue_view");
+  }
+  pauseQueue() {
+    return call<void>("pause_queue");
+  }
+  resumeQueue() {
+    return call<void>("resume_queue");
+  }
+  abortCurrent() {
+    return call<boolean>("abort_current");
   }
 }
