@@ -479,12 +479,13 @@ impl Ledger {
     /// bookkeeping (frames, token counts) and without what the frame already
     /// carries in its own sections (handover, notes, periods, constitution).
     pub async fn persona_events(&self, persona_id: &str, limit: u32) -> Result<Vec<StoredEvent>> {
+        // (One flat filter: a nested `IN (… LIMIT) UNION (… LIMIT)` form gave
+        // rows outside the filter on some page layouts.)
         let sql = format!(
             "SELECT * FROM (SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, e.prev_hash, e.hash, e.signature, p.body \
              FROM events e LEFT JOIN payloads p ON p.seq = e.seq \
-             WHERE e.seq IN (SELECT seq FROM (SELECT seq FROM events WHERE entity_id = ?1 \
-                               AND kind NOT IN ({NARRATED_ELSEWHERE}) ORDER BY seq DESC LIMIT ?2) \
-                             UNION SELECT seq FROM (SELECT seq FROM messages WHERE persona_id = ?1 ORDER BY seq DESC LIMIT ?2)) \
+             WHERE (e.entity_id = ?1 AND e.kind NOT IN ({NARRATED_ELSEWHERE})) \
+                OR e.seq IN (SELECT seq FROM messages WHERE persona_id = ?1) \
              ORDER BY e.seq DESC LIMIT ?2) ORDER BY seq",
         );
         let rows = sqlx::query(&sql)

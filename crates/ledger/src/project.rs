@@ -9,7 +9,7 @@ use crate::error::LedgerError;
 use crate::event::{to_hash, EventHeader, HASH_LEN};
 use crate::Result;
 
-type Tx<'a> = Transaction<'a, Sqlite>;
+pub(crate) type Tx<'a> = Transaction<'a, Sqlite>;
 
 pub(crate) async fn clear(tx: &mut Tx<'_>) -> Result<()> {
     for table in [

@@ -379,10 +379,33 @@ impl Ledger {
             hashes.push(prev);
             headers.push(header);
         }
-        let signatures = sign_all(&drafts, &hashes, &keys)?;
+        // Signing is the costliest step and needs nothing from the database:
+        // a large batch is signed on other threads while this one writes the
+        // payloads and projections; the event rows follow with the signatures.
+        let signers: Vec<String> = drafts.iter().map(|d| d.signer.clone()).collect();
+        let (mut signing, mut signatures) = if !rebuild && drafts.len() >= PARALLEL_SIGN_MIN {
+            let hashes = hashes.clone();
+            (Some(tokio::task::spawn_blocking(move || sign_all(&signers, &hashes, &keys))), Vec::new())
+        } else {
+            (None, sign_all(&signers, &hashes, &keys)?)
+        };
 
         let mut tx = writer.conn.begin().await.map_err(LedgerError::Save)?;
-        for chunk in (0..headers.len()).collect::<Vec<_>>().chunks(INSERT_CHUNK) {
+        let chunks: Vec<Vec<usize>> = (0..headers.len()).collect::<Vec<_>>().chunks(INSERT_CHUNK).map(<[usize]>::to_vec).collect();
+        for chunk in &chunks {
+            let mut q = QueryBuilder::new("INSERT INTO payloads (seq, body) ");
+            q.push_values(chunk, |mut b, &i| {
+                b.push_bind(headers[i].seq).push_bind(&bodies[i][..]);
+            });
+            q.build().execute(&mut *tx).await.map_err(LedgerError::Save)?;
+        }
+        if !rebuild {
+            apply_projections(&mut tx, &headers, &drafts).await?;
+        }
+        if let Some(task) = signing.take() {
+            signatures = task.await.map_err(|e| LedgerError::Invalid(format!("signing failed: {e}")))??;
+        }
+        for chunk in &chunks {
             let mut q = QueryBuilder::new(
                 "INSERT INTO events (seq, id, ts, entity_id, kind, signer, payload_hash, prev_hash, hash, signature) ",
             );
@@ -400,11 +423,6 @@ impl Ledger {
                     .push_bind(&signatures[i][..]);
             });
             q.build().execute(&mut *tx).await.map_err(LedgerError::Save)?;
-            let mut q = QueryBuilder::new("INSERT INTO payloads (seq, body) ");
-            q.push_values(chunk, |mut b, &i| {
-                b.push_bind(headers[i].seq).push_bind(&bodies[i][..]);
-            });
-            q.build().execute(&mut *tx).await.map_err(LedgerError::Save)?;
         }
         for target in erase {
             sqlx::query("DELETE FROM payloads WHERE seq = ?")
@@ -415,24 +433,6 @@ impl Ledger {
         }
         if rebuild {
             project::rebuild_all(&mut tx).await?;
-        } else {
-            // Runs of plain messages go in as multi-row inserts (the same
-            // rows `project::apply` writes); everything else one by one.
-            let mut i = 0;
-            while i < drafts.len() {
-                let run = drafts[i..]
-                    .iter()
-                    .take(INSERT_CHUNK)
-                    .take_while(|d| matches!(d.body, EventBody::MessageAdded { .. }))
-                    .count();
-                if run >= 2 {
-                    project::insert_messages(&mut tx, &headers[i..i + run], &drafts[i..i + run]).await?;
-                    i += run;
-                } else {
-                    project::apply(&mut tx, &headers[i], &drafts[i].body).await?;
-                    i += 1;
-                }
-            }
         }
         let mut items = Vec::with_capacity(jobs.len());
         for job in jobs {
@@ -495,26 +495,47 @@ impl Ledger {
     }
 }
 
-fn sign_all(
-    drafts: &[Draft],
-    hashes: &[[u8; HASH_LEN]],
-    keys: &HashMap<String, SigningKey>,
-) -> Result<Vec<[u8; 64]>> {
+/// Projections for freshly appended events: runs of plain messages go in as
+/// multi-row inserts (the same rows `project::apply` writes), everything
+/// else one by one.
+async fn apply_projections(tx: &mut project::Tx<'_>, headers: &[EventHeader], drafts: &[Draft]) -> Result<()> {
+    let mut i = 0;
+    while i < drafts.len() {
+        let run = drafts[i..]
+            .iter()
+            .take(INSERT_CHUNK)
+            .take_while(|d| matches!(d.body, EventBody::MessageAdded { .. }))
+            .count();
+        if run >= 2 {
+            project::insert_messages(tx, &headers[i..i + run], &drafts[i..i + run]).await?;
+            i += run;
+        } else {
+            project::apply(tx, &headers[i], &drafts[i].body).await?;
+            i += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Batches this large are signed on every core, beside the database writes.
+const PARALLEL_SIGN_MIN: usize = 64;
+
+fn sign_all(signers: &[String], hashes: &[[u8; HASH_LEN]], keys: &HashMap<String, SigningKey>) -> Result<Vec<[u8; 64]>> {
     let sign_one = |i: usize| -> Result<[u8; 64]> {
-        let key = keys.get(&drafts[i].signer).ok_or_else(|| LedgerError::MissingKey(drafts[i].signer.clone()))?;
+        let key = keys.get(&signers[i]).ok_or_else(|| LedgerError::MissingKey(signers[i].clone()))?;
         Ok(key.sign(&hashes[i]).to_bytes())
     };
-    if drafts.len() < 64 {
-        return (0..drafts.len()).map(sign_one).collect();
+    if signers.len() < PARALLEL_SIGN_MIN {
+        return (0..signers.len()).map(sign_one).collect();
     }
     // Hashes chain sequentially, signatures do not: sign on every core.
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).max(1);
-    let per = drafts.len().div_ceil(threads);
+    let per = signers.len().div_ceil(threads);
     let parts: Vec<Result<Vec<[u8; 64]>>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let start = t * per;
-                let end = ((t + 1) * per).min(drafts.len());
+                let end = ((t + 1) * per).min(signers.len());
                 s.spawn(move || (start..end).map(sign_one).collect::<Result<Vec<_>>>())
             })
             .collect();
@@ -523,7 +544,7 @@ fn sign_all(
             .map(|h| h.join().unwrap_or_else(|_| Err(LedgerError::Invalid("signing thread panicked".into()))))
             .collect()
     });
-    let mut out = Vec::with_capacity(drafts.len());
+    let mut out = Vec::with_capacity(signers.len());
     for p in parts {
         out.extend(p?);
     }
