@@ -12,6 +12,8 @@ APP="$PWD/target/debug/ledgermind-desktop"
 specs=${LEDGERMIND_E2E_SPECS:-$(cd tests/e2e && ls *.e2e.mjs | sed 's/\.e2e\.mjs$//' | sort)}
 export WEBKIT_DISABLE_COMPOSITING_MODE=1 LEDGERMIND_APP="$APP"
 export LEDGERMIND_E2E_PHASE="${LEDGERMIND_E2E_PHASE:-all}"
+# Extraction waits for a quiet conversation (90 s by default); scenarios wait less.
+export LEDGERMIND_EXTRACTION_DELAY_SECS="${LEDGERMIND_EXTRACTION_DELAY_SECS:-3}"
 # Separate ports let several checkouts run their scenarios at once.
 export E2E_PORT="${E2E_PORT:-4444}"
 export LEDGERMIND_WEBDRIVER="http://127.0.0.1:$E2E_PORT"
