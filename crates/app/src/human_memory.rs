@@ -152,6 +152,7 @@ impl Engine {
         if let Err(e) = self.memory.remove_item(id).await {
             tracing::warn!(error = %e, "could not drop a forgotten memory from the index");
         }
+        self.forget_in_index().await;
         self.emit(AppEvent::MemoriesChanged { persona_id: None });
         Ok(())
     }

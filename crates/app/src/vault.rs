@@ -109,18 +109,33 @@ impl Engine {
 
     pub async fn delete_persona(&self, persona: &str, with_human_data: bool) -> Result<Erasure> {
         let e = self.ledger.delete_persona(persona, with_human_data).await?;
+        self.forget_in_index().await;
         self.emit_erasure(&e);
         Ok(e)
     }
 
     pub async fn erase_message(&self, message_id: &str) -> Result<Receipt> {
         let r = self.ledger.erase_message(message_id).await?;
+        self.forget_in_index().await;
         self.emit(AppEvent::LedgerAppended { seq: r.seq, kind: r.kind.clone() });
         Ok(r)
     }
 
+    /// Brings erasures into the search index at once (not at the next start)
+    /// and scrubs its files. Logged, not fatal: the ledger has already
+    /// forgotten, and the next start re-derives the index from it.
+    pub(crate) async fn forget_in_index(&self) {
+        if let Err(e) = self.memory.sync_from_ledger(&self.ledger).await {
+            tracing::error!(error = %e, "could not apply an erasure to the search index");
+        }
+        if let Err(e) = self.memory.scrub().await {
+            tracing::error!(error = %e, "could not scrub the search index after an erasure");
+        }
+    }
+
     pub async fn delete_all_memories(&self) -> Result<Erasure> {
         let e = self.ledger.delete_all_memories().await?;
+        self.forget_in_index().await;
         self.emit_erasure(&e);
         Ok(e)
     }

@@ -261,6 +261,8 @@ impl MemoryIndex {
             // re-deriving them from the ledger.
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
+            // Freed pages are zeroed: erased text must not linger in the file.
+            .pragma("secure_delete", "ON")
             .disable_statement_logging();
         let pool = SqlitePoolOptions::new().max_connections(4).connect_with(opts).await.map_err(MemoryError::Load)?;
         sqlx::migrate!("./migrations").run(&pool).await?;
@@ -412,6 +414,18 @@ impl MemoryIndex {
                 v.remove(*r);
             }
         }
+        Ok(())
+    }
+
+    /// Makes removed text unrecoverable from the index files: FTS5 keeps a
+    /// deleted row's terms in its segments until they are merged, and the
+    /// WAL keeps old page images until a checkpoint. Call after erasures.
+    pub async fn scrub(&self) -> Result<()> {
+        sqlx::query("INSERT INTO items_fts (items_fts) VALUES ('optimize')")
+            .execute(&self.pool)
+            .await
+            .map_err(MemoryError::Save)?;
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.pool).await.map_err(MemoryError::Save)?;
         Ok(())
     }
 

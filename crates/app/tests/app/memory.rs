@@ -110,3 +110,47 @@ async fn a_bad_row_imports_nothing_and_names_the_row() {
     // Without model files recall still works, keyword-only, and says so.
     assert!(h.engine.memory_status().contains("keyword"), "{}", h.engine.memory_status());
 }
+
+fn files_containing(dir: &std::path::Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut hits = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if std::fs::read(&path).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)) {
+                hits.push(path);
+            }
+        }
+    }
+    hits
+}
+
+#[tokio::test]
+async fn an_erased_message_leaves_every_file_of_the_profile_including_the_search_index() {
+    // Lowercase and one token, so the FTS index stores it verbatim.
+    let marker = "zebrafinchmarker";
+    let h = Harness::new(&["noted"]).await;
+    let mut rx = h.engine.subscribe();
+    let (sent, _) = h.engine.send_message("Ei", &format!("my locker code word is {marker}")).await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    h.engine.save_checkpoint(10, "with the secret").await.expect("checkpoint");
+    // Searchable before: the index holds it (keyword search needs no model).
+    let found = h.engine.recall("Ei", marker, 5).await.expect("recall");
+    assert!(found.results.iter().any(|r| r.text.contains(marker)), "indexed before erasure");
+    assert!(
+        files_containing(h.dir.path(), marker.as_bytes()).iter().any(|p| p.to_string_lossy().contains("index")),
+        "the marker must be in the index files before"
+    );
+
+    h.engine.erase_message(&sent.id).await.expect("erase");
+    let hits = files_containing(h.dir.path(), marker.as_bytes());
+    assert!(hits.is_empty(), "erased text still in {hits:?}");
+    assert!(h.engine.recall("Ei", marker, 5).await.expect("recall").results.is_empty());
+    assert!(h.engine.verify().await.expect("verify").ok);
+    // And after a restart (the index is re-derived from the ledger).
+    let h = h.restart(&[]).await;
+    assert!(files_containing(h.dir.path(), marker.as_bytes()).is_empty());
+    assert!(h.engine.recall("Ei", marker, 5).await.expect("recall").results.is_empty());
+}
