@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use app::{
+    ExportView,
     AccountView, AppEvent, CheckpointView, Engine, ErrorView, EventView, ItemView, MemoryView, MessageView, MetadataServiceView,
     ModelView, NewAccount, PersonaGroupsView, PersonaView, ProposalView, QueueView, ReceiptView, StatusView, ToolResultView,
     UsedItemView, VerifyView,
@@ -245,4 +246,26 @@ pub async fn resume_queue(state: State<'_, Backend>) -> Reply<()> {
 #[tauri::command]
 pub async fn abort_current(state: State<'_, Backend>) -> Reply<bool> {
     Ok(engine(&state).await?.abort_current())
+}
+
+// ----- profile: export and erasure (issue #3) -----
+
+#[tauri::command]
+pub async fn export_profile(state: State<'_, Backend>, path: String, passphrase: String) -> Reply<ExportView> {
+    view(engine(&state).await?.export_to(&path, &passphrase).await)
+}
+
+#[tauri::command]
+pub async fn forget_message(state: State<'_, Backend>, message_id: String) -> Reply<()> {
+    view(engine(&state).await?.forget_message(&message_id).await)
+}
+
+#[tauri::command]
+pub async fn archive_persona(state: State<'_, Backend>, persona_id: String, archived: bool) -> Reply<()> {
+    view(engine(&state).await?.archive_persona(&persona_id, archived).await)
+}
+
+#[tauri::command]
+pub async fn delete_persona(state: State<'_, Backend>, persona_id: String, with_human_data: bool) -> Reply<()> {
+    view(engine(&state).await?.delete_persona(&persona_id, with_human_data).await.map(|_| ()))
 }

@@ -15,8 +15,12 @@ use std::sync::Arc;
 use ledger::{CheckpointInfo, Erasure, ExportSummary, Proof, Receipt, SignedTreeHead};
 
 use crate::engine::Engine;
+use crate::error::AppError;
 use crate::views::AppEvent;
 use crate::Result;
+
+/// Shortest passphrase the desktop accepts for an export.
+const MIN_PASSPHRASE: usize = 8;
 
 impl Engine {
     pub async fn list_checkpoints(&self) -> Result<Vec<CheckpointInfo>> {
@@ -99,6 +103,16 @@ impl Engine {
         })
     }
 
+    /// Deletes one message for real (see `ledger::Ledger::erase_message`).
+    pub async fn forget_message(&self, message_id: &str) -> Result<()> {
+        let message = self.ledger.message(message_id).await?.ok_or_else(|| {
+            AppError::new("STORAGE_LOAD_FAILED", format!("there is no message {message_id} (already deleted?)"))
+        })?;
+        self.erase_message(message_id).await?;
+        self.emit(AppEvent::PersonaChanged { persona: self.ledger.persona(&message.persona_id).await?.into() });
+        Ok(())
+    }
+
     pub async fn archive_persona(&self, persona: &str, archived: bool) -> Result<()> {
         let r = self.ledger.archive_persona(persona, archived).await?;
         self.emit(AppEvent::LedgerAppended { seq: r.seq, kind: r.kind });
@@ -148,6 +162,26 @@ impl Engine {
 
     pub async fn export_profile(&self, file: &Path, passphrase: &str) -> Result<ExportSummary> {
         Ok(self.ledger.export_profile(file, passphrase).await?)
+    }
+
+    /// The desktop's export: refuses weak passphrases, relative paths and
+    /// overwriting an existing file (an export is often the only backup).
+    pub async fn export_to(&self, path: &str, passphrase: &str) -> Result<crate::views::ExportView> {
+        if passphrase.chars().count() < MIN_PASSPHRASE {
+            return Err(AppError::invalid(format!("the passphrase needs at least {MIN_PASSPHRASE} characters")));
+        }
+        let file = Path::new(path.trim());
+        if !file.is_absolute() || file.file_name().is_none() {
+            return Err(AppError::invalid("give the full path of the file to write, e.g. /home/you/ledgermind.lmx"));
+        }
+        if file.exists() {
+            return Err(AppError::new("STORAGE_SAVE_FAILED", format!("{} already exists; choose another name", file.display())));
+        }
+        if !file.parent().is_some_and(Path::is_dir) {
+            return Err(AppError::new("STORAGE_SAVE_FAILED", format!("the folder of {} does not exist", file.display())));
+        }
+        let summary = self.export_profile(file, passphrase).await?;
+        Ok(crate::views::ExportView { path: file.display().to_string(), events: summary.events, bytes: summary.bytes })
     }
 
     pub async fn receipt(&self, seq: i64) -> Result<Receipt> {

@@ -279,3 +279,14 @@ impl From<ledger::Receipt> for ReceiptView {
         }
     }
 }
+
+/// A finished export: where the encrypted profile went and what it holds.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct ExportView {
+    pub path: String,
+    #[ts(type = "number")]
+    pub events: u64,
+    #[ts(type = "number")]
+    pub bytes: u64,
+}

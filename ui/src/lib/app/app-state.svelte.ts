@@ -263,6 +263,39 @@ export class AppState {
     await this.markRead(personaId);
   }
 
+  /** Archives (or brings back) a persona. Resolves false with a notice when refused. */
+  async archivePersona(personaId: string, archived: boolean): Promise<boolean> {
+    try {
+      await this.backend.archivePersona(personaId, archived);
+      const persona = this.personas.find((p) => p.id === personaId);
+      if (persona) persona.archived = archived;
+      return true;
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
+      return false;
+    }
+  }
+
+  /** Deletes an archived persona for real, optionally with what the person told it. */
+  async deletePersona(personaId: string, withHumanData: boolean): Promise<boolean> {
+    const name = this.personas.find((p) => p.id === personaId)?.name ?? "";
+    try {
+      await this.backend.deletePersona(personaId, withHumanData);
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
+      return false;
+    }
+    this.personas = this.personas.filter((p) => p.id !== personaId);
+    delete this.messages[personaId];
+    this.notices.push("success", t("personas.deleted", { name }));
+    if (this.selectedId === personaId) {
+      const next = this.sortedPersonas[0]?.id;
+      this.selectedId = null;
+      if (next) await this.select(next, false);
+    }
+    return true;
+  }
+
   async setModel(personaId: string, model: string): Promise<void> {
     try {
       const persona = await this.backend.setPersonaModel(personaId, model);
@@ -295,6 +328,20 @@ export class AppState {
     } finally {
       delete this.loadingMessages[personaId];
     }
+  }
+
+  /** Deletes one message for real; it leaves the conversation at once. */
+  async forgetMessage(message: MessageView): Promise<boolean> {
+    try {
+      await this.backend.forgetMessage(message.id);
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
+      return false;
+    }
+    const list = this.messages[message.persona_id];
+    if (list) this.messages[message.persona_id] = list.filter((m) => m.id !== message.id);
+    this.notices.push("success", t("chat.forgotten"));
+    return true;
   }
 
   addMessage(message: MessageView): void {

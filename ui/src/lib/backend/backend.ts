@@ -6,6 +6,7 @@ import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
 import type { CheckpointView } from "../bindings/CheckpointView";
 import type { ErrorView } from "../bindings/ErrorView";
+import type { ExportView } from "../bindings/ExportView";
 import type { EventView } from "../bindings/EventView";
 import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
@@ -48,6 +49,14 @@ export interface Backend {
   sendMessage(personaId: string, content: string): Promise<MessageView>;
   /** `prefetch_draft`: a draft being typed, so the reply's retrieval finds its embedding ready. */
   prefetchDraft(text: string): Promise<void>;
+  /** `export_profile`: the whole profile, encrypted with `passphrase`, to a new file at `path`. */
+  exportProfile(path: string, passphrase: string): Promise<ExportView>;
+  /** `forget_message`: erases one message for real (database, WAL, index, later snapshots). */
+  forgetMessage(messageId: string): Promise<void>;
+  /** `archive_persona` */
+  archivePersona(personaId: string, archived: boolean): Promise<void>;
+  /** `delete_persona`: archived personas only; optionally with what the human told it. */
+  deletePersona(personaId: string, withHumanData: boolean): Promise<void>;
   /** `mark_read` */
   markRead(personaId: string): Promise<void>;
   /** `verify_ledger` */

@@ -6,6 +6,7 @@ import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
 import type { CheckpointView } from "../bindings/CheckpointView";
 import type { EventView } from "../bindings/EventView";
+import type { ExportView } from "../bindings/ExportView";
 import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
 import type { ProposalView } from "../bindings/ProposalView";
@@ -400,6 +401,32 @@ export class MockBackend implements Backend {
 
   /** Drafts seen, for tests. */
   readonly drafts: string[] = [];
+
+  async exportProfile(path: string, passphrase: string): Promise<ExportView> {
+    if (passphrase.length < 8) fail("INVALID_INPUT", "the passphrase needs at least 8 characters");
+    if (!path.startsWith("/")) fail("INVALID_INPUT", "give the full path of the file to write");
+    return { path, events: this.messages.length + this.personas.length, bytes: 4096 };
+  }
+
+  async forgetMessage(messageId: string): Promise<void> {
+    const before = this.messages.length;
+    this.messages = this.messages.filter((m) => m.id !== messageId);
+    if (this.messages.length === before) fail("STORAGE_LOAD_FAILED", "there is no such message (already deleted?)");
+  }
+
+  async archivePersona(personaId: string, archived: boolean): Promise<void> {
+    const p = this.personas.find((x) => x.id === personaId) ?? fail("PERSONA_NOT_FOUND", "That persona no longer exists.");
+    if (p.is_system) fail("INVALID_INPUT", "the built-in persona cannot be archived");
+    p.archived = archived;
+    this.emit({ type: "persona_changed", persona: { ...p } });
+  }
+
+  async deletePersona(personaId: string, _withHumanData: boolean): Promise<void> {
+    const p = this.personas.find((x) => x.id === personaId) ?? fail("PERSONA_NOT_FOUND", "That persona no longer exists.");
+    if (!p.archived) fail("PERSONA_ARCHIVED", "archive the persona before deleting it");
+    this.personas = this.personas.filter((x) => x.id !== personaId);
+    this.messages = this.messages.filter((m) => m.persona_id !== personaId);
+  }
 
   async prefetchDraft(text: string): Promise<void> {
     this.drafts.push(text);

@@ -1,3 +1,4 @@
+import type { ExportView } from "../bindings/ExportView";
 //! The real backend: Tauri commands over `invoke`, events over one `Channel`.
 
 import { Channel, invoke } from "@tauri-apps/api/core";
@@ -99,6 +100,22 @@ export class TauriBackend implements Backend {
   undoRestore() {
     return call<ReceiptView>("undo_restore");
   }
+  exportProfile(path: string, passphrase: string) {
+    return call<ExportView>("export_profile", { path, passphrase });
+  }
+
+  forgetMessage(messageId: string) {
+    return call<void>("forget_message", { messageId });
+  }
+
+  archivePersona(personaId: string, archived: boolean) {
+    return call<void>("archive_persona", { personaId, archived });
+  }
+
+  deletePersona(personaId: string, withHumanData: boolean) {
+    return call<void>("delete_persona", { personaId, withHumanData });
+  }
+
   prefetchDraft(text: string) {
     return call<void>("prefetch_draft", { text });
   }

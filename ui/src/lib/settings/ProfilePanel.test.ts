@@ -1,0 +1,54 @@
+import { render, screen, waitFor, within } from "@testing-library/svelte";
+import userEvent from "@testing-library/user-event";
+import { describe, expect, it, vi } from "vitest";
+import ChatView from "../chat/ChatView.svelte";
+import { startApp } from "../testing/harness";
+import ProfilePanel from "./ProfilePanel.svelte";
+
+describe("profile: export and erasure", () => {
+  it("exports only with a repeated passphrase of 8+ characters and reports what was written", async () => {
+    const user = userEvent.setup();
+    const { backend, context } = await startApp();
+    const exportProfile = vi.spyOn(backend, "exportProfile");
+    render(ProfilePanel, { context });
+    const path = screen.getByTestId("export-path");
+    await user.clear(path);
+    await user.type(path, "/tmp/me.lmx");
+    await user.type(screen.getByTestId("export-passphrase"), "correct horse");
+    await user.type(screen.getByTestId("export-repeat"), "correct hors");
+    expect(screen.getByTestId("export-button")).toBeDisabled();
+    expect(screen.getByRole("alert")).toHaveTextContent("The passphrases differ.");
+    await user.type(screen.getByTestId("export-repeat"), "e");
+    await user.click(screen.getByTestId("export-button"));
+    expect(await screen.findByTestId("export-done")).toHaveTextContent("/tmp/me.lmx");
+    expect(exportProfile).toHaveBeenCalledWith("/tmp/me.lmx", "correct horse");
+    // The passphrase does not stay in the form.
+    expect(screen.getByTestId("export-passphrase")).toHaveValue("");
+  });
+
+  it("a message deleted for good leaves the conversation after a confirmation", async () => {
+    const user = userEvent.setup();
+    const { app, context } = await startApp({ autoReply: false });
+    render(ChatView, { context });
+    await app.send(app.selectedId!, "forget me please");
+    const bubble = (await screen.findByText("forget me please")).closest("[data-testid=message]") as HTMLElement;
+    await user.click(within(bubble).getByTestId("forget-message"));
+    await user.click(within(bubble).getByTestId("forget-confirm"));
+    await waitFor(() => expect(screen.queryByText("forget me please")).toBeNull());
+  });
+
+  it("a persona is archived, then deleted with what the person told it", async () => {
+    const user = userEvent.setup();
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const remove = vi.spyOn(backend, "deletePersona");
+    const ada = await app.createPersona("Ada", "A tutor");
+    render(ChatView, { context });
+    await user.click(await screen.findByTestId("persona-archive"));
+    await user.click(await screen.findByTestId("persona-delete"));
+    await user.click(screen.getByTestId("delete-with-human-data"));
+    await user.click(screen.getByTestId("persona-delete-confirm"));
+    await waitFor(() => expect(app.personas.some((p) => p.id === ada.id)).toBe(false));
+    expect(remove).toHaveBeenCalledWith(ada.id, true);
+    expect(app.selectedId).not.toBe(ada.id);
+  });
+});
