@@ -4,6 +4,7 @@ import { describe, expect, it, vi } from "vitest";
 import ChatView from "../chat/ChatView.svelte";
 import { startApp } from "../testing/harness";
 import ProfilePanel from "./ProfilePanel.svelte";
+import StatusPanel from "./StatusPanel.svelte";
 
 describe("profile: export and erasure", () => {
   it("exports only with a repeated passphrase of 8+ characters and reports what was written", async () => {
@@ -50,5 +51,14 @@ describe("profile: export and erasure", () => {
     await waitFor(() => expect(app.personas.some((p) => p.id === ada.id)).toBe(false));
     expect(remove).toHaveBeenCalledWith(ada.id, true);
     expect(app.selectedId).not.toBe(ada.id);
+  });
+
+  it("a GGUF model can be chosen by its path, not only dropped", async () => {
+    const user = userEvent.setup();
+    const { backend, context } = await startApp();
+    const importModel = vi.spyOn(backend, "importModel");
+    render(StatusPanel, { context });
+    await user.type(await screen.findByTestId("model-file"), "/models/tiny.gguf{Enter}");
+    await waitFor(() => expect(importModel).toHaveBeenCalledWith("/models/tiny.gguf"));
   });
 });
