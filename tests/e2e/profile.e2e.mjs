@@ -1,0 +1,115 @@
+// End-to-end scenario for the trustworthy ledger (issue #3) through the real
+// window: chat with a persona, delete one of the human's messages for good,
+// export the whole profile encrypted from Settings, then restore the export
+// into an empty home with the CLI and check that it verifies, holds the
+// persona, and does not hold the deleted words anywhere.
+
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import {
+  config,
+  createPersona,
+  endSession,
+  log,
+  openTab,
+  readMessages,
+  sendAndAwaitReply,
+  shot,
+  startSession,
+  verifyLedger,
+} from "./app.e2e.mjs";
+import { waitFor } from "./webdriver.mjs";
+
+const PERSONA = { name: "Noor", description: "A discreet friend" };
+const SECRET = "my spare key hides under the blue flowerpot";
+const PASSPHRASE = "correct horse battery staple";
+
+const css = (testid, extra = "") => `[data-testid="${testid}"]${extra}`;
+const cli = resolve(new URL("../../target/debug/ledgermind", import.meta.url).pathname);
+
+function filesContaining(dir, needle) {
+  const hits = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) hits.push(...filesContaining(path, needle));
+    else if (readFileSync(path).includes(needle)) hits.push(path);
+  }
+  return hits;
+}
+
+export async function main() {
+  const cfg = config();
+  const started = Date.now();
+  const ctx = await startSession(cfg, "profile");
+  const home = process.env.LEDGERMIND_HOME;
+  const restored = mkdtempSync(join(tmpdir(), "ledgermind-restored-"));
+  const exportFile = join(tmpdir(), `ledgermind-e2e-${process.pid}.lmx`);
+  try {
+    await createPersona(ctx, PERSONA);
+    await sendAndAwaitReply(ctx, SECRET);
+
+    log("deleting the human's message for good");
+    const bubble = await ctx.session.waitForElement(css("message", '[data-role="human"]'));
+    await (await ctx.session.findElement(css("forget-message"), bubble)).click();
+    await shot(ctx, "forget-confirm");
+    await (await ctx.session.waitForElement(css("forget-confirm"))).click();
+    await waitFor(async () => !(await readMessages(ctx)).some((m) => m.text.includes(SECRET)), {
+      message: "the message to leave the conversation",
+    });
+    await shot(ctx, "forgotten");
+    if (home) {
+      const hits = filesContaining(home, Buffer.from(SECRET));
+      if (hits.length) throw new Error(`the deleted words are still in ${hits.join(", ")}`);
+      log("  the deleted words are in no file of the profile");
+    }
+
+    log("exporting the profile from Settings");
+    await openTab(ctx, "settings");
+    const path = await ctx.session.waitForElement(css("export-path"));
+    await path.clear();
+    await path.sendKeys(exportFile);
+    await (await ctx.session.findElement(css("export-passphrase"))).sendKeys(PASSPHRASE);
+    await (await ctx.session.findElement(css("export-repeat"))).sendKeys(PASSPHRASE);
+    await (await ctx.session.findElement(css("export-button"))).click();
+    const done = await ctx.session.waitForElement(css("export-done"), 60_000);
+    log(`  ${await done.text()}`);
+    await shot(ctx, "exported");
+    await verifyLedger(ctx);
+
+    log("restoring the export into an empty home with the CLI");
+    const passFile = join(restored, "..", `pass-${process.pid}`);
+    writeFileSync(passFile, PASSPHRASE);
+    try {
+      execFileSync(cli, ["--home", restored, "import", exportFile, "--passphrase-file", passFile], { stdio: "inherit" });
+    } finally {
+      rmSync(passFile, { force: true });
+    }
+    execFileSync(cli, ["--home", restored, "verify"], { stdio: "inherit" });
+    const personas = execFileSync(cli, ["--home", restored, "persona", "list"], { encoding: "utf8" });
+    if (!personas.includes(PERSONA.name)) throw new Error(`the restored profile lacks ${PERSONA.name}:\n${personas}`);
+    const hits = filesContaining(restored, Buffer.from(SECRET));
+    if (hits.length) throw new Error(`the restored profile holds the deleted words in ${hits.join(", ")}`);
+    log("  restored: verifies, has the persona, and not the deleted words");
+  } catch (error) {
+    await shot(ctx, "failure");
+    throw error;
+  } finally {
+    await endSession(ctx);
+    rmSync(restored, { recursive: true, force: true });
+    rmSync(exportFile, { force: true });
+  }
+  log(`PASSED (profile) in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${cfg.artifacts}`);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  main().then(
+    () => process.exit(0),
+    (error) => {
+      console.error(`\n[e2e] FAILED: ${error?.message ?? error}`);
+      process.exit(1);
+    },
+  );
+}
