@@ -124,6 +124,7 @@ impl Engine {
         }
         // The auto-save timer holds only a weak reference and stops with shutdown.
         drop(engine.spawn_autosave());
+        drop(engine.spawn_ceremony());
         Ok(engine)
     }
 

@@ -43,6 +43,8 @@ pub struct MemoryView {
     /// none | ei | human (human = confirmed and locked)
     pub validation: String,
     pub superseded_by: Option<String>,
+    /// 1.0 when learned or last used by a reply; decays with the half-life.
+    pub exposure: f64,
     pub learned_ts: String,
 }
 
@@ -90,6 +92,7 @@ impl Engine {
             confidence: m.confidence,
             validation: m.validation.as_str().to_owned(),
             superseded_by: m.superseded_by,
+            exposure: m.exposure,
             learned_ts: m.learned_ts,
         }
     }

@@ -5,6 +5,7 @@
 //! It must never know about Tauri or the terminal; shells only translate.
 
 mod assistant;
+mod ceremony;
 mod chat;
 mod engine;
 mod extraction;
@@ -27,6 +28,7 @@ pub use engine::{Engine, EngineConfig};
 pub use items::ItemView;
 pub use metadata::MetadataServiceView;
 pub use memory::{EmbedProgress, ImportReport, RecallItem, RecallSettings, RecallView};
+pub use ceremony::{ceremony_due, CeremonyView};
 pub use error::AppError;
 pub use human_memory::{MemoryView, PersonaGroupsView, QuoteView, UsedItemView};
 pub use queue_control::{QueueItemView, QueueView};

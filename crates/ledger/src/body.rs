@@ -185,6 +185,9 @@ pub enum EventBody {
     },
     /// The messages and memories retrieval gave the reply `message_id`.
     ReplySources { message_id: String, persona_id: String, item_ids: Vec<String> },
+    /// The nightly ceremony's decay: every memory not confirmed by the
+    /// human has its exposure multiplied by `factor` = 0.5^(elapsed/half-life).
+    ExposureDecayed { at: String, elapsed_days: f64, half_life_days: f64, factor: f64 },
 }
 
 /// What kind of thing a memory is.
@@ -301,6 +304,7 @@ impl EventBody {
             Self::MemoryLearned { .. } => "memory_learned",
             Self::MemoryUpdated { .. } => "memory_updated",
             Self::ReplySources { .. } => "reply_sources",
+            Self::ExposureDecayed { .. } => "exposure_decayed",
         }
     }
 

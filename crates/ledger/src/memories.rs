@@ -167,7 +167,22 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
             .execute(&mut **tx)
             .await
         }
+        EventBody::ExposureDecayed { factor, .. } => {
+            // Confirmed memories never decay.
+            sqlx::query("UPDATE memories SET exposure = exposure * ? WHERE validation <> 'human'")
+                .bind(factor)
+                .execute(&mut **tx)
+                .await
+        }
         EventBody::ReplySources { message_id, persona_id, item_ids } => {
+            // Used again: fully present again.
+            for id in item_ids {
+                sqlx::query("UPDATE memories SET exposure = 1.0 WHERE id = ?")
+                    .bind(id)
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(LedgerError::Save)?;
+            }
             sqlx::query("INSERT OR REPLACE INTO reply_sources (message_id, persona_id, item_ids, seq) VALUES (?, ?, ?, ?)")
                 .bind(message_id)
                 .bind(persona_id)
@@ -246,6 +261,17 @@ impl Ledger {
             .as_ref()
             .map(memory_row)
             .ok_or_else(|| LedgerError::MemoryNotFound(id.to_owned()))
+    }
+
+    /// When the last exposure decay ran (its `at`), if ever.
+    pub async fn last_decay_at(&self) -> Result<Option<String>> {
+        sqlx::query_scalar(
+            "SELECT json_extract(CAST(p.body AS TEXT), '$.at') FROM events e JOIN payloads p ON p.seq = e.seq \
+             WHERE e.kind = 'exposure_decayed' ORDER BY e.seq DESC LIMIT 1",
+        )
+        .fetch_optional(self.pool())
+        .await
+        .map_err(LedgerError::Load)
     }
 
     /// One message by id (None when it does not exist or was erased).

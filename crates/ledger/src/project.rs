@@ -212,7 +212,8 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
         EventBody::PersonaGroupsSet { .. }
         | EventBody::MemoryLearned { .. }
         | EventBody::MemoryUpdated { .. }
-        | EventBody::ReplySources { .. } => crate::memories::apply(tx, h, body).await?,
+        | EventBody::ReplySources { .. }
+        | EventBody::ExposureDecayed { .. } => crate::memories::apply(tx, h, body).await?,
     }
     Ok(())
 }

@@ -8,6 +8,7 @@
 //! retrieve another's conversation ([`Scope::for_viewer`] is the rule).
 
 mod cache;
+mod decay;
 mod embed;
 mod error;
 mod import;
@@ -19,6 +20,7 @@ mod tokenizer;
 #[cfg(any(test, feature = "test-support"))]
 pub use embed::HashingEmbedder;
 pub use cache::CachedEmbedder;
+pub use decay::{decay_factor, DEFAULT_HALF_LIFE_DAYS};
 pub use embed::{normalise, Embedder, MiniLm, MINILM_DIR, MINILM_MAX_TOKENS};
 pub use error::MemoryError;
 pub use import::{import_file, import_rows, parse_conversation, ConversationRow, ImportReport, IMPORT_BATCH};

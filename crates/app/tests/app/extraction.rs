@@ -292,3 +292,37 @@ async fn the_real_local_model_extracts_memories_with_valid_quote_offsets() {
     assert!(engine.verify().await.expect("verify").ok);
     engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_ceremony_decays_exposure_by_the_half_life_except_confirmed_memories() {
+    let s = setup().await;
+    s.engine.create_persona("Ada", "").await.expect("create");
+    chat(&s, "Ada", "I swim on Sundays and I work as a nurse.", "Nice.", &scan(&[("sport", "Swims on Sundays"), ("job", "Works as a nurse")], &[], &[], &[])).await;
+    let all = s.engine.list_memories(None, false).await.expect("list");
+    let swim = all.iter().find(|m| m.text == "Swims on Sundays").expect("swim").id.clone();
+    let nurse = all.iter().find(|m| m.text == "Works as a nurse").expect("nurse").id.clone();
+    s.engine.confirm_memory(&nurse).await.expect("confirm");
+    let exposure = |list: &[app::MemoryView], id: &str| list.iter().find(|m| m.id == id).expect("memory").exposure;
+
+    // The scheduler may already have run today's ceremony at start: go on from its time.
+    let rfc = &time::format_description::well_known::Rfc3339;
+    let last = s.engine.ledger().last_decay_at().await.expect("last").map(|t| time::OffsetDateTime::parse(&t, rfc).expect("ts"));
+    let e0 = exposure(&s.engine.list_memories(None, false).await.expect("list"), &swim);
+    let t1 = last.unwrap_or_else(time::OffsetDateTime::now_utc) + time::Duration::days(1);
+    let first = s.engine.run_ceremony(t1).await.expect("ceremony").expect("idle queue: it runs");
+    assert!((first.elapsed_days - 1.0).abs() < 1e-9, "a day after the last run (or the first run)");
+    let second = s.engine.run_ceremony(t1 + time::Duration::days(7)).await.expect("ceremony").expect("runs");
+    assert!((second.elapsed_days - 7.0).abs() < 1e-9);
+    assert!((second.factor - 0.5).abs() < 1e-12, "one half-life halves: {}", second.factor);
+    let list = s.engine.list_memories(None, false).await.expect("list");
+    let expected = e0 * 0.5f64.powf(1.0 / 7.0) * 0.5;
+    assert!((exposure(&list, &swim) - expected).abs() < 1e-12, "{} vs {expected}", exposure(&list, &swim));
+    assert_eq!(exposure(&list, &nurse), 1.0, "confirmed memories never decay");
+
+    // A reply that uses the memory makes it fully present again.
+    chat(&s, "Ada", "When do I swim?", "On Sundays.", &scan(&[], &[], &[], &[])).await;
+    let list = s.engine.list_memories(None, false).await.expect("list");
+    assert_eq!(exposure(&list, &swim), 1.0);
+    // Projections replay to the same values.
+    assert!(s.engine.verify().await.expect("verify").ok);
+}

@@ -457,6 +457,7 @@ export class MockBackend implements Backend {
       confidence: 0.5,
       validation: "none",
       superseded_by: null,
+      exposure: 1,
       learned_ts: new Date().toISOString(),
       ...memory,
     };

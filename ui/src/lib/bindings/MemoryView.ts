@@ -13,4 +13,8 @@ group: string, learned_by: string, learned_by_name: string, source_ids: Array<st
 /**
  * none | ei | human (human = confirmed and locked)
  */
-validation: string, superseded_by: string | null, learned_ts: string, };
+validation: string, superseded_by: string | null, 
+/**
+ * 1.0 when learned or last used by a reply; decays with the half-life.
+ */
+exposure: number, learned_ts: string, };

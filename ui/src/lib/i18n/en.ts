@@ -256,6 +256,8 @@ export const en = {
   "memory.validation.ei": "checked by Ei",
   "memory.validation.human": "confirmed by you",
   "memory.confidence": "confidence {n}%",
+  "memory.exposure": "exposure {n}%",
+  "memory.exposureTitle": "How present it still is: halves every 7 days unused; confirmed memories never fade.",
   "memory.learnedBy": "learned by {name}",
   "memory.group": "group {group}",
   "memory.superseded": "superseded",

@@ -258,6 +258,8 @@ export const ptBR: Record<MessageKey, string> = {
   "memory.validation.ei": "verificado pela Ei",
   "memory.validation.human": "confirmado por você",
   "memory.confidence": "confiança {n}%",
+  "memory.exposure": "exposição {n}%",
+  "memory.exposureTitle": "Quão presente ainda está: cai pela metade a cada 7 dias sem uso; memórias confirmadas não se apagam.",
   "memory.learnedBy": "aprendido por {name}",
   "memory.group": "grupo {group}",
   "memory.superseded": "substituído",

@@ -1,0 +1,134 @@
+//! The nightly ceremony: once a day, at a configurable time (UTC,
+//! `LEDGERMIND_CEREMONY_TIME=HH:MM`, default 03:00) and only while the
+//! queue is idle, exposure decays by `memory::decay_factor` for the days
+//! since the last ceremony (one `exposure_decayed` event; confirmed
+//! memories are skipped by its projection). Time comes in as a parameter
+//! (the ledger's clock in production), so tests are deterministic.
+//!
+//! Not done yet: topic exploration, description checks, persona expiry and
+//! the heartbeat.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use ledger::{EventBody, QueueState, HUMAN_ENTITY};
+use serde::{Deserialize, Serialize};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+use ts_rs::TS;
+
+use crate::engine::Engine;
+use crate::error::AppError;
+use crate::Result;
+
+const CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct CeremonyView {
+    pub at: String,
+    pub elapsed_days: f64,
+    pub half_life_days: f64,
+    /// Exposure of every unconfirmed memory was multiplied by this.
+    pub factor: f64,
+}
+
+/// The configured time of day, from `LEDGERMIND_CEREMONY_TIME` (HH:MM, UTC).
+pub fn ceremony_time() -> time::Time {
+    std::env::var("LEDGERMIND_CEREMONY_TIME")
+        .ok()
+        .and_then(|s| {
+            let (h, m) = s.trim().split_once(':')?;
+            time::Time::from_hms(h.parse().ok()?, m.parse().ok()?, 0).ok()
+        })
+        .unwrap_or(time::Time::from_hms(3, 0, 0).unwrap_or(time::Time::MIDNIGHT))
+}
+
+/// Whether a ceremony is due at `now`: the latest scheduled instant (today
+/// at `at`, or yesterday when today's is still ahead) is after the last run.
+pub fn ceremony_due(now: OffsetDateTime, last: Option<OffsetDateTime>, at: time::Time) -> bool {
+    let today = now.replace_time(at);
+    let scheduled = if now >= today { today } else { today - time::Duration::days(1) };
+    last.is_none_or(|l| l < scheduled)
+}
+
+impl Engine {
+    async fn queue_idle(&self) -> Result<bool> {
+        if self.busy.load(Ordering::SeqCst) {
+            return Ok(false);
+        }
+        let items = self.ledger.queue_items(None).await?;
+        Ok(!items.iter().any(|i| matches!(i.state, QueueState::Pending | QueueState::Running)))
+    }
+
+    /// Runs the ceremony at `now` when the queue is idle and there are
+    /// memories (None otherwise):
+    /// decays exposure for the days since the last run (one day on the
+    /// first run).
+    pub async fn run_ceremony(&self, now: OffsetDateTime) -> Result<Option<CeremonyView>> {
+        // Nothing to decay: record nothing (a fresh profile stays event-free).
+        if !self.queue_idle().await? || self.ledger.memories(None, false).await?.is_empty() {
+            return Ok(None);
+        }
+        let last = self.ledger.last_decay_at().await?.and_then(|s| OffsetDateTime::parse(&s, &Rfc3339).ok());
+        let elapsed_days = match last {
+            Some(l) => ((now - l).as_seconds_f64() / 86_400.0).max(0.0),
+            None => 1.0,
+        };
+        let half_life_days = memory::DEFAULT_HALF_LIFE_DAYS;
+        let factor = memory::decay_factor(elapsed_days, half_life_days);
+        let at = now.format(&Rfc3339).map_err(|e| AppError::invalid(e.to_string()))?;
+        self.ledger
+            .append(HUMAN_ENTITY, EventBody::ExposureDecayed { at: at.clone(), elapsed_days, half_life_days, factor })
+            .await?;
+        tracing::info!(elapsed_days, factor, "ceremony: exposure decayed");
+        self.emit(crate::views::AppEvent::MemoriesChanged { persona_id: None });
+        Ok(Some(CeremonyView { at, elapsed_days, half_life_days, factor }))
+    }
+
+    /// Checks once a minute whether the ceremony is due; holds only a weak
+    /// reference and stops with shutdown.
+    pub fn spawn_ceremony(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let engine = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let at = ceremony_time();
+            let mut tick = tokio::time::interval(CHECK_EVERY);
+            loop {
+                tick.tick().await;
+                let Some(engine) = engine.upgrade() else { break };
+                if engine.is_shutting_down() {
+                    break;
+                }
+                let now = engine.ledger.now();
+                let last = match engine.ledger.last_decay_at().await {
+                    Ok(l) => l.and_then(|s| OffsetDateTime::parse(&s, &Rfc3339).ok()),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "ceremony: could not read the last run");
+                        continue;
+                    }
+                };
+                if ceremony_due(now, last, at) {
+                    if let Err(e) = engine.run_ceremony(now).await {
+                        tracing::warn!(code = e.code, "ceremony failed: {}", e.message);
+                    }
+                }
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ceremony_is_due_once_per_day_after_its_time() {
+        let at = time::Time::from_hms(3, 0, 0).expect("time");
+        let t = |s: &str| OffsetDateTime::parse(s, &Rfc3339).expect("ts");
+        assert!(ceremony_due(t("2026-01-02T03:00:00Z"), None, at));
+        assert!(ceremony_due(t("2026-01-02T02:59:00Z"), None, at), "never ran: yesterday's is due");
+        assert!(!ceremony_due(t("2026-01-02T10:00:00Z"), Some(t("2026-01-02T03:01:00Z")), at));
+        assert!(ceremony_due(t("2026-01-03T03:00:00Z"), Some(t("2026-01-02T03:01:00Z")), at));
+        assert!(!ceremony_due(t("2026-01-03T02:00:00Z"), Some(t("2026-01-02T03:01:00Z")), at));
+    }
+}
