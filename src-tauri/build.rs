@@ -54,6 +54,17 @@ fn main() {
         "pause_queue",
         "resume_queue",
         "abort_current",
+        // office (issue #5)
+        "why_reply",
+        "end_session",
+        "get_constitution",
+        "set_constitution",
+        "get_persona_language",
+        "set_persona_language",
+        "list_obligations",
+        "complete_obligation",
+        "token_usage",
+        "set_token_quota",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

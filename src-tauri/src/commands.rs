@@ -9,6 +9,7 @@ use app::{
     ModelView, NewAccount, PersonaGroupsView, PersonaView, ProposalView, QueueView, ReceiptView, StatusView, ToolResultView,
     UsedItemView, VerifyView,
 };
+use app::{ConstitutionView, HandoverView, ObligationView, SessionEnd, TokenUsageView, WhyView};
 use tauri::ipc::Channel;
 use tauri::State;
 
@@ -268,4 +269,61 @@ pub async fn archive_persona(state: State<'_, Backend>, persona_id: String, arch
 #[tauri::command]
 pub async fn delete_persona(state: State<'_, Backend>, persona_id: String, with_human_data: bool) -> Reply<()> {
     view(engine(&state).await?.delete_persona(&persona_id, with_human_data).await.map(|_| ()))
+}
+
+// ----- office (issue #5) -----
+
+#[tauri::command]
+pub async fn why_reply(state: State<'_, Backend>, message_id: String) -> Reply<WhyView> {
+    view(engine(&state).await?.why(&message_id).await)
+}
+
+#[tauri::command]
+pub async fn end_session(state: State<'_, Backend>, persona: String) -> Reply<Option<HandoverView>> {
+    view(engine(&state).await?.end_session(&persona, SessionEnd::New).await)
+}
+
+#[tauri::command]
+pub async fn get_constitution(state: State<'_, Backend>, persona: String) -> Reply<Option<ConstitutionView>> {
+    view(engine(&state).await?.constitution(&persona).await)
+}
+
+#[tauri::command]
+pub async fn set_constitution(
+    state: State<'_, Backend>,
+    persona: String,
+    core_directive: String,
+    overrides: Vec<String>,
+) -> Reply<ConstitutionView> {
+    view(engine(&state).await?.set_constitution(&persona, &core_directive, &overrides).await)
+}
+
+#[tauri::command]
+pub async fn get_persona_language(state: State<'_, Backend>, persona: String) -> Reply<String> {
+    view(engine(&state).await?.persona_language(&persona).await)
+}
+
+#[tauri::command]
+pub async fn set_persona_language(state: State<'_, Backend>, persona: String, language: String) -> Reply<String> {
+    view(engine(&state).await?.set_persona_language(&persona, &language).await)
+}
+
+#[tauri::command]
+pub async fn list_obligations(state: State<'_, Backend>, persona: String) -> Reply<Vec<ObligationView>> {
+    view(engine(&state).await?.obligations(&persona).await)
+}
+
+#[tauri::command]
+pub async fn complete_obligation(state: State<'_, Backend>, id: String) -> Reply<()> {
+    view(engine(&state).await?.complete_obligation(&id).await)
+}
+
+#[tauri::command]
+pub async fn token_usage(state: State<'_, Backend>) -> Reply<Vec<TokenUsageView>> {
+    view(engine(&state).await?.token_usage().await)
+}
+
+#[tauri::command]
+pub async fn set_token_quota(state: State<'_, Backend>, persona: String, daily_limit: u32) -> Reply<()> {
+    view(engine(&state).await?.set_token_quota(&persona, daily_limit).await)
 }

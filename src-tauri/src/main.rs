@@ -114,6 +114,16 @@ fn main() {
             commands::pause_queue,
             commands::resume_queue,
             commands::abort_current,
+            commands::why_reply,
+            commands::end_session,
+            commands::get_constitution,
+            commands::set_constitution,
+            commands::get_persona_language,
+            commands::set_persona_language,
+            commands::list_obligations,
+            commands::complete_obligation,
+            commands::token_usage,
+            commands::set_token_quota,
         ])
         .build(tauri::generate_context!("../tauri.conf.json"));
     let app = match result {
@@ -126,8 +136,12 @@ fn main() {
     app.run(|handle, event| {
         if let tauri::RunEvent::Exit = event {
             if let Some(engine) = handle.try_state::<Backend>().and_then(|b| b.started()) {
-                // Finish the current step; queued replies stay queued.
-                tauri::async_runtime::block_on(engine.shutdown());
+                // Closing the window ends every open session with a handover;
+                // then finish the current step (queued replies stay queued).
+                tauri::async_runtime::block_on(async {
+                    engine.close_sessions().await;
+                    engine.shutdown().await;
+                });
             }
         }
     });

@@ -14,7 +14,7 @@ use crate::assistant::RespondStream;
 use crate::engine::Engine;
 use crate::error::AppError;
 use crate::models::ModelSpec;
-use crate::prompt::{reply_prompt_with_memories, HISTORY};
+use crate::prompt::{reply_prompt, HISTORY};
 use crate::views::{AppEvent, MessageView};
 
 pub(crate) const REPLY_KIND: &str = "reply";
@@ -162,11 +162,12 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     if let Ok(mut c) = engine.current_cancel.lock() {
         *c = Some(cancel.clone());
     }
+    engine.check_quota(&persona).await.map_err(Failure::Final)?;
     let retrieval = Instant::now();
     let memories = crate::memory::memories_for_reply(engine, &persona, &history).await;
     let retrieval = retrieval.elapsed();
-    let request =
-        CompletionRequest::chat(spec.model.clone(), reply_prompt_with_memories(&persona, &history, &memories.lines));
+    let framed = engine.frame_reply(&persona, memories.lines.clone()).await;
+    let request = CompletionRequest::chat(spec.model.clone(), reply_prompt(&framed.narrative, &history));
     let mut request = engine.planner_request(&persona, request).await;
     if !spec.is_local() {
         engine.prepare_for_cloud(&spec.account, &mut request).await.map_err(Failure::Retry)?;
@@ -219,20 +220,25 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         return Err(Failure::Final(AppError::new("LLM_EMPTY_REPLY", "the model returned an empty reply")));
     }
     let message_id = uuid::Uuid::now_v7().to_string();
+    let mut drafts = vec![ledger::Draft::by(
+        &persona.id,
+        EventBody::MessageAdded {
+            message_id: message_id.clone(),
+            persona_id: persona.id.clone(),
+            role,
+            content: content.clone(),
+            external_id: None,
+        },
+    )];
+    drafts.extend(engine.reply_records(&persona, &message_id, framed, completion.prompt_tokens, completion.completion_tokens));
     let receipt = engine
         .ledger
-        .append(
-            &persona.id,
-            EventBody::MessageAdded {
-                message_id: message_id.clone(),
-                persona_id: persona.id.clone(),
-                role,
-                content: content.clone(),
-                external_id: None,
-            },
-        )
+        .append_drafts(drafts)
         .await
-        .map_err(|e| Failure::Retry(e.into()))?;
+        .map_err(|e| Failure::Retry(e.into()))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Failure::Retry(AppError::new("STORAGE_SAVE_FAILED", "the reply was not saved")))?;
     crate::memory::index_message(engine, &message_id, &persona.id, &content, receipt.seq).await;
     crate::memory::record_reply_sources(engine, &persona.id, &message_id, &memories).await;
     crate::extraction::enqueue(engine, &persona.id, &job.reply_to).await;

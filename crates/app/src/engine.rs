@@ -125,6 +125,7 @@ impl Engine {
         // The auto-save timer holds only a weak reference and stops with shutdown.
         drop(engine.spawn_autosave());
         drop(engine.spawn_ceremony());
+        drop(engine.spawn_session_timer());
         Ok(engine)
     }
 

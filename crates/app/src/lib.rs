@@ -15,6 +15,7 @@ mod metadata;
 mod items;
 mod error;
 mod models;
+mod office;
 mod paths;
 mod prompt;
 mod queue_control;
@@ -33,6 +34,8 @@ pub use error::AppError;
 pub use human_memory::{MemoryView, PersonaGroupsView, QuoteView, UsedItemView};
 pub use queue_control::{QueueItemView, QueueView};
 pub use models::{ModelSpec, DEFAULT_LOCAL_MODEL};
+pub use self::office::{ConstitutionView, HandoverView, ObligationView, SectionView, SessionEnd, TokenUsageView, WhyView, LOCAL_NARRATIVE_TOKENS};
+pub use ::office::{ContextFrame, SessionType};
 pub use paths::DataDir;
 pub use views::*;
 

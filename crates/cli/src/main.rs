@@ -6,6 +6,7 @@ mod bench_cmds;
 mod common;
 mod guard_cmds;
 mod memory_cmds;
+mod office_cmds;
 mod persona_cmds;
 mod vault_cmds;
 
@@ -89,6 +90,18 @@ enum Command {
     /// Benchmarks that print ratios against a baseline from the same run.
     #[command(subcommand)]
     Bench(BenchCmd),
+    /// Print the context frame PERSONA's next reply would use.
+    Frame(office_cmds::FrameArgs),
+    /// End PERSONA's session ("New"): it writes a handover, checked against the ledger.
+    EndSession {
+        persona: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show or set (--set, --override) PERSONA's constitution.
+    Constitution(office_cmds::ConstitutionArgs),
+    /// Run one dreaming cycle for PERSONA (period summary + baseline narrative).
+    Dream { persona: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -148,6 +161,10 @@ fn main() -> ExitCode {
             Command::Status => common::status(&ctx).await,
             Command::ImportConversation(args) => memory_cmds::import(&ctx, args).await,
             Command::Recall(args) => memory_cmds::recall(&ctx, args).await,
+            Command::Frame(args) => office_cmds::frame(&ctx, args).await,
+            Command::EndSession { persona, json } => office_cmds::end_session(&ctx, &persona, json).await,
+            Command::Constitution(args) => office_cmds::constitution(&ctx, args).await,
+            Command::Dream { persona } => office_cmds::dream(&ctx, &persona).await,
             Command::Bench(BenchCmd::Chat { persona, runs }) => bench_cmds::chat(&ctx, &persona, runs).await,
             Command::Checkpoint(cmd) => vault_cmds::checkpoint(&ctx, cmd).await,
             Command::Export { file, passphrase_file } => vault_cmds::export(&ctx, &file, &passphrase_file).await,

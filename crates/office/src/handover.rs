@@ -69,9 +69,9 @@ pub fn fallback(session: &[Message], open: &[Reminder], lang: Language) -> Strin
     let human = session.iter().filter(|m| m.role == MessageRole::Human).count();
     let mine = session.iter().filter(|m| m.role == MessageRole::Persona).count();
     let mut s = if pt {
-        format!("Nesta sessão a pessoa enviou {human} mensagens e eu respondi {mine}.")
+        format!("Nesta sessão trocamos {} mensagens: a pessoa escreveu {human} vezes e eu respondi {mine}.", session.len())
     } else {
-        format!("In this session the person sent {human} messages and I replied {mine} times.")
+        format!("In this session we exchanged {} messages: the person wrote {human} times and I replied {mine}.", session.len())
     };
     if let Some(last) = session.iter().rev().find(|m| m.role == MessageRole::Human) {
         let text = truncate_chars(last.content.trim(), 160);

@@ -18,9 +18,11 @@ async fn a_reply_streams_and_is_committed_signed_by_the_persona() {
     assert_eq!(reply.persona_id, ada.id);
     let history = h.engine.list_messages(&ada.id).await.expect("history");
     assert_eq!(history.len(), 2);
-    let events = h.engine.ledger().events(None, 1).await.expect("events");
-    assert_eq!(events[0].kind, "message_added");
-    assert_eq!(events[0].signer, ada.id, "the persona signs its own words");
+    // Newest first: the reply, then the office's records of its frame and tokens.
+    let events = h.engine.ledger().events(None, 3).await.expect("events");
+    let kinds: Vec<_> = events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["tokens_used", "reply_framed", "message_added"]);
+    assert_eq!(events[2].signer, ada.id, "the persona signs its own words");
     assert!(h.engine.verify().await.expect("verify").ok);
     // The prompt carried the persona and the question.
     let seen = h.provider.requests();

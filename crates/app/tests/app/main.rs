@@ -4,6 +4,7 @@ mod accounts;
 mod chat;
 mod extraction;
 mod memory;
+mod office;
 mod runtime;
 
 use std::sync::Arc;

@@ -134,3 +134,36 @@ fn guard_and_tools_print_their_json_contracts() {
     let tools: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
     assert!(tools.iter().any(|t| t["name"] == "save_note"));
 }
+
+/// The office end to end on the real model: a session ends with a handover
+/// (the persona's own, or the system's when SmolLM2's is unusable), and the
+/// next session's frame, printed by `frame --json`, carries it.
+#[test]
+fn a_session_ends_with_a_handover_that_the_next_frame_carries() {
+    let home = Home::new();
+    assert!(home.run(&["persona", "create", "Ada", "--description", "A travel planner"]).status.success());
+    assert!(home.run(&["chat", "Ada", "Please remember that my train to Porto leaves on Friday."]).status.success());
+    let ended = home.run(&["end-session", "Ada", "--json"]);
+    assert!(ended.status.success());
+    let handover: serde_json::Value = serde_json::from_slice(&ended.stdout).expect("handover json");
+    let text = handover["text"].as_str().expect("handover text").to_owned();
+    assert!(text.is_empty() || text.chars().count() >= 50, "{text}");
+    eprintln!("handover by {}: {text}", handover["author"]);
+
+    let out = home.run(&["frame", "Ada", "--json"]);
+    assert!(out.status.success());
+    let frame: serde_json::Value = serde_json::from_slice(&out.stdout).expect("frame json");
+    let mut keys: Vec<_> = frame.as_object().expect("object").keys().cloned().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["capabilities", "frame_hash", "identity", "memory", "narrative", "obligations", "position", "state", "temporal", "token_budget"]
+    );
+    let narrative = frame["narrative"].as_str().expect("narrative");
+    assert!(narrative.starts_with("You are Ada."), "{narrative}");
+    assert!(narrative.contains(text.trim()), "the next narrative weaves the handover in:\n{narrative}");
+    assert_eq!(frame["memory"]["handover"]["text"].as_str(), Some(text.as_str()));
+    assert!(frame["token_budget"]["used"].as_u64().expect("used") <= frame["token_budget"]["effective"].as_u64().expect("effective"));
+    let bad = home.run(&["frame", "Ada", "--session-type", "nap"]);
+    assert_eq!(bad.status.code(), Some(2));
+}

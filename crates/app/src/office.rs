@@ -1,0 +1,624 @@
+//! The office in the app: the one function that frames a reply (used by
+//! the reply worker and by `ledgermind frame`), session endings with their
+//! handover and sanity check, constitutions, language, obligations, token
+//! usage and the dreaming cycle's events.
+
+use ledger::{Draft, EventBody, HandoverAuthor, Message, Persona, EI_PERSONA_ID, HUMAN_ENTITY};
+use ::office::dreaming::{dream, DreamInput};
+use ::office::sanity::{check, note, Facts};
+use ::office::{build_frame, ContextFrame, Estimate, FrameRequest, Language, Restriction, SessionType};
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::engine::Engine;
+use crate::error::AppError;
+use crate::models::ModelSpec;
+use crate::prompt::HISTORY;
+use crate::Result;
+
+/// Narrative budget for the in-process model: SmolLM2's prompt is read on
+/// one thread, so a 4k-token narrative would cost seconds before the first
+/// token; this keeps the whole prompt well inside its context.
+pub const LOCAL_NARRATIVE_TOKENS: usize = 700;
+const MAX_CONSTITUTION: usize = 4_000;
+const MAX_OVERRIDES: usize = 20;
+
+/// The frame a reply is generated from, or the minimal narrative used
+/// when the frame could not be built.
+pub(crate) struct Framed {
+    pub narrative: String,
+    pub frame_hash: String,
+    pub frame_json: String,
+}
+
+/// What the "Why did it say that?" view shows for one reply.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct WhyView {
+    pub message_id: String,
+    pub frame_hash: String,
+    pub narrative: String,
+    pub session_type: String,
+    #[ts(type = "number")]
+    pub budget: u32,
+    #[ts(type = "number")]
+    pub effective_budget: u32,
+    #[ts(type = "number")]
+    pub narrative_tokens: u32,
+    pub counter: String,
+    pub sections: Vec<SectionView>,
+    pub handover: Option<String>,
+    pub sanity_note: Option<String>,
+    pub constitution: Option<String>,
+    /// The whole frame, pretty JSON.
+    pub frame_json: String,
+    /// Set when the frame could not be built and a minimal narrative went out.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct SectionView {
+    pub name: String,
+    #[ts(type = "number")]
+    pub tokens: u32,
+    pub share: f64,
+    #[ts(type = "number")]
+    pub dropped: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct ConstitutionView {
+    pub persona_id: String,
+    #[ts(type = "number")]
+    pub version: u32,
+    pub core_directive: String,
+    pub overrides: Vec<String>,
+    pub ts: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct ObligationView {
+    pub id: String,
+    pub persona_id: String,
+    pub text: String,
+    /// `reminder` or `commitment`.
+    pub kind: String,
+    pub due_at: Option<String>,
+    /// Minutes to the deadline; negative when overdue.
+    #[ts(type = "number | null")]
+    pub minutes_left: Option<i64>,
+    pub overdue: bool,
+    pub done: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct HandoverView {
+    pub persona_id: String,
+    pub text: String,
+    /// `persona` or `system`.
+    pub author: String,
+    pub reason: String,
+    pub ts: String,
+    pub sanity_note: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct TokenUsageView {
+    pub entity_id: String,
+    pub name: String,
+    pub day: String,
+    #[ts(type = "number")]
+    pub prompt_tokens: u64,
+    #[ts(type = "number")]
+    pub completion_tokens: u64,
+    /// 0: no limit.
+    #[ts(type = "number")]
+    pub daily_limit: u32,
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionEnd {
+    Idle,
+    Closed,
+    New,
+}
+
+impl SessionEnd {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Closed => "closed",
+            Self::New => "new",
+        }
+    }
+}
+
+fn today(now: time::OffsetDateTime) -> String {
+    now.date().to_string()
+}
+
+impl Engine {
+    /// The frame the next reply of `persona` would use: the same functions
+    /// the reply worker calls (recall, then `build_reply_frame`), on the same history.
+    pub async fn frame(&self, persona: &str, session_type: SessionType) -> Result<ContextFrame> {
+        let persona = self.ledger.find_persona(persona).await?;
+        let history = self.ledger.messages(&persona.id, Some(HISTORY)).await?;
+        let retrieved = crate::memory::memories_for_reply(self, &persona, &history).await.lines;
+        self.build_reply_frame(&persona, retrieved, session_type).await
+    }
+
+    pub(crate) async fn build_reply_frame(
+        &self,
+        persona: &Persona,
+        retrieved: Vec<String>,
+        session_type: SessionType,
+    ) -> Result<ContextFrame> {
+        let executable = self.offered_tools(persona).await;
+        let role = if persona.is_system { runtime::Role::Ei } else { runtime::Role::Persona };
+        let capabilities = ::office::capabilities(&runtime::ToolRegistry::builtin(), role, &|name| {
+            if executable.iter().any(|t| t.name == name) {
+                None
+            } else if name.starts_with("enrich_") {
+                Some(Restriction::NeedsSetting)
+            } else {
+                Some(Restriction::NotAvailable)
+            }
+        });
+        let local = ModelSpec::parse(&persona.model).map(|s| s.is_local()).unwrap_or(true);
+        let req = FrameRequest {
+            persona_id: &persona.id,
+            session_type,
+            now: self.ledger.now(),
+            capabilities,
+            retrieved,
+            scheduled: Vec::new(),
+            budget_cap: local.then_some(LOCAL_NARRATIVE_TOKENS),
+        };
+        Ok(build_frame(&self.ledger, req, &Estimate).await?)
+    }
+
+    /// Frames a reply; never fails: a minimal narrative goes out instead,
+    /// and the failure is logged.
+    /// `retrieved`: the memories recall found for this reply (see `crate::memory`).
+    pub(crate) async fn frame_reply(&self, persona: &Persona, retrieved: Vec<String>) -> Framed {
+        match self.build_reply_frame(persona, retrieved, SessionType::Assist).await {
+            Ok(frame) => Framed {
+                narrative: frame.narrative.clone(),
+                frame_hash: frame.frame_hash.clone(),
+                frame_json: serde_json::to_string(&frame).unwrap_or_default(),
+            },
+            Err(e) => {
+                tracing::error!(code = e.code, persona = %persona.id, "the context frame failed; sending a minimal narrative: {}", e.message);
+                let lang = self.language_of(&persona.id).await;
+                let narrative = ::office::minimal(&persona.name, lang);
+                let frame_json = serde_json::json!({ "error": format!("{}: {}", e.code, e.message), "narrative": narrative }).to_string();
+                let frame_hash = sha256_hex(frame_json.as_bytes());
+                Framed { narrative, frame_hash, frame_json }
+            }
+        }
+    }
+
+    /// The events recorded beside a reply: its frame and the tokens it cost.
+    pub(crate) fn reply_records(&self, persona: &Persona, message_id: &str, framed: Framed, prompt_tokens: u32, completion_tokens: u32) -> Vec<Draft> {
+        vec![
+            Draft::by(
+                &persona.id,
+                EventBody::ReplyFramed {
+                    persona_id: persona.id.clone(),
+                    message_id: message_id.to_owned(),
+                    frame_hash: framed.frame_hash,
+                    frame: framed.frame_json,
+                },
+            ),
+            Draft::by(
+                &persona.id,
+                EventBody::TokensUsed { entity_id: persona.id.clone(), day: today(self.ledger.now()), prompt_tokens, completion_tokens },
+            ),
+        ]
+    }
+
+    /// Refuses a reply when the persona has spent its daily token quota.
+    pub(crate) async fn check_quota(&self, persona: &Persona) -> Result<()> {
+        let day = self.ledger.token_day(&persona.id, &today(self.ledger.now())).await?;
+        if day.daily_limit > 0 && day.prompt_tokens + day.completion_tokens >= u64::from(day.daily_limit) {
+            return Err(AppError::new(
+                "TOKEN_QUOTA_EXCEEDED",
+                format!("{} has used its {} tokens for today; raise the quota in Settings", persona.name, day.daily_limit),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn language_of(&self, persona_id: &str) -> Language {
+        self.ledger.persona_language(persona_id).await.ok().flatten().map(|l| Language::parse(&l)).unwrap_or_default()
+    }
+
+    /// What "Why did it say that?" shows for a reply.
+    pub async fn why(&self, message_id: &str) -> Result<WhyView> {
+        let rec = self
+            .ledger
+            .reply_frame(message_id)
+            .await?
+            .ok_or_else(|| AppError::new("FRAME_NOT_FOUND", "this reply has no recorded context frame"))?;
+        let value: serde_json::Value = serde_json::from_str(&rec.frame)
+            .map_err(|e| AppError::new("STORAGE_LOAD_FAILED", format!("the recorded frame is unreadable: {e}")))?;
+        let str_at = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+        let num = |v: &serde_json::Value| v.as_u64().unwrap_or(0).min(u64::from(u32::MAX)) as u32;
+        let budget = &value["token_budget"];
+        let sections = budget["sections"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|s| SectionView {
+                        name: str_at(&s["name"]).unwrap_or_default(),
+                        tokens: num(&s["tokens"]),
+                        share: s["share"].as_f64().unwrap_or(0.0),
+                        dropped: num(&s["dropped"]),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let constitution = value["identity"]["constitution"].as_object().map(|c| {
+            let mut s = c.get("core_directive").and_then(|v| v.as_str()).unwrap_or_default().to_owned();
+            for o in c.get("overrides").and_then(|v| v.as_array()).into_iter().flatten() {
+                s.push_str("\n- ");
+                s.push_str(o.as_str().unwrap_or_default());
+            }
+            s
+        });
+        Ok(WhyView {
+            message_id: rec.message_id,
+            frame_hash: rec.frame_hash,
+            narrative: str_at(&value["narrative"]).unwrap_or_default(),
+            session_type: str_at(&budget["session_type"]).unwrap_or_default(),
+            budget: num(&budget["budget"]),
+            effective_budget: num(&budget["effective"]),
+            narrative_tokens: num(&budget["used"]),
+            counter: str_at(&budget["counter"]).unwrap_or_default(),
+            sections,
+            handover: str_at(&value["memory"]["handover"]["text"]),
+            sanity_note: str_at(&value["state"]["sanity_note"]),
+            constitution,
+            frame_json: serde_json::to_string_pretty(&value).unwrap_or_default(),
+            error: str_at(&value["error"]),
+        })
+    }
+
+    /// Ends `persona`'s session: the persona writes its handover (or the
+    /// system writes one from the session's events), then the handover's
+    /// claims are checked against the ledger. None when the session was empty.
+    pub async fn end_session(&self, persona: &str, reason: SessionEnd) -> Result<Option<HandoverView>> {
+        let persona = self.ledger.find_persona(persona).await?;
+        let start = self.ledger.last_handover(&persona.id).await?.map(|h| h.seq).unwrap_or(0);
+        let session = self.ledger.messages_since(&persona.id, start, 200).await?;
+        if session.is_empty() {
+            return Ok(None);
+        }
+        let lang = self.language_of(&persona.id).await;
+        // Closing the window must not wait for a model.
+        let written = if reason == SessionEnd::Closed { None } else { self.persona_handover(&persona, &session, lang).await };
+        let (text, author) = match written {
+            Some(text) => (text, HandoverAuthor::Persona),
+            None => {
+                let open = self.ledger.reminders(&persona.id, false).await?;
+                (::office::handover::fallback(&session, &open, lang), HandoverAuthor::System)
+            }
+        };
+        let receipt = self
+            .ledger
+            .append(
+                &persona.id,
+                EventBody::HandoverWritten {
+                    persona_id: persona.id.clone(),
+                    session_id: format!("s{}", start + 1),
+                    text: text.clone(),
+                    author,
+                    reason: reason.as_str().to_owned(),
+                },
+            )
+            .await?;
+        let facts = Facts::read(&self.ledger, &persona.id, start, self.ledger.now()).await?;
+        let findings = check(&text, &facts, lang);
+        let sanity_note = if findings.is_empty() {
+            None
+        } else {
+            let note = note(&findings, lang);
+            self.ledger
+                .append_drafts(vec![Draft {
+                    entity_id: persona.id.clone(),
+                    signer: EI_PERSONA_ID.into(),
+                    body: EventBody::GovernanceNoteAdded {
+                        persona_id: persona.id.clone(),
+                        handover_seq: receipt.seq,
+                        note: note.clone(),
+                        findings,
+                    },
+                }])
+                .await?;
+            Some(note)
+        };
+        let h = self.ledger.last_handover(&persona.id).await?;
+        Ok(h.map(|h| HandoverView {
+            persona_id: h.persona_id,
+            text: h.text,
+            author: if h.author == HandoverAuthor::Persona { "persona" } else { "system" }.into(),
+            reason: h.reason,
+            ts: h.ts,
+            sanity_note,
+        }))
+    }
+
+    /// The persona's own handover, or None when its model could not write a valid one.
+    async fn persona_handover(&self, persona: &Persona, session: &[Message], lang: Language) -> Option<String> {
+        let spec = ModelSpec::parse(&persona.model).ok()?;
+        let provider = self.provider_for(&spec).await.ok()?;
+        let framed = self.frame_reply(persona, Vec::new()).await;
+        let tail = &session[session.len().saturating_sub(HISTORY as usize)..];
+        let req = ::office::handover::request(&spec.model, &framed.narrative, tail, lang);
+        match provider.complete(req, None).await {
+            Ok(done) => {
+                let text = ::office::handover::parse(&done.text);
+                if text.is_none() {
+                    tracing::warn!(persona = %persona.id, "the persona's handover was not usable; writing one from the session");
+                }
+                let usage = EventBody::TokensUsed {
+                    entity_id: persona.id.clone(),
+                    day: today(self.ledger.now()),
+                    prompt_tokens: done.prompt_tokens,
+                    completion_tokens: done.completion_tokens,
+                };
+                if let Err(e) = self.ledger.append(&persona.id, usage).await {
+                    tracing::warn!(error = %e, "could not record the handover's token usage");
+                }
+                text
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, persona = %persona.id, "the persona could not write its handover");
+                None
+            }
+        }
+    }
+
+    /// Ends every open session without calling a model (the window is closing).
+    pub async fn close_sessions(&self) {
+        let Ok(personas) = self.ledger.personas(false).await else { return };
+        for p in personas {
+            if let Err(e) = self.end_session(&p.id, SessionEnd::Closed).await {
+                tracing::warn!(code = e.code, persona = %p.id, "could not write the closing handover: {}", e.message);
+            }
+        }
+    }
+
+    /// Ends idle sessions in the background: every minute, sessions quiet
+    /// for `LEDGERMIND_SESSION_IDLE_SECS` (default 30 minutes) get their handover.
+    pub fn spawn_session_timer(self: &std::sync::Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let engine = std::sync::Arc::downgrade(self);
+        let idle_secs = std::env::var("LEDGERMIND_SESSION_IDLE_SECS").ok().and_then(|s| s.parse::<u64>().ok()).unwrap_or(1_800);
+        let idle = time::Duration::seconds(i64::try_from(idle_secs).unwrap_or(1_800));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(idle_secs.clamp(1, 60)));
+            tick.tick().await; // the first tick is immediate: skip it
+            loop {
+                tick.tick().await;
+                let Some(engine) = engine.upgrade() else { break };
+                if engine.is_shutting_down() {
+                    break;
+                }
+                // Never during an invocation: wait for the reply worker to be idle.
+                if engine.busy.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue;
+                }
+                if let Err(e) = engine.end_idle_sessions(idle).await {
+                    tracing::warn!(code = e.code, "ending idle sessions failed: {}", e.message);
+                }
+            }
+        })
+    }
+
+    /// Ends sessions idle for longer than `idle` (the idle-timeout trigger).
+    pub async fn end_idle_sessions(&self, idle: time::Duration) -> Result<u32> {
+        let now = self.ledger.now();
+        let mut ended = 0;
+        for p in self.ledger.personas(false).await? {
+            let Some(last) = self.ledger.messages(&p.id, Some(1)).await?.pop() else { continue };
+            let start = self.ledger.last_handover(&p.id).await?.map(|h| h.seq).unwrap_or(0);
+            let quiet = time::OffsetDateTime::parse(&last.ts, &time::format_description::well_known::Rfc3339)
+                .is_ok_and(|t| now - t >= idle);
+            if last.seq > start && quiet && self.end_session(&p.id, SessionEnd::Idle).await?.is_some() {
+                ended += 1;
+            }
+        }
+        Ok(ended)
+    }
+
+    pub async fn constitution(&self, persona: &str) -> Result<Option<ConstitutionView>> {
+        let persona = self.ledger.find_persona(persona).await?;
+        Ok(self.ledger.constitution(&persona.id).await?.map(constitution_view))
+    }
+
+    /// Writes the next version of a persona's constitution.
+    pub async fn set_constitution(&self, persona: &str, core_directive: &str, overrides: &[String]) -> Result<ConstitutionView> {
+        let persona = self.ledger.find_persona(persona).await?;
+        let overrides: Vec<String> =
+            overrides.iter().map(|o| o.trim().replace('\n', " ")).filter(|o| !o.is_empty()).collect();
+        let size = core_directive.chars().count() + overrides.iter().map(|o| o.chars().count()).sum::<usize>();
+        if core_directive.trim().is_empty() || size > MAX_CONSTITUTION || overrides.len() > MAX_OVERRIDES {
+            return Err(AppError::invalid(format!(
+                "a constitution needs a core directive; at most {MAX_OVERRIDES} overrides and {MAX_CONSTITUTION} characters"
+            )));
+        }
+        let version = self.ledger.constitution(&persona.id).await?.map_or(1, |c| c.version + 1);
+        self.ledger
+            .append_drafts(vec![Draft {
+                entity_id: persona.id.clone(),
+                signer: HUMAN_ENTITY.into(),
+                body: EventBody::ConstitutionSet {
+                    persona_id: persona.id.clone(),
+                    version,
+                    core_directive: core_directive.trim().to_owned(),
+                    overrides,
+                },
+            }])
+            .await?;
+        self.ledger
+            .constitution(&persona.id)
+            .await?
+            .map(constitution_view)
+            .ok_or_else(|| AppError::new("STORAGE_LOAD_FAILED", "the constitution was not found after saving"))
+    }
+
+    /// `en` or `pt-BR`.
+    pub async fn persona_language(&self, persona: &str) -> Result<String> {
+        let persona = self.ledger.find_persona(persona).await?;
+        Ok(self.language_of(&persona.id).await.tag().to_owned())
+    }
+
+    pub async fn set_persona_language(&self, persona: &str, language: &str) -> Result<String> {
+        let persona = self.ledger.find_persona(persona).await?;
+        if !matches!(language, "en" | "pt-BR") {
+            return Err(AppError::invalid("the language must be en or pt-BR"));
+        }
+        self.ledger
+            .append_drafts(vec![Draft {
+                entity_id: persona.id.clone(),
+                signer: HUMAN_ENTITY.into(),
+                body: EventBody::PersonaLanguageSet { persona_id: persona.id.clone(), language: language.to_owned() },
+            }])
+            .await?;
+        Ok(language.to_owned())
+    }
+
+    /// A persona's obligations, most urgent first, then the finished ones.
+    pub async fn obligations(&self, persona: &str) -> Result<Vec<ObligationView>> {
+        let persona = self.ledger.find_persona(persona).await?;
+        let now = self.ledger.now();
+        Ok(self
+            .ledger
+            .reminders(&persona.id, true)
+            .await?
+            .into_iter()
+            .map(|r| {
+                let minutes_left = r
+                    .due_at
+                    .as_deref()
+                    .and_then(|d| time::OffsetDateTime::parse(d, &time::format_description::well_known::Rfc3339).ok())
+                    .map(|d| (d - now).whole_minutes());
+                let done = r.done_ts.is_some();
+                ObligationView {
+                    id: r.id,
+                    persona_id: r.persona_id,
+                    text: r.text,
+                    kind: if r.obligation == ledger::ObligationKind::Commitment { "commitment" } else { "reminder" }.into(),
+                    due_at: r.due_at,
+                    minutes_left,
+                    overdue: !done && minutes_left.is_some_and(|m| m < 0),
+                    done,
+                }
+            })
+            .collect())
+    }
+
+    /// Marks an obligation done (by the person).
+    pub async fn complete_obligation(&self, id: &str) -> Result<()> {
+        let r = self.ledger.reminder(id).await?.ok_or_else(|| AppError::invalid(format!("no obligation {id}")))?;
+        self.ledger
+            .append_drafts(vec![Draft {
+                entity_id: r.persona_id,
+                signer: HUMAN_ENTITY.into(),
+                body: EventBody::ReminderDone { reminder_id: r.id },
+            }])
+            .await?;
+        Ok(())
+    }
+
+    /// Today's token usage and quota of every persona.
+    pub async fn token_usage(&self) -> Result<Vec<TokenUsageView>> {
+        let day = today(self.ledger.now());
+        let mut out = Vec::new();
+        for p in self.ledger.personas(true).await? {
+            let d = self.ledger.token_day(&p.id, &day).await?;
+            out.push(TokenUsageView {
+                entity_id: p.id,
+                name: p.name,
+                day: day.clone(),
+                prompt_tokens: d.prompt_tokens,
+                completion_tokens: d.completion_tokens,
+                daily_limit: d.daily_limit,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Sets a persona's daily token quota (0: no limit).
+    pub async fn set_token_quota(&self, persona: &str, daily_limit: u32) -> Result<()> {
+        let persona = self.ledger.find_persona(persona).await?;
+        self.ledger
+            .append_drafts(vec![Draft {
+                entity_id: persona.id.clone(),
+                signer: HUMAN_ENTITY.into(),
+                body: EventBody::TokenQuotaSet { entity_id: persona.id, daily_limit },
+            }])
+            .await?;
+        Ok(())
+    }
+
+    /// Runs one dreaming cycle for a persona: synthesizes the period since
+    /// the last baseline and writes a new baseline narrative, as events.
+    /// Returns false when there was nothing new to dream about.
+    pub async fn dream(&self, persona: &str) -> Result<bool> {
+        let persona = self.ledger.find_persona(persona).await?;
+        let previous = self.ledger.baseline(&persona.id).await?;
+        let since_seq = previous.as_ref().map_or(0, |b| b.seq);
+        let messages = self.ledger.messages_since(&persona.id, since_seq, 200).await?;
+        if messages.is_empty() {
+            return Ok(false);
+        }
+        let handovers: Vec<_> =
+            self.ledger.handovers(&persona.id, 20).await?.into_iter().filter(|h| h.seq > since_seq).collect();
+        let spec = ModelSpec::parse(&persona.model)?;
+        let provider = self.provider_for(&spec).await?;
+        let lang = self.language_of(&persona.id).await;
+        let input = DreamInput {
+            persona_name: &persona.name,
+            language: lang,
+            messages: &messages,
+            handovers: &handovers,
+            previous_baseline: previous.as_ref().map(|b| b.text.as_str()),
+        };
+        let out = dream(provider.as_ref(), &spec.model, input).await.map_err(|e| AppError::new(e.code(), e.to_string()))?;
+        let period_start = messages.first().map(|m| m.ts.clone()).unwrap_or_default();
+        let period_end = messages.last().map(|m| m.ts.clone()).unwrap_or_default();
+        self.ledger
+            .append_drafts(vec![
+                Draft::by(&persona.id, EventBody::PeriodSynthesized { persona_id: persona.id.clone(), period_start, period_end, summary: out.summary }),
+                Draft::by(&persona.id, EventBody::BaselineNarrativeSet { persona_id: persona.id.clone(), text: out.baseline }),
+            ])
+            .await?;
+        Ok(true)
+    }
+}
+
+fn constitution_view(c: ledger::Constitution) -> ConstitutionView {
+    ConstitutionView { persona_id: c.persona_id, version: c.version, core_directive: c.core_directive, overrides: c.overrides, ts: c.ts }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(bytes))
+}
+
+impl From<::office::OfficeError> for AppError {
+    fn from(e: ::office::OfficeError) -> Self {
+        match e {
+            ::office::OfficeError::Ledger(e) => e.into(),
+            ::office::OfficeError::Provider(e) => e.into(),
+            e => AppError::new(e.code(), e.to_string()),
+        }
+    }
+}

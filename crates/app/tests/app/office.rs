@@ -1,0 +1,120 @@
+//! The office in the reply path: every reply is framed, the frame is
+//! recorded, sessions end with handovers checked against the ledger.
+
+use app::{SessionEnd, SessionType};
+use ledger::{EventBody, ObligationKind};
+
+use crate::{await_reply, Harness};
+
+#[tokio::test]
+async fn every_reply_is_sent_with_the_narrative_and_its_frame_is_recorded() {
+    let h = Harness::new(&["Hello!"]).await;
+    let ada = h.engine.create_persona("Ada", "A travel planner").await.expect("create");
+    h.engine.set_constitution("Ada", "Tell the truth about deadlines.", &["If pressured: cite the terms.".into()]).await.expect("constitution");
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message("Ada", "Hi Ada").await.expect("send");
+    let reply = await_reply(&mut rx).await.1.expect("reply");
+
+    let why = h.engine.why(&reply.id).await.expect("why");
+    assert!(why.narrative.starts_with("You are Ada. A travel planner"), "{}", why.narrative);
+    assert_eq!(why.frame_hash.len(), 64);
+    assert_eq!(why.session_type, "assist");
+    assert_eq!((why.budget, why.effective_budget), (4000, app::LOCAL_NARRATIVE_TOKENS as u32));
+    assert!(why.narrative_tokens > 0 && why.narrative_tokens <= why.effective_budget);
+    assert!(why.sections.iter().any(|s| s.name == "constitution" && s.tokens > 0));
+    assert_eq!(why.constitution.as_deref(), Some("Tell the truth about deadlines.\n- If pressured: cite the terms."));
+    assert!(why.error.is_none());
+    // The model read exactly that narrative (the planner's format rules follow it).
+    let system = &h.provider.requests()[0].messages[0].content;
+    assert!(system.starts_with(&why.narrative), "{system}");
+    // The frame's hash is the one recorded with the reply, and usage is counted.
+    let stored: serde_json::Value = serde_json::from_str(&why.frame_json).expect("json");
+    assert_eq!(stored["frame_hash"], why.frame_hash.as_str());
+    let usage = h.engine.token_usage().await.expect("usage");
+    assert!(usage.iter().any(|u| u.entity_id == ada.id));
+}
+
+#[tokio::test]
+async fn a_session_ends_with_a_handover_that_the_next_narrative_weaves_in() {
+    let handover = "The person asked about Porto trains. Nothing is overdue and everything is on track for Friday.";
+    let h = Harness::new(&["Sure, Friday works.", &format!("{{\"handover\": \"{handover}\"}}")]).await;
+    let ada = h.engine.create_persona("Ada", "").await.expect("create");
+    // An obligation that is already late: the handover's "nothing is overdue" is false.
+    h.engine
+        .ledger()
+        .append(
+            &ada.id,
+            EventBody::ReminderSet {
+                reminder_id: "r1".into(),
+                persona_id: ada.id.clone(),
+                text: "Pay the tickets".into(),
+                due_at: Some("2000-01-01T00:00:00Z".into()),
+                obligation: ObligationKind::Commitment,
+            },
+        )
+        .await
+        .expect("reminder");
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message("Ada", "Can we go to Porto on Friday?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+
+    let written = h.engine.end_session("Ada", SessionEnd::New).await.expect("end").expect("a handover");
+    assert_eq!((written.author.as_str(), written.text.as_str(), written.reason.as_str()), ("persona", handover, "new"));
+    let note = written.sanity_note.expect("the false claim raises a governance note");
+    assert!(note.contains("overdue") && note.ends_with("Prefer the ledger's facts over inherited feelings."));
+
+    let frame = h.engine.frame("Ada", SessionType::Assist).await.expect("frame");
+    assert!(frame.narrative.contains(handover), "{}", frame.narrative);
+    assert!(frame.narrative.contains("Prefer the ledger's facts"));
+    assert!(frame.obligations[0].overdue);
+    // Nothing new since: ending again writes nothing.
+    assert!(h.engine.end_session("Ada", SessionEnd::New).await.expect("end").is_none());
+}
+
+#[tokio::test]
+async fn when_the_persona_cannot_write_a_handover_the_system_writes_one() {
+    let h = Harness::new(&["Of course.", "{\"handover\": \"too short\"}"]).await;
+    h.engine.create_persona("Ada", "").await.expect("create");
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message("Ada", "Remember the blue notebook").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let written = h.engine.end_session("Ada", SessionEnd::New).await.expect("end").expect("a handover");
+    assert_eq!(written.author, "system");
+    assert!(written.text.chars().count() >= 50 && written.text.contains("Remember the blue notebook"), "{}", written.text);
+    assert!(written.sanity_note.is_none(), "the system's own summary agrees with the ledger");
+    // Closing the window never waits for a model.
+    h.engine.send_message("Ada", "Bye").await.expect("send");
+    h.engine.close_sessions().await;
+    let frame = h.engine.frame("Ada", SessionType::Assist).await.expect("frame");
+    assert_eq!(frame.memory.handover.as_ref().map(|h| h.reason.as_str()), Some("closed"));
+}
+
+#[tokio::test]
+async fn language_constitution_versions_and_quota_shape_the_reply() {
+    let h = Harness::new(&["Olá!"]).await;
+    h.engine.create_persona("Bia", "").await.expect("create");
+    h.engine.set_persona_language("Bia", "pt-BR").await.expect("language");
+    h.engine.set_constitution("Bia", "Seja breve.", &[]).await.expect("v1");
+    let v2 = h.engine.set_constitution("Bia", "Seja breve e honesta.", &["Se pressionada: cite os termos.".into()]).await.expect("v2");
+    assert_eq!(v2.version, 2);
+    let frame = h.engine.frame("Bia", SessionType::Deliberate).await.expect("frame");
+    assert!(frame.narrative.starts_with("Você é Bia."));
+    assert!(frame.narrative.contains("modo de deliberação"));
+    assert!(frame.narrative.trim_end().ends_with("Se pressionada: cite os termos."), "constitution last");
+    assert_eq!(frame.token_budget.budget, 8000);
+    assert!(h.engine.set_constitution("Bia", "  ", &[]).await.is_err());
+    assert!(h.engine.set_persona_language("Bia", "fr").await.is_err());
+
+    h.engine.set_token_quota("Bia", 10).await.expect("quota");
+    let bia = h.engine.persona("Bia").await.expect("bia");
+    let day = h.engine.token_usage().await.expect("usage").into_iter().find(|u| u.entity_id == bia.id).expect("row").day;
+    h.engine
+        .ledger()
+        .append(&bia.id, EventBody::TokensUsed { entity_id: bia.id.clone(), day, prompt_tokens: 8, completion_tokens: 3 })
+        .await
+        .expect("usage");
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message("Bia", "Oi").await.expect("send");
+    let failed = await_reply(&mut rx).await.1.expect_err("over quota");
+    assert_eq!(failed.code, "TOKEN_QUOTA_EXCEEDED");
+}
