@@ -34,6 +34,7 @@ impl Ledger {
         seqs.dedup();
         let mut targets = Vec::with_capacity(seqs.len());
         let mut only_messages = true;
+        let mut erased_bodies = Vec::new();
         for &seq in &seqs {
             let row = sqlx::query("SELECT e.kind, p.body FROM events e LEFT JOIN payloads p ON p.seq = e.seq WHERE e.seq = ?")
                 .bind(seq)
@@ -50,6 +51,14 @@ impl Ledger {
             }
             only_messages &= matches!(body, EventBody::MessageAdded { .. });
             targets.push(seq);
+            erased_bodies.push(body);
+        }
+        // The office's records that quote what is erased go with it.
+        for seq in self.office_records_quoting(&erased_bodies).await? {
+            if !targets.contains(&seq) {
+                only_messages = false;
+                targets.push(seq);
+            }
         }
         if targets.is_empty() {
             return Ok(Erasure { erased: Vec::new(), receipts: Vec::new() });

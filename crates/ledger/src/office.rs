@@ -548,4 +548,44 @@ impl Ledger {
         .map_err(LedgerError::Load)?;
         Ok((row.get::<i64, _>(0).max(0) as u64, row.get::<i64, _>(1).max(0) as u64))
     }
+
+    /// Office records (frames, handovers, notes, periods, baselines) whose
+    /// payload quotes one of these messages: an erasure must take them too.
+    /// A quote is found by the message's first characters, escaped the way
+    /// the payload stores it (once, or twice inside a recorded frame).
+    pub(crate) async fn office_records_quoting(&self, erased: &[EventBody]) -> Result<Vec<i64>> {
+        let mut out = Vec::new();
+        for body in erased {
+            let EventBody::MessageAdded { content, .. } = body else { continue };
+            let needle: String = content.trim().chars().take(QUOTE_CHARS).collect();
+            if needle.chars().count() < 8 {
+                continue;
+            }
+            let once = json_escaped(&needle);
+            let twice = json_escaped(&once);
+            let seqs: Vec<i64> = sqlx::query_scalar(
+                "SELECT e.seq FROM events e JOIN payloads p ON p.seq = e.seq \
+                 WHERE e.kind IN ('reply_framed', 'handover_written', 'governance_note_added', 'period_synthesized', 'baseline_narrative_set') \
+                 AND (instr(CAST(p.body AS TEXT), ?) > 0 OR instr(CAST(p.body AS TEXT), ?) > 0)",
+            )
+            .bind(&once)
+            .bind(&twice)
+            .fetch_all(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+            out.extend(seqs);
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
+    }
+}
+
+/// Characters of a message that identify a quote of it.
+const QUOTE_CHARS: usize = 32;
+
+/// `s` as it appears inside a JSON string (without the quotes).
+fn json_escaped(s: &str) -> String {
+    let quoted = serde_json::to_string(s).unwrap_or_default();
+    quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default().to_owned()
 }
