@@ -64,3 +64,41 @@ async fn the_frame_serialises_with_exactly_the_documented_keys() {
     assert_eq!(got, want);
     assert_eq!(v["token_budget"]["budget"], 5000);
 }
+
+/// Benchmark, not a test: frame + narrative build time with 100 000 events
+/// in the ledger (`cargo test --workspace --test office -- --ignored --nocapture frame_build_time`).
+#[tokio::test]
+#[ignore]
+async fn frame_build_time_at_100k_events() {
+    use ledger::{Draft, EventBody, MessageRole};
+    let f = Fixture::rich().await;
+    let mut n = f.ledger.head().await.0 as usize;
+    let mut i = 0;
+    while n < 100_000 {
+        let batch: Vec<Draft> = (0..2_000)
+            .map(|_| {
+                i += 1;
+                // Other conversations fill the ledger; one in 50 is Ada's.
+                let persona = if i % 50 == 0 { ADA.to_owned() } else { format!("other{}", i % 7) };
+                Draft::by("human", EventBody::MessageAdded {
+                    message_id: format!("bulk{i}"),
+                    persona_id: persona,
+                    role: MessageRole::Human,
+                    content: format!("message number {i} about trains, hotels and the weather"),
+                    external_id: None,
+                })
+            })
+            .collect();
+        n += batch.len();
+        f.ledger.append_drafts(batch).await.expect("bulk");
+    }
+    let mut times = Vec::new();
+    for _ in 0..200 {
+        let t = std::time::Instant::now();
+        let frame = build_frame(&f.ledger, request(START, SessionType::Assist), &Estimate).await.expect("frame");
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+        assert!(!frame.narrative.is_empty());
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    println!("events {} frame+narrative p50 {:.2} ms p95 {:.2} ms", f.ledger.head().await.0, times[100], times[189]);
+}
