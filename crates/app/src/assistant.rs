@@ -33,6 +33,9 @@ use crate::Result;
 
 pub use runtime::RespondStream;
 
+/// Sampling temperature cap for planner replies that may call a tool.
+const PLANNER_TEMPERATURE: f32 = 0.2;
+
 /// Test-only override of the 5-minute confirmation lifetime, in seconds.
 pub const CONFIRMATION_TTL_ENV: &str = "LEDGERMIND_TEST_CONFIRMATION_TTL_SECS";
 
@@ -157,45 +160,72 @@ fn tool_line(t: &ToolSpec) -> String {
     format!("- {}({}): {}", t.name, args.join(", "), t.description)
 }
 
+/// The planner's instructions when tools are offered. No example
+/// arguments: a tiny model copies them instead of the user's words.
 fn planner_instructions(tools: &[ToolSpec]) -> String {
     let lines: Vec<String> = tools.iter().map(tool_line).collect();
     format!(
         "Answer with one JSON object.\n\
-         To reply: {{\"action\":\"RESPOND\",\"message\":\"your reply\"}}\n\
-         To use a tool when the user asks to save, find, remember or delete something: \
-         {{\"action\":\"CALL_TOOL\",\"args\":{{...}},\"tool\":\"tool_name\"}}\n\
-         Example: user \"save the movie Heat\" -> {{\"action\":\"CALL_TOOL\",\"args\":{{\"title\":\"Heat\"}},\"tool\":\"save_movie\"}}\n\
+         To use a tool: {{\"action\":\"CALL_TOOL\",\"args\":{{...}},\"tool\":\"name\"}}, \
+         with the user's own words in args.\n\
+         To answer in words: {{\"action\":\"RESPOND\",\"message\":\"...\"}}\n\
          Tools:\n{}",
         lines.join("\n")
     )
 }
 
 impl Engine {
-    /// The tools offered to this persona's planner: allowed for its role,
-    /// executable here, and enrichment only with a configured service.
+    /// The tools offered to this persona's planner: allowed for its role and
+    /// executable here. Enrichment stays offered without a configured
+    /// service, so asking for it gets the clear "configure one" answer.
     pub(crate) async fn offered_tools(&self, persona: &Persona) -> Vec<ToolSpec> {
-        let metadata = self.assistant.metadata.is_configured().await;
-        let enabled = |name: &str| EXECUTABLE.contains(&name) && (metadata || !name.starts_with("enrich_"));
+        let enabled = |name: &str| EXECUTABLE.contains(&name);
         self.assistant.pipeline.registry().offered(role_of(persona), &enabled).into_iter().cloned().collect()
     }
 
-    /// Turns a chat request into a planner request: the instructions join
-    /// the system message and the reply must match the planner schema
-    /// (RESPOND or CALL_TOOL; NOOP is not an answer to a message).
-    pub(crate) async fn planner_request(&self, persona: &Persona, mut request: CompletionRequest) -> CompletionRequest {
-        let tools = self.offered_tools(persona).await;
+    /// Turns a chat request into a planner request. The router picks the
+    /// plausible tools for the message: none → the only action is RESPOND,
+    /// so the model writes the message directly (streamed as is, no JSON
+    /// overhead for plain chat); some → one JSON object under the planner
+    /// schema (RESPOND or CALL_TOOL with those tools; CALL_TOOL only for a
+    /// command such as "save the movie …"). NOOP is never an answer to a
+    /// message. Returns the request and the matching stream decoder.
+    pub(crate) async fn planner_request(&self, persona: &Persona, mut request: CompletionRequest) -> (CompletionRequest, RespondStream) {
+        let offered = self.offered_tools(persona).await;
+        let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
+        let last_user = request.messages.iter().rev().find(|m| m.role == ChatRole::User).map(|m| m.content.as_str());
+        let routing = runtime::router::route(last_user.unwrap_or_default(), &names);
+        tracing::debug!(?routing, "planner routing for this message");
+        if routing.tools.is_empty() {
+            return (request, RespondStream::raw());
+        }
+        let tools: Vec<ToolSpec> = offered.iter().filter(|t| routing.tools.contains(&t.name.as_str())).cloned().collect();
         let refs: Vec<&ToolSpec> = tools.iter().collect();
         let mut schema = runtime::planner_json_schema(&refs);
         if let Some(shapes) = schema["anyOf"].as_array_mut() {
-            shapes.retain(|s| s["properties"]["action"]["const"] != "NOOP");
+            shapes.retain(|s| {
+                let action = &s["properties"]["action"]["const"];
+                action == "CALL_TOOL" || (action == "RESPOND" && !routing.must_call)
+            });
             // A short reply in the tool call's message only slows the model.
             for s in shapes.iter_mut() {
-                if s["properties"]["action"]["const"] == "CALL_TOOL" {
-                    if let Some(p) = s["properties"].as_object_mut() {
+                if let Some(p) = s["properties"].as_object_mut() {
+                    if p.get("action").is_some_and(|a| a["const"] == "CALL_TOOL") {
                         p.remove("message");
                     }
                 }
             }
+        }
+        if routing.must_call {
+            // A command's arguments come from the command itself: earlier
+            // turns only give a small model text to copy by mistake.
+            let last = request.messages.iter().rposition(|m| m.role == ChatRole::User);
+            let mut i = 0;
+            request.messages.retain(|m| {
+                let keep = m.role == ChatRole::System || Some(i) == last;
+                i += 1;
+                keep
+            });
         }
         let instructions = planner_instructions(&tools);
         match request.messages.iter_mut().find(|m| m.role == ChatRole::System) {
@@ -206,7 +236,9 @@ impl Engine {
             None => request.messages.insert(0, ChatMessage { role: ChatRole::System, content: instructions }),
         }
         request.json_schema = Some(schema);
-        request
+        // Arguments are copied from the message, not invented.
+        request.temperature = request.temperature.min(PLANNER_TEMPERATURE);
+        (request, RespondStream::new())
     }
 
     /// Judges the planner's finished reply. `Err` is a reply that must be
@@ -218,6 +250,14 @@ impl Engine {
         streamed: &RespondStream,
         truncated: bool,
     ) -> Result<Planned> {
+        let wrapped;
+        let text = if streamed.is_raw() {
+            // RESPOND was the only action: the message was asked for directly.
+            wrapped = serde_json::json!({"action": "RESPOND", "message": text.trim()}).to_string();
+            wrapped.as_str()
+        } else {
+            text
+        };
         if truncated && streamed.is_respond() {
             // Cut by the token limit mid-message: keep what was said.
             let mut content = streamed.message().trim().to_owned();

@@ -10,7 +10,6 @@ use providers::{CancelFlag, CompletionRequest, FinishReason, ProviderError};
 use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
-use crate::assistant::RespondStream;
 use crate::engine::Engine;
 use crate::error::AppError;
 use crate::models::ModelSpec;
@@ -168,7 +167,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     let retrieval = retrieval.elapsed();
     let framed = engine.frame_reply(&persona, memories.lines.clone()).await;
     let request = CompletionRequest::chat(spec.model.clone(), reply_prompt(&framed.narrative, &history));
-    let mut request = engine.planner_request(&persona, request).await;
+    let (mut request, stream) = engine.planner_request(&persona, request).await;
     if !spec.is_local() {
         engine.prepare_for_cloud(&spec.account, &mut request).await.map_err(Failure::Retry)?;
     }
@@ -185,7 +184,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         tokio::spawn(async move {
             let mut first: Option<Instant> = None;
             // Only a RESPOND's message streams; tool calls are judged at the end.
-            let mut stream = RespondStream::new();
+            let mut stream = stream;
             while let Some(delta) = rx.recv().await {
                 let text = stream.push(&delta);
                 if text.is_empty() {

@@ -58,10 +58,6 @@ impl MetadataService {
         Ok(MetadataServiceView { base_url, has_key })
     }
 
-    pub(crate) async fn is_configured(&self) -> bool {
-        matches!(self.ledger.runtime_setting(BASE_URL_KEY).await, Ok(Some(_)))
-    }
-
     /// Sets (or, with an empty URL, removes) the service. An empty key keeps
     /// the stored one; the key goes to the keychain, never to the ledger.
     pub(crate) async fn configure(&self, base_url: &str, api_key: &str) -> Result<MetadataServiceView> {

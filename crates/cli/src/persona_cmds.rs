@@ -68,6 +68,12 @@ pub async fn chat(ctx: &Ctx, persona: &str, message: &str) -> ExitCode {
         Err(e) => return fail(&e),
     };
     let mut out = std::io::stdout().lock();
+    if request.is_empty() {
+        // A deterministic intent (delete all, list all, cancel) answered at once.
+        let last = ctx.engine.list_messages(persona).await.ok().and_then(|mut m| m.pop());
+        let _ = writeln!(out, "{}", last.map(|m| m.content).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
     let mut streamed = false;
     loop {
         match rx.recv().await {

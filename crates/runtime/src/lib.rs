@@ -24,6 +24,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod planner;
 pub mod respond_stream;
+pub mod router;
 pub mod schema;
 pub mod state;
 pub mod text;

@@ -18,6 +18,8 @@ pub struct RespondStream {
     done: bool,
     /// The reply is not a RESPOND (stop looking).
     other: bool,
+    /// The model writes the message itself, not a planner object.
+    raw: bool,
 }
 
 /// The prefix as a sequence of tokens separated by optional whitespace.
@@ -51,14 +53,28 @@ impl RespondStream {
         Self::default()
     }
 
+    /// For a reply whose only possible action is RESPOND: the model is
+    /// asked for the message directly, and every piece streams as is.
+    pub fn raw() -> Self {
+        Self { raw: true, ..Self::default() }
+    }
+
+    pub fn is_raw(&self) -> bool {
+        self.raw
+    }
+
     /// Is this reply a RESPOND whose message is being streamed?
     pub fn is_respond(&self) -> bool {
-        self.start.is_some()
+        self.raw || self.start.is_some()
     }
 
     /// Feeds model text; returns the newly decoded part of the message.
     pub fn push(&mut self, delta: &str) -> String {
         self.buf.push_str(delta);
+        if self.raw {
+            self.message.push_str(delta);
+            return delta.to_owned();
+        }
         if self.other || self.done {
             return String::new();
         }
@@ -204,6 +220,15 @@ mod tests {
             assert_eq!(out, "", "{text}");
             assert!(!respond);
         }
+    }
+
+    #[test]
+    fn a_raw_stream_passes_everything_through() {
+        let mut s = RespondStream::raw();
+        assert_eq!(s.push("Hel"), "Hel");
+        assert_eq!(s.push("lo \"x\""), "lo \"x\"");
+        assert_eq!(s.message(), "Hello \"x\"");
+        assert!(s.is_respond() && s.is_raw());
     }
 
     #[test]

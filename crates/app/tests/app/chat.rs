@@ -78,7 +78,7 @@ async fn queued_work_survives_a_restart() {
 async fn a_failing_model_is_retried_then_reported() {
     let h = Harness::new(&[]).await;
     h.provider.push_error(ProviderError::Unavailable("connection refused".into()));
-    h.provider.push_reply(crate::planner("Recovered."));
+    h.provider.push_reply("Recovered.");
     let mut rx = h.engine.subscribe();
     h.engine.send_message("Ei", "hello?").await.expect("send");
     let (_, reply) = await_reply(&mut rx).await;
@@ -118,7 +118,7 @@ async fn a_locked_keychain_gives_a_clear_error_and_no_event() {
     assert!(!status.keychain_ok);
     h.keys.set_unavailable(false);
     let mut rx = h.engine.subscribe();
-    h.provider.push_reply(crate::planner("ok"));
+    h.provider.push_reply("ok");
     h.engine.send_message("Ei", "hello").await.expect("works once unlocked");
     assert!(matches!(await_reply(&mut rx).await.1, Ok(_)));
     let _ = AppEvent::QueueChanged { busy: false, pending: 0 };

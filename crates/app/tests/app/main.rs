@@ -24,7 +24,7 @@ impl Harness {
     pub async fn new(replies: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let keys = Arc::new(MemoryKeyStore::default());
-        let provider = Arc::new(ScriptedProvider::with_replies("fake", replies.iter().map(|r| planner(r))));
+        let provider = Arc::new(ScriptedProvider::with_replies("fake", replies.iter().copied()));
         let engine = start(&dir, keys.clone(), provider.clone()).await;
         Self { dir, keys, provider, engine }
     }
@@ -32,21 +32,12 @@ impl Harness {
     pub async fn restart(self, replies: &[&str]) -> Self {
         self.engine.shutdown().await;
         let Harness { dir, keys, .. } = self;
-        let provider = Arc::new(ScriptedProvider::with_replies("fake", replies.iter().map(|r| planner(r))));
+        let provider = Arc::new(ScriptedProvider::with_replies("fake", replies.iter().copied()));
         let engine = start(&dir, keys.clone(), provider.clone()).await;
         Self { dir, keys, provider, engine }
     }
 }
 
-/// The model answers in planner JSON: a plain scripted text becomes a
-/// RESPOND with that message; a text starting with `{` is used as is.
-pub fn planner(reply: &str) -> String {
-    if reply.trim_start().starts_with('{') {
-        reply.to_owned()
-    } else {
-        serde_json::json!({"action": "RESPOND", "message": reply}).to_string()
-    }
-}
 
 async fn start(dir: &tempfile::TempDir, keys: Arc<MemoryKeyStore>, provider: Arc<ScriptedProvider>) -> Arc<Engine> {
     let mut config = EngineConfig::new(DataDir::new(dir.path()), keys);

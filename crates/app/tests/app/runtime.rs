@@ -70,7 +70,7 @@ async fn a_planner_tool_call_saves_an_item_with_a_receipt_and_an_audit_trail() {
     let req = &h.provider.requests()[0];
     let schema = req.json_schema.as_ref().expect("a schema").to_string();
     assert!(schema.contains("save_movie") && !schema.contains("\"submit\"") && !schema.contains("NOOP"), "{schema}");
-    assert!(!schema.contains("enrich_movie"), "enrichment is offered only with a configured service");
+    assert!(!schema.contains("RESPOND"), "a command must call a tool: {schema}");
     assert!(h.engine.verify().await.expect("verify").ok);
 }
 
@@ -84,6 +84,16 @@ async fn a_respond_reply_streams_only_its_message() {
     assert!(deltas.len() > 1, "{deltas:?}");
     assert_eq!(deltas.concat(), "Hello there, friend");
     assert_eq!(reply.expect("reply").content, "Hello there, friend");
+    // Plain chat: no tool is plausible, so the message is asked for directly.
+    assert!(h.provider.requests()[0].json_schema.is_none());
+    // A question with a tool cue may call or answer; a JSON RESPOND streams its message.
+    h.provider.push_reply(r#"{"action":"RESPOND","message":"We talked about Heat."}"#);
+    h.engine.send_message("bo", "which movies did we talk about?").await.expect("send");
+    let (deltas, reply) = await_reply(&mut rx).await;
+    assert_eq!(deltas.concat(), "We talked about Heat.");
+    assert_eq!(reply.expect("reply").content, "We talked about Heat.");
+    let schema = h.provider.requests()[1].json_schema.clone().expect("schema").to_string();
+    assert!(schema.contains("RESPOND") && schema.contains("search_items"), "{schema}");
 }
 
 #[tokio::test]
@@ -91,7 +101,7 @@ async fn invalid_planner_output_is_retried_then_fails_with_llm_invalid_json() {
     let h = Harness::new(&["{not json", "{\"action\":\"SHOUT\"}", "{\"action\":\"RESPOND\"}"]).await;
     h.engine.create_persona("Bo", "").await.expect("create");
     let mut rx = h.engine.subscribe();
-    h.engine.send_message("bo", "hi").await.expect("send");
+    h.engine.send_message("bo", "which movies did I save?").await.expect("send");
     let (_, reply) = await_reply(&mut rx).await;
     let err = reply.expect_err("fails");
     assert_eq!(err.code, "LLM_INVALID_JSON");
@@ -113,7 +123,7 @@ async fn bad_tool_calls_are_refused_with_a_clear_message_and_nothing_runs() {
     let mut rx = h.engine.subscribe();
     let mut codes = Vec::new();
     for _ in &bad {
-        h.engine.send_message("bo", "do it").await.expect("send");
+        h.engine.send_message("bo", "save this please").await.expect("send");
         let reply = await_reply(&mut rx).await.1.expect("a reply that explains");
         assert_eq!(reply.role, MessageRole::System);
         codes.push(reply.content.split(['(', ')']).nth(1).unwrap_or_default().to_owned());
@@ -131,7 +141,7 @@ async fn delete_all_is_proposed_rejected_then_confirmed_once_with_a_receipt() {
     let h = Harness::new(&[SAVE_HEAT]).await;
     let ei = h.engine.list_personas().await.expect("personas").remove(0);
     let mut rx = h.engine.subscribe();
-    h.engine.send_message(&ei.id, "save Heat").await.expect("send");
+    h.engine.send_message(&ei.id, "save the movie Heat").await.expect("send");
     await_reply(&mut rx).await.1.expect("saved");
     assert_eq!(h.engine.list_items(None).await.expect("items").len(), 1);
 
@@ -168,7 +178,7 @@ async fn a_new_proposal_cancels_the_old_one_and_cancel_clears_it() {
     let h = Harness::new(&[SAVE_HEAT]).await;
     h.engine.create_persona("Bo", "").await.expect("create");
     let mut rx = h.engine.subscribe();
-    h.engine.send_message("bo", "save heat").await.expect("send");
+    h.engine.send_message("bo", "save the movie heat").await.expect("send");
     await_reply(&mut rx).await.1.expect("saved");
     let id = h.engine.list_items(None).await.expect("items")[0].id.clone();
     let forget = format!(r#"{{"action":"CALL_TOOL","args":{{"item_id":"{id}"}},"tool":"forget"}}"#);
@@ -228,7 +238,7 @@ async fn an_injection_is_blocked_before_anything_is_stored() {
     assert!(h.engine.list_messages("bo").await.expect("messages").is_empty());
     assert_eq!(h.provider.calls(), 0);
     // Look-alike benign messages pass.
-    h.provider.push_reply(crate::planner("Sure."));
+    h.provider.push_reply("Sure.");
     let mut rx = h.engine.subscribe();
     h.engine.send_message("bo", "ignore the noise outside and act as my chess coach").await.expect("benign");
     await_reply(&mut rx).await.1.expect("reply");
@@ -260,7 +270,7 @@ async fn pii_is_scrubbed_and_recorded_before_a_cloud_provider_sees_it() {
     assert!(!removed.contains("ana.silva"), "values are never audited");
     // The local engine sees the text as written.
     h.engine.create_persona("Cy", "").await.expect("a persona on the local engine");
-    h.provider.push_reply(crate::planner("Ok."));
+    h.provider.push_reply("Ok.");
     h.engine.send_message("cy", "my email is ana.silva@example.com").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let local = serde_json::to_string(&h.provider.requests()[1].messages).expect("json");

@@ -15,9 +15,10 @@ import { LedgerState } from "../ledger/ledger-state.svelte";
 import { MemoryState } from "../memory/memory-state.svelte";
 import { AccountsState } from "../settings/accounts-state.svelte";
 import { Notices } from "./notices.svelte";
+import { isRuntimeEvent, RuntimeState } from "../runtime/runtime-state.svelte";
 
-export type View = "chat" | "ledger" | "settings" | "checkpoints" | "memory";
-export const VIEWS: readonly View[] = ["chat", "ledger", "settings", "checkpoints", "memory"];
+export type View = "chat" | "ledger" | "settings" | "checkpoints" | "memory" | "items";
+export const VIEWS: readonly View[] = ["chat", "ledger", "settings", "checkpoints", "memory", "items"];
 
 /** A reply being streamed for one persona. */
 export interface ReplyStream {
@@ -50,6 +51,7 @@ export class AppState {
   readonly accounts: AccountsState;
   readonly checkpoints: CheckpointsState;
   readonly memory: MemoryState;
+  readonly runtime: RuntimeState;
 
   ready = $state(false);
   loadError = $state<string | null>(null);
@@ -84,6 +86,7 @@ export class AppState {
     this.memory = new MemoryState(backend, this.notices);
     this.accounts = new AccountsState(backend, this.notices, () => void this.refreshModels());
     this.checkpoints = new CheckpointsState(backend, this.notices, (receipt) => this.reloadAfterRestore(receipt));
+    this.runtime = new RuntimeState(backend, this.notices, (personaId) => this.messages[personaId]?.at(-1)?.seq ?? 0);
   }
 
   /** True between `checkpoint_started` and its closing event: the whole UI is held. */
@@ -144,6 +147,10 @@ export class AppState {
   handle(event: AppEvent): void {
     if (isCheckpointEvent(event)) {
       this.checkpoints.handle(event);
+      return;
+    }
+    if (isRuntimeEvent(event)) {
+      this.runtime.handle(event);
       return;
     }
     switch (event.type) {
@@ -259,7 +266,7 @@ export class AppState {
   async select(personaId: string, focusChat = true): Promise<void> {
     this.selectedId = personaId;
     if (focusChat) this.view = "chat";
-    await this.loadMessages(personaId);
+    await Promise.all([this.loadMessages(personaId), this.runtime.loadPending(personaId)]);
     await this.markRead(personaId);
   }
 

@@ -1,0 +1,195 @@
+//! Narrows the planner's choice before the model runs: from the user's
+//! message (English and Portuguese cue words), which of the offered tools
+//! are plausible. The planner then decides between RESPOND and only those
+//! tools; a message with no cue gets a RESPOND-only schema (no tool list in
+//! the prompt, a smaller grammar, so plain chat is not slowed down).
+//!
+//! This never executes anything and never forces a call: the model may
+//! still answer in words, and every call still goes through the pipeline.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::text::fold_words;
+
+/// A tool and the cue pattern (on folded words) that makes it plausible.
+struct Route {
+    tool: &'static str,
+    cue: &'static str,
+}
+
+const SAVE: &str = r"(?:save|saves|saving|add|keep|store|put|salva|salve|salvar|adiciona|adicione|adicionar|guarda|guarde|guardar|coloca|coloque|anota|anote|anotar)";
+
+const ROUTES: &[Route] = &[
+    Route {
+        tool: "save_movie",
+        cue: r"\b(?:movie|movies|film|films|filme|filmes)\b",
+    },
+    Route {
+        tool: "save_tv_show",
+        cue: r"\b(?:tv show|show|series|serie|series|seriado|novela)\b",
+    },
+    Route {
+        tool: "save_video",
+        cue: r"\b(?:video|videos|youtube|youtu be|vimeo)\b",
+    },
+    Route {
+        tool: "save_link",
+        cue: r"\b(?:link|links|url|site|website|page|pagina|https?)\b",
+    },
+    Route {
+        tool: "save_note",
+        cue: r"\b(?:note|notes|nota|notas|write down|jot|anota|anote|anotar|lembrete)\b",
+    },
+    Route {
+        tool: "remember",
+        // An order, not a question ("do you remember …?").
+        cue: r"(?:^|\b(?:please|pls|por favor|and|e|can you|could you)\s+)(?:remember|memorize|lembre|lembra|memoriza)\b|\b(?:don t forget|nao esqueca)\b",
+    },
+    Route {
+        tool: "set_reminder",
+        cue: r"\b(?:remind me|reminder|me lembre|me lembra|lembrete|alarme|alarm)\b",
+    },
+    Route {
+        tool: "bookmark",
+        cue: r"\b(?:bookmark|bookmarks|favorite|favourite|favorito|favoritos|marca|marcar)\b",
+    },
+    Route {
+        tool: "search_items",
+        cue: r"\b(?:find|search|look for|list|show me|what did i save|which|busca|buscar|procura|procurar|encontra|lista|listar|mostra|quais)\b",
+    },
+    Route {
+        tool: "delete_memory",
+        cue: r"\b(?:delete|remove|erase|apaga|apague|apagar|remova|remover|exclui|exclua|excluir|deleta)\b",
+    },
+    Route {
+        tool: "forget",
+        cue: r"\b(?:forget|esquece|esqueca|esquecer)\b",
+    },
+    Route {
+        tool: "enrich_movie",
+        cue: r"\b(?:look up|lookup|details|info|information|about the movie|sinopse|detalhes|informacoes|pesquisa)\b",
+    },
+    Route {
+        tool: "enrich_tv_show",
+        cue: r"\b(?:look up|lookup|details|info|information|detalhes|informacoes|pesquisa)\b.*\b(?:show|series|serie|seriado)\b",
+    },
+    Route {
+        tool: "enrich_video",
+        cue: r"\b(?:look up|lookup|details|info|information|detalhes|informacoes)\b.*\b(?:video|youtube)\b",
+    },
+];
+
+/// Save tools need a save verb as well as their object word.
+fn needs_save_verb(tool: &str) -> bool {
+    matches!(tool, "save_movie" | "save_tv_show" | "save_video" | "save_link")
+}
+
+static COMPILED: LazyLock<Vec<(&'static str, Option<Regex>)>> =
+    LazyLock::new(|| ROUTES.iter().map(|r| (r.tool, Regex::new(r.cue).ok())).collect());
+static SAVE_VERB: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(&format!(r"\b{SAVE}\b")).ok());
+
+/// The offered tools the message plausibly asks for, in registry order.
+pub fn candidate_tools<'a>(message: &str, offered: &[&'a str]) -> Vec<&'a str> {
+    let text = fold_words(message);
+    let has_save = SAVE_VERB.as_ref().is_some_and(|r| r.is_match(&text));
+    let mut hits: Vec<&str> = COMPILED
+        .iter()
+        .filter(|(tool, re)| {
+            re.as_ref().is_some_and(|r| r.is_match(&text)) && (!needs_save_verb(tool) || has_save)
+        })
+        .map(|(tool, _)| *tool)
+        .collect();
+    // "save this: …" with no object word is a note.
+    if has_save && !hits.iter().any(|t| t.starts_with("save_")) {
+        hits.push("save_note");
+    }
+    offered.iter().copied().filter(|t| hits.contains(t)).collect()
+}
+
+/// What the planner may do for one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routing<'a> {
+    /// The tools offered for this message (empty: RESPOND only).
+    pub tools: Vec<&'a str>,
+    /// The message is a command ("save …", "apaga …"): the planner must
+    /// call one of `tools` (it still chooses which, and the arguments).
+    pub must_call: bool,
+}
+
+static COMMAND: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(&format!(
+        r"^(?:(?:please|pls|ok|okay|hey|ei|oi|por favor|can you|could you|would you|voce pode|pode|poderia|quero que voce)\s+)*(?:{SAVE}|remember|memorize|lembre|lembra|memoriza|delete|remove|erase|apaga|apague|exclua|exclui|deleta|forget|esquece|esqueca|find|search|busca|procura|list|lista|bookmark|remind me|me lembre|me lembra|look up)\b"
+    ))
+    .ok()
+});
+
+/// The tools offered for `message`, and whether it is a command.
+pub fn route<'a>(message: &str, offered: &[&'a str]) -> Routing<'a> {
+    let tools = candidate_tools(message, offered);
+    let must_call = !tools.is_empty() && COMMAND.as_ref().is_some_and(|r| r.is_match(&fold_words(message)));
+    Routing { tools, must_call }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: &[&str] = &[
+        "save_note",
+        "save_movie",
+        "save_tv_show",
+        "save_video",
+        "save_link",
+        "search_items",
+        "delete_memory",
+        "remember",
+        "forget",
+        "bookmark",
+        "set_reminder",
+    ];
+
+    #[test]
+    fn cues_pick_plausible_tools_in_english_and_portuguese() {
+        assert_eq!(candidate_tools("save the movie Inception", ALL), ["save_movie"]);
+        assert_eq!(candidate_tools("Salva o filme Matrix pra mim", ALL), ["save_movie"]);
+        assert_eq!(candidate_tools("please save a note: buy milk", ALL), ["save_note"]);
+        assert_eq!(candidate_tools("guarda isso: comprar pão", ALL), ["save_note"]);
+        assert_eq!(candidate_tools("save this link https://example.com", ALL), ["save_link"]);
+        assert_eq!(candidate_tools("remember that my sister is Ana", ALL), ["remember"]);
+        assert_eq!(candidate_tools("quais filmes eu salvei?", ALL), ["search_items"]);
+        assert!(candidate_tools("delete the note about milk", ALL).contains(&"delete_memory"));
+    }
+
+    #[test]
+    fn plain_chat_gets_no_tools() {
+        for m in [
+            "Hi! How are you today?",
+            "What is the capital of France?",
+            "I watched a great movie yesterday",
+            "Tudo bem com você?",
+            "act as my chess coach",
+        ] {
+            assert!(candidate_tools(m, ALL).is_empty(), "{m}");
+        }
+    }
+
+    #[test]
+    fn commands_must_call_and_questions_may_answer() {
+        assert!(route("save the movie Inception", ALL).must_call);
+        assert!(route("por favor salva o filme Matrix", ALL).must_call);
+        assert!(route("can you remember that my sister is Ana", ALL).must_call);
+        let q = route("which movies did I save?", ALL);
+        assert!(!q.must_call && q.tools.contains(&"search_items"));
+        assert_eq!(route("do you remember where I grew up?", ALL).tools, Vec::<&str>::new());
+        assert_eq!(route("Do you remember where my grandmother grew up?", ALL).tools, Vec::<&str>::new());
+        assert!(!route("Hi there", ALL).must_call);
+    }
+
+    #[test]
+    fn only_offered_tools_are_returned() {
+        assert!(candidate_tools("save the movie Heat", &["save_note"]).is_empty());
+        assert_eq!(candidate_tools("look up the movie Heat", &["enrich_movie"]), ["enrich_movie"]);
+    }
+}

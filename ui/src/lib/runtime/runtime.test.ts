@@ -1,0 +1,83 @@
+import { fireEvent, render, screen } from "@testing-library/svelte";
+import { describe, expect, it, vi } from "vitest";
+import { BackendError } from "../backend";
+import ChatView from "../chat/ChatView.svelte";
+import { startApp } from "../testing/harness";
+import type { ProposalView } from "../bindings/ProposalView";
+
+function proposal(personaId: string, expiresInMs = 300_000): ProposalView {
+  return {
+    persona_id: personaId,
+    nonce: "n1",
+    tool: "delete_all_memories",
+    args: "{}",
+    created_at: new Date().toISOString(),
+    expires_at: new Date(Date.now() + expiresInMs).toISOString(),
+    correlation_id: "c1",
+  };
+}
+
+describe("runtime in the chat", () => {
+  it("shows a proposal with its exact arguments, confirms once and shows the receipt", async () => {
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const ei = app.selectedId!;
+    render(ChatView, { context });
+    backend.emit({ type: "tool_proposed", proposal: proposal(ei) });
+    const card = await screen.findByTestId("proposal-card");
+    expect(card).toHaveAttribute("data-tool", "delete_all_memories");
+    expect(screen.getByTestId("proposal-args")).toHaveTextContent("{}");
+    expect(screen.getByTestId("proposal-expiry")).toHaveTextContent(/Expires in 4:5\d|Expires in 5:00/);
+
+    const confirm = vi.spyOn(backend, "confirmProposal").mockResolvedValue({
+      persona_id: ei,
+      tool: "delete_all_memories",
+      summary: "Deleted all memories: 3 event payload(s) erased.",
+      correlation_id: "c1",
+      receipt: {
+        seq: 42,
+        event_id: "e",
+        kind: "payload_erased",
+        action_hash: "aa",
+        state_before: "bb",
+        state_after: "cc",
+        signer: "dd",
+        signature: "ee",
+      },
+    });
+    await fireEvent.click(screen.getByTestId("proposal-confirm"));
+    expect(confirm).toHaveBeenCalledWith(ei, "n1");
+    expect(await screen.findByTestId("tool-receipt")).toHaveAttribute("data-kind", "payload_erased");
+    expect(screen.getByTestId("tool-result-summary")).toHaveTextContent("Deleted all memories");
+    expect(screen.queryByTestId("proposal-card")).not.toBeInTheDocument();
+  });
+
+  it("keeps a refused confirmation on the card with its reason, then dismisses it", async () => {
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const ei = app.selectedId!;
+    render(ChatView, { context });
+    backend.emit({ type: "tool_proposed", proposal: proposal(ei, -1000) });
+    expect(await screen.findByTestId("proposal-expiry")).toHaveTextContent("Expired");
+    vi.spyOn(backend, "confirmProposal").mockRejectedValue(
+      new BackendError({ code: "CONFIRMATION_EXPIRED", message: "the proposal expired; ask again" }),
+    );
+    await fireEvent.click(screen.getByTestId("proposal-confirm"));
+    const error = await screen.findByTestId("proposal-error");
+    expect(error).toHaveAttribute("data-code", "CONFIRMATION_EXPIRED");
+    expect(error).toHaveTextContent("expired");
+    await fireEvent.click(screen.getByTestId("proposal-dismiss"));
+    expect(screen.queryByTestId("proposal-card")).not.toBeInTheDocument();
+  });
+
+  it("rejects with Escape from the card's buttons", async () => {
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const ei = app.selectedId!;
+    render(ChatView, { context });
+    backend.emit({ type: "tool_proposed", proposal: proposal(ei) });
+    const reject = vi.spyOn(backend, "rejectProposal").mockResolvedValue(true);
+    const button = await screen.findByTestId("proposal-confirm");
+    button.focus();
+    await fireEvent.keyDown(button, { key: "Escape" });
+    expect(reject).toHaveBeenCalledWith(ei);
+    await vi.waitFor(() => expect(screen.queryByTestId("proposal-card")).not.toBeInTheDocument());
+  });
+});
