@@ -190,6 +190,63 @@ impl AppTools {
     }
 }
 
+// The office's obligations and bookmarks (events defined by issue #5).
+impl AppTools {
+    fn conversation(&self, correlation_id: &str) -> Result<String, ToolError> {
+        self.persona_of(correlation_id)
+            .ok_or_else(|| ToolError::Failed("reminders and bookmarks belong to a conversation".into()))
+    }
+
+    fn set_reminder(&self, args: &Value, correlation_id: &str) -> Result<Value, ToolError> {
+        let due = text(args, "due");
+        let at = time::OffsetDateTime::parse(due, &time::format_description::well_known::Rfc3339)
+            .map_err(|_| ToolError::Failed(format!("“{due}” is not an RFC 3339 date and time")))?;
+        let due_at = at
+            .to_offset(time::UtcOffset::UTC)
+            .format(&time::format_description::well_known::Rfc3339)
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        let persona_id = self.conversation(correlation_id)?;
+        let reminder_id = uuid::Uuid::now_v7().to_string();
+        let what = text(args, "text").trim().to_owned();
+        let receipt = self.append(
+            &persona_id,
+            EventBody::ReminderSet {
+                reminder_id: reminder_id.clone(),
+                persona_id: persona_id.clone(),
+                text: what.clone(),
+                due_at: Some(due_at.clone()),
+                obligation: ledger::ObligationKind::Reminder,
+            },
+        )?;
+        Ok(json!({
+            "message": format!("Reminder set: “{what}” by {due_at}."),
+            "reminder_id": reminder_id,
+            "receipt": receipt_json(receipt),
+        }))
+    }
+
+    fn bookmark(&self, args: &Value, correlation_id: &str) -> Result<Value, ToolError> {
+        let persona_id = self.conversation(correlation_id)?;
+        let target_id = text(args, "target_id").trim().to_owned();
+        let label = args.get("label").and_then(Value::as_str).unwrap_or(&target_id).trim().to_owned();
+        let bookmark_id = uuid::Uuid::now_v7().to_string();
+        let receipt = self.append(
+            &persona_id,
+            EventBody::BookmarkAdded {
+                bookmark_id: bookmark_id.clone(),
+                persona_id: persona_id.clone(),
+                target_id,
+                label: label.clone(),
+            },
+        )?;
+        Ok(json!({
+            "message": format!("Bookmarked “{label}”."),
+            "bookmark_id": bookmark_id,
+            "receipt": receipt_json(receipt),
+        }))
+    }
+}
+
 fn kind_label(kind: &str) -> &str {
     match kind {
         "tv_show" => "TV show",
@@ -222,16 +279,8 @@ impl ToolExecutor for AppTools {
                 self.save("link", title, args, correlation_id)
             }
             "remember" => self.save("fact", text(args, "fact"), args, correlation_id),
-            "bookmark" => {
-                let title = args.get("label").and_then(Value::as_str).unwrap_or(text(args, "target_id"));
-                self.save("bookmark", title, args, correlation_id)
-            }
-            "set_reminder" => {
-                let due = text(args, "due");
-                time::OffsetDateTime::parse(due, &time::format_description::well_known::Rfc3339)
-                    .map_err(|_| ToolError::Failed(format!("“{due}” is not an RFC 3339 date and time")))?;
-                self.save("reminder", text(args, "text"), args, correlation_id)
-            }
+            "bookmark" => self.bookmark(args, correlation_id),
+            "set_reminder" => self.set_reminder(args, correlation_id),
             "search_items" => self.search(args),
             "delete_memory" => self.delete(args, correlation_id),
             "forget" => self.forget(args),

@@ -49,7 +49,8 @@ const ROUTES: &[Route] = &[
     },
     Route {
         tool: "set_reminder",
-        cue: r"\b(?:remind me|reminder|me lembre|me lembra|lembrete|alarme|alarm)\b",
+        // "remind me to …", not "remind me of …" (tell me again).
+        cue: r"\bremind me (?:to|at|on|in|by|tomorrow|tonight|next|every|that)\b|\b(?:reminder|me lembre de|me lembra de|me lembre que|lembrete|alarme|alarm)\b",
     },
     Route {
         tool: "bookmark",
@@ -185,6 +186,8 @@ mod tests {
         assert_eq!(route("do you remember where I grew up?", ALL).tools, Vec::<&str>::new());
         assert_eq!(route("Do you remember where my grandmother grew up?", ALL).tools, Vec::<&str>::new());
         assert!(!route("Hi there", ALL).must_call);
+        assert!(route("Remind me of the Bluefin codename?", ALL).tools.is_empty());
+        assert!(route("remind me to call mom tomorrow", ALL).must_call);
     }
 
     #[test]

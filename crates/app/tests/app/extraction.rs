@@ -9,7 +9,7 @@ use app::{AppEvent, DataDir, Engine, EngineConfig};
 use ledger::MemoryKeyStore;
 use providers::ScriptedProvider;
 
-use crate::{await_reply, planner};
+use crate::await_reply;
 
 struct Setup {
     _dir: tempfile::TempDir,
@@ -41,7 +41,7 @@ fn scan(facts: &[(&str, &str)], people: &[(&str, &str)], quotes: &[&str], topics
 
 /// Sends a message, waits for the reply and for the extraction after it.
 async fn chat(s: &Setup, persona: &str, text: &str, reply: &str, scan: &str) -> app::MessageView {
-    s.provider.push_reply(planner(reply));
+    s.provider.push_reply(reply);
     s.provider.push_reply(scan);
     let mut rx = s.engine.subscribe();
     s.engine.send_message(persona, text).await.expect("send");
@@ -127,7 +127,7 @@ async fn a_confirmed_fact_is_locked_against_superseding() {
 async fn malformed_extraction_json_is_retried_then_dead_lettered_with_its_code() {
     let s = setup().await;
     s.engine.create_persona("Ada", "").await.expect("create");
-    s.provider.push_reply(planner("Hello!"));
+    s.provider.push_reply("Hello!");
     for reply in ["not json at all", "{\"facts\": [", "{oops}"] {
         s.provider.push_reply(reply);
     }

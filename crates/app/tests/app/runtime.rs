@@ -338,3 +338,28 @@ async fn enrich_uses_the_configured_service_retries_a_timeout_and_says_when_none
     let events = serde_json::to_string(&h.engine.ledger().all_events().await.expect("events")).expect("json");
     assert!(!events.contains("md-key"), "the key lives only in the keychain");
 }
+
+#[tokio::test]
+async fn reminders_and_bookmarks_are_office_events() {
+    let h = Harness::new(&[
+        r#"{"action":"CALL_TOOL","args":{"due":"2030-05-01T09:00:00-03:00","text":"call the dentist"},"tool":"set_reminder"}"#,
+        r#"{"action":"CALL_TOOL","args":{"due":"next tuesday","text":"x"},"tool":"set_reminder"}"#,
+    ])
+    .await;
+    let bo = h.engine.create_persona("Bo", "").await.expect("create");
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message("bo", "remind me to call the dentist on May 1st 2030 at 9").await.expect("send");
+    let reply = await_reply(&mut rx).await.1.expect("reply");
+    assert!(reply.content.contains("2030-05-01T12:00:00Z"), "stored in UTC: {}", reply.content);
+    let reminders = h.engine.ledger().reminders(&bo.id, false).await.expect("reminders");
+    assert_eq!(reminders.len(), 1);
+    h.engine.send_message("bo", "remind me next tuesday").await.expect("send");
+    let reply = await_reply(&mut rx).await.1.expect("reply");
+    assert!(reply.content.contains("TOOL_INVALID_ARGS") || reply.content.contains("RFC 3339"), "{}", reply.content);
+    assert_eq!(h.engine.ledger().reminders(&bo.id, false).await.expect("reminders").len(), 1);
+    let msg = h.engine.list_messages("bo").await.expect("messages")[0].id.clone();
+    h.provider.push_reply(format!(r#"{{"action":"CALL_TOOL","args":{{"label":"first","target_id":"{msg}"}},"tool":"bookmark"}}"#));
+    h.engine.send_message("bo", "bookmark my first message").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    assert_eq!(h.engine.ledger().bookmarks(&bo.id, 10).await.expect("bookmarks").len(), 1);
+}
