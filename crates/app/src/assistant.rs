@@ -33,8 +33,14 @@ use crate::Result;
 
 pub use runtime::RespondStream;
 
-/// Sampling temperature cap for planner replies that may call a tool.
-const PLANNER_TEMPERATURE: f32 = 0.2;
+/// Saved items listed for the planner when it may delete one.
+const TARGET_ITEMS: u32 = 10;
+/// Tools whose `item_id` must name an existing saved item.
+const TARGETED: &[&str] = &["delete_memory", "forget"];
+
+/// Planner replies that may call a tool are decoded greedily: arguments
+/// are copied from the message, not invented.
+const PLANNER_TEMPERATURE: f32 = 0.0;
 
 /// Test-only override of the 5-minute confirmation lifetime, in seconds.
 pub const CONFIRMATION_TTL_ENV: &str = "LEDGERMIND_TEST_CONFIRMATION_TTL_SECS";
@@ -199,7 +205,22 @@ impl Engine {
         if routing.tools.is_empty() {
             return (request, RespondStream::raw());
         }
-        let tools: Vec<ToolSpec> = offered.iter().filter(|t| routing.tools.contains(&t.name.as_str())).cloned().collect();
+        // Deleting needs an id the model cannot know: the newest items are
+        // listed in the prompt and the grammar allows only their ids.
+        let targets = if routing.tools.iter().any(|t| TARGETED.contains(t)) {
+            self.ledger.items(None, TARGET_ITEMS).await.unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let tools: Vec<ToolSpec> = offered
+            .iter()
+            .filter(|t| routing.tools.contains(&t.name.as_str()))
+            .filter(|t| !targets.is_empty() || !TARGETED.contains(&t.name.as_str()))
+            .cloned()
+            .collect();
+        if tools.is_empty() {
+            return (request, RespondStream::raw());
+        }
         let refs: Vec<&ToolSpec> = tools.iter().collect();
         let mut schema = runtime::planner_json_schema(&refs);
         if let Some(shapes) = schema["anyOf"].as_array_mut() {
@@ -207,9 +228,14 @@ impl Engine {
                 let action = &s["properties"]["action"]["const"];
                 action == "CALL_TOOL" || (action == "RESPOND" && !routing.must_call)
             });
-            // A short reply in the tool call's message only slows the model.
+            let ids: Vec<&str> = targets.iter().map(|i| i.id.as_str()).collect();
             for s in shapes.iter_mut() {
+                let targeted = s["properties"]["tool"]["const"].as_str().is_some_and(|t| TARGETED.contains(&t));
+                if targeted {
+                    s["properties"]["args"]["properties"]["item_id"] = serde_json::json!({"enum": ids});
+                }
                 if let Some(p) = s["properties"].as_object_mut() {
+                    // A short reply in the tool call's message only slows the model.
                     if p.get("action").is_some_and(|a| a["const"] == "CALL_TOOL") {
                         p.remove("message");
                     }
@@ -227,7 +253,13 @@ impl Engine {
                 keep
             });
         }
-        let instructions = planner_instructions(&tools);
+        let mut instructions = planner_instructions(&tools);
+        if !targets.is_empty() && tools.iter().any(|t| TARGETED.contains(&t.name.as_str())) {
+            instructions.push_str("\nSaved items (item_id: what):");
+            for i in &targets {
+                instructions.push_str(&format!("\n- {}: {} \"{}\"", i.id, i.kind, i.title));
+            }
+        }
         match request.messages.iter_mut().find(|m| m.role == ChatRole::System) {
             Some(system) => {
                 system.content.push_str("\n\n");
@@ -236,8 +268,7 @@ impl Engine {
             None => request.messages.insert(0, ChatMessage { role: ChatRole::System, content: instructions }),
         }
         request.json_schema = Some(schema);
-        // Arguments are copied from the message, not invented.
-        request.temperature = request.temperature.min(PLANNER_TEMPERATURE);
+        request.temperature = PLANNER_TEMPERATURE;
         (request, RespondStream::new())
     }
 

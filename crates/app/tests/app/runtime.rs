@@ -191,6 +191,9 @@ async fn a_new_proposal_cancels_the_old_one_and_cancel_clears_it() {
     assert_eq!(first.tool, "forget");
     h.engine.send_message("bo", "no, delete it").await.expect("send");
     await_reply(&mut rx).await.1.expect("proposed");
+    // The planner could only name an existing item.
+    let schema = h.provider.requests().last().and_then(|r| r.json_schema.clone()).expect("schema").to_string();
+    assert!(schema.contains(&format!("\"enum\":[\"{id}\"]")), "{schema}");
     let second = h.engine.pending_proposal("bo").await.expect("pending").expect("proposal");
     assert_eq!(second.tool, "delete_memory");
     assert!(second.args.contains(&id), "the exact arguments: {}", second.args);

@@ -57,7 +57,8 @@ export class RuntimeState {
         break;
       case "proposal_settled": {
         const entry = this.proposals[event.persona_id];
-        if (entry && entry.proposal.nonce === event.nonce && !entry.error) delete this.proposals[event.persona_id];
+        // A Confirm in flight settles the card itself (it keeps refusals on it).
+        if (entry && entry.proposal.nonce === event.nonce && !entry.busy && !entry.error) delete this.proposals[event.persona_id];
         break;
       }
       case "tool_executed":

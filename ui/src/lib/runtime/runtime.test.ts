@@ -57,9 +57,11 @@ describe("runtime in the chat", () => {
     render(ChatView, { context });
     backend.emit({ type: "tool_proposed", proposal: proposal(ei, -1000) });
     expect(await screen.findByTestId("proposal-expiry")).toHaveTextContent("Expired");
-    vi.spyOn(backend, "confirmProposal").mockRejectedValue(
-      new BackendError({ code: "CONFIRMATION_EXPIRED", message: "the proposal expired; ask again" }),
-    );
+    // The core announces the refusal as an event before the command answers.
+    vi.spyOn(backend, "confirmProposal").mockImplementation(async () => {
+      backend.emit({ type: "proposal_settled", persona_id: ei, nonce: "n1", outcome: "confirmation_expired" });
+      throw new BackendError({ code: "CONFIRMATION_EXPIRED", message: "the proposal expired; ask again" });
+    });
     await fireEvent.click(screen.getByTestId("proposal-confirm"));
     const error = await screen.findByTestId("proposal-error");
     expect(error).toHaveAttribute("data-code", "CONFIRMATION_EXPIRED");
