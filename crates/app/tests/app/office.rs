@@ -76,11 +76,11 @@ async fn when_the_persona_cannot_write_a_handover_the_system_writes_one() {
     let h = Harness::new(&["Of course.", "{\"handover\": \"too short\"}"]).await;
     h.engine.create_persona("Ada", "").await.expect("create");
     let mut rx = h.engine.subscribe();
-    h.engine.send_message("Ada", "Remember the blue notebook").await.expect("send");
+    h.engine.send_message("Ada", "The blue notebook is on the shelf").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let written = h.engine.end_session("Ada", SessionEnd::New).await.expect("end").expect("a handover");
     assert_eq!(written.author, "system");
-    assert!(written.text.chars().count() >= 50 && written.text.contains("Remember the blue notebook"), "{}", written.text);
+    assert!(written.text.chars().count() >= 50 && written.text.contains("The blue notebook is on the shelf"), "{}", written.text);
     assert!(written.sanity_note.is_none(), "the system's own summary agrees with the ledger");
     // Closing the window never waits for a model.
     h.engine.send_message("Ada", "Bye").await.expect("send");
