@@ -203,10 +203,7 @@ impl Ledger {
         if passphrase.chars().count() < 8 {
             return Err(LedgerError::Invalid("the export passphrase must have at least 8 characters".into()));
         }
-        let rows = sqlx::query(
-            "SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, e.prev_hash, e.hash, e.signature, p.body \
-             FROM events e LEFT JOIN payloads p ON p.seq = e.seq ORDER BY e.seq",
-        )
+        let rows = sqlx::query(&format!("{} ORDER BY e.seq", crate::query::EVENTS_WITH_PAYLOADS))
         .fetch_all(self.pool())
         .await
         .map_err(LedgerError::Load)?;

@@ -482,11 +482,11 @@ impl Ledger {
         // (One flat filter: a nested `IN (… LIMIT) UNION (… LIMIT)` form gave
         // rows outside the filter on some page layouts.)
         let sql = format!(
-            "SELECT * FROM (SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, e.prev_hash, e.hash, e.signature, p.body \
-             FROM events e LEFT JOIN payloads p ON p.seq = e.seq \
+            "SELECT * FROM ({events} \
              WHERE (e.entity_id = ?1 AND e.kind NOT IN ({NARRATED_ELSEWHERE})) \
                 OR e.seq IN (SELECT seq FROM messages WHERE persona_id = ?1) \
              ORDER BY e.seq DESC LIMIT ?2) ORDER BY seq",
+            events = crate::query::EVENTS_WITH_PAYLOADS,
         );
         let rows = sqlx::query(&sql)
         .bind(persona_id)

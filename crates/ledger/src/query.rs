@@ -100,6 +100,11 @@ pub(crate) fn message_row(r: &SqliteRow) -> Message {
     }
 }
 
+/// Every column of an event with its payload (NULL once erased): the one
+/// SELECT that readers of whole events (listing, verify, export) extend.
+pub(crate) const EVENTS_WITH_PAYLOADS: &str = "SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, \
+     e.prev_hash, e.hash, e.signature, p.body FROM events e LEFT JOIN payloads p ON p.seq = e.seq";
+
 impl Ledger {
     pub async fn personas(&self, include_archived: bool) -> Result<Vec<Persona>> {
         let sql = format!(
@@ -171,10 +176,7 @@ impl Ledger {
 
     /// Events newest first, before `before_seq` when given.
     pub async fn events(&self, before_seq: Option<i64>, limit: u32) -> Result<Vec<StoredEvent>> {
-        let rows = sqlx::query(
-            "SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, e.prev_hash, e.hash, e.signature, p.body \
-             FROM events e LEFT JOIN payloads p ON p.seq = e.seq WHERE e.seq < ? ORDER BY e.seq DESC LIMIT ?",
-        )
+        let rows = sqlx::query(&format!("{EVENTS_WITH_PAYLOADS} WHERE e.seq < ? ORDER BY e.seq DESC LIMIT ?"))
         .bind(before_seq.unwrap_or(i64::MAX))
         .bind(i64::from(limit))
         .fetch_all(self.pool())
@@ -185,10 +187,7 @@ impl Ledger {
 
     /// Every event in order (for export and tooling).
     pub async fn all_events(&self) -> Result<Vec<StoredEvent>> {
-        let rows = sqlx::query(
-            "SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, e.prev_hash, e.hash, e.signature, p.body \
-             FROM events e LEFT JOIN payloads p ON p.seq = e.seq ORDER BY e.seq",
-        )
+        let rows = sqlx::query(&format!("{EVENTS_WITH_PAYLOADS} ORDER BY e.seq"))
         .fetch_all(self.pool())
         .await
         .map_err(LedgerError::Load)?;

@@ -70,10 +70,7 @@ impl Ledger {
                 sth_note: None,
             });
         }
-        let rows = sqlx::query(
-            "SELECT e.seq, e.id, e.ts, e.entity_id, e.kind, e.signer, e.payload_hash, e.prev_hash, e.hash, e.signature, p.body \
-             FROM events e LEFT JOIN payloads p ON p.seq = e.seq ORDER BY e.seq",
-        )
+        let rows = sqlx::query(&format!("{} ORDER BY e.seq", crate::query::EVENTS_WITH_PAYLOADS))
         .fetch_all(self.pool())
         .await
         .map_err(LedgerError::Load)?;

@@ -402,6 +402,14 @@ impl MemoryIndex {
         Ok(added)
     }
 
+    fn forget_vectors(&self, rows: &[i64]) {
+        if let Ok(mut v) = self.vectors.write() {
+            for r in rows {
+                v.remove(*r);
+            }
+        }
+    }
+
     /// Removes the item stored from ledger event `seq` (payload erased).
     pub async fn remove_by_seq(&self, seq: i64) -> Result<()> {
         let rows: Vec<i64> = sqlx::query_scalar("DELETE FROM items WHERE seq = ? RETURNING rowid")
@@ -409,11 +417,7 @@ impl MemoryIndex {
             .fetch_all(&self.pool)
             .await
             .map_err(MemoryError::Save)?;
-        if let Ok(mut v) = self.vectors.write() {
-            for r in &rows {
-                v.remove(*r);
-            }
-        }
+        self.forget_vectors(&rows);
         Ok(())
     }
 
@@ -436,11 +440,7 @@ impl MemoryIndex {
             .fetch_all(&self.pool)
             .await
             .map_err(MemoryError::Save)?;
-        if let Ok(mut v) = self.vectors.write() {
-            for r in &rows {
-                v.remove(*r);
-            }
-        }
+        self.forget_vectors(&rows);
         Ok(())
     }
 
