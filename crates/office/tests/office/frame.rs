@@ -99,6 +99,11 @@ async fn frame_build_time_at_100k_events() {
         times.push(t.elapsed().as_secs_f64() * 1e3);
         assert!(!frame.narrative.is_empty());
     }
+    let t = std::time::Instant::now();
+    for _ in 0..20 {
+        f.ledger.persona_events(ADA, 20).await.expect("events");
+    }
+    println!("persona_events alone: {:.2} ms", t.elapsed().as_secs_f64() * 1e3 / 20.0);
     times.sort_by(|a, b| a.total_cmp(b));
     println!("events {} frame+narrative p50 {:.2} ms p95 {:.2} ms", f.ledger.head().await.0, times[100], times[189]);
 }
