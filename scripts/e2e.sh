@@ -34,6 +34,9 @@ for spec in $specs; do
     kill $driver 2>/dev/null; wait $driver 2>/dev/null
     exit $rc'
   rc=$?
+  # The app finishes its shutdown (it writes the session's handover) after
+  # the driver lets go: verify only once it has exited.
+  for _ in $(seq 1 150); do pgrep -f "$APP" >/dev/null || break; sleep 0.2; done
   if [ $rc -eq 0 ]; then
     # The same data directory must still verify from the CLI after the UI run.
     target/debug/ledgermind --home "$E2E_HOME" verify || rc=1

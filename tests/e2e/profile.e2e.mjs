@@ -28,7 +28,12 @@ const SECRET = "my spare key hides under the blue flowerpot";
 const PASSPHRASE = "correct horse battery staple";
 
 const css = (testid, extra = "") => `[data-testid="${testid}"]${extra}`;
-const cli = resolve(new URL("../../target/debug/ledgermind", import.meta.url).pathname);
+const repo = resolve(new URL("../..", import.meta.url).pathname);
+const cliBin = join(repo, "target/debug/ledgermind");
+// The restore plays "a new machine": its own private keychain. (Two copies of
+// one profile on one machine share the keychain's signed-tree-head slot, so
+// the original would then look rolled back: a known limitation, see docs/STATUS.md.)
+const cli = join(repo, "scripts/with-keychain.sh");
 
 function filesContaining(dir, needle) {
   const hits = [];
@@ -82,13 +87,23 @@ export async function main() {
     log("restoring the export into an empty home with the CLI");
     const passFile = join(restored, "..", `pass-${process.pid}`);
     writeFileSync(passFile, PASSPHRASE);
+    let personas;
     try {
-      execFileSync(cli, ["--home", restored, "import", exportFile, "--passphrase-file", passFile], { stdio: "inherit" });
+      // One private keychain for the whole restore: import, verify, list.
+      const q = (x) => `'${String(x).replace(/'/g, "'\\''")}'`;
+      const script = [
+        `${q(cliBin)} --home ${q(restored)} import ${q(exportFile)} --passphrase-file ${q(passFile)} >&2`,
+        `${q(cliBin)} --home ${q(restored)} verify >&2`,
+        `${q(cliBin)} --home ${q(restored)} persona list`,
+      ].join(" && ");
+      personas = execFileSync(cli, ["bash", "-c", script], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "inherit"],
+        env: { ...process.env, LEDGERMIND_FORCE_PRIVATE_KEYCHAIN: "1", LEDGERMIND_IN_PRIVATE_BUS: "" },
+      });
     } finally {
       rmSync(passFile, { force: true });
     }
-    execFileSync(cli, ["--home", restored, "verify"], { stdio: "inherit" });
-    const personas = execFileSync(cli, ["--home", restored, "persona", "list"], { encoding: "utf8" });
     if (!personas.includes(PERSONA.name)) throw new Error(`the restored profile lacks ${PERSONA.name}:\n${personas}`);
     const hits = filesContaining(restored, Buffer.from(SECRET));
     if (hits.length) throw new Error(`the restored profile holds the deleted words in ${hits.join(", ")}`);

@@ -408,6 +408,12 @@ pub(crate) async fn learn(engine: &Engine, persona: &Persona, message: &Message,
             updated_seq: 0,
         });
     }
+    // The person may have deleted the message while the model was reading
+    // it: what was learned from it must not bring its words back.
+    if engine.ledger.message(&message.id).await?.is_none() {
+        tracing::info!(message = %message.id, "the message was deleted during extraction; nothing learned from it is kept");
+        return Ok(0);
+    }
     let n = drafts.len();
     let receipts = engine.ledger.append_drafts(drafts).await?;
     // The index rows carry the seq of their `memory_learned` event (erasure finds them by it).
