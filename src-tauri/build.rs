@@ -40,6 +40,8 @@ fn main() {
         "set_metadata_service",
         "prefetch_draft",
         "export_profile",
+        "import_profile",
+        "restart_app",
         "forget_message",
         "archive_persona",
         "delete_persona",

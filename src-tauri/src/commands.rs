@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use app::{
-    ExportView,
+    ExportView, ImportView,
     AccountView, AppEvent, CheckpointView, Engine, ErrorView, EventView, ItemView, MemoryView, MessageView, MetadataServiceView,
     ModelView, NewAccount, PersonaGroupsView, PersonaView, ProposalView, QueueView, ReceiptView, StatusView, ToolResultView,
     UsedItemView, VerifyView,
@@ -254,6 +254,29 @@ pub async fn abort_current(state: State<'_, Backend>) -> Reply<bool> {
 #[tauri::command]
 pub async fn export_profile(state: State<'_, Backend>, path: String, passphrase: String) -> Reply<ExportView> {
     view(engine(&state).await?.export_to(&path, &passphrase).await)
+}
+
+/// Checks and stages an export; it opens at the next start (`restart_app`).
+#[tauri::command]
+pub async fn import_profile(state: State<'_, Backend>, path: String, passphrase: String, replace: bool) -> Reply<ImportView> {
+    let engine = engine(&state).await?;
+    // On a thread of its own: sqlx's import future is not provably `Send`.
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let staged = tauri::async_runtime::block_on(engine.stage_import(&path, &passphrase, replace));
+        let _ = tx.send(staged);
+    });
+    match rx.await {
+        Ok(staged) => view(staged),
+        Err(_) => Err(app::AppError::new("STORAGE_SAVE_FAILED", "the import stopped unexpectedly; nothing was changed").view()),
+    }
+}
+
+/// Restarts the app (after an import). The exit handler ends the sessions and
+/// stops the engine first, as on a normal quit.
+#[tauri::command]
+pub fn restart_app(app: tauri::AppHandle) {
+    app.restart();
 }
 
 #[tauri::command]

@@ -100,6 +100,8 @@ fn main() {
             commands::set_metadata_service,
             commands::prefetch_draft,
             commands::export_profile,
+            commands::import_profile,
+            commands::restart_app,
             commands::forget_message,
             commands::archive_persona,
             commands::delete_persona,

@@ -20,6 +20,7 @@ import {
   shot,
   startSession,
   verifyLedger,
+  waitForPersona,
 } from "./app.e2e.mjs";
 import { waitFor } from "./webdriver.mjs";
 
@@ -30,9 +31,9 @@ const PASSPHRASE = "correct horse battery staple";
 const css = (testid, extra = "") => `[data-testid="${testid}"]${extra}`;
 const repo = resolve(new URL("../..", import.meta.url).pathname);
 const cliBin = join(repo, "target/debug/ledgermind");
-// The restore plays "a new machine": its own private keychain. (Two copies of
-// one profile on one machine share the keychain's signed-tree-head slot, so
-// the original would then look rolled back: a known limitation, see docs/STATUS.md.)
+// The CLI restore plays "a new machine": its own private keychain. The
+// in-app import then restores the same export on this machine, beside the
+// original (each copy keeps its own signed tree head in the keychain).
 const cli = join(repo, "scripts/with-keychain.sh");
 
 function filesContaining(dir, needle) {
@@ -108,11 +109,45 @@ export async function main() {
     const hits = filesContaining(restored, Buffer.from(SECRET));
     if (hits.length) throw new Error(`the restored profile holds the deleted words in ${hits.join(", ")}`);
     log("  restored: verifies, has the persona, and not the deleted words");
+
+    log("importing the same export inside the app, over the profile in use");
+    await openTab(ctx, "settings");
+    const importPath = await ctx.session.waitForElement(css("import-path"));
+    await importPath.sendKeys(exportFile);
+    await (await ctx.session.findElement(css("import-passphrase"))).sendKeys(PASSPHRASE);
+    await (await ctx.session.findElement(css("import-button"))).click();
+    await shot(ctx, "import-confirm");
+    await (await ctx.session.waitForElement(css("import-replace"), 60_000)).click();
+    const staged = await ctx.session.waitForElement(css("import-staged"), 60_000);
+    log(`  ${await staged.text()}`);
+    await shot(ctx, "import-staged");
   } catch (error) {
     await shot(ctx, "failure");
     throw error;
   } finally {
     await endSession(ctx);
+  }
+  // The restart opens the imported profile (the "Restart now" button would
+  // relaunch the app outside the driver's reach; quitting and reopening is
+  // the same path).
+  const reopened = await startSession(cfg, "profile-imported");
+  try {
+    await waitForPersona(reopened, PERSONA.name);
+    await verifyLedger(reopened);
+    await shot(reopened, "imported-open");
+    if (home) {
+      const kept = readdirSync(home).filter((n) => n.startsWith("replaced-"));
+      if (kept.length !== 1) throw new Error(`the replaced profile must be kept aside once, found ${JSON.stringify(kept)}`);
+      if (readdirSync(home).includes("import-staged")) throw new Error("the staging folder is left behind");
+      const hits = filesContaining(home, Buffer.from(SECRET));
+      if (hits.length) throw new Error(`after the import the deleted words are in ${hits.join(", ")}`);
+      log(`  the imported profile opened, verifies, and the previous one is kept in ${kept[0]}`);
+    }
+  } catch (error) {
+    await shot(reopened, "failure");
+    throw error;
+  } finally {
+    await endSession(reopened);
     rmSync(restored, { recursive: true, force: true });
     rmSync(exportFile, { force: true });
   }

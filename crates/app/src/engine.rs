@@ -81,6 +81,16 @@ impl Engine {
         std::fs::create_dir_all(&root).map_err(|e| {
             AppError::new("STORAGE_SAVE_FAILED", format!("cannot create the data folder {}: {e}", root.display()))
         })?;
+        match config.data_dir.apply_staged_import() {
+            Ok(Some(aside)) => tracing::info!(kept = %aside.display(), "opened the imported profile; the previous one is kept"),
+            Ok(None) => {}
+            Err(e) => {
+                return Err(AppError::new(
+                    "STORAGE_SAVE_FAILED",
+                    format!("could not put the imported profile in place ({e}); nothing was deleted, see {}", root.display()),
+                ))
+            }
+        }
         let default_model = ModelSpec::local(&default_local_model(&config.data_dir.models())).to_string();
         let mut opts = LedgerOptions::new(config.data_dir.ledger());
         opts.durable = config.durable;

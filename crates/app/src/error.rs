@@ -19,6 +19,13 @@ impl AppError {
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new("INVALID_INPUT", message)
     }
+    /// A write failed for lack of space: nothing was written.
+    pub fn disk_full() -> Self {
+        Self::new(
+            "STORAGE_SAVE_FAILED",
+            "Could not save: the disk is full. Nothing was written; free some space and try again.",
+        )
+    }
     pub fn view(&self) -> ErrorView {
         ErrorView { code: self.code.to_owned(), message: self.message.clone() }
     }
@@ -26,6 +33,18 @@ impl AppError {
 
 impl From<LedgerError> for AppError {
     fn from(e: LedgerError) -> Self {
+        if e.disk_full() {
+            tracing::error!(error = %e, "the disk is full");
+            return Self::disk_full();
+        }
+        if e.damaged() {
+            tracing::error!(error = %e, "the ledger file is damaged");
+            return Self::new(
+                "STORAGE_LOAD_FAILED",
+                "Your ledger file is damaged. Nothing was changed and the file is kept as it is. You can still \
+                 import an export (`ledgermind import`), and `ledgermind verify` names the first bad event.",
+            );
+        }
         let message = match &e {
             // The sqlx text may name tables and statements: keep it in logs only.
             LedgerError::Load(inner) => {
@@ -34,11 +53,7 @@ impl From<LedgerError> for AppError {
             }
             LedgerError::Save(inner) => {
                 tracing::error!(error = %inner, "ledger write failed");
-                if inner.to_string().contains("full") {
-                    "Could not save: the disk is full. Nothing was written; free some space and try again.".to_owned()
-                } else {
-                    "Could not save your change. Nothing was written; check that the data folder is writable.".to_owned()
-                }
+                "Could not save your change. Nothing was written; check that the data folder is writable.".to_owned()
             }
             other => other.to_string(),
         };

@@ -409,13 +409,12 @@ pub(crate) async fn learn(engine: &Engine, persona: &Persona, message: &Message,
         });
     }
     // The person may have deleted the message while the model was reading
-    // it: what was learned from it must not bring its words back.
-    if engine.ledger.message(&message.id).await?.is_none() {
-        tracing::info!(message = %message.id, "the message was deleted during extraction; nothing learned from it is kept");
-        return Ok(0);
-    }
+    // it: what was learned from it must not bring its words back. The ledger
+    // checks under the same lock erasure takes, so there is no window.
     let n = drafts.len();
-    let receipts = engine.ledger.append_drafts(drafts).await?;
+    let Some(receipts) = engine.ledger.append_drafts_citing(drafts, std::slice::from_ref(&message.id)).await? else {
+        return Ok(0);
+    };
     // The index rows carry the seq of their `memory_learned` event (erasure finds them by it).
     let learned_seqs = receipts.iter().filter(|r| r.kind == "memory_learned").map(|r| r.seq);
     for (item, seq) in to_index.iter_mut().zip(learned_seqs) {

@@ -28,6 +28,10 @@ impl From<MemoryError> for AppError {
     fn from(e: MemoryError) -> Self {
         match e {
             MemoryError::Ledger(l) => l.into(),
+            e if e.disk_full() => {
+                tracing::error!(error = %e, "search index: the disk is full");
+                AppError::disk_full()
+            }
             MemoryError::Load(inner) | MemoryError::Save(inner) => {
                 tracing::error!(error = %inner, "search index failed");
                 AppError::new("STORAGE_LOAD_FAILED", "The search index could not be used; it is rebuilt from the ledger on the next start if you delete index.db.")
@@ -78,8 +82,18 @@ impl From<memory::Hit> for RecallItem {
 
 /// Opens the index and catches it up with the ledger (called by `Engine::start`).
 pub(crate) async fn open_index(data_dir: &DataDir, ledger: &Ledger) -> Result<Arc<MemoryIndex>> {
-    let index = MemoryIndex::open(&data_dir.root().join("index.db")).await?;
-    let added = index.sync_from_ledger(ledger).await?;
+    // On a full disk SQLite cannot size its shared-memory file and says only
+    // "I/O error": name the cause.
+    let full = |e: MemoryError| -> AppError {
+        if ledger::no_room_in(data_dir.root()) {
+            tracing::error!(error = %e, "opening the search index failed on a full disk");
+            AppError::disk_full()
+        } else {
+            e.into()
+        }
+    };
+    let index = MemoryIndex::open(&data_dir.root().join("index.db")).await.map_err(full)?;
+    let added = index.sync_from_ledger(ledger).await.map_err(full)?;
     if added > 0 {
         tracing::info!(added, "search index caught up with the ledger");
     }

@@ -1,18 +1,10 @@
-//! Save slots, erasure, export, proofs: the engine's wrappers over the
-//! ledger's vault API. (Wire-up: add `mod vault;` to `lib.rs`.)
-//!
-//! UI events to add (not emitted yet; the lead owns `AppEvent`):
-//! `CheckpointStarted { op: "save" | "restore" | "delete", slot }` before,
-//! and `CheckpointCreated { checkpoint }` / `CheckpointRestored { slot,
-//! target_seq, receipt }` / `CheckpointDeleted { slot }` /
-//! `CheckpointFailed { slot, error }` after; `MemoryErased { seqs }` after
-//! an erasure (the UI reloads personas and messages); `LedgerAppended` is
-//! emitted here for the events these calls append.
+//! Save slots, erasure, export and import, proofs: the engine's wrappers
+//! over the ledger's vault API, with the UI events they cause.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use ledger::{CheckpointInfo, Erasure, ExportSummary, Proof, Receipt, SignedTreeHead};
+use ledger::{CheckpointInfo, Erasure, ExportSummary, LedgerOptions, Proof, Receipt, SignedTreeHead};
 
 use crate::engine::Engine;
 use crate::error::AppError;
@@ -182,6 +174,81 @@ impl Engine {
         }
         let summary = self.export_profile(file, passphrase).await?;
         Ok(crate::views::ExportView { path: file.display().to_string(), events: summary.events, bytes: summary.bytes })
+    }
+
+    /// Whether this profile holds anything of the user's yet (a persona of
+    /// their own or a message): importing over it then needs `replace`.
+    pub async fn profile_in_use(&self) -> Result<bool> {
+        let personas = self.ledger.personas(true).await?;
+        if personas.len() > 1 {
+            return Ok(true);
+        }
+        for p in &personas {
+            if !self.ledger.messages(&p.id, Some(1)).await?.is_empty() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The desktop's import: decrypts and fully checks the export into a
+    /// staging folder of this home (a wrong passphrase or a damaged file
+    /// changes nothing), then the next start puts it in place
+    /// (`DataDir::apply_staged_import`). A profile already in use is only
+    /// replaced with `replace`, and even then it is kept aside, never deleted.
+    pub async fn stage_import(&self, path: &str, passphrase: &str, replace: bool) -> Result<crate::views::ImportView> {
+        let file = Path::new(path.trim());
+        if !file.is_absolute() {
+            return Err(AppError::invalid("give the full path of the export file, e.g. /home/you/ledgermind.lmx"));
+        }
+        if !file.is_file() {
+            return Err(AppError::new("EXPORT_DAMAGED", format!("{} is not a file", file.display())));
+        }
+        let in_use = self.profile_in_use().await?;
+        if in_use && !replace {
+            return Err(AppError::new(
+                "IMPORT_TARGET_NOT_EMPTY",
+                "This profile already has conversations. Confirm to replace it: it is kept in a folder beside your data, not deleted.",
+            ));
+        }
+        let dir = self.data_dir().staged_import();
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| AppError::new("STORAGE_SAVE_FAILED", format!("cannot clear {}: {e}", dir.display())))?;
+        }
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| AppError::new("STORAGE_SAVE_FAILED", format!("cannot create {}: {e}", dir.display())))?;
+        let staged = async {
+            let imported =
+                ledger::import_profile(LedgerOptions::new(dir.join("ledger.db")), self.ledger.keystore().clone(), file, passphrase).await?;
+            let report = imported.verify().await?;
+            if !report.ok() {
+                return Err(AppError::new("EXPORT_DAMAGED", "the imported profile does not verify; nothing was changed"));
+            }
+            let view = crate::views::ImportView {
+                profile_id: imported.profile_id().to_owned(),
+                events: report.events,
+                replaces_current: in_use,
+            };
+            imported.close().await;
+            Ok(view)
+        }
+        .await;
+        let view = match staged {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(e);
+            }
+        };
+        let marker = self.data_dir().staged_import_ready();
+        let written = std::fs::File::create(&marker).and_then(|f| f.sync_all());
+        if let Err(e) = written {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(AppError::new("STORAGE_SAVE_FAILED", format!("cannot finish staging the import: {e}")));
+        }
+        tracing::info!(profile = %view.profile_id, events = view.events, "import staged for the next start");
+        Ok(view)
     }
 
     pub async fn receipt(&self, seq: i64) -> Result<Receipt> {

@@ -280,6 +280,18 @@ impl From<ledger::Receipt> for ReceiptView {
     }
 }
 
+/// An import staged for the next start (see `Engine::stage_import`).
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct ImportView {
+    pub profile_id: String,
+    #[ts(type = "number")]
+    pub events: u64,
+    /// The current profile had conversations: it is kept in a folder beside
+    /// the data, not deleted.
+    pub replaces_current: bool,
+}
+
 /// A finished export: where the encrypted profile went and what it holds.
 #[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
 #[ts(export, export_to = "../../../ui/src/lib/bindings/")]

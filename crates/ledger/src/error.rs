@@ -4,7 +4,7 @@ use crate::keys::KeyStoreError;
 
 #[derive(Debug, Error)]
 pub enum LedgerError {
-    #[error("could not read the ledger: {0}")]
+    #[error("{}", load_message(.0))]
     Load(#[source] sqlx::Error),
     #[error("could not write to the ledger: {0}")]
     Save(#[source] sqlx::Error),
@@ -52,9 +52,77 @@ pub enum LedgerError {
     ProofInvalid(String),
     #[error("no event {0}")]
     EventNotFound(i64),
+    #[error("message {0} was deleted")]
+    SourceGone(String),
+    #[error("the disk holding {0} is full: nothing was written; free some space and try again")]
+    DiskFull(String),
+}
+
+/// Whether a database error means the file itself is damaged (SQLite's
+/// `SQLITE_CORRUPT` 11 or `SQLITE_NOTADB` 26).
+pub fn is_corrupt(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => {
+            db.code().is_some_and(|c| c.parse::<i32>().is_ok_and(|n| matches!(n & 0xff, 11 | 26)))
+                || db.message().contains("malformed")
+        }
+        _ => false,
+    }
+}
+
+/// Whether `dir`'s file system has no room left: writing 64 KiB there fails
+/// with "no space left on device". (For errors whose cause SQLite does not
+/// name, such as failing to size its shared-memory file at open.)
+pub fn no_room_in(dir: &std::path::Path) -> bool {
+    use std::io::Write;
+    let probe = dir.join(format!(".ledgermind-space-probe-{}", std::process::id()));
+    let full = match std::fs::File::create(&probe) {
+        Ok(mut f) => f.write_all(&[0u8; 64 * 1024]).and_then(|()| f.sync_all()).is_err_and(|e| e.raw_os_error() == Some(28)),
+        Err(e) => e.raw_os_error() == Some(28),
+    };
+    let _ = std::fs::remove_file(&probe);
+    full
+}
+
+fn load_message(e: &sqlx::Error) -> String {
+    if is_corrupt(e) {
+        format!("the ledger file is damaged ({e}); nothing was changed")
+    } else {
+        format!("could not read the ledger: {e}")
+    }
+}
+
+/// Whether a database error means the disk (or the database's size limit)
+/// is full: SQLite's `SQLITE_FULL` (code 13, also as an extended code), or
+/// the operating system's "no space left on device".
+pub fn is_disk_full(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::Database(db) => {
+            db.code().is_some_and(|c| c.parse::<i32>().is_ok_and(|n| n & 0xff == 13))
+                || db.message().contains("database or disk is full")
+        }
+        sqlx::Error::Io(io) => io.raw_os_error() == Some(28) || io.kind() == std::io::ErrorKind::StorageFull,
+        _ => e.to_string().contains("disk is full"),
+    }
 }
 
 impl LedgerError {
+    /// Whether the database file itself is damaged (see [`is_corrupt`]).
+    pub fn damaged(&self) -> bool {
+        matches!(self, Self::Load(e) | Self::Save(e) if is_corrupt(e))
+    }
+
+    /// Whether this failure is a full disk (see [`is_disk_full`]).
+    pub fn disk_full(&self) -> bool {
+        match self {
+            Self::Save(e) | Self::Load(e) => is_disk_full(e),
+            Self::Migrate(sqlx::migrate::MigrateError::Execute(e)) => is_disk_full(e),
+            Self::DataDir(m) => m.contains("No space left") || m.contains("os error 28"),
+            Self::DiskFull(_) => true,
+            _ => false,
+        }
+    }
+
     /// Stable code for the UI and scripts.
     pub fn code(&self) -> &'static str {
         match self {
@@ -78,6 +146,8 @@ impl LedgerError {
             Self::ImportTargetNotEmpty(_) => "IMPORT_TARGET_NOT_EMPTY",
             Self::ProofInvalid(_) => "PROOF_INVALID",
             Self::EventNotFound(_) => "EVENT_NOT_FOUND",
+            Self::SourceGone(_) => "MESSAGE_NOT_FOUND",
+            Self::DiskFull(_) => "STORAGE_SAVE_FAILED",
         }
     }
 }

@@ -32,7 +32,7 @@ pub use memories::{Memory, PersonaGroups, DEFAULT_GROUP};
 pub use clock::{Clock, SystemClock};
 #[cfg(any(test, feature = "test-support"))]
 pub use clock::ManualClock;
-pub use error::LedgerError;
+pub use error::{is_corrupt, is_disk_full, no_room_in, LedgerError};
 pub use event::{EventHeader, HASH_LEN};
 #[cfg(any(test, feature = "test-support"))]
 pub use keys::MemoryKeyStore;

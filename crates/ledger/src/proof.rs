@@ -5,7 +5,8 @@
 //! human's device key over
 //! `b"ledgermind/sth/v1\0" || size as u64 big-endian || root (32 bytes) || ts (UTF-8)`.
 //!
-//! The latest STH is also written to the keychain (account `{profile}/sth`),
+//! The latest STH is also written to the keychain (account
+//! `{profile}/sth/{installation}`, one per copy of the database),
 //! outside the database: `verify` compares it with the events, so rolling
 //! the database back to an older copy, or cutting off its tail, is detected.
 //! It is published in the background at most once a second after appends
@@ -58,6 +59,13 @@ impl SthCache {
 }
 
 /// The signed head stored in the keychain, if it is there and readable.
+/// The keychain account holding the latest signed tree head of one copy of a
+/// profile: per installation, so two copies on one machine (an import beside
+/// the original) never hold each other to the wrong head.
+pub(crate) fn sth_account(profile_id: &str, installation_id: &str) -> String {
+    format!("{profile_id}/sth/{installation_id}")
+}
+
 pub(crate) fn load_sth(keys: &dyn KeyStore, account: &str) -> Option<SignedTreeHead> {
     keys.load(account).ok().flatten().and_then(|b| serde_json::from_slice(&b).ok())
 }
@@ -169,7 +177,7 @@ pub fn check_proof(p: &Proof) -> Result<()> {
 
 impl Ledger {
     fn sth_account(&self) -> String {
-        self.key_account("sth")
+        sth_account(self.profile_id(), self.installation_id())
     }
 
     /// Called after every commit with the new tree: publishes the STH to the

@@ -78,6 +78,9 @@ pub struct Ledger {
     signers: RwLock<HashMap<String, SigningKey>>,
     clock: Arc<dyn Clock>,
     profile_id: String,
+    /// This copy of the database (see migration 0006): keys the keychain slot
+    /// of the signed tree head, so an imported copy never shares it.
+    installation_id: String,
     path: PathBuf,
     durable: bool,
     pub(crate) sth: Arc<std::sync::Mutex<SthCache>>,
@@ -134,6 +137,21 @@ impl Ledger {
         keys: Arc<dyn KeyStore>,
         clock: Arc<dyn Clock>,
     ) -> Result<Self> {
+        let dir = opts.path.parent().map(Path::to_path_buf);
+        match Self::open_inner(opts, keys, clock).await {
+            // SQLite reports a full disk at open as an I/O error (it cannot
+            // size its shared-memory file): say what it is.
+            Err(e @ (LedgerError::Load(_) | LedgerError::Save(_) | LedgerError::Migrate(_) | LedgerError::DataDir(_)))
+                if dir.as_deref().is_some_and(crate::error::no_room_in) =>
+            {
+                tracing::error!(error = %e, "opening the ledger failed on a full disk");
+                Err(LedgerError::DiskFull(dir.map(|d| d.display().to_string()).unwrap_or_default()))
+            }
+            other => other,
+        }
+    }
+
+    async fn open_inner(opts: LedgerOptions, keys: Arc<dyn KeyStore>, clock: Arc<dyn Clock>) -> Result<Self> {
         if let Some(dir) = opts.path.parent() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| LedgerError::DataDir(format!("{}: {e}", dir.display())))?;
@@ -167,7 +185,8 @@ impl Ledger {
         };
         // The Merkle frontier, and whether the keychain's signed head still
         // matches this database (if not, publishing stops: keep the evidence).
-        let keychain_sth = crate::proof::load_sth(keys.as_ref(), &format!("{profile_id}/sth"));
+        let installation_id = installation_id(&mut conn, keys.as_ref(), &profile_id, seq, clock.as_ref()).await?;
+        let keychain_sth = crate::proof::load_sth(keys.as_ref(), &crate::proof::sth_account(&profile_id, &installation_id));
         let mut tree = Frontier::default();
         let hashes: Vec<Vec<u8>> = sqlx::query_scalar("SELECT hash FROM events ORDER BY seq")
             .fetch_all(&mut conn)
@@ -193,6 +212,7 @@ impl Ledger {
             signers: RwLock::new(HashMap::new()),
             clock,
             profile_id,
+            installation_id,
             path: opts.path.clone(),
             durable: opts.durable,
             sth: Arc::new(std::sync::Mutex::new(SthCache::blocked(sth_mismatch))),
@@ -244,6 +264,11 @@ impl Ledger {
 
     pub fn profile_id(&self) -> &str {
         &self.profile_id
+    }
+
+    /// The id of this copy of the database (not of the profile).
+    pub fn installation_id(&self) -> &str {
+        &self.installation_id
     }
 
     pub fn path(&self) -> &Path {
@@ -306,7 +331,8 @@ impl Ledger {
     /// Appends one event and queues the work it calls for in the same
     /// transaction (one flush to disk): never a message without its reply job.
     pub async fn append_and_enqueue(&self, entity: &str, body: EventBody, job: NewJob) -> Result<(Receipt, QueueItem)> {
-        let (mut receipts, mut items) = self.commit_with(vec![Draft::by(entity, body)], &[], false, &[job]).await?;
+        let (mut receipts, mut items) =
+            self.commit_with(vec![Draft::by(entity, body)], &[], false, &[job], &[]).await?;
         match (receipts.pop(), items.pop()) {
             (Some(r), Some(i)) => Ok((r, i)),
             _ => Err(LedgerError::Invalid("empty append".into())),
@@ -321,7 +347,21 @@ impl Ledger {
     /// transaction; `rebuild` replays every projection from the events after
     /// the inserts (forced when a draft is a `checkpoint_restored`).
     pub(crate) async fn commit(&self, drafts: Vec<Draft>, erase: &[i64], rebuild: bool) -> Result<Vec<Receipt>> {
-        Ok(self.commit_with(drafts, erase, rebuild, &[]).await?.0)
+        Ok(self.commit_with(drafts, erase, rebuild, &[], &[]).await?.0)
+    }
+
+    /// Appends `drafts` only if every message in `sources` still exists,
+    /// checked under the writer lock that erasure also takes: what was
+    /// derived from a message deleted meanwhile is never written (`None`).
+    pub async fn append_drafts_citing(&self, drafts: Vec<Draft>, sources: &[String]) -> Result<Option<Vec<Receipt>>> {
+        match self.commit_with(drafts, &[], false, &[], sources).await {
+            Ok((receipts, _)) => Ok(Some(receipts)),
+            Err(LedgerError::SourceGone(id)) => {
+                tracing::info!(message = %id, "a source message was deleted meanwhile; nothing derived from it is written");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// `commit`, also queueing `jobs` in the same transaction.
@@ -331,6 +371,7 @@ impl Ledger {
         erase: &[i64],
         rebuild: bool,
         jobs: &[NewJob],
+        sources: &[String],
     ) -> Result<(Vec<Receipt>, Vec<QueueItem>)> {
         let rebuild = rebuild || drafts.iter().any(|d| matches!(d.body, EventBody::CheckpointRestored { .. }));
         if drafts.is_empty() {
@@ -350,8 +391,18 @@ impl Ledger {
             .map_err(|e| LedgerError::Invalid(e.to_string()))?;
         let ts = format_ts(self.clock.now());
 
-        let mut guard = self.writer.lock().await;
+        let mut guard = self.lock_writer().await;
         let writer = &mut *guard;
+        for id in sources {
+            let present: Option<i64> = sqlx::query_scalar("SELECT 1 FROM messages WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&mut writer.conn)
+                .await
+                .map_err(LedgerError::Load)?;
+            if present.is_none() {
+                return Err(LedgerError::SourceGone(id.clone()));
+            }
+        }
         let mut seq = writer.seq;
         let mut prev = writer.head;
         let mut headers = Vec::with_capacity(drafts.len());
@@ -380,65 +431,91 @@ impl Ledger {
             headers.push(header);
         }
         // Signing is the costliest step and needs nothing from the database:
-        // a large batch is signed on other threads while this one writes the
-        // payloads and projections; the event rows follow with the signatures.
+        // a large batch is signed on other threads, chunk by chunk, while this
+        // one writes the payloads and projections and then each chunk's event
+        // rows as soon as its signatures arrive (the inserts of one chunk
+        // overlap the signing of the next).
+        let chunks: Vec<std::ops::Range<usize>> =
+            (0..headers.len()).step_by(INSERT_CHUNK).map(|a| a..(a + INSERT_CHUNK).min(headers.len())).collect();
         let signers: Vec<String> = drafts.iter().map(|d| d.signer.clone()).collect();
-        let (mut signing, mut signatures) = if !rebuild && drafts.len() >= PARALLEL_SIGN_MIN {
-            let hashes = hashes.clone();
-            (Some(tokio::task::spawn_blocking(move || sign_all(&signers, &hashes, &keys))), Vec::new())
+        let mut signed = if !rebuild && drafts.len() >= PARALLEL_SIGN_MIN {
+            let (send, recv) = tokio::sync::mpsc::unbounded_channel();
+            let (hashes, ranges) = (hashes.clone(), chunks.clone());
+            drop(tokio::task::spawn_blocking(move || {
+                for r in ranges {
+                    let sigs = sign_all(&signers[r.clone()], &hashes[r], &keys);
+                    let failed = sigs.is_err();
+                    if send.send(sigs).is_err() || failed {
+                        return;
+                    }
+                }
+            }));
+            Signed::Streaming(recv)
         } else {
-            (None, sign_all(&signers, &hashes, &keys)?)
+            Signed::Ready(Some(sign_all(&signers, &hashes, &keys)?))
         };
 
-        let mut tx = writer.conn.begin().await.map_err(LedgerError::Save)?;
-        let chunks: Vec<Vec<usize>> = (0..headers.len()).collect::<Vec<_>>().chunks(INSERT_CHUNK).map(<[usize]>::to_vec).collect();
-        for chunk in &chunks {
-            let mut q = QueryBuilder::new("INSERT INTO payloads (seq, body) ");
-            q.push_values(chunk, |mut b, &i| {
-                b.push_bind(headers[i].seq).push_bind(&bodies[i][..]);
-            });
-            q.build().execute(&mut *tx).await.map_err(LedgerError::Save)?;
+        // Everything between BEGIN and COMMIT, so a failure anywhere (a full
+        // disk fails the COMMIT itself) can reset the connection below.
+        let conn = &mut writer.conn;
+        let written: Result<(Vec<[u8; 64]>, Vec<QueueItem>)> = async {
+            let mut tx = conn.begin().await.map_err(LedgerError::Save)?;
+            for r in &chunks {
+                let mut q = QueryBuilder::new("INSERT INTO payloads (seq, body) ");
+                q.push_values(r.clone(), |mut b, i| {
+                    b.push_bind(headers[i].seq).push_bind(&bodies[i][..]);
+                });
+                q.build().execute(&mut *tx).await.map_err(LedgerError::Save)?;
+            }
+            if !rebuild {
+                apply_projections(&mut tx, &headers, &drafts).await?;
+            }
+            let mut signatures: Vec<[u8; 64]> = Vec::with_capacity(headers.len());
+            for r in &chunks {
+                signatures.extend(signed.next().await?);
+                let mut q = QueryBuilder::new(
+                    "INSERT INTO events (seq, id, ts, entity_id, kind, signer, payload_hash, prev_hash, hash, signature) ",
+                );
+                q.push_values(r.clone(), |mut b, i| {
+                    let h = &headers[i];
+                    b.push_bind(h.seq)
+                        .push_bind(&h.id)
+                        .push_bind(&h.ts)
+                        .push_bind(&h.entity_id)
+                        .push_bind(&h.kind)
+                        .push_bind(&h.signer)
+                        .push_bind(&h.payload_hash[..])
+                        .push_bind(&h.prev_hash[..])
+                        .push_bind(&hashes[i][..])
+                        .push_bind(&signatures[i][..]);
+                });
+                q.build().execute(&mut *tx).await.map_err(LedgerError::Save)?;
+            }
+            for target in erase {
+                sqlx::query("DELETE FROM payloads WHERE seq = ?")
+                    .bind(target)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(LedgerError::Save)?;
+            }
+            if rebuild {
+                project::rebuild_all(&mut tx).await?;
+            }
+            let mut items = Vec::with_capacity(jobs.len());
+            for job in jobs {
+                items.push(crate::queue::insert_job(&mut tx, job, self.clock.now()).await?);
+            }
+            tx.commit().await.map_err(LedgerError::Save)?;
+            Ok((signatures, items))
         }
-        if !rebuild {
-            apply_projections(&mut tx, &headers, &drafts).await?;
-        }
-        if let Some(task) = signing.take() {
-            signatures = task.await.map_err(|e| LedgerError::Invalid(format!("signing failed: {e}")))??;
-        }
-        for chunk in &chunks {
-            let mut q = QueryBuilder::new(
-                "INSERT INTO events (seq, id, ts, entity_id, kind, signer, payload_hash, prev_hash, hash, signature) ",
-            );
-            q.push_values(chunk, |mut b, &i| {
-                let h = &headers[i];
-                b.push_bind(h.seq)
-                    .push_bind(&h.id)
-                    .push_bind(&h.ts)
-                    .push_bind(&h.entity_id)
-                    .push_bind(&h.kind)
-                    .push_bind(&h.signer)
-                    .push_bind(&h.payload_hash[..])
-                    .push_bind(&h.prev_hash[..])
-                    .push_bind(&hashes[i][..])
-                    .push_bind(&signatures[i][..]);
-            });
-            q.build().execute(&mut *tx).await.map_err(LedgerError::Save)?;
-        }
-        for target in erase {
-            sqlx::query("DELETE FROM payloads WHERE seq = ?")
-                .bind(target)
-                .execute(&mut *tx)
-                .await
-                .map_err(LedgerError::Save)?;
-        }
-        if rebuild {
-            project::rebuild_all(&mut tx).await?;
-        }
-        let mut items = Vec::with_capacity(jobs.len());
-        for job in jobs {
-            items.push(crate::queue::insert_job(&mut tx, job, self.clock.now()).await?);
-        }
-        tx.commit().await.map_err(LedgerError::Save)?;
+        .await;
+        let (signatures, items) = match written {
+            Ok(w) => w,
+            Err(e) => {
+                self.reset_writer(writer).await;
+                return Err(e);
+            }
+        };
         for h in &hashes {
             writer.tree.push_event(h);
         }
@@ -465,6 +542,33 @@ impl Ledger {
         Ok((receipts, items))
     }
 
+    /// Replaces the writer connection after a failed write. When SQLite rolls
+    /// a transaction back on its own (a full disk fails the COMMIT), sqlx
+    /// still counts it as open and would turn the next BEGIN into a savepoint
+    /// that never commits; a fresh connection has no such state.
+    pub(crate) async fn reset_writer(&self, writer: &mut Writer) {
+        match connect_options(&self.path, self.durable) {
+            Ok(co) => match co.connect().await {
+                Ok(conn) => {
+                    let old = std::mem::replace(&mut writer.conn, conn);
+                    drop(old.close());
+                }
+                Err(e) => tracing::error!(error = %e, "could not reopen the ledger's writer connection"),
+            },
+            Err(e) => tracing::error!(error = %e, "could not reopen the ledger's writer connection"),
+        }
+    }
+
+    /// Closes the database cleanly (the WAL is checkpointed into the file),
+    /// for callers that move the file afterwards.
+    pub async fn close(self) {
+        self.pool.close().await;
+        let writer = self.writer.into_inner();
+        if let Err(e) = writer.conn.close().await {
+            tracing::warn!(error = %e, "closing the ledger's writer connection");
+        }
+    }
+
     /// Current head: number of events and hash of the last one.
     pub async fn head(&self) -> (i64, String) {
         let w = self.writer.lock().await;
@@ -473,7 +577,7 @@ impl Ledger {
 
     /// Rebuilds every projection table from the events alone.
     pub async fn rebuild_projections(&self) -> Result<()> {
-        let mut guard = self.writer.lock().await;
+        let mut guard = self.lock_writer().await;
         let mut tx = guard.conn.begin().await.map_err(LedgerError::Save)?;
         project::rebuild_all(&mut tx).await?;
         tx.commit().await.map_err(LedgerError::Save)?;
@@ -481,13 +585,25 @@ impl Ledger {
     }
 
     pub(crate) async fn writer(&self) -> tokio::sync::MutexGuard<'_, Writer> {
-        self.writer.lock().await
+        self.lock_writer().await
+    }
+
+    /// The writer, never left inside a transaction: no transaction spans two
+    /// holders of the lock, so one still open here was rolled back by SQLite
+    /// behind sqlx's back (see `reset_writer`) and the connection is replaced.
+    async fn lock_writer(&self) -> tokio::sync::MutexGuard<'_, Writer> {
+        let mut guard = self.writer.lock().await;
+        if guard.conn.is_in_transaction() {
+            tracing::warn!("the ledger's writer connection was left inside a transaction; reopening it");
+            self.reset_writer(&mut guard).await;
+        }
+        guard
     }
 
     /// Exclusive access to the writer connection for non-event bookkeeping
     /// (the queue), so every write goes through one connection.
     pub(crate) async fn writer_conn(&self) -> tokio::sync::MappedMutexGuard<'_, SqliteConnection> {
-        tokio::sync::MutexGuard::map(self.writer.lock().await, |w| &mut w.conn)
+        tokio::sync::MutexGuard::map(self.lock_writer().await, |w| &mut w.conn)
     }
 
     pub fn now(&self) -> time::OffsetDateTime {
@@ -520,6 +636,26 @@ async fn apply_projections(tx: &mut project::Tx<'_>, headers: &[EventHeader], dr
 /// Batches this large are signed on every core, beside the database writes.
 const PARALLEL_SIGN_MIN: usize = 64;
 
+/// The signatures of one commit: all at once (small commits), or chunk by
+/// chunk from the signing thread (large ones).
+enum Signed {
+    Ready(Option<Vec<[u8; 64]>>),
+    Streaming(tokio::sync::mpsc::UnboundedReceiver<Result<Vec<[u8; 64]>>>),
+}
+
+impl Signed {
+    /// The next chunk's signatures (everything, the first time, when ready).
+    async fn next(&mut self) -> Result<Vec<[u8; 64]>> {
+        match self {
+            Self::Ready(all) => Ok(all.take().unwrap_or_default()),
+            Self::Streaming(recv) => recv
+                .recv()
+                .await
+                .unwrap_or_else(|| Err(LedgerError::Invalid("the signing thread stopped early".into()))),
+        }
+    }
+}
+
 fn sign_all(signers: &[String], hashes: &[[u8; HASH_LEN]], keys: &HashMap<String, SigningKey>) -> Result<Vec<[u8; 64]>> {
     let sign_one = |i: usize| -> Result<[u8; 64]> {
         let key = keys.get(&signers[i]).ok_or_else(|| LedgerError::MissingKey(signers[i].clone()))?;
@@ -549,6 +685,40 @@ fn sign_all(signers: &[String], hashes: &[[u8; HASH_LEN]], keys: &HashMap<String
         out.extend(p?);
     }
     Ok(out)
+}
+
+/// Reads this database's installation id, creating it on first open. A
+/// database from before installation ids (events but no id yet) adopts the
+/// old per-profile keychain slot of the signed tree head, so an upgrade keeps
+/// its rollback protection.
+async fn installation_id(
+    conn: &mut SqliteConnection,
+    keys: &dyn KeyStore,
+    profile_id: &str,
+    seq: i64,
+    clock: &dyn Clock,
+) -> Result<String> {
+    let existing: Option<String> = sqlx::query_scalar("SELECT id FROM installation LIMIT 1")
+        .fetch_optional(&mut *conn)
+        .await
+        .map_err(LedgerError::Load)?;
+    if let Some(id) = existing {
+        return Ok(id);
+    }
+    let id = uuid::Uuid::now_v7().to_string();
+    if seq > 0 {
+        let legacy = format!("{profile_id}/sth");
+        if let Some(bytes) = keys.load(&legacy)? {
+            keys.store(&crate::proof::sth_account(profile_id, &id), &bytes)?;
+        }
+    }
+    sqlx::query("INSERT INTO installation (id, created_at) VALUES (?, ?)")
+        .bind(&id)
+        .bind(format_ts(clock.now()))
+        .execute(&mut *conn)
+        .await
+        .map_err(LedgerError::Save)?;
+    Ok(id)
 }
 
 async fn read_profile_id(conn: &mut SqliteConnection) -> Result<String> {

@@ -23,6 +23,16 @@ pub enum MemoryError {
 }
 
 impl MemoryError {
+    /// Whether this failure is a full disk.
+    pub fn disk_full(&self) -> bool {
+        match self {
+            Self::Load(e) | Self::Save(e) => ledger::is_disk_full(e),
+            Self::Migrate(sqlx::migrate::MigrateError::Execute(e)) => ledger::is_disk_full(e),
+            Self::Ledger(l) => l.disk_full(),
+            _ => false,
+        }
+    }
+
     /// Stable error code, in the product's error vocabulary.
     pub fn code(&self) -> &'static str {
         match self {

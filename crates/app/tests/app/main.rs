@@ -2,10 +2,12 @@
 
 mod accounts;
 mod chat;
+mod disk;
 mod extraction;
 mod memory;
 mod office;
 mod runtime;
+mod vault;
 
 use std::sync::Arc;
 

@@ -167,3 +167,110 @@ fn a_session_ends_with_a_handover_that_the_next_frame_carries() {
     let bad = home.run(&["frame", "Ada", "--session-type", "nap"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// A full disk: the home is a 16 MB tmpfs in a private mount namespace
+/// (`unshare`; as root, or as a mapped root in a user namespace), filled up
+/// after the profile exists. Every command says the disk is full and exits
+/// non-zero, nothing half-written is left (the conversation import is all or
+/// nothing), and once space is freed the same commands succeed and verify.
+/// (The app running while the disk fills is tested in the app's tests.)
+#[test]
+fn a_full_disk_fails_clearly_and_loses_nothing() {
+    let outside = tempfile::tempdir().expect("tempdir");
+    let home = outside.path().join("home");
+    std::fs::create_dir_all(&home).expect("home dir");
+    let conversation = outside.path().join("conversation.json");
+    let turns: Vec<serde_json::Value> = (0..400)
+        .map(|i| {
+            serde_json::json!({
+                "id": format!("t{i}"),
+                "speaker": if i % 2 == 0 { "human" } else { "Ada" },
+                "text": format!("turn {i}: {}", "a long enough line of conversation to take some room ".repeat(20)),
+                "timestamp": format!("2026-01-01T10:{:02}:{:02}Z", (i / 60) % 60, i % 60),
+            })
+        })
+        .collect();
+    std::fs::write(&conversation, serde_json::to_vec(&turns).expect("json")).expect("write conversation");
+    let script = r#"
+        set -u
+        H="$1"; BIN="$2"; CONV="$3"
+        step() { name="$1"; shift; "$BIN" --home "$H" "$@" >"$H.out" 2>"$H.err"; rc=$?;
+                 echo "STEP $name rc=$rc"; sed "s/^/  out: /" "$H.out"; sed "s/^/  err: /" "$H.err"; }
+        mount -t tmpfs -o size=16m tmpfs "$H" || { echo "STEP mount rc=1"; exit 0; }
+        echo "STEP mount rc=0"
+        step create_ada persona create Ada --description "made before the disk filled"
+        head -c 64M /dev/zero >"$H/filler" 2>/dev/null
+        echo "STEP fill free_kb=$(df -k --output=avail "$H" | tail -1 | tr -d ' ')"
+        step create_bo persona create Bo --description "made on a full disk"
+        step import_full import-conversation Ada "$CONV"
+        step list_full persona list
+        step verify_full verify
+        rm -f "$H/filler"
+        step create_bo_again persona create Bo --description "made after space was freed"
+        step import_again import-conversation Ada "$CONV"
+        step list_again persona list
+        step verify_again verify
+    "#;
+    let as_root = Command::new("id").arg("-u").output().map(|o| stdout(&o).trim() == "0").unwrap_or(false);
+    let mut cmd = Command::new("unshare");
+    if !as_root {
+        cmd.arg("--user").arg("--map-root-user");
+    }
+    let out = cmd
+        .args(["--mount", "--propagation", "private", "sh", "-c", script, "sh"])
+        .arg(&home)
+        .arg(env!("CARGO_BIN_EXE_ledgermind"))
+        .arg(&conversation)
+        .env("LEDGERMIND_THREADS", "1")
+        .output()
+        .expect("run unshare (util-linux)");
+    let log = stdout(&out);
+    eprintln!("{log}\n{}", String::from_utf8_lossy(&out.stderr));
+    let step = |name: &str| -> (i32, String) {
+        let start = log.find(&format!("STEP {name} ")).unwrap_or_else(|| panic!("step {name} did not run:\n{log}"));
+        let rest = &log[start..];
+        let line_end = rest.find('\n').unwrap_or(rest.len());
+        let rc = rest[..line_end].rsplit("rc=").next().and_then(|v| v.trim().parse().ok()).unwrap_or(-1);
+        let body_end = rest[line_end..].find("\nSTEP ").map(|i| line_end + i).unwrap_or(rest.len());
+        (rc, rest[line_end..body_end].to_owned())
+    };
+    assert_eq!(step("mount").0, 0, "cannot mount a tmpfs here (needs root or user namespaces):\n{log}");
+    assert_eq!(step("create_ada").0, 0, "{log}");
+    let free: u64 = log
+        .split("free_kb=")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .expect("free space after filling");
+    assert!(free < 64, "the disk was not filled: {free} KB free");
+
+    let (rc, text) = step("create_bo");
+    assert_ne!(rc, 0, "creating on a full disk cannot succeed:\n{text}");
+    assert!(text.contains("disk") && text.contains("is full"), "the message must say the disk is full:\n{text}");
+    let (rc, text) = step("import_full");
+    assert_ne!(rc, 0, "{text}");
+    assert!(text.contains("disk") && text.contains("is full"), "{text}");
+    // Opening a profile on a full disk may itself fail (SQLite must size its
+    // shared-memory file): then it says so; if it opens, nothing is half-written.
+    let (rc, text) = step("list_full");
+    if rc == 0 {
+        assert!(text.contains("Ada") && !text.contains("Bo"), "{text}");
+    } else {
+        assert!(text.contains("disk") && text.contains("is full"), "{text}");
+    }
+    let (rc, text) = step("verify_full");
+    assert!(rc == 0 || (text.contains("disk") && text.contains("is full")), "{text}");
+
+    assert_eq!(step("create_bo_again").0, 0, "{log}");
+    let (rc, text) = step("import_again");
+    assert_eq!(rc, 0, "{text}");
+    assert!(
+        text.contains("imported 400 messages (0 already present)"),
+        "the failed import left nothing behind, and the whole conversation goes in once space is free:\n{text}"
+    );
+    let (rc, text) = step("list_again");
+    assert_eq!(rc, 0);
+    assert!(text.contains("Ada") && text.contains("Bo"), "{text}");
+    let (rc, text) = step("verify_again");
+    assert_eq!(rc, 0, "{text}");
+}

@@ -112,3 +112,31 @@ async fn delete_all_memories_keeps_ei_and_the_chain() {
     l.append(HUMAN_ENTITY, say(EI_PERSONA_ID, "after", "new life")).await.expect("append");
     assert!(l.verify().await.expect("verify").ok());
 }
+
+/// What is derived from a message (a memory) is written only while the
+/// message exists, checked under the writer lock that erasure takes too.
+#[tokio::test]
+async fn nothing_derived_from_an_erased_message_is_written() {
+    let f = Fixture::new().await;
+    f.ledger.append(HUMAN_ENTITY, say(EI_PERSONA_ID, "m1", "my cat is called Pixel")).await.expect("append");
+    let derived = || {
+        vec![ledger::Draft::by(
+            EI_PERSONA_ID,
+            EventBody::MessageAdded {
+                message_id: "note-1".into(),
+                persona_id: EI_PERSONA_ID.into(),
+                role: ledger::MessageRole::Persona,
+                content: "Pixel the cat".into(),
+                external_id: None,
+            },
+        )]
+    };
+    let sources = vec!["m1".to_owned()];
+    let written = f.ledger.append_drafts_citing(derived(), &sources).await.expect("append");
+    assert!(written.is_some_and(|r| r.len() == 1));
+    f.ledger.erase_message("m1").await.expect("erase");
+    let before = f.ledger.event_count().await.expect("count");
+    let written = f.ledger.append_drafts_citing(derived(), &sources).await.expect("no error, nothing written");
+    assert!(written.is_none());
+    assert_eq!(f.ledger.event_count().await.expect("count"), before);
+}

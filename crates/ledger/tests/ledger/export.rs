@@ -44,6 +44,33 @@ async fn export_import_round_trip_gives_the_same_state_and_keeps_signing() {
     assert_eq!(again.err().map(|e| e.code()), Some("IMPORT_TARGET_NOT_EMPTY"));
 }
 
+/// An import beside the original on the same machine (same keychain): each
+/// copy keeps its own signed tree head, so neither looks rolled back when
+/// the other grows.
+#[tokio::test]
+async fn two_copies_of_one_profile_on_one_machine_keep_separate_tree_heads() {
+    let f = populated().await;
+    let file = f.dir.path().join("profile.lmx");
+    f.ledger.export_profile(&file, PASS).await.expect("export");
+    let home = tempfile::tempdir().expect("tempdir");
+    let shared: Arc<dyn ledger::KeyStore> = f.keys.clone();
+    let copy = import_profile(LedgerOptions::new(home.path().join("ledger.db")), shared, &file, PASS)
+        .await
+        .expect("import beside the original");
+    assert_eq!(copy.profile_id(), f.ledger.profile_id());
+    assert_ne!(copy.installation_id(), f.ledger.installation_id());
+    for i in 0..5 {
+        copy.append(HUMAN_ENTITY, say(EI_PERSONA_ID, &format!("c{i}"), "only in the copy")).await.expect("append");
+    }
+    copy.publish_sth().await.expect("the copy publishes its own head");
+    let original = f.reopen().await;
+    let report = original.ledger.verify().await.expect("verify");
+    assert!(report.ok(), "the original must not look rolled back: {report:?}");
+    original.ledger.publish_sth().await.expect("the original still publishes");
+    let report = copy.verify().await.expect("verify");
+    assert!(report.ok(), "{report:?}");
+}
+
 #[tokio::test]
 async fn wrong_passphrase_damaged_file_and_newer_version_change_nothing() {
     let f = populated().await;

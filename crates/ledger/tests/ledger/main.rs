@@ -4,6 +4,7 @@ mod bench;
 mod chain;
 mod checkpoints;
 mod crash;
+mod damage;
 mod erasure;
 mod export;
 mod office;

@@ -109,3 +109,32 @@ async fn rolling_the_database_back_or_cutting_its_tail_is_detected() {
 fn keys_clone(k: &std::sync::Arc<ledger::MemoryKeyStore>) -> std::sync::Arc<dyn ledger::KeyStore> {
     k.clone()
 }
+
+/// A database from before installation ids adopts the per-profile keychain
+/// slot it used, so the upgrade keeps its rollback protection.
+#[tokio::test]
+async fn an_upgraded_database_adopts_the_old_tree_head_slot() {
+    let f = Fixture::new().await;
+    for i in 0..5 {
+        f.ledger.append(HUMAN_ENTITY, say(EI_PERSONA_ID, &format!("m{i}"), "x")).await.expect("append");
+    }
+    let sth = f.ledger.publish_sth().await.expect("publish");
+    let profile = f.ledger.profile_id().to_owned();
+    let current = format!("{profile}/sth/{}", f.ledger.installation_id());
+    let bytes = ledger::KeyStore::load(f.keys.as_ref(), &current).expect("load").expect("published");
+    // Make it look like an older version's database and keychain.
+    ledger::KeyStore::store(f.keys.as_ref(), &format!("{profile}/sth"), &bytes).expect("store");
+    ledger::KeyStore::delete(f.keys.as_ref(), &current).expect("delete");
+    let Fixture { dir, keys, ledger } = f;
+    drop(ledger);
+    let db = dir.path().join("ledger.db");
+    let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&format!("sqlite://{}", db.display()))
+        .await
+        .expect("connect");
+    sqlx::query("DELETE FROM installation").execute(&mut conn).await.expect("forget the installation id");
+    drop(conn);
+    let ledger = ledger::Ledger::open(ledger::LedgerOptions::new(&db), keys_clone(&keys)).await.expect("open");
+    let report = ledger.verify().await.expect("verify");
+    assert!(report.ok(), "{report:?}");
+    assert_eq!(report.sth_size, Some(sth.size), "the old slot's head is held to");
+}

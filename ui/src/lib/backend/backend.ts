@@ -7,6 +7,7 @@ import type { AppEvent } from "../bindings/AppEvent";
 import type { CheckpointView } from "../bindings/CheckpointView";
 import type { ErrorView } from "../bindings/ErrorView";
 import type { ExportView } from "../bindings/ExportView";
+import type { ImportView } from "../bindings/ImportView";
 import type { EventView } from "../bindings/EventView";
 import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
@@ -51,6 +52,10 @@ export interface Backend {
   prefetchDraft(text: string): Promise<void>;
   /** `export_profile`: the whole profile, encrypted with `passphrase`, to a new file at `path`. */
   exportProfile(path: string, passphrase: string): Promise<ExportView>;
+  /** `import_profile`: checks an export and stages it for the next start; `replace` confirms replacing a profile in use (kept aside). */
+  importProfile(path: string, passphrase: string, replace: boolean): Promise<ImportView>;
+  /** `restart_app`: quits cleanly and starts again (opens a staged import). */
+  restartApp(): Promise<void>;
   /** `forget_message`: erases one message for real (database, WAL, index, later snapshots). */
   forgetMessage(messageId: string): Promise<void>;
   /** `archive_persona` */

@@ -7,6 +7,7 @@ import type { AppEvent } from "../bindings/AppEvent";
 import type { CheckpointView } from "../bindings/CheckpointView";
 import type { EventView } from "../bindings/EventView";
 import type { ExportView } from "../bindings/ExportView";
+import type { ImportView } from "../bindings/ImportView";
 import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
 import type { ProposalView } from "../bindings/ProposalView";
@@ -406,6 +407,24 @@ export class MockBackend implements Backend {
     if (passphrase.length < 8) fail("INVALID_INPUT", "the passphrase needs at least 8 characters");
     if (!path.startsWith("/")) fail("INVALID_INPUT", "give the full path of the file to write");
     return { path, events: this.messages.length + this.personas.length, bytes: 4096 };
+  }
+
+  /** Imports staged, for tests. */
+  readonly staged: ImportView[] = [];
+  restarts = 0;
+
+  async importProfile(path: string, passphrase: string, replace: boolean): Promise<ImportView> {
+    if (!path.startsWith("/")) fail("INVALID_INPUT", "give the full path of the export file");
+    if (passphrase !== "correct horse") fail("EXPORT_BAD_PASSPHRASE", "wrong passphrase for this export file");
+    const inUse = this.messages.length > 0 || this.personas.length > 1;
+    if (inUse && !replace) fail("IMPORT_TARGET_NOT_EMPTY", "This profile already has conversations. Confirm to replace it.");
+    const view = { profile_id: "imported-profile", events: 42, replaces_current: inUse };
+    this.staged.push(view);
+    return view;
+  }
+
+  async restartApp(): Promise<void> {
+    this.restarts += 1;
   }
 
   async forgetMessage(messageId: string): Promise<void> {

@@ -1,4 +1,5 @@
 import type { ExportView } from "../bindings/ExportView";
+import type { ImportView } from "../bindings/ImportView";
 //! The real backend: Tauri commands over `invoke`, events over one `Channel`.
 
 import { Channel, invoke } from "@tauri-apps/api/core";
@@ -102,6 +103,12 @@ export class TauriBackend implements Backend {
   }
   exportProfile(path: string, passphrase: string) {
     return call<ExportView>("export_profile", { path, passphrase });
+  }
+  importProfile(path: string, passphrase: string, replace: boolean) {
+    return call<ImportView>("import_profile", { path, passphrase, replace });
+  }
+  restartApp() {
+    return call<void>("restart_app");
   }
 
   forgetMessage(messageId: string) {

@@ -3,6 +3,7 @@ import userEvent from "@testing-library/user-event";
 import { describe, expect, it, vi } from "vitest";
 import ChatView from "../chat/ChatView.svelte";
 import { startApp } from "../testing/harness";
+import ImportPanel from "./ImportPanel.svelte";
 import ProfilePanel from "./ProfilePanel.svelte";
 import StatusPanel from "./StatusPanel.svelte";
 
@@ -60,5 +61,26 @@ describe("profile: export and erasure", () => {
     render(StatusPanel, { context });
     await user.type(await screen.findByTestId("model-file"), "/models/tiny.gguf{Enter}");
     await waitFor(() => expect(importModel).toHaveBeenCalledWith("/models/tiny.gguf"));
+  });
+
+  it("imports an export after checking it, asks before replacing a profile in use, then offers a restart", async () => {
+    const user = userEvent.setup();
+    const { app, backend, context } = await startApp({ autoReply: false });
+    await app.createPersona("Ada", "A tutor");
+    render(ImportPanel, { context });
+    await user.type(screen.getByTestId("import-path"), "/tmp/me.lmx");
+    await user.type(screen.getByTestId("import-passphrase"), "wrong one");
+    await user.click(screen.getByTestId("import-button"));
+    expect(await screen.findByTestId("import-error")).toHaveTextContent("wrong passphrase");
+    expect(backend.staged).toHaveLength(0);
+    await user.type(screen.getByTestId("import-passphrase"), "{Control>}a{/Control}correct horse");
+    await user.click(screen.getByTestId("import-button"));
+    // The profile has a persona of the person's own: replacing needs a confirmation.
+    await user.click(await screen.findByTestId("import-replace"));
+    expect(await screen.findByTestId("import-staged")).toHaveTextContent("42 events");
+    expect(backend.staged).toEqual([{ profile_id: "imported-profile", events: 42, replaces_current: true }]);
+    expect(screen.getByTestId("import-passphrase")).toHaveValue("");
+    await user.click(screen.getByTestId("import-restart"));
+    await waitFor(() => expect(backend.restarts).toBe(1));
   });
 });
