@@ -8,7 +8,10 @@ scripts/setup.sh
 export LEDGERMIND_HOME="${LEDGERMIND_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/ledgermind}"
 scripts/install-models.sh "$LEDGERMIND_HOME"
 (cd ui && npm run --silent build)
-cargo build -p ledgermind-desktop -p cli
+# The same build as the test command (one feature set, one target dir):
+# building only the app's packages resolves other dependency features and
+# compiles the heavy dependencies a second time.
+cargo build --workspace --all-targets
 BIN="$PWD/target/debug/ledgermind-desktop"
 echo "Ledgermind data: $LEDGERMIND_HOME"
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
