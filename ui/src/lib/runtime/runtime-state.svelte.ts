@@ -1,11 +1,12 @@
 //! The runtime's side of the UI: tool proposals waiting for Confirm /
 //! Reject, the results (with ledger receipts) of executed tool calls, the
-//! Saved items list, and the metadata service setting.
+//! Saved items list, the metadata service setting and the per-tool switches.
 
 import { errorMessage, toBackendError, type Backend } from "../backend";
 import type { AppEvent } from "../bindings/AppEvent";
 import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
+import type { ToolSettingView } from "../bindings/ToolSettingView";
 import type { ProposalView } from "../bindings/ProposalView";
 import type { ToolResultView } from "../bindings/ToolResultView";
 import type { Notices } from "../app/notices.svelte";
@@ -40,6 +41,9 @@ export class RuntimeState {
   itemsError = $state<string | null>(null);
 
   metadata = $state<MetadataServiceView | null>(null);
+  tools = $state<ToolSettingView[]>([]);
+  /** The tool whose switch is being saved. */
+  toolBusy = $state<string | null>(null);
 
   private itemsRequest = 0;
 
@@ -148,6 +152,29 @@ export class RuntimeState {
       this.metadata = await this.backend.getMetadataService();
     } catch (error) {
       this.notices.push("error", errorMessage(error));
+    }
+  }
+
+  async loadTools(): Promise<void> {
+    try {
+      this.tools = await this.backend.listToolSettings();
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
+    }
+  }
+
+  /** Switches a tool on or off; on failure the list keeps the stored state. */
+  async setToolEnabled(tool: string, enabled: boolean): Promise<boolean> {
+    if (this.toolBusy) return false;
+    this.toolBusy = tool;
+    try {
+      this.tools = await this.backend.setToolEnabled(tool, enabled);
+      return true;
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
+      return false;
+    } finally {
+      this.toolBusy = null;
     }
   }
 

@@ -5,8 +5,10 @@ import ChatView from "../chat/ChatView.svelte";
 import { startApp } from "../testing/harness";
 import type { ProposalView } from "../bindings/ProposalView";
 
-function proposal(personaId: string, expiresInMs = 300_000): ProposalView {
+function proposal(personaId: string, expiresInMs = 300_000, step: [number, number] | null = null): ProposalView {
   return {
+    step: step ? step[0] : null,
+    steps: step ? step[1] : null,
     persona_id: personaId,
     nonce: "n1",
     tool: "delete_all_memories",
@@ -81,5 +83,46 @@ describe("runtime in the chat", () => {
     await fireEvent.keyDown(button, { key: "Escape" });
     expect(reject).toHaveBeenCalledWith(ei);
     await vi.waitFor(() => expect(screen.queryByTestId("proposal-card")).not.toBeInTheDocument());
+  });
+});
+
+describe("multi-step plans", () => {
+  it("shows step k of n on a plan's proposal card, and nothing for a single call", async () => {
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const ei = app.selectedId!;
+    render(ChatView, { context });
+    backend.emit({ type: "tool_proposed", proposal: proposal(ei, 300_000, [2, 3]) });
+    expect(await screen.findByTestId("proposal-step")).toHaveTextContent("Step 2 of 3");
+    backend.emit({ type: "tool_proposed", proposal: { ...proposal(ei), nonce: "n2" } });
+    await vi.waitFor(() => expect(screen.queryByTestId("proposal-step")).not.toBeInTheDocument());
+    expect(screen.getByTestId("proposal-card")).toBeInTheDocument();
+  });
+});
+
+describe("tools in Settings", () => {
+  it("lists the tools and switches one off and on again", async () => {
+    const { backend, context } = await startApp({ autoReply: false });
+    const ToolsPanel = (await import("./ToolsPanel.svelte")).default;
+    render(ToolsPanel, { context });
+    const toggle = (await screen.findByTestId("tool-toggle-save_movie")) as HTMLInputElement;
+    expect(toggle.checked).toBe(true);
+    expect(screen.getByTestId("tools-panel")).toHaveTextContent("asks first");
+    const set = vi.spyOn(backend, "setToolEnabled");
+    await fireEvent.click(toggle);
+    expect(set).toHaveBeenCalledWith("save_movie", false);
+    await vi.waitFor(() => expect((screen.getByTestId("tool-toggle-save_movie") as HTMLInputElement).checked).toBe(false));
+    expect((await backend.listToolSettings()).find((t) => t.name === "save_movie")?.enabled).toBe(false);
+    await fireEvent.click(screen.getByTestId("tool-toggle-save_movie"));
+    expect(set).toHaveBeenLastCalledWith("save_movie", true);
+  });
+
+  it("shows the stored state again when switching is refused", async () => {
+    const { backend, context } = await startApp({ autoReply: false });
+    const ToolsPanel = (await import("./ToolsPanel.svelte")).default;
+    render(ToolsPanel, { context });
+    const toggle = (await screen.findByTestId("tool-toggle-save_note")) as HTMLInputElement;
+    vi.spyOn(backend, "setToolEnabled").mockRejectedValue(new BackendError({ code: "STORAGE_SAVE_FAILED", message: "disk full" }));
+    await fireEvent.click(toggle);
+    await vi.waitFor(() => expect(toggle.checked).toBe(true));
   });
 });
