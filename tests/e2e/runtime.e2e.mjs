@@ -236,11 +236,16 @@ async function fakeFunctionCallingServer(script) {
   return { server, seen, url: `http://127.0.0.1:${server.address().port}/v1` };
 }
 
-/** The id the prompt lists for a saved item with this title ("- id: kind \"title\""). */
+/** The id the prompt lists for a saved item with this title ("- <uuid>: kind \"title\""). */
 function listedId(body, title) {
   const system = (body.messages ?? []).filter((m) => m.role === "system").map((m) => m.content).join("\n");
-  const line = system.split("\n").find((l) => l.includes(`"${title}"`) && l.trim().startsWith("- "));
-  return line ? line.trim().slice(2).split(":")[0].trim() : "not-listed";
+  const pattern = /^- ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}): \w+ "(.*)"$/;
+  for (const line of system.split("\n")) {
+    const m = pattern.exec(line.trim());
+    if (m && m[2] === title) return m[1];
+  }
+  log(`  (the prompt lists no saved item titled ${title})`);
+  return "not-listed";
 }
 
 async function waitForLine(ctx, text, timeout = 30_000) {
@@ -257,7 +262,16 @@ async function waitForLine(ctx, text, timeout = 30_000) {
 
 async function confirmCard(ctx) {
   await (await ctx.session.findElement(css("proposal-confirm"))).click();
-  await waitFor(async () => (await count(ctx, css("proposal-card"))) === 0, { timeout: 30_000, message: "the card to close after Confirm" });
+  await waitFor(
+    async () => {
+      if ((await count(ctx, css("proposal-error"))) > 0) {
+        const e = await ctx.session.findElement(css("proposal-error"));
+        throw new Error(`confirm refused: ${await e.attribute("data-code")} ${await e.text()}`);
+      }
+      return (await count(ctx, css("proposal-card"))) === 0 || null;
+    },
+    { timeout: 30_000, message: "the card to close after Confirm" },
+  );
 }
 
 export async function planScenario(ctx) {
@@ -317,7 +331,10 @@ export async function planScenario(ctx) {
     await waitForLine(ctx, "was undone by");
     const lines = (await readMessages(ctx)).filter((m) => m.role === "system").at(-1)?.text ?? "";
     log(`  failure report: ${JSON.stringify(lines)}`);
+    const error = await ctx.session.waitForElement(css("proposal-error"), 15_000);
+    log(`  the card says: ${await error.attribute("data-code")} ${(await error.text()).trim()}`);
     await shot(ctx, "plan-compensated");
+    await (await ctx.session.findElement(css("proposal-dismiss"))).click();
     titles = await savedItems(ctx);
     check(!titles.some((t) => t.includes("Plan note undone") || t.includes("Plan fact undone")), "a failed plan left its earlier steps");
     await openTab(ctx, "chat");

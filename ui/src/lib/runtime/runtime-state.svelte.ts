@@ -76,7 +76,11 @@ export class RuntimeState {
 
   private addResult(result: ToolResultView): void {
     const list = (this.results[result.persona_id] ??= []);
-    if (list.some((r) => r.result.correlation_id === result.correlation_id)) return;
+    // The same call arrives twice (its event and Confirm's answer); the steps
+    // of one plan share a correlation id but not a receipt.
+    const same = (r: ToolResultView) =>
+      r.correlation_id === result.correlation_id && r.tool === result.tool && (r.receipt?.seq ?? null) === (result.receipt?.seq ?? null);
+    if (list.some((r) => same(r.result))) return;
     this.results[result.persona_id].push({ result, afterSeq: this.lastSeq(result.persona_id) });
   }
 

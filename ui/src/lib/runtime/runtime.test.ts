@@ -72,6 +72,21 @@ describe("runtime in the chat", () => {
     expect(screen.queryByTestId("proposal-card")).not.toBeInTheDocument();
   });
 
+  it("offers only Dismiss after a confirmed call failed (its nonce is spent)", async () => {
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const ei = app.selectedId!;
+    render(ChatView, { context });
+    backend.emit({ type: "tool_proposed", proposal: proposal(ei, 300_000, [3, 3]) });
+    vi.spyOn(backend, "confirmProposal").mockRejectedValue(
+      new BackendError({ code: "TOOL_FAILED", message: "`delete_memory` failed: no saved item has this id" }),
+    );
+    await fireEvent.click(await screen.findByTestId("proposal-confirm"));
+    expect(await screen.findByTestId("proposal-error")).toHaveAttribute("data-code", "TOOL_FAILED");
+    expect(screen.queryByTestId("proposal-confirm")).not.toBeInTheDocument();
+    await fireEvent.click(screen.getByTestId("proposal-dismiss"));
+    expect(screen.queryByTestId("proposal-card")).not.toBeInTheDocument();
+  });
+
   it("rejects with Escape from the card's buttons", async () => {
     const { app, backend, context } = await startApp({ autoReply: false });
     const ei = app.selectedId!;
@@ -96,6 +111,29 @@ describe("multi-step plans", () => {
     backend.emit({ type: "tool_proposed", proposal: { ...proposal(ei), nonce: "n2" } });
     await vi.waitFor(() => expect(screen.queryByTestId("proposal-step")).not.toBeInTheDocument());
     expect(screen.getByTestId("proposal-card")).toBeInTheDocument();
+  });
+});
+
+describe("plan results", () => {
+  it("shows one card per plan step, and a call announced twice once", async () => {
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const ei = app.selectedId!;
+    render(ChatView, { context });
+    const receipt = (seq: number) => ({
+      seq,
+      event_id: `e${seq}`,
+      kind: "item_saved",
+      action_hash: "aa",
+      state_before: "bb",
+      state_after: "cc",
+      signer: "dd",
+      signature: "ee",
+    });
+    const step = (seq: number) => ({ persona_id: ei, tool: "save_note", summary: `Saved note ${seq}.`, correlation_id: "plan", receipt: receipt(seq) });
+    backend.emit({ type: "tool_executed", result: step(1) });
+    backend.emit({ type: "tool_executed", result: step(2) });
+    backend.emit({ type: "tool_executed", result: step(2) });
+    await vi.waitFor(() => expect(screen.getAllByTestId("tool-result")).toHaveLength(2));
   });
 });
 
