@@ -623,6 +623,46 @@ async fn the_conversation_state_machine_follows_the_real_flow() {
     assert_eq!(h.engine.list_items(None).await.expect("items").len(), 1, "nothing was deleted");
 }
 
+#[tokio::test]
+async fn a_tool_switched_off_is_not_offered_and_is_refused() {
+    let h = Harness::new(&[]).await;
+    cloud_persona(&h, "Bo").await;
+    let settings = h.engine.tool_settings().await.expect("settings");
+    assert_eq!(settings.len(), 15, "every executable tool, nothing else");
+    assert!(settings.iter().all(|t| t.enabled));
+    assert!(settings.iter().any(|t| t.name == "delete_all_memories" && t.requires_confirmation && t.category == "destructive"));
+    assert!(!settings.iter().any(|t| t.name == "sign" || t.name == "search_documents"));
+
+    let after = h.engine.set_tool_enabled("save_movie", false).await.expect("switch off");
+    assert!(after.iter().any(|t| t.name == "save_movie" && !t.enabled));
+    assert!(!h.engine.tools_for("bo").await.expect("tools").iter().any(|t| t == "save_movie"));
+    // The model is not offered it; a reply that calls it anyway is refused.
+    h.provider.push(native_call("save_movie", r#"{"title":"Heat","year":1995}"#));
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message("bo", "save the movie Heat and a note about it").await.expect("send");
+    let reply = await_reply(&mut rx).await.1.expect("a refusal");
+    assert!(reply.content.contains("TOOL_DISABLED"), "{}", reply.content);
+    let offered: Vec<String> = h.provider.requests()[0].tools.iter().map(|t| t.name.clone()).collect();
+    assert!(!offered.contains(&"save_movie".to_owned()), "{offered:?}");
+    assert!(h.engine.list_items(None).await.expect("items").is_empty(), "nothing ran");
+    // Deterministic intents obey the switch too.
+    h.engine.set_tool_enabled("delete_all_memories", false).await.expect("switch off");
+    h.engine.send_message("bo", "delete all my memories").await.expect("send");
+    assert!(h.engine.pending_proposal("bo").await.expect("pending").is_none());
+    let line = h.engine.list_messages("bo").await.expect("messages").pop().expect("line").content;
+    assert!(line.contains("TOOL_DISABLED"), "{line}");
+
+    let err = h.engine.set_tool_enabled("launch_rockets", false).await.expect_err("unknown");
+    assert_eq!(err.code, "TOOL_UNKNOWN");
+    h.engine.set_tool_enabled("save_movie", true).await.expect("switch on");
+    assert!(h.engine.tools_for("bo").await.expect("tools").iter().any(|t| t == "save_movie"));
+    // Settings are ledger events: they survive a restart.
+    let h = h.restart(&[]).await;
+    let settings = h.engine.tool_settings().await.expect("settings");
+    assert!(settings.iter().any(|t| t.name == "delete_all_memories" && !t.enabled));
+    assert!(settings.iter().any(|t| t.name == "save_movie" && t.enabled));
+}
+
 /// A tiny HTTP metadata service: the first `stall` requests never answer
 /// (the client times out), the next ones answer with a movie whose
 /// overview is `overview`.
