@@ -274,6 +274,19 @@ async function confirmCard(ctx) {
   );
 }
 
+/** Settings → Tools: switch a tool off and on again (each a ledger event). */
+async function toolSwitchRoundTrip(ctx, tool) {
+  const toggle = await ctx.session.waitForElement(css(`tool-toggle-${tool}`), 15_000);
+  await ctx.session.execute(`document.querySelector('[data-testid="tool-toggle-${tool}"]').scrollIntoView({ block: "center" });`);
+  check((await toggle.property("checked")) === true, `${tool} starts switched off`);
+  await toggle.click();
+  await waitFor(async () => (await toggle.property("checked")) === false && (await toggle.enabled()), { message: `${tool} to switch off` });
+  await shot(ctx, "tool-switched-off");
+  await toggle.click();
+  await waitFor(async () => (await toggle.property("checked")) === true && (await toggle.enabled()), { message: `${tool} to switch on` });
+  log(`  ${tool} switched off and on again in Settings → Tools`);
+}
+
 export async function planScenario(ctx) {
   const fake = await fakeFunctionCallingServer([
     () => [{ name: "save_movie", args: { title: "Ronin", year: 1998 } }],
@@ -290,6 +303,7 @@ export async function planScenario(ctx) {
   ]);
   try {
     await addAccount(ctx, { name: "fakecloud", baseUrl: fake.url, key: "sk-e2e-fake", model: "plan-model" });
+    await toolSwitchRoundTrip(ctx, "set_reminder");
     await createPersona(ctx, { name: "Planner", description: "Plans several steps at once" });
     await selectPersona(ctx, "Planner");
     const option = await ctx.session.waitForElement(`[data-testid="model-select"] option[value="fakecloud:plan-model"]`, 15_000);
