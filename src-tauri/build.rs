@@ -38,6 +38,8 @@ fn main() {
         "reject_proposal",
         "get_metadata_service",
         "set_metadata_service",
+        "list_tool_settings",
+        "set_tool_enabled",
         "prefetch_draft",
         "export_profile",
         "import_profile",

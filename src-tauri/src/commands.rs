@@ -10,6 +10,8 @@ use app::{
     UsedItemView, VerifyView,
 };
 use app::{ConstitutionView, HandoverView, ObligationView, SessionEnd, TokenUsageView, WhyView};
+// runtime (#6)
+use app::ToolSettingView;
 use tauri::ipc::Channel;
 use tauri::State;
 
@@ -181,6 +183,17 @@ pub async fn get_metadata_service(state: State<'_, Backend>) -> Reply<MetadataSe
 #[tauri::command]
 pub async fn set_metadata_service(state: State<'_, Backend>, base_url: String, api_key: String) -> Reply<MetadataServiceView> {
     view(engine(&state).await?.set_metadata_service(&base_url, &api_key).await)
+}
+
+/// Settings → Tools: every tool with its on/off state.
+#[tauri::command]
+pub async fn list_tool_settings(state: State<'_, Backend>) -> Reply<Vec<ToolSettingView>> {
+    view(engine(&state).await?.tool_settings().await)
+}
+
+#[tauri::command]
+pub async fn set_tool_enabled(state: State<'_, Backend>, tool: String, enabled: bool) -> Reply<Vec<ToolSettingView>> {
+    view(engine(&state).await?.set_tool_enabled(&tool, enabled).await)
 }
 
 /// A draft being typed: its embedding is computed ahead of the send.

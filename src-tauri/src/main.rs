@@ -98,6 +98,8 @@ fn main() {
             commands::reject_proposal,
             commands::get_metadata_service,
             commands::set_metadata_service,
+            commands::list_tool_settings,
+            commands::set_tool_enabled,
             commands::prefetch_draft,
             commands::export_profile,
             commands::import_profile,

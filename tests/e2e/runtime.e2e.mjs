@@ -6,14 +6,21 @@
 //   3. "delete the movie Inception": the model proposes delete_memory; the
 //      card shows the exact arguments; Confirm → executed once → receipt;
 //   4. "delete all my memories" (deterministic intent) → proposal → Reject;
-//   5. the same again, left to expire → Confirm is refused (CONFIRMATION_EXPIRED).
+//   5. the same again, left to expire → Confirm is refused (CONFIRMATION_EXPIRED);
+//   6. native function calling and multi-step plans, against a local
+//      OpenAI-compatible test server (never a cloud): a persona on that
+//      account gets the tools as `tools`; one function call saves a movie; a
+//      three-step plan runs step 1, shows "Step 2 of 3" on the card, runs the
+//      rest after Confirm; a plan whose last step fails undoes the earlier
+//      steps with their compensating tools.
 //
 // Run with a short confirmation lifetime (test-only variable):
 //   LEDGERMIND_TEST_CONFIRMATION_TTL_SECS=25 E2E_PORT=4470 LEDGERMIND_E2E_SPECS=runtime \
 //     scripts/with-keychain.sh scripts/e2e.sh
 
 import { pathToFileURL } from "node:url";
-import { config, endSession, log, openTab, readMessages, selectPersona, sendAndAwaitReply, shot, startSession, waitForPersona } from "./app.e2e.mjs";
+import { createServer } from "node:http";
+import { addAccount, config, createPersona, endSession, log, openTab, readMessages, selectPersona, sendAndAwaitReply, shot, startSession, waitForPersona } from "./app.e2e.mjs";
 import { sleep, waitFor } from "./webdriver.mjs";
 
 const MODEL_TIMEOUT_MS = 120_000;
@@ -179,11 +186,183 @@ export async function runtimeScenario(ctx) {
   check(personas >= 1, "the persona list is empty: something deleted everything");
 }
 
+// ---- 6. native function calling and plans --------------------------------------
+
+/**
+ * A local OpenAI-compatible server that answers like a function-calling
+ * model: it refuses (in words) when no `tools` were offered, else plays
+ * `script` in order. Each entry gets the request body and returns tool calls
+ * `[{ name, args }]`. Replies stream as server-sent events, the arguments
+ * split in two pieces.
+ */
+async function fakeFunctionCallingServer(script) {
+  const seen = [];
+  const server = createServer((req, res) => {
+    let raw = "";
+    req.on("data", (c) => (raw += c));
+    req.on("end", () => {
+      let body = {};
+      try {
+        body = JSON.parse(raw || "{}");
+      } catch {
+        /* answered below */
+      }
+      seen.push(body);
+      if (req.url.endsWith("/models")) {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ data: [{ id: "plan-model" }] }));
+        return;
+      }
+      const chunk = (delta, finish = null) => `data: ${JSON.stringify({ choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const tools = Array.isArray(body.tools) ? body.tools.map((t) => t.function?.name) : [];
+      const next = tools.length > 0 ? script.shift() : undefined;
+      if (!next) {
+        res.write(chunk({ content: tools.length > 0 ? "Nothing left to do." : "No tools were offered to me." }));
+        res.end(chunk({}, "stop") + "data: [DONE]\n\n");
+        return;
+      }
+      const calls = next(body);
+      calls.forEach((call, index) => {
+        const args = JSON.stringify(call.args);
+        const cut = Math.floor(args.length / 2);
+        res.write(chunk({ tool_calls: [{ index, id: `call_${index}`, type: "function", function: { name: call.name, arguments: args.slice(0, cut) } }] }));
+        res.write(chunk({ tool_calls: [{ index, function: { arguments: args.slice(cut) } }] }));
+      });
+      res.end(chunk({}, "tool_calls") + "data: [DONE]\n\n");
+    });
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  return { server, seen, url: `http://127.0.0.1:${server.address().port}/v1` };
+}
+
+/** The id the prompt lists for a saved item with this title ("- <uuid>: kind \"title\""). */
+function listedId(body, title) {
+  const system = (body.messages ?? []).filter((m) => m.role === "system").map((m) => m.content).join("\n");
+  const pattern = /^- ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}): \w+ "(.*)"$/;
+  for (const line of system.split("\n")) {
+    const m = pattern.exec(line.trim());
+    if (m && m[2] === title) return m[1];
+  }
+  log(`  (the prompt lists no saved item titled ${title})`);
+  return "not-listed";
+}
+
+async function waitForLine(ctx, text, timeout = 30_000) {
+  await waitFor(
+    async () => {
+      const failed = await failedReplies(ctx);
+      if (failed.length > 0) throw new Error(`the reply failed: ${failed.at(-1)}`);
+      const messages = await readMessages(ctx);
+      return messages.some((m) => m.role === "system" && m.text.includes(text)) || null;
+    },
+    { timeout, interval: 100, message: `a chat line with ${JSON.stringify(text)}` },
+  );
+}
+
+async function confirmCard(ctx) {
+  await (await ctx.session.findElement(css("proposal-confirm"))).click();
+  await waitFor(
+    async () => {
+      if ((await count(ctx, css("proposal-error"))) > 0) {
+        const e = await ctx.session.findElement(css("proposal-error"));
+        throw new Error(`confirm refused: ${await e.attribute("data-code")} ${await e.text()}`);
+      }
+      return (await count(ctx, css("proposal-card"))) === 0 || null;
+    },
+    { timeout: 30_000, message: "the card to close after Confirm" },
+  );
+}
+
+/** Settings → Tools: switch a tool off and on again (each a ledger event). */
+async function toolSwitchRoundTrip(ctx, tool) {
+  const toggle = await ctx.session.waitForElement(css(`tool-toggle-${tool}`), 15_000);
+  await ctx.session.execute(`document.querySelector('[data-testid="tool-toggle-${tool}"]').scrollIntoView({ block: "center" });`);
+  check((await toggle.property("checked")) === true, `${tool} starts switched off`);
+  await toggle.click();
+  await waitFor(async () => (await toggle.property("checked")) === false && (await toggle.enabled()), { message: `${tool} to switch off` });
+  await shot(ctx, "tool-switched-off");
+  await toggle.click();
+  await waitFor(async () => (await toggle.property("checked")) === true && (await toggle.enabled()), { message: `${tool} to switch on` });
+  log(`  ${tool} switched off and on again in Settings → Tools`);
+}
+
+export async function planScenario(ctx) {
+  const fake = await fakeFunctionCallingServer([
+    () => [{ name: "save_movie", args: { title: "Ronin", year: 1998 } }],
+    (body) => [
+      { name: "save_note", args: { content: "Plan note kept" } },
+      { name: "delete_memory", args: { item_id: listedId(body, "Ronin") } },
+      { name: "save_note", args: { content: "Plan finished" } },
+    ],
+    () => [
+      { name: "save_note", args: { content: "Plan note undone" } },
+      { name: "remember", args: { fact: "Plan fact undone" } },
+      { name: "delete_memory", args: { item_id: "no-such-item" } },
+    ],
+  ]);
+  try {
+    await addAccount(ctx, { name: "fakecloud", baseUrl: fake.url, key: "sk-e2e-fake", model: "plan-model" });
+    await toolSwitchRoundTrip(ctx, "set_reminder");
+    await createPersona(ctx, { name: "Planner", description: "Plans several steps at once" });
+    await selectPersona(ctx, "Planner");
+    const option = await ctx.session.waitForElement(`[data-testid="model-select"] option[value="fakecloud:plan-model"]`, 15_000);
+    await option.click();
+    await waitFor(async () => (await (await ctx.session.findElement(css("model-select"))).property("value")) === "fakecloud:plan-model", {
+      message: "the persona to use the test server's model",
+    });
+
+    // One native function call.
+    const movie = await commandWithReceipt(ctx, "save the movie Ronin", "save_movie");
+    check(movie.summary.includes("Ronin"), `unexpected summary ${movie.summary}`);
+    const first = fake.seen.at(-1);
+    const offered = (first.tools ?? []).map((t) => t.function.name);
+    log(`  offered as native tools: ${offered.join(", ")} (tool_choice ${first.tool_choice})`);
+    check(offered.includes("save_movie") && !("response_format" in first), "the tools were not offered natively");
+
+    // A three-step plan: step 1 runs, step 2 waits on the card.
+    await send(ctx, "save a note, delete the movie Ronin, then save another note");
+    const card = await ctx.session.waitForElement(css("proposal-card"), 30_000);
+    const step = (await (await card.find(css("proposal-step"))).text()).trim();
+    log(`  plan card: ${step}, ${await card.attribute("data-tool")}`);
+    check(step === "Step 2 of 3", `the card says ${JSON.stringify(step)}`);
+    check((await card.attribute("data-tool")) === "delete_memory", "step 2 is not the delete");
+    await shot(ctx, "plan-step-2-of-3");
+    await confirmCard(ctx);
+    await waitForLine(ctx, "Step 3 of 3");
+    await shot(ctx, "plan-finished");
+    let titles = await savedItems(ctx);
+    log(`  saved items after the plan: ${JSON.stringify(titles)}`);
+    check(!titles.some((t) => t.includes("Ronin")), "Ronin was not deleted by step 2");
+    check(titles.some((t) => t.includes("Plan note kept")) && titles.some((t) => t.includes("Plan finished")), "steps 1 and 3 did not save");
+    await openTab(ctx, "chat");
+
+    // A plan whose last step fails: the earlier steps are undone.
+    await send(ctx, "save a note, remember a fact, then delete the missing item");
+    const failing = await ctx.session.waitForElement(css("proposal-card"), 30_000);
+    check((await (await failing.find(css("proposal-step"))).text()).trim() === "Step 3 of 3", "the failing plan's card is not at step 3 of 3");
+    await (await ctx.session.findElement(css("proposal-confirm"))).click();
+    await waitForLine(ctx, "was undone by");
+    const lines = (await readMessages(ctx)).filter((m) => m.role === "system").at(-1)?.text ?? "";
+    log(`  failure report: ${JSON.stringify(lines)}`);
+    const error = await ctx.session.waitForElement(css("proposal-error"), 15_000);
+    log(`  the card says: ${await error.attribute("data-code")} ${(await error.text()).trim()}`);
+    await shot(ctx, "plan-compensated");
+    await (await ctx.session.findElement(css("proposal-dismiss"))).click();
+    titles = await savedItems(ctx);
+    check(!titles.some((t) => t.includes("Plan note undone") || t.includes("Plan fact undone")), "a failed plan left its earlier steps");
+    await openTab(ctx, "chat");
+  } finally {
+    fake.server.close();
+  }
+}
+
 async function main() {
   const cfg = config();
   const ctx = await startSession(cfg, "runtime");
   try {
     await runtimeScenario(ctx);
+    await planScenario(ctx);
     log("runtime scenario PASSED");
   } catch (error) {
     await shot(ctx, "failure");

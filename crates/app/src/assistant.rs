@@ -10,10 +10,12 @@
 //! or execute → format → audit), every step a `tool_audited` ledger event
 //! and a log line with the call's correlation id.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use ledger::{EventBody, Ledger, MessageRole, Persona};
-use providers::{ChatMessage, CompletionRequest, Role as ChatRole};
+use providers::{ChatMessage, Completion, CompletionRequest, FinishReason, Role as ChatRole, ToolCall, ToolDefinition};
+use runtime::plan::PlanStep;
 use runtime::{
     CallContext, DeterministicIntent, Outcome, Pipeline, PipelineError, Proposal, Role, SystemClock,
     ToolRegistry, ToolSpec,
@@ -27,7 +29,11 @@ use ts_rs::TS;
 use crate::engine::Engine;
 use crate::error::AppError;
 use crate::metadata::MetadataService;
-use crate::tools_exec::{AppTools, LedgerAudit, EXECUTABLE};
+use crate::models::ModelSpec;
+use crate::conversation::Conversations;
+use crate::plans::Plans;
+use runtime::state::{ConversationEvent, ConversationState};
+use crate::tools_exec::{AppTools, LedgerAudit};
 use crate::views::{AppEvent, MessageView, ReceiptView};
 use crate::Result;
 
@@ -57,6 +63,27 @@ pub struct ProposalView {
     pub created_at: String,
     pub expires_at: String,
     pub correlation_id: String,
+    /// Step k of a multi-step plan (1-based), when the call is one.
+    pub step: Option<u32>,
+    /// How many steps that plan has.
+    pub steps: Option<u32>,
+}
+
+/// One tool in Settings → Tools: what it does and whether it is on.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct ToolSettingView {
+    pub name: String,
+    pub description: String,
+    /// "read", "write", "destructive" or "external".
+    pub category: String,
+    pub requires_confirmation: bool,
+    pub enabled: bool,
+}
+
+/// The runtime setting that switches a tool off (absent: on).
+fn tool_setting_key(tool: &str) -> String {
+    format!("tool.{tool}.enabled")
 }
 
 /// What a confirmed (or direct) tool call did.
@@ -68,6 +95,11 @@ pub struct ToolResultView {
     pub summary: String,
     pub correlation_id: String,
     pub receipt: Option<ReceiptView>,
+}
+
+/// The ledger receipt an executor put in its result, if any.
+pub(crate) fn receipt_of(result: &Value) -> Option<ReceiptView> {
+    result.get("receipt").cloned().and_then(|r| serde_json::from_value::<ReceiptView>(r).ok())
 }
 
 fn rfc3339(t: time::OffsetDateTime) -> String {
@@ -84,12 +116,17 @@ impl From<&Proposal> for ProposalView {
             created_at: rfc3339(p.created_at),
             expires_at: rfc3339(p.expires_at),
             correlation_id: p.correlation_id.clone(),
+            step: None,
+            steps: None,
         }
     }
 }
 
 pub(crate) struct Assistant {
-    pipeline: Arc<Pipeline>,
+    ledger: Arc<Ledger>,
+    pub(crate) pipeline: Arc<Pipeline>,
+    pub(crate) plans: Plans,
+    pub(crate) conversations: Conversations,
     tools: Arc<AppTools>,
     pub(crate) metadata: Arc<MetadataService>,
 }
@@ -100,28 +137,38 @@ impl Assistant {
         let handle = Handle::current();
         let metadata = Arc::new(MetadataService::new(ledger.clone()));
         let tools = Arc::new(AppTools::new(ledger.clone(), events, handle.clone(), metadata.clone()));
-        let audit = Arc::new(LedgerAudit::new(ledger, handle));
+        let audit = Arc::new(LedgerAudit::new(ledger.clone(), handle));
         let mut pipeline =
             Pipeline::new(Arc::new(ToolRegistry::builtin()), Arc::new(SystemClock), audit, tools.clone());
         if let Some(secs) = std::env::var(CONFIRMATION_TTL_ENV).ok().and_then(|v| v.parse::<i64>().ok()) {
             tracing::warn!(secs, "confirmation lifetime overridden for tests");
             pipeline = pipeline.with_confirmation_ttl(time::Duration::seconds(secs.max(1)));
         }
-        Self { pipeline: Arc::new(pipeline), tools, metadata }
+        Self {
+            ledger,
+            pipeline: Arc::new(pipeline),
+            plans: Plans::default(),
+            conversations: Conversations::new(Arc::new(SystemClock)),
+            tools,
+            metadata,
+        }
     }
 
     /// Runs one pipeline operation on a blocking thread (the executors and
     /// the audit sink block on the ledger).
-    async fn run<T, F>(&self, persona_id: &str, role: Role, correlation_id: &str, op: F) -> Result<T>
+    pub(crate) async fn run<T, F>(&self, persona_id: &str, role: Role, correlation_id: &str, op: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&Pipeline, &CallContext<'_>) -> T + Send + 'static,
     {
         self.tools.bind(correlation_id, persona_id);
         let pipeline = self.pipeline.clone();
+        // Tools switched off in Settings are refused (TOOL_DISABLED).
+        let disabled = self.disabled_tools().await?;
         let (persona_id, correlation_id) = (persona_id.to_owned(), correlation_id.to_owned());
         tokio::task::spawn_blocking(move || {
-            let ctx = CallContext::new(&persona_id, role, &correlation_id);
+            let enabled = |name: &str| !disabled.contains(name);
+            let ctx = CallContext { enabled: &enabled, ..CallContext::new(&persona_id, role, &correlation_id) };
             op(&pipeline, &ctx)
         })
         .await
@@ -129,7 +176,20 @@ impl Assistant {
     }
 }
 
-fn role_of(persona: &Persona) -> Role {
+impl Assistant {
+    /// The executable tools switched off in Settings.
+    async fn disabled_tools(&self) -> Result<HashSet<String>> {
+        let mut off = HashSet::new();
+        for t in self.pipeline.registry().all().iter().filter(|t| t.executable) {
+            if self.ledger.runtime_setting(&tool_setting_key(&t.name)).await?.as_deref() == Some("false") {
+                off.insert(t.name.clone());
+            }
+        }
+        Ok(off)
+    }
+}
+
+pub(crate) fn role_of(persona: &Persona) -> Role {
     if persona.is_system {
         Role::Ei
     } else {
@@ -166,6 +226,63 @@ fn tool_line(t: &ToolSpec) -> String {
     format!("- {}({}): {}", t.name, args.join(", "), t.description)
 }
 
+/// The instructions for a model with native function calling: the tools
+/// themselves travel as the provider's `tools`.
+fn native_instructions() -> String {
+    "Call one of the offered tools when the user asks for what it does, with the user's own words in its \
+     arguments; otherwise answer in words."
+        .to_owned()
+}
+
+/// The offered tools in the provider's function-calling form, with the
+/// argument schemas of the planner schema (which may narrow them, e.g. the
+/// item ids a delete may name).
+fn native_tools(schema: &Value, tools: &[ToolSpec]) -> Vec<ToolDefinition> {
+    let shapes = schema["anyOf"].as_array().map(Vec::as_slice).unwrap_or_default();
+    tools
+        .iter()
+        .map(|t| {
+            let parameters = shapes
+                .iter()
+                .find(|s| s["properties"]["tool"]["const"] == t.name.as_str())
+                .map_or_else(|| t.args_schema.clone(), |s| s["properties"]["args"].clone());
+            ToolDefinition { name: t.name.clone(), description: t.description.clone(), parameters }
+        })
+        .collect()
+}
+
+/// What a reply's native function calls amount to.
+enum NativeCalls {
+    None,
+    /// One call, as a planner CALL_TOOL object (same pipeline as JSON).
+    One(String),
+    /// Several calls: a multi-step plan, in order.
+    Plan(Vec<PlanStep>),
+}
+
+/// Arguments that are not a JSON object are invalid output (retried, then
+/// LLM_INVALID_JSON).
+fn native_calls(calls: &[ToolCall]) -> Result<NativeCalls> {
+    let parse = |call: &ToolCall| -> Result<Map<String, Value>> {
+        let text = if call.arguments.trim().is_empty() { "{}" } else { call.arguments.as_str() };
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(args)) => Ok(args),
+            Ok(_) => Err(AppError::new("LLM_INVALID_JSON", format!("the model's arguments for {} are not a JSON object", call.name))),
+            Err(e) => Err(AppError::new("LLM_INVALID_JSON", format!("the model's arguments for {} are not JSON: {e}", call.name))),
+        }
+    };
+    match calls {
+        [] => Ok(NativeCalls::None),
+        [call] => {
+            let args = parse(call)?;
+            Ok(NativeCalls::One(serde_json::json!({"action": "CALL_TOOL", "tool": call.name, "args": args}).to_string()))
+        }
+        calls => Ok(NativeCalls::Plan(
+            calls.iter().map(|c| Ok(PlanStep { tool: c.name.clone(), args: parse(c)? })).collect::<Result<_>>()?,
+        )),
+    }
+}
+
 /// The planner's instructions when tools are offered. No example
 /// arguments: a tiny model copies them instead of the user's words.
 fn planner_instructions(tools: &[ToolSpec]) -> String {
@@ -185,7 +302,12 @@ impl Engine {
     /// executable here. Enrichment stays offered without a configured
     /// service, so asking for it gets the clear "configure one" answer.
     pub(crate) async fn offered_tools(&self, persona: &Persona) -> Vec<ToolSpec> {
-        let enabled = |name: &str| EXECUTABLE.contains(&name);
+        let disabled = self.assistant.disabled_tools().await.unwrap_or_else(|e| {
+            // Fail closed: without the settings, offer no tool at all.
+            tracing::warn!(error = %e, "tool settings unreadable; no tools offered");
+            self.assistant.pipeline.registry().all().iter().map(|t| t.name.clone()).collect()
+        });
+        let enabled = |name: &str| !disabled.contains(name);
         self.assistant.pipeline.registry().offered(role_of(persona), &enabled).into_iter().cloned().collect()
     }
 
@@ -253,7 +375,10 @@ impl Engine {
                 keep
             });
         }
-        let mut instructions = planner_instructions(&tools);
+        // A cloud (OpenAI-compatible) model gets the tools through its
+        // native function calling instead of the JSON-object protocol.
+        let native = ModelSpec::parse(&persona.model).is_ok_and(|m| !m.is_local());
+        let mut instructions = if native { native_instructions() } else { planner_instructions(&tools) };
         if !targets.is_empty() && tools.iter().any(|t| TARGETED.contains(&t.name.as_str())) {
             instructions.push_str("\nSaved items (item_id: what):");
             for i in &targets {
@@ -267,27 +392,56 @@ impl Engine {
             }
             None => request.messages.insert(0, ChatMessage { role: ChatRole::System, content: instructions }),
         }
-        request.json_schema = Some(schema);
         request.temperature = PLANNER_TEMPERATURE;
+        if native {
+            request.tools = native_tools(&schema, &tools);
+            request.tool_required = routing.must_call;
+            // Text is the RESPOND message itself and streams as is.
+            return (request, RespondStream::raw());
+        }
+        request.json_schema = Some(schema);
         (request, RespondStream::new())
     }
 
     /// Judges the planner's finished reply. `Err` is a reply that must be
     /// retried (invalid JSON); refused tool calls are answered in words.
+    /// The conversation moves on to TOOL_PROPOSED or RESPONDING.
     pub(crate) async fn settle_planner_reply(
         &self,
         persona: &Persona,
-        text: &str,
+        completion: &Completion,
         streamed: &RespondStream,
-        truncated: bool,
     ) -> Result<Planned> {
+        let planned = self.judge_planner_reply(persona, completion, streamed).await;
+        if planned.is_ok() {
+            self.turn_decided(&persona.id);
+        }
+        planned
+    }
+
+    async fn judge_planner_reply(
+        &self,
+        persona: &Persona,
+        completion: &Completion,
+        streamed: &RespondStream,
+    ) -> Result<Planned> {
+        let truncated = completion.finish == FinishReason::Length;
         let wrapped;
-        let text = if streamed.is_raw() {
+        let text = completion.text.as_str();
+        let text = match native_calls(&completion.tool_calls)? {
+            NativeCalls::Plan(steps) => return self.start_plan(persona, steps).await,
+            // A native function call is the same planner action as a
+            // CALL_TOOL object, and goes through the same pipeline.
+            NativeCalls::One(call) => {
+                wrapped = call;
+                wrapped.as_str()
+            }
             // RESPOND was the only action: the message was asked for directly.
-            wrapped = serde_json::json!({"action": "RESPOND", "message": text.trim()}).to_string();
-            wrapped.as_str()
-        } else {
-            text
+            NativeCalls::None if streamed.is_raw() => {
+                wrapped = serde_json::json!({"action": "RESPOND", "message": text.trim()}).to_string();
+                wrapped.as_str()
+            }
+            NativeCalls::None => text,
         };
         if truncated && streamed.is_respond() {
             // Cut by the token limit mid-message: keep what was said.
@@ -351,7 +505,7 @@ impl Engine {
                 }
             }
             Outcome::Executed { tool, result, summary } => {
-                let receipt = result.get("receipt").cloned().and_then(|r| serde_json::from_value::<ReceiptView>(r).ok());
+                let receipt = receipt_of(&result);
                 self.emit(AppEvent::ToolExecuted {
                     result: ToolResultView {
                         persona_id: persona_id.to_owned(),
@@ -368,7 +522,7 @@ impl Engine {
         }
     }
 
-    async fn post_system(&self, persona_id: &str, content: &str) -> Result<MessageView> {
+    pub(crate) async fn post_system(&self, persona_id: &str, content: &str) -> Result<MessageView> {
         let message_id = uuid::Uuid::now_v7().to_string();
         let receipt = self
             .ledger
@@ -395,32 +549,6 @@ impl Engine {
         Ok(view)
     }
 
-    /// The guard on a user message: `Ok(text)` to use (sanitized when the
-    /// risk is medium), or INPUT_BLOCKED.
-    pub(crate) fn screen_input(&self, content: &str) -> Result<String> {
-        let report = runtime::analyze(content);
-        match report.action {
-            runtime::Action::Allow => {
-                if report.risk_level != runtime::RiskLevel::None {
-                    tracing::info!(risk = ?report.risk_level, findings = report.findings.len(), "guard: allowed");
-                }
-                Ok(content.to_owned())
-            }
-            runtime::Action::Sanitize => {
-                let clean = runtime::sanitize(content);
-                tracing::warn!(risk = ?report.risk_level, findings = ?report.findings.iter().map(|f| f.category).collect::<Vec<_>>(), "guard: input sanitized");
-                if clean.trim().is_empty() {
-                    return Err(blocked(&report));
-                }
-                Ok(clean)
-            }
-            runtime::Action::Block => {
-                tracing::warn!(risk = ?report.risk_level, findings = ?report.findings.iter().map(|f| f.category).collect::<Vec<_>>(), "guard: input blocked");
-                Err(blocked(&report))
-            }
-        }
-    }
-
     /// A deterministic intent (delete all, list all, cancel) answered
     /// without the model. Returns false when the message is not one.
     pub(crate) async fn handle_intent(&self, persona: &Persona, content: &str) -> Result<bool> {
@@ -428,13 +556,22 @@ impl Engine {
         let correlation_id = runtime::pipeline::new_correlation_id();
         tracing::info!(correlation_id, ?intent, "deterministic intent");
         let pid = persona.id.clone();
+        // "cancel" answers a waiting proposal; anything else is a new turn.
+        let answers = intent == DeterministicIntent::Cancel
+            && self.assistant.conversations.state(&pid) == ConversationState::ToolProposed;
+        if answers {
+            self.proposal_answered(&pid, ConversationEvent::Cancel)?;
+        } else {
+            self.turn_started(&pid);
+        }
         let line = match intent {
             DeterministicIntent::Cancel => {
                 let rejected = self.assistant.run(&pid, Role::Human, &correlation_id, |p, ctx| p.reject(ctx)).await?;
+                let plan = self.assistant.plans.cancel(&pid);
                 match rejected {
                     Some(p) => {
                         self.emit(AppEvent::ProposalSettled { persona_id: pid.clone(), nonce: p.nonce.clone(), outcome: "rejected".into() });
-                        format!("Cancelled: `{}` will not run.", p.tool)
+                        rejected_line(&p.tool, plan).replacen("Rejected", "Cancelled", 1)
                     }
                     None => "Nothing to cancel.".to_owned(),
                 }
@@ -451,9 +588,13 @@ impl Engine {
                 }
             }
         };
+        if !answers {
+            self.turn_decided(&pid);
+        }
         if self.ledger.persona(&pid).await.is_ok() {
             self.post_system(&pid, &line).await?;
         }
+        self.turn_delivered(&pid);
         Ok(true)
     }
 
@@ -498,19 +639,38 @@ impl Engine {
 
     pub async fn pending_proposal(&self, persona: &str) -> Result<Option<ProposalView>> {
         let p = self.ledger.find_persona(persona).await?;
-        Ok(self.assistant.pipeline.confirmations().pending(&p.id).as_ref().map(ProposalView::from))
+        let mut view = self.assistant.pipeline.confirmations().pending(&p.id).as_ref().map(ProposalView::from);
+        if let (Some(v), Some((nonce, step, steps))) = (view.as_mut(), self.assistant.plans.waiting(&p.id)) {
+            if v.nonce == nonce {
+                v.step = u32::try_from(step).ok();
+                v.steps = u32::try_from(steps).ok();
+            }
+        }
+        Ok(view)
     }
 
     /// Confirms with the one-time nonce: the call runs exactly once, and
     /// its result (with the ledger receipt) is returned and posted.
     pub async fn confirm_proposal(&self, persona: &str, nonce: &str) -> Result<ToolResultView> {
         let p = self.ledger.find_persona(persona).await?;
+        // Only a conversation waiting for this very proposal may run it;
+        // a stale nonce is answered by the confirmation book below.
+        let current = self.assistant.pipeline.confirmations().pending(&p.id).is_some_and(|x| x.nonce == nonce);
+        if current {
+            self.proposal_answered(&p.id, ConversationEvent::Confirmed)?;
+        }
+        if self.assistant.plans.awaiting(&p.id).as_deref() == Some(nonce) {
+            return self.confirm_plan_step(&p, nonce).await;
+        }
         let correlation_id = runtime::pipeline::new_correlation_id();
         let nonce_owned = nonce.to_owned();
         let outcome = self
             .assistant
             .run(&p.id, Role::Human, &correlation_id, move |pl, ctx| pl.confirm(ctx, &nonce_owned))
             .await?;
+        if current {
+            self.action_ended(&p.id, outcome.is_ok());
+        }
         let outcome = match outcome {
             Ok(o) => o,
             Err(e) => {
@@ -522,6 +682,7 @@ impl Engine {
                         self.post_system(&p.id, &refusal(&e)).await?;
                     }
                 }
+                self.turn_delivered(&p.id);
                 return Err(e.into());
             }
         };
@@ -529,24 +690,30 @@ impl Engine {
         let Outcome::Executed { tool, result, summary } = outcome else {
             return Err(AppError::new("TOOL_FAILED", "the confirmed call did not run"));
         };
-        let receipt = result.get("receipt").cloned().and_then(|r| serde_json::from_value::<ReceiptView>(r).ok());
+        let receipt = receipt_of(&result);
         let view = ToolResultView { persona_id: p.id.clone(), tool, summary: summary.clone(), correlation_id, receipt };
         self.emit(AppEvent::ToolExecuted { result: view.clone() });
         // "Delete all" may have erased this very conversation.
         if self.ledger.persona(&p.id).await.is_ok() {
             self.post_system(&p.id, &summary).await?;
         }
+        self.turn_delivered(&p.id);
         Ok(view)
     }
 
     /// Rejects the pending proposal (if any).
     pub async fn reject_proposal(&self, persona: &str) -> Result<bool> {
         let p = self.ledger.find_persona(persona).await?;
+        if self.assistant.pipeline.confirmations().pending(&p.id).is_some() {
+            self.proposal_answered(&p.id, ConversationEvent::Rejected)?;
+        }
         let correlation_id = runtime::pipeline::new_correlation_id();
         let rejected = self.assistant.run(&p.id, Role::Human, &correlation_id, |pl, ctx| pl.reject(ctx)).await?;
+        let plan = self.assistant.plans.cancel(&p.id);
         let Some(prop) = rejected else { return Ok(false) };
         self.emit(AppEvent::ProposalSettled { persona_id: p.id.clone(), nonce: prop.nonce.clone(), outcome: "rejected".into() });
-        self.post_system(&p.id, &format!("Rejected: `{}` will not run.", prop.tool)).await?;
+        self.post_system(&p.id, &rejected_line(&prop.tool, plan)).await?;
+        self.turn_delivered(&p.id);
         Ok(true)
     }
 
@@ -560,6 +727,41 @@ impl Engine {
         self.assistant.metadata.configure(base_url, api_key).await
     }
 
+    /// Every executable tool with its on/off state (Settings → Tools).
+    pub async fn tool_settings(&self) -> Result<Vec<ToolSettingView>> {
+        let disabled = self.assistant.disabled_tools().await?;
+        Ok(self
+            .assistant
+            .pipeline
+            .registry()
+            .all()
+            .iter()
+            .filter(|t| t.executable)
+            .map(|t| ToolSettingView {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                category: serde_json::to_value(t.category).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+                requires_confirmation: t.requires_confirmation,
+                enabled: !disabled.contains(&t.name),
+            })
+            .collect())
+    }
+
+    /// Switches a tool on or off: an off tool is not offered to any model
+    /// and a call to it is refused with TOOL_DISABLED. Recorded in the
+    /// ledger as a runtime setting.
+    pub async fn set_tool_enabled(&self, tool: &str, enabled: bool) -> Result<Vec<ToolSettingView>> {
+        let known = self.assistant.pipeline.registry().get(tool).is_some_and(|t| t.executable);
+        if !known {
+            return Err(AppError::new("TOOL_UNKNOWN", format!("there is no tool named `{tool}`")));
+        }
+        let value = (!enabled).then(|| "false".to_owned());
+        let receipt = self.ledger.append(ledger::HUMAN_ENTITY, EventBody::RuntimeSettingSet { key: tool_setting_key(tool), value }).await?;
+        self.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
+        tracing::info!(tool, enabled, "tool setting changed");
+        self.tool_settings().await
+    }
+
     /// The registry as offered to a persona (for the CLI and tests).
     pub async fn tools_for(&self, persona: &str) -> Result<Vec<String>> {
         let p = self.ledger.find_persona(persona).await?;
@@ -567,18 +769,14 @@ impl Engine {
     }
 }
 
-fn blocked(report: &runtime::GuardReport) -> AppError {
-    let mut cats: Vec<String> = report
-        .findings
-        .iter()
-        .map(|f| serde_json::to_value(f.category).ok().and_then(|v| v.as_str().map(|s| s.replace('_', " "))).unwrap_or_default())
-        .collect();
-    cats.sort();
-    cats.dedup();
-    AppError::new(
-        "INPUT_BLOCKED",
-        format!("This message was not sent: it looks like a prompt-injection attempt ({}). Rephrase it and try again.", cats.join(", ")),
-    )
+/// "Rejected: `tool` will not run." (and the rest of its plan, if any).
+fn rejected_line(tool: &str, plan: Option<(usize, usize)>) -> String {
+    match plan {
+        Some((step, total)) => {
+            format!("Rejected: step {step} of {total} (`{tool}`) will not run, nor the rest of the plan.")
+        }
+        None => format!("Rejected: `{tool}` will not run."),
+    }
 }
 
 fn refusal(e: &PipelineError) -> String {

@@ -80,7 +80,13 @@ pub(crate) async fn run_worker(engine: Arc<Engine>, mut shutdown: watch::Receive
 async fn process(engine: &Arc<Engine>, item: QueueItem) {
     let outcome = match item.kind.as_str() {
         REPLY_KIND => match serde_json::from_value::<ReplyJob>(item.body.clone()) {
-            Ok(job) => reply(engine, &item, &job).await,
+            Ok(job) => {
+                let replied = reply(engine, &item, &job).await;
+                if replied.is_err() {
+                    engine.turn_failed(&job.persona_id);
+                }
+                replied
+            }
             Err(e) => Err(Failure::Final(AppError::invalid(format!("unreadable job: {e}")))),
         },
         crate::extraction::EXTRACT_KIND => crate::extraction::run(engine, &item).await,
@@ -154,6 +160,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     if persona.archived {
         return Err(Failure::Final(ledger::LedgerError::PersonaArchived(persona.name).into()));
     }
+    engine.turn_started(&persona.id);
     let history = engine.ledger.messages(&persona.id, Some(HISTORY)).await.map_err(|e| Failure::Retry(e.into()))?;
     let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
     let provider = engine.provider_for(&spec).await.map_err(Failure::Final)?;
@@ -211,7 +218,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         return Err(Failure::Final(ProviderError::Cancelled.into()));
     }
     let planned = engine
-        .settle_planner_reply(&persona, &completion.text, &stream, completion.finish == FinishReason::Length)
+        .settle_planner_reply(&persona, &completion, &stream)
         .await
         .map_err(Failure::Retry)?;
     let (content, role) = (planned.content, planned.role);
@@ -253,6 +260,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     record_timing(engine, item, retrieval, [called, first_token.unwrap_or(generated), generated, committed], completion.completion_tokens);
     engine.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
     engine.emit(AppEvent::ReplyFinished { request_id: item.id.clone(), message });
+    engine.turn_delivered(&persona.id);
     if let Ok(p) = engine.ledger.persona(&persona.id).await {
         engine.emit(AppEvent::PersonaChanged { persona: p.into() });
     }

@@ -315,7 +315,7 @@ impl Engine {
         if p.archived {
             return Err(ledger::LedgerError::PersonaArchived(p.name).into());
         }
-        let screened = self.screen_input(content)?;
+        let screened = self.screen_input(content).await?;
         let content = screened.as_str();
         let message_id = uuid::Uuid::now_v7().to_string();
         let body = EventBody::MessageAdded {

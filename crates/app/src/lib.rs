@@ -19,11 +19,16 @@ mod office;
 mod paths;
 mod prompt;
 mod queue_control;
+// runtime (#6): the guard on typed and imported text
+mod screening;
+mod plans;
+mod conversation;
 mod vault;
 mod tools_exec;
 mod views;
 
-pub use assistant::{ProposalView, ToolResultView, CONFIRMATION_TTL_ENV};
+pub use assistant::{ProposalView, ToolResultView, ToolSettingView, CONFIRMATION_TTL_ENV};
+pub use screening::{ConversationImport, ImportScreening};
 pub use chat::ReplyTiming;
 pub use engine::{Engine, EngineConfig};
 pub use items::ItemView;

@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::engine::Engine;
 use crate::error::AppError;
 use crate::paths::DataDir;
+use crate::screening::ConversationImport;
 use crate::Result;
 
 pub use memory::{EmbedProgress, ImportReport, RecallSettings};
@@ -277,17 +278,25 @@ impl Engine {
     /// row is validated first (nothing is written if one is bad), then the
     /// messages are appended in signed batches and keyword-indexed at once.
     /// Embeddings follow in the background (see [`Engine::embed_progress`]).
-    pub async fn import_conversation(&self, persona: &str, file: &Path) -> Result<ImportReport> {
+    /// Every row's text passes the prompt-injection guard before it is
+    /// stored (see `screening`): flagged parts are removed, high-risk rows
+    /// are left out and named in the result.
+    pub async fn import_conversation(&self, persona: &str, file: &Path) -> Result<ConversationImport> {
         let p = self.ledger.find_persona(persona).await?;
         if p.archived {
             return Err(ledger::LedgerError::PersonaArchived(p.name).into());
         }
-        let report = memory::import_file(&self.ledger, &self.memory, &p, file, &|done, total| {
+        let bytes = tokio::fs::read(file)
+            .await
+            .map_err(|e| MemoryError::BadFile(format!("cannot read {}: {e}", file.display())))?;
+        let rows = memory::parse_conversation(&bytes, &p.name)?;
+        let (rows, guard) = self.screen_imported_rows(rows).await?;
+        let report = memory::import_rows(&self.ledger, &self.memory, &p, rows, &|done, total| {
             tracing::info!(done, total, "importing");
         })
         .await?;
         self.emit(crate::views::AppEvent::PersonaChanged { persona: self.ledger.persona(&p.id).await?.into() });
-        Ok(report)
+        Ok(ConversationImport { report, guard })
     }
 
     /// Embeds everything not embedded yet, now (when the model is loaded);

@@ -112,10 +112,11 @@ impl MetadataService {
             }
             match req.send().await {
                 Ok(resp) if resp.status().is_success() => {
-                    let data: Value = resp
+                    let mut data: Value = resp
                         .json()
                         .await
                         .map_err(|e| ToolError::Failed(format!("the metadata service sent unreadable data: {e}")))?;
+                    self.screen(tool, correlation_id, &mut data).await?;
                     return Ok(json!({"message": summary(&data), "metadata": data}));
                 }
                 Ok(resp) if resp.status().as_u16() == 404 => {
@@ -134,6 +135,49 @@ impl MetadataService {
             tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
         }
         Err(last)
+    }
+}
+
+impl MetadataService {
+    /// The metadata service's answer is outside text that is shown, stored
+    /// and indexed (so it can reach a prompt): every string in it passes the
+    /// injection guard. Medium risk: the flagged parts are removed; high:
+    /// the answer is refused. Either is a `guard_flagged` event.
+    async fn screen(&self, tool: &str, correlation_id: &str, data: &mut Value) -> Result<(), ToolError> {
+        let mut worst: Option<runtime::GuardReport> = None;
+        let mut blocked = false;
+        for_each_string(data, &mut |text| {
+            let (report, kept) = crate::screening::screen_imported_text(text);
+            if report.action == runtime::Action::Allow {
+                return;
+            }
+            match kept {
+                Some(clean) => *text = clean,
+                None => blocked = true,
+            }
+            if worst.as_ref().is_none_or(|w| report.risk_level > w.risk_level) {
+                worst = Some(report);
+            }
+        });
+        let Some(report) = worst else { return Ok(()) };
+        tracing::warn!(correlation_id, tool, risk = ?report.risk_level, "guard: metadata answer flagged");
+        let draft = crate::screening::flagged(correlation_id, crate::screening::SOURCE_METADATA, Some(tool), &report);
+        self.ledger.append_drafts(vec![draft]).await.map_err(|e| ToolError::Failed(e.to_string()))?;
+        if blocked {
+            return Err(ToolError::Failed(
+                "the metadata service's answer looks like a prompt-injection attempt; it was not used".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn for_each_string(v: &mut Value, f: &mut dyn FnMut(&mut String)) {
+    match v {
+        Value::String(s) => f(s),
+        Value::Array(items) => items.iter_mut().for_each(|i| for_each_string(i, f)),
+        Value::Object(map) => map.values_mut().for_each(|i| for_each_string(i, f)),
+        _ => {}
     }
 }
 

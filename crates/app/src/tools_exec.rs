@@ -19,26 +19,6 @@ use tokio::sync::broadcast;
 use crate::metadata::MetadataService;
 use crate::views::{AppEvent, ReceiptView};
 
-/// Tools that have an executor in the app (the others in the registry are
-/// office affordances that the app does not run yet).
-pub(crate) const EXECUTABLE: &[&str] = &[
-    "save_note",
-    "save_movie",
-    "save_tv_show",
-    "save_video",
-    "save_link",
-    "enrich_movie",
-    "enrich_tv_show",
-    "enrich_video",
-    "search_items",
-    "delete_memory",
-    "delete_all_memories",
-    "remember",
-    "forget",
-    "bookmark",
-    "set_reminder",
-];
-
 /// Longest title kept for an item (longer text stays in its data).
 const TITLE_CHARS: usize = 80;
 /// Items listed in a search result's message.
@@ -111,6 +91,8 @@ impl AppTools {
         self.emit(AppEvent::ItemsChanged {});
         Ok(json!({
             "message": format!("Saved {} “{title}”.", kind_label(kind)),
+            // What `delete_memory` needs to undo this save (plan compensation).
+            "undo_args": {"item_id": item_id},
             "item_id": item_id,
             "receipt": receipt_json(receipt),
         }))

@@ -81,10 +81,20 @@ pub async fn import(ctx: &Ctx, args: ImportArgs) -> ExitCode {
     if args.json {
         return print_json(&report);
     }
+    let (guard, report) = (&report.guard, &report.report);
     println!(
         "imported {} messages ({} already present) in {:.0} ms: {:.0} messages/s",
         report.imported, report.skipped, report.millis, report.messages_per_second
     );
+    if !guard.sanitized.is_empty() || !guard.blocked.is_empty() {
+        eprintln!(
+            "injection guard ({}): {} sanitized, {} left out: {}",
+            guard.correlation_id,
+            guard.sanitized.len(),
+            guard.blocked.len(),
+            guard.blocked.join(", ")
+        );
+    }
     let status = ctx.engine.memory_status();
     if status.starts_with("keyword") {
         eprintln!("note: {status}");

@@ -102,6 +102,18 @@ pub enum EventBody {
     /// PII removed before text went to a cloud provider (kinds and
     /// placeholders only, never the removed values).
     PiiScrubbed { correlation_id: String, provider: String, removed: Vec<String>, withheld_messages: u32 },
+    /// The prompt-injection guard sanitized or blocked a text: `source` is
+    /// where it came from ("input", "import", "metadata"), `subject` names
+    /// it there (an imported row's id); categories only, never the text.
+    GuardFlagged {
+        correlation_id: String,
+        source: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        subject: Option<String>,
+        risk_level: String,
+        action: String,
+        categories: Vec<String>,
+    },
     /// A runtime setting (e.g. the metadata service URL); None clears it.
     RuntimeSettingSet {
         key: String,
@@ -287,6 +299,7 @@ impl EventBody {
             Self::ItemDeleted { .. } => "item_deleted",
             Self::ToolAudited { .. } => "tool_audited",
             Self::PiiScrubbed { .. } => "pii_scrubbed",
+            Self::GuardFlagged { .. } => "guard_flagged",
             Self::RuntimeSettingSet { .. } => "runtime_setting_set",
             Self::ReminderSet { .. } => "reminder_set",
             Self::ReminderDone { .. } => "reminder_done",

@@ -184,7 +184,7 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
                 .await
                 .map_err(LedgerError::Save)?;
         }
-        EventBody::ToolAudited { .. } | EventBody::PiiScrubbed { .. } => {}
+        EventBody::ToolAudited { .. } | EventBody::PiiScrubbed { .. } | EventBody::GuardFlagged { .. } => {}
         EventBody::RuntimeSettingSet { key, value } => {
             match value {
                 Some(v) => sqlx::query("INSERT OR REPLACE INTO runtime_settings (key, value, seq) VALUES (?, ?, ?)")

@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 
-use crate::{Completion, CompletionRequest, FinishReason, Provider, ProviderError, TokenSink};
+use crate::{
+    Completion, CompletionRequest, FinishReason, Provider, ProviderError, TokenSink, ToolCall,
+};
 
 /// One scripted answer.
 #[derive(Debug, Clone)]
@@ -17,6 +19,9 @@ pub enum ScriptStep {
     Reply(String),
     /// Fail the call with this error.
     Error(ProviderError),
+    /// Answer with these native function calls and no text (what an
+    /// OpenAI-compatible server does when offered `tools`).
+    ToolCalls(Vec<ToolCall>),
 }
 
 /// Answers with its script in order; once the script is used up every call
@@ -128,6 +133,16 @@ impl Provider for ScriptedProvider {
         let text = match step {
             Some(ScriptStep::Reply(text)) => text,
             Some(ScriptStep::Error(e)) => return Err(e),
+            Some(ScriptStep::ToolCalls(tool_calls)) => {
+                return Ok(Completion {
+                    text: String::new(),
+                    prompt_tokens: u32::try_from(prompt_tokens).unwrap_or(u32::MAX),
+                    completion_tokens: 1,
+                    finish: FinishReason::Stop,
+                    first_token_ms: None,
+                    tool_calls,
+                })
+            }
             None => return Err(ProviderError::Unavailable("script exhausted".into())),
         };
         let mut out = String::new();
@@ -156,6 +171,7 @@ impl Provider for ScriptedProvider {
             completion_tokens: u32::try_from(count).unwrap_or(u32::MAX),
             finish,
             first_token_ms,
+            tool_calls: Vec::new(),
         })
     }
 }

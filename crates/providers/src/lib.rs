@@ -64,6 +64,25 @@ impl CancelFlag {
     }
 }
 
+/// A function the model may call (native function calling).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// A function call the model made (native function calling).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call (may be empty).
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model wrote them: JSON text, not yet validated.
+    pub arguments: String,
+}
+
 #[derive(Debug, Clone)]
 pub struct CompletionRequest {
     pub messages: Vec<ChatMessage>,
@@ -75,6 +94,12 @@ pub struct CompletionRequest {
     /// The local engine enforces it with a grammar; HTTP adapters pass it as
     /// `response_format` and the caller validates.
     pub json_schema: Option<serde_json::Value>,
+    /// Functions offered through the provider's native function calling
+    /// (HTTP adapters send them as `tools`; the local engine uses
+    /// `json_schema` instead and ignores them).
+    pub tools: Vec<ToolDefinition>,
+    /// With `tools`: the model must call one (`tool_choice: "required"`).
+    pub tool_required: bool,
     pub cancel: CancelFlag,
 }
 
@@ -86,6 +111,8 @@ impl CompletionRequest {
             max_tokens: 256,
             temperature: 0.7,
             json_schema: None,
+            tools: Vec::new(),
+            tool_required: false,
             cancel: CancelFlag::default(),
         }
     }
@@ -107,6 +134,9 @@ pub struct Completion {
     pub finish: FinishReason,
     /// Milliseconds from the call to the first streamed token, as the engine saw it.
     pub first_token_ms: Option<f64>,
+    /// Native function calls, in order (empty unless `tools` were offered).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
 }
 
 /// Receives streamed text pieces, in order. Dropped receivers are ignored.

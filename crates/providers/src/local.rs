@@ -424,6 +424,7 @@ impl LocalEngine {
             completion_tokens: u32::try_from(generated).unwrap_or(u32::MAX),
             finish,
             first_token_ms,
+            tool_calls: Vec::new(),
         })
     }
 }
@@ -477,6 +478,7 @@ fn cancelled_empty_with(prompt_tokens: usize) -> Completion {
         completion_tokens: 0,
         finish: FinishReason::Cancelled,
         first_token_ms: None,
+        tool_calls: Vec::new(),
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::{
     CancelFlag, Completion, CompletionRequest, FinishReason, Provider, ProviderError, Role,
-    TokenSink,
+    TokenSink, ToolCall,
 };
 
 /// Longest server message kept in an error.
@@ -170,6 +170,30 @@ impl OpenAiCompatible {
                 "type": "json_schema",
                 "json_schema": {"name": "response", "schema": schema},
             });
+        }
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "type": "function",
+                        "function": {
+                            "name": t.name,
+                            "description": t.description,
+                            "parameters": t.parameters,
+                        },
+                    })
+                })
+                .collect();
+            body["tools"] = Value::Array(tools);
+            body["tool_choice"] = json!(if request.tool_required {
+                "required"
+            } else {
+                "auto"
+            });
+            // One planner action per reply.
+            body["parallel_tool_calls"] = json!(false);
         }
         body
     }
@@ -346,6 +370,7 @@ impl OpenAiCompatible {
             text: state.text,
             finish,
             first_token_ms: state.first_token_ms,
+            tool_calls: state.tool_calls,
         })
     }
 
@@ -408,6 +433,11 @@ impl OpenAiCompatible {
                     state.push(piece, sink);
                 }
             }
+            if let Some(calls) = choice.pointer("/delta/tool_calls").and_then(Value::as_array) {
+                for call in calls {
+                    state.tool_call_delta(call);
+                }
+            }
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
                 state.finish = Some(finish_reason(reason));
             }
@@ -441,11 +471,17 @@ impl OpenAiCompatible {
             .get("choices")
             .and_then(|c| c.get(0))
             .ok_or_else(malformed)?;
-        let text = choice
-            .pointer("/message/content")
-            .and_then(Value::as_str)
-            .ok_or_else(malformed)?
-            .to_string();
+        let tool_calls: Vec<ToolCall> = choice
+            .pointer("/message/tool_calls")
+            .and_then(Value::as_array)
+            .map(|calls| calls.iter().filter_map(whole_tool_call).collect())
+            .unwrap_or_default();
+        let text = match choice.pointer("/message/content") {
+            Some(Value::String(t)) => t.clone(),
+            // A reply that only calls functions has no content.
+            Some(Value::Null) | None if !tool_calls.is_empty() => String::new(),
+            _ => return Err(malformed()),
+        };
         let mut state = StreamState::new(started);
         if !text.is_empty() {
             state.push(&text, sink);
@@ -465,8 +501,24 @@ impl OpenAiCompatible {
                 .unwrap_or(FinishReason::Stop),
             first_token_ms: state.first_token_ms,
             text: state.text,
+            tool_calls,
         })
     }
+}
+
+/// A complete `{id, function: {name, arguments}}` (non-streamed reply).
+fn whole_tool_call(call: &Value) -> Option<ToolCall> {
+    let function = call.get("function")?;
+    Some(ToolCall {
+        id: call.get("id").and_then(Value::as_str).unwrap_or_default().to_string(),
+        name: function.get("name").and_then(Value::as_str)?.to_string(),
+        arguments: match function.get("arguments") {
+            Some(Value::String(a)) => a.clone(),
+            // Some servers send the arguments as an object.
+            Some(v @ Value::Object(_)) => v.to_string(),
+            _ => String::new(),
+        },
+    })
 }
 
 struct StreamState {
@@ -479,6 +531,8 @@ struct StreamState {
     prompt_tokens: Option<u32>,
     completion_tokens: Option<u32>,
     first_token_ms: Option<f64>,
+    /// Native function calls, assembled from their streamed pieces.
+    tool_calls: Vec<ToolCall>,
 }
 
 impl StreamState {
@@ -493,7 +547,49 @@ impl StreamState {
             prompt_tokens: None,
             completion_tokens: None,
             first_token_ms: None,
+            tool_calls: Vec::new(),
         }
+    }
+
+    /// One streamed piece of a function call: the first names it (`id`,
+    /// `function.name`), later ones append to `function.arguments`; pieces
+    /// of different calls are told apart by `index`.
+    fn tool_call_delta(&mut self, delta: &Value) {
+        let index = delta
+            .get("index")
+            .and_then(Value::as_u64)
+            .and_then(|i| usize::try_from(i).ok())
+            .unwrap_or(self.tool_calls.len().saturating_sub(1));
+        // A server that numbers calls sparsely must not make us allocate.
+        if index > self.tool_calls.len() || index >= 64 {
+            return;
+        }
+        if index == self.tool_calls.len() {
+            self.tool_calls.push(ToolCall {
+                id: String::new(),
+                name: String::new(),
+                arguments: String::new(),
+            });
+        }
+        let call = &mut self.tool_calls[index];
+        if let Some(id) = delta.get("id").and_then(Value::as_str) {
+            call.id = id.to_string();
+        }
+        if let Some(f) = delta.get("function") {
+            // Usually whole in the first piece; some servers repeat it.
+            if let Some(name) = f.get("name").and_then(Value::as_str) {
+                if call.name != name {
+                    call.name.push_str(name);
+                }
+            }
+            if let Some(args) = f.get("arguments").and_then(Value::as_str) {
+                call.arguments.push_str(args);
+            }
+        }
+        if self.first_token_ms.is_none() {
+            self.first_token_ms = Some(self.started.elapsed().as_secs_f64() * 1000.0);
+        }
+        self.pieces = self.pieces.saturating_add(1);
     }
 
     fn push(&mut self, piece: &str, sink: Option<&TokenSink>) {
@@ -534,6 +630,7 @@ fn cancelled_empty() -> Completion {
         completion_tokens: 0,
         finish: FinishReason::Cancelled,
         first_token_ms: None,
+        tool_calls: Vec::new(),
     }
 }
 

@@ -231,6 +231,17 @@ impl ConfirmationBook {
         Some(p)
     }
 
+    /// A new message set the pending proposal aside: it is retired as
+    /// superseded (a later confirmation says so) and returned.
+    pub fn supersede(&self, conversation_id: &str) -> Option<Proposal> {
+        let now = self.clock.now();
+        let mut book = self.lock();
+        let p = book.pending.remove(conversation_id)?;
+        let fate = if p.expires_at <= now { Fate::Expired } else { Fate::Superseded };
+        book.retire(&p, fate);
+        Some(p)
+    }
+
     /// The pending, unexpired proposal of a conversation, for display.
     pub fn pending(&self, conversation_id: &str) -> Option<Proposal> {
         let now = self.clock.now();
@@ -306,6 +317,15 @@ mod tests {
         assert!(book.pending("c1").is_none());
         assert_eq!(book.take("c1", &p.nonce), Err(ConfirmError::Expired));
         assert_eq!(book.take("c1", &p.nonce), Err(ConfirmError::Expired));
+    }
+
+    #[test]
+    fn a_proposal_set_aside_by_a_new_message_is_refused_as_superseded() {
+        let (_, book) = book();
+        let p = book.propose("c", "forget", json!({"item_id": "a"}), "corr").proposal;
+        assert_eq!(book.supersede("c").map(|x| x.nonce), Some(p.nonce.clone()));
+        assert_eq!(book.take("c", &p.nonce), Err(ConfirmError::Superseded));
+        assert!(book.supersede("c").is_none(), "nothing left to set aside");
     }
 
     #[test]

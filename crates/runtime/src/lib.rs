@@ -32,7 +32,7 @@ pub mod tools;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use confirm::{ConfirmError, ConfirmationBook, Proposal};
-pub use guard::{analyze, sanitize, Action, Category, Finding, GuardReport, RiskLevel};
+pub use guard::{analyze, analyze_document, sanitize, sanitize_document, Action, Category, Finding, GuardReport, RiskLevel};
 pub use intents::{detect_intent, DeterministicIntent};
 pub use output::{validate_output, ExpectedFormat, OutputPolicy, OutputViolation};
 pub use pii::{classify, prepare_for_cloud, scrub, DataClass, PiiKind, Removal, Scrubbed};

@@ -169,10 +169,22 @@ struct Hit {
     kind: PiiKind,
 }
 
+/// Ids the app itself writes (UUIDs, e.g. saved items listed in a prompt):
+/// their digit groups can look like phone numbers, but they are not PII and
+/// must reach the model intact.
+static UUID: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+});
+
 fn collect(text: &str) -> Vec<Hit> {
+    let ids: Vec<(usize, usize)> = UUID
+        .as_ref()
+        .map(|r| r.find_iter(text).map(|m| (m.start(), m.end())).collect())
+        .unwrap_or_default();
     let mut hits: Vec<Hit> = Vec::new();
     let mut add = |start: usize, end: usize, kind: PiiKind| {
-        if !hits.iter().any(|h| start < h.end && h.start < end) {
+        let in_id = ids.iter().any(|&(s, e)| start < e && s < end);
+        if !in_id && !hits.iter().any(|h| start < h.end && h.start < end) {
             hits.push(Hit { start, end, kind });
         }
     };
@@ -420,6 +432,19 @@ pub fn prepare_for_cloud(text: &str) -> Result<Scrubbed, CloudRefusal> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn item_ids_are_not_mistaken_for_phone_numbers() {
+        // All-digit groups, as UUIDs sometimes have.
+        let listed = "- 01937125-1234-7567-8901-234567890123: movie \"Ronin\"";
+        assert_eq!(scrub(listed).text, listed);
+        assert!(scrub(listed).removed.is_empty());
+        // A real number next to an id is still removed.
+        let both = "call 98765-4321 about 01937125-1234-7567-8901-234567890123";
+        let s = scrub(both);
+        assert!(!s.text.contains("98765-4321"), "{}", s.text);
+        assert!(s.text.contains("01937125-1234-7567-8901-234567890123"), "{}", s.text);
+    }
 
     #[test]
     fn check_digit_validators() {

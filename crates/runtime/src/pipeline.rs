@@ -55,6 +55,8 @@ pub enum Step {
     Execute,
     Compensate,
     Format,
+    /// Where a multi-step plan stands after one of its steps.
+    Plan,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -305,7 +307,7 @@ impl Pipeline {
         &self.confirmations
     }
 
-    fn audit(
+    pub(crate) fn audit(
         &self,
         ctx: &CallContext<'_>,
         step: Step,

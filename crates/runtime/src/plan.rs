@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use thiserror::Error;
 
-use crate::pipeline::{CallContext, Outcome, Pipeline, PipelineError};
+use crate::pipeline::{CallContext, Outcome, Pipeline, PipelineError, Step};
 
 pub const MAX_PLAN_STEPS: usize = 5;
 
@@ -68,6 +68,8 @@ pub enum StepOutcome {
     /// A step failed; earlier steps were compensated.
     Failed {
         step: usize,
+        /// The failure's error code (`TOOL_FAILED`, `CONFIRMATION_EXPIRED`…).
+        code: &'static str,
         error: String,
         compensations: Vec<Compensation>,
     },
@@ -122,6 +124,16 @@ impl PlanRun {
         &self.status
     }
 
+    /// The nonce of the step waiting for the user's confirmation.
+    pub fn awaiting(&self) -> Option<&str> {
+        self.awaiting.as_deref()
+    }
+
+    /// The step the plan is at (1-based) and the number of steps.
+    pub fn position(&self) -> (usize, usize) {
+        ((self.next + 1).min(self.steps.len()), self.steps.len())
+    }
+
     /// (steps done, total).
     pub fn progress(&self) -> (usize, usize) {
         (self.completed.len(), self.steps.len())
@@ -161,7 +173,37 @@ impl PlanRun {
         Ok(self.settle(pipeline, ctx, self.next, result))
     }
 
+    /// Records where the plan stands after step `i` (a `plan` audit step).
     fn settle(
+        &mut self,
+        pipeline: &Pipeline,
+        ctx: &CallContext<'_>,
+        i: usize,
+        result: Result<Outcome, PipelineError>,
+    ) -> StepOutcome {
+        let outcome = self.settle_step(pipeline, ctx, i, result);
+        let tool = self.steps.get(i).map(|s| s.tool.as_str());
+        let total = self.steps.len();
+        let detail = match &outcome {
+            StepOutcome::Done { .. } => format!("step {} of {total} done", i + 1),
+            StepOutcome::NeedsConfirmation { .. } => {
+                format!("step {} of {total} waits for confirmation", i + 1)
+            }
+            StepOutcome::Failed {
+                error,
+                compensations,
+                ..
+            } => format!(
+                "step {} of {total} failed ({error}); {} earlier step(s) compensated",
+                i + 1,
+                compensations.len()
+            ),
+        };
+        pipeline.audit(ctx, Step::Plan, tool, detail);
+        outcome
+    }
+
+    fn settle_step(
         &mut self,
         pipeline: &Pipeline,
         ctx: &CallContext<'_>,
@@ -201,6 +243,7 @@ impl PlanRun {
                 let compensations = self.compensate(pipeline, ctx);
                 StepOutcome::Failed {
                     step: i + 1,
+                    code: e.code(),
                     error: e.to_string(),
                     compensations,
                 }
@@ -398,6 +441,42 @@ mod tests {
                 .count(),
             2
         );
+        let plan_steps: Vec<String> = audit
+            .records()
+            .iter()
+            .filter(|a| a.step == Step::Plan)
+            .map(|a| a.detail.clone())
+            .collect();
+        assert_eq!(plan_steps.len(), 4, "{plan_steps:?}");
+        assert_eq!(plan_steps[0], "step 1 of 4 done");
+        assert!(
+            plan_steps[3].starts_with("step 4 of 4 failed") && plan_steps[3].ends_with("3 earlier step(s) compensated"),
+            "{plan_steps:?}"
+        );
         assert_eq!(plan.status(), &PlanStatus::Failed);
+    }
+
+    #[test]
+    fn position_and_awaiting_follow_the_plan() {
+        let exec = Arc::new(Recorder::default());
+        let (p, _) = pipeline(exec);
+        let ctx = CallContext::new("c", Role::Persona, "corr");
+        let mut plan = PlanRun::new(vec![
+            step("save_note", json!({"content": "a"})),
+            step("forget", json!({"item_id": "old"})),
+        ])
+        .unwrap();
+        assert_eq!((plan.position(), plan.awaiting()), ((1, 2), None));
+        plan.advance(&p, &ctx).unwrap();
+        let StepOutcome::NeedsConfirmation { outcome: Outcome::Proposed { proposal, .. }, .. } =
+            plan.advance(&p, &ctx).unwrap()
+        else {
+            panic!("expected a proposal")
+        };
+        assert_eq!(plan.position(), (2, 2));
+        assert_eq!(plan.awaiting(), Some(proposal.nonce.as_str()));
+        plan.confirm(&p, &ctx, &proposal.nonce).unwrap();
+        assert_eq!((plan.position(), plan.awaiting()), ((2, 2), None));
+        assert_eq!(plan.status(), &PlanStatus::Completed);
     }
 }

@@ -111,6 +111,12 @@ fn reject<S: std::fmt::Debug, E: std::fmt::Debug>(
 /// already running cannot be abandoned, so its timeout is reported to the
 /// user as a failure (RESPONDING). An IDLE timeout is the session's
 /// inactivity expiry and stays IDLE.
+///
+/// Two transitions beyond seed 003's table, both needed by the product:
+/// a new message while a proposal waits (TOOL_PROPOSED → PROCESSING_INTENT:
+/// the waiting proposal is set aside, "one pending proposal per
+/// conversation"), and the next step of a multi-step plan waiting for its
+/// own confirmation (EXECUTING → TOOL_PROPOSED).
 pub fn next_conversation_state(
     from: ConversationState,
     event: ConversationEvent,
@@ -118,7 +124,8 @@ pub fn next_conversation_state(
     use ConversationEvent as E;
     use ConversationState as S;
     let to = match (from, event) {
-        (S::Idle | S::AwaitingInput, E::UserMessage) => S::ProcessingIntent,
+        (S::Idle | S::AwaitingInput | S::ToolProposed, E::UserMessage) => S::ProcessingIntent,
+        (S::Executing, E::ActionProposed) => S::ToolProposed,
         (S::ProcessingIntent, E::ActionProposed) => S::ToolProposed,
         (S::ProcessingIntent, E::ReplyReady) => S::Responding,
         (S::ProcessingIntent, E::NeedInput) => S::AwaitingInput,
@@ -284,6 +291,8 @@ mod tests {
             (CS::ToolProposed, CE::Rejected, CS::Responding),
             (CS::ToolProposed, CE::Cancel, CS::Responding),
             (CS::ToolProposed, CE::Timeout, CS::Idle),
+            (CS::ToolProposed, CE::UserMessage, CS::ProcessingIntent),
+            (CS::Executing, CE::ActionProposed, CS::ToolProposed),
             (CS::Executing, CE::ActionFinished, CS::Responding),
             (CS::Executing, CE::ActionFailed, CS::Responding),
             (CS::Executing, CE::Timeout, CS::Responding),
@@ -309,7 +318,7 @@ mod tests {
                 valid += usize::from(got.is_some());
             }
         }
-        assert_eq!(valid, 19);
+        assert_eq!(valid, 21);
     }
 
     #[test]

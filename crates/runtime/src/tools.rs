@@ -44,6 +44,10 @@ pub struct ToolSpec {
     pub compensating_tool: Option<String>,
     /// 0.0–1.0; the office requires a simulation above 0.7.
     pub risk: f32,
+    /// A built-in executor runs it now. False for affordances whose
+    /// executor is not built yet (documents, the office's governance
+    /// tools): they are never offered to a model.
+    pub executable: bool,
 }
 
 /// Maximum characters in any free-text tool argument.
@@ -83,6 +87,7 @@ struct Def {
     rate: u32,
     compensating: Option<&'static str>,
     risk: f32,
+    executable: bool,
 }
 
 const ALL_ROLES: &[Role] = &[Role::Human, Role::Ei, Role::Persona];
@@ -110,6 +115,7 @@ fn builtin_defs() -> Vec<Def> {
     vec![
         Def {
             name: "save_note",
+            executable: true,
             description: "Save a free-text note to memory.",
             schema: obj(json!({"content": text(MAX_TEXT, "The note")}), &["content"]),
             category: Write,
@@ -120,6 +126,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "save_movie",
+            executable: true,
             description: "Save a movie to the user's list.",
             schema: save_media("movie"),
             category: Write,
@@ -130,6 +137,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "save_tv_show",
+            executable: true,
             description: "Save a TV show to the user's list.",
             schema: save_media("TV show"),
             category: Write,
@@ -140,6 +148,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "save_video",
+            executable: true,
             description: "Save an online video by URL.",
             schema: obj(
                 json!({"url": uri("Video URL"), "title": text(200, "Video title")}),
@@ -153,6 +162,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "save_link",
+            executable: true,
             description: "Save a web link with an optional description.",
             schema: obj(
                 json!({"url": uri("Link URL"), "description": text(1000, "What it is")}),
@@ -166,6 +176,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "enrich_movie",
+            executable: true,
             description: "Look up movie metadata from the configured metadata provider.",
             schema: enrich_media("movie"),
             category: External,
@@ -176,6 +187,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "enrich_tv_show",
+            executable: true,
             description: "Look up TV show metadata from the configured metadata provider.",
             schema: enrich_media("TV show"),
             category: External,
@@ -186,6 +198,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "enrich_video",
+            executable: true,
             description: "Look up video metadata from the configured metadata provider.",
             schema: obj(json!({"url": uri("Video URL")}), &["url"]),
             category: External,
@@ -196,6 +209,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "search_items",
+            executable: true,
             description: "Search saved items; without a query, list everything.",
             schema: obj(
                 json!({"query": text(500, "Search text"),
@@ -210,6 +224,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "delete_memory",
+            executable: true,
             description: "Delete one saved item by id.",
             schema: obj(
                 json!({"item_id": id("Id of the item to delete")}),
@@ -223,6 +238,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "delete_all_memories",
+            executable: true,
             description: "Delete every memory. Only the human may ask for this.",
             schema: obj(json!({}), &[]),
             category: Destructive,
@@ -233,6 +249,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "search_documents",
+            executable: false,
             description: "Search imported documents; answers cite passages.",
             schema: obj(
                 json!({"query": text(500, "Search text"),
@@ -247,6 +264,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "remember",
+            executable: true,
             description: "Remember a fact about the user.",
             schema: obj(
                 json!({"fact": text(1000, "The fact"), "topic": text(100, "Topic")}),
@@ -260,6 +278,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "forget",
+            executable: true,
             description: "Erase a remembered item's content (the ledger keeps its hash).",
             schema: obj(
                 json!({"item_id": id("Id of the item to forget")}),
@@ -273,6 +292,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "bookmark",
+            executable: true,
             description: "Bookmark a ledger event or message.",
             schema: obj(
                 json!({"target_id": id("Event or message id"), "label": text(200, "Label")}),
@@ -286,6 +306,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "set_reminder",
+            executable: true,
             description: "Create an obligation with a deadline.",
             schema: obj(
                 json!({"text": text(500, "What to remember"),
@@ -301,6 +322,7 @@ fn builtin_defs() -> Vec<Def> {
         // The office affordances (seed 000).
         Def {
             name: "submit",
+            executable: false,
             description: "Submit a signed intent; returns a receipt or an ErrorToken.",
             schema: obj(
                 json!({"intent": text(200, "Intent kind"),
@@ -315,6 +337,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "query",
+            executable: false,
             description: "Query the ledger projection.",
             schema: obj(
                 json!({"question": text(500, "What to look up")}),
@@ -328,6 +351,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "verify",
+            executable: false,
             description: "Verify the ledger chain and signatures.",
             schema: obj(json!({}), &[]),
             category: Read,
@@ -338,6 +362,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "sign",
+            executable: false,
             description: "Sign a statement with the persona's key.",
             schema: obj(
                 json!({"statement": text(2000, "Text to sign")}),
@@ -351,6 +376,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "log_reasoning",
+            executable: false,
             description: "Record the reasoning behind a decision.",
             schema: obj(
                 json!({"reasoning": text(MAX_TEXT, "Reasoning")}),
@@ -364,6 +390,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "write_note",
+            executable: false,
             description: "Write a working note for a later session.",
             schema: obj(json!({"content": text(MAX_TEXT, "The note")}), &["content"]),
             category: Write,
@@ -374,6 +401,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "request_clarification",
+            executable: false,
             description: "Ask the user a clarifying question.",
             schema: obj(
                 json!({"question": text(500, "The question")}),
@@ -387,6 +415,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "simulate",
+            executable: false,
             description: "Simulate an action against a copy of the state before doing it.",
             schema: obj(
                 json!({"tool": text(64, "Tool to simulate"),
@@ -423,6 +452,7 @@ impl ToolRegistry {
                 rate_limit_per_minute: d.rate,
                 compensating_tool: d.compensating.map(str::to_owned),
                 risk: d.risk,
+                executable: d.executable,
             })
             .collect();
         Self { tools }
@@ -441,12 +471,13 @@ impl ToolRegistry {
         &self.tools
     }
 
-    /// The tools offered to `role` now: allowed for the role and enabled in
-    /// the user's settings (the feature-flag filter of seed 003 §3.1).
+    /// The tools offered to `role` now: executable, allowed for the role
+    /// and enabled in the user's settings (the feature-flag filter of seed
+    /// 003 §3.1).
     pub fn offered(&self, role: Role, settings_enabled: &dyn Fn(&str) -> bool) -> Vec<&ToolSpec> {
         self.tools
             .iter()
-            .filter(|t| t.allowed_roles.contains(&role) && settings_enabled(&t.name))
+            .filter(|t| t.executable && t.allowed_roles.contains(&role) && settings_enabled(&t.name))
             .collect()
     }
 
@@ -588,12 +619,16 @@ mod tests {
         let reg = ToolRegistry::builtin();
         let persona = reg.offered(Role::Persona, &|_| true);
         assert!(persona.iter().all(|t| t.name != "delete_all_memories"));
-        assert!(persona.iter().any(|t| t.name == "sign"));
+        assert!(persona.iter().any(|t| t.name == "save_movie"));
+        // Affordances without an executor yet are never offered.
+        assert!(reg.get("sign").is_some_and(|t| !t.executable));
+        assert!(persona.iter().all(|t| t.executable && t.name != "sign" && t.name != "search_documents"));
         let human = reg.offered(Role::Human, &|name| !name.starts_with("enrich_"));
         assert!(human.iter().any(|t| t.name == "delete_all_memories"));
         assert!(human
             .iter()
             .all(|t| !t.name.starts_with("enrich_") && t.name != "sign"));
+        assert_eq!(reg.all().iter().filter(|t| t.executable).count(), 15);
     }
 
     #[test]

@@ -30,7 +30,7 @@ async fn a_reply_prompt_carries_an_old_relevant_message_beyond_the_history() {
     let ada = h.engine.create_persona("Ada", "A friend").await.expect("create");
     let file = write_conversation(&h, "ada", "Ada", "My grandmother Ingrid grew up in Bergen by the harbour");
     let report = h.engine.import_conversation("Ada", &file).await.expect("import");
-    assert_eq!(report.imported, 60);
+    assert_eq!(report.report.imported, 60);
 
     let mut rx = h.engine.subscribe();
     h.engine.send_message("Ada", "Do you remember where my grandmother grew up?").await.expect("send");

@@ -363,3 +363,144 @@ async fn lists_models() {
     assert_eq!(models, vec!["llama3.2:1b", "qwen2.5:0.5b"]);
     assert!(srv.requests()[0].starts_with("GET /v1/models "));
 }
+
+// ----- native function calling (runtime, issue #6) -----
+
+fn save_movie_tool() -> providers::ToolDefinition {
+    providers::ToolDefinition {
+        name: "save_movie".into(),
+        description: "Save a movie".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"title": {"type": "string"}, "year": {"type": "integer"}},
+            "required": ["title"],
+            "additionalProperties": false,
+        }),
+    }
+}
+
+fn tool_delta(index: u64, id: Option<&str>, name: Option<&str>, args: &str) -> String {
+    let mut call = json!({"index": index, "function": {"arguments": args}});
+    if let Some(id) = id {
+        call["id"] = json!(id);
+        call["type"] = json!("function");
+    }
+    if let Some(name) = name {
+        call["function"]["name"] = json!(name);
+    }
+    json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]}).to_string()
+}
+
+#[tokio::test]
+async fn tools_are_offered_and_streamed_tool_call_deltas_are_assembled() {
+    let events = vec![
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": null}, "finish_reason": null}]})
+            .to_string(),
+        tool_delta(0, Some("call_1"), Some("save_movie"), ""),
+        tool_delta(0, None, None, "{\"title\":"),
+        tool_delta(0, None, None, "\"Heat\",\"ye"),
+        tool_delta(0, None, None, "ar\":1995}"),
+        finish("tool_calls"),
+        server::usage(30, 12),
+        "[DONE]".to_string(),
+    ];
+    let srv = serve(vec![sse(&events, Duration::from_millis(2))]).await;
+    let mut req = request();
+    req.tools = vec![save_movie_tool()];
+    req.tool_required = true;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let c = provider(&srv.base_url)
+        .complete(req, Some(tx))
+        .await
+        .expect("completion");
+    assert_eq!(c.text, "", "a tool call is not text");
+    assert!(rx.try_recv().is_err(), "nothing streamed as text");
+    assert_eq!(c.finish, FinishReason::Stop);
+    assert_eq!(
+        c.tool_calls,
+        vec![providers::ToolCall {
+            id: "call_1".into(),
+            name: "save_movie".into(),
+            arguments: "{\"title\":\"Heat\",\"year\":1995}".into(),
+        }]
+    );
+    let body = server::body_of(&srv.requests()[0]);
+    assert_eq!(body["tools"][0]["type"], "function");
+    assert_eq!(body["tools"][0]["function"]["name"], "save_movie");
+    assert_eq!(
+        body["tools"][0]["function"]["parameters"]["required"],
+        json!(["title"])
+    );
+    assert_eq!(body["tool_choice"], "required");
+    assert_eq!(body["parallel_tool_calls"], json!(false));
+    assert!(body.get("response_format").is_none());
+}
+
+#[tokio::test]
+async fn interleaved_calls_are_kept_apart_and_text_still_streams() {
+    let events = vec![
+        delta("Sure. "),
+        tool_delta(0, Some("a"), Some("save_movie"), "{\"title\":\"Heat\"}"),
+        tool_delta(1, Some("b"), Some("save_movie"), "{\"title\":"),
+        tool_delta(1, None, Some("save_movie"), "\"Ronin\"}"),
+        finish("tool_calls"),
+        "[DONE]".to_string(),
+    ];
+    let srv = serve(vec![sse(&events, Duration::from_millis(1))]).await;
+    let mut req = request();
+    req.tools = vec![save_movie_tool()];
+    let c = provider(&srv.base_url).complete(req, None).await.expect("completion");
+    assert_eq!(c.text, "Sure. ");
+    let calls: Vec<(&str, &str, &str)> = c
+        .tool_calls
+        .iter()
+        .map(|t| (t.id.as_str(), t.name.as_str(), t.arguments.as_str()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("a", "save_movie", "{\"title\":\"Heat\"}"),
+            ("b", "save_movie", "{\"title\":\"Ronin\"}"),
+        ],
+        "a repeated name is not doubled"
+    );
+    let body = server::body_of(&srv.requests()[0]);
+    assert_eq!(body["tool_choice"], "auto");
+}
+
+#[tokio::test]
+async fn a_non_streamed_reply_with_tool_calls_and_null_content_is_parsed() {
+    let body = json!({
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "c9", "type": "function",
+                "function": {"name": "save_movie", "arguments": "{\"title\":\"Heat\"}"}}]
+        }}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 3}
+    })
+    .to_string();
+    let srv = serve(vec![Reply::Raw(raw(200, "", &body))]).await;
+    let mut req = request();
+    req.tools = vec![save_movie_tool()];
+    let c = provider(&srv.base_url).complete(req, None).await.expect("completion");
+    assert_eq!(c.text, "");
+    assert_eq!(c.tool_calls.len(), 1);
+    assert_eq!(c.tool_calls[0].name, "save_movie");
+    assert_eq!(c.tool_calls[0].arguments, "{\"title\":\"Heat\"}");
+    // Without tools or content the reply is still malformed.
+    let bad = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null}}]}).to_string();
+    let srv = serve(vec![Reply::Raw(raw(200, "", &bad))]).await;
+    assert!(matches!(
+        provider(&srv.base_url).complete(request(), None).await,
+        Err(ProviderError::Http { .. })
+    ));
+}
+
+#[tokio::test]
+async fn no_tools_means_no_tools_field() {
+    let srv = serve(vec![ok_stream(&["hi"])]).await;
+    let c = provider(&srv.base_url).complete(request(), None).await.expect("completion");
+    assert!(c.tool_calls.is_empty());
+    let body = server::body_of(&srv.requests()[0]);
+    assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+}

@@ -11,6 +11,7 @@ import type { ImportView } from "../bindings/ImportView";
 import type { EventView } from "../bindings/EventView";
 import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
+import type { ToolSettingView } from "../bindings/ToolSettingView";
 import type { ProposalView } from "../bindings/ProposalView";
 import type { ToolResultView } from "../bindings/ToolResultView";
 import type { MemoryView } from "../bindings/MemoryView";
@@ -102,6 +103,10 @@ export interface Backend {
   getMetadataService(): Promise<MetadataServiceView>;
   /** `set_metadata_service`: an empty URL removes it; an empty key keeps the stored one. */
   setMetadataService(baseUrl: string, apiKey: string): Promise<MetadataServiceView>;
+  /** `list_tool_settings`: every tool with its on/off state. */
+  listToolSettings(): Promise<ToolSettingView[]>;
+  /** `set_tool_enabled`: an off tool is not offered to models and is refused. */
+  setToolEnabled(tool: string, enabled: boolean): Promise<ToolSettingView[]>;
   // ---- memory (#4) ----
   /** `list_memories`: all of them, or only what `personaId` may see (its groups). */
   listMemories(personaId: string | null, includeSuperseded: boolean): Promise<MemoryView[]>;

@@ -10,6 +10,7 @@ import type { ExportView } from "../bindings/ExportView";
 import type { ImportView } from "../bindings/ImportView";
 import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
+import type { ToolSettingView } from "../bindings/ToolSettingView";
 import type { ProposalView } from "../bindings/ProposalView";
 import type { ToolResultView } from "../bindings/ToolResultView";
 import type { MessageRole } from "../bindings/MessageRole";
@@ -392,6 +393,23 @@ export class MockBackend implements Backend {
 
   async getMetadataService(): Promise<MetadataServiceView> {
     return { ...this.metadata };
+  }
+
+  private tools: ToolSettingView[] = [
+    { name: "save_note", description: "Save a note.", category: "write", requires_confirmation: false, enabled: true },
+    { name: "save_movie", description: "Save a movie.", category: "write", requires_confirmation: false, enabled: true },
+    { name: "delete_all_memories", description: "Delete every saved item.", category: "destructive", requires_confirmation: true, enabled: true },
+  ];
+
+  async listToolSettings(): Promise<ToolSettingView[]> {
+    return this.tools.map((t) => ({ ...t }));
+  }
+
+  async setToolEnabled(tool: string, enabled: boolean): Promise<ToolSettingView[]> {
+    const t = this.tools.find((x) => x.name === tool);
+    if (!t) throw new BackendError({ code: "TOOL_UNKNOWN", message: `there is no tool named \`${tool}\`` });
+    t.enabled = enabled;
+    return this.listToolSettings();
   }
 
   async setMetadataService(baseUrl: string, apiKey: string): Promise<MetadataServiceView> {

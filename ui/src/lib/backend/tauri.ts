@@ -10,6 +10,7 @@ import type { CheckpointView } from "../bindings/CheckpointView";
 import type { EventView } from "../bindings/EventView";
 import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
+import type { ToolSettingView } from "../bindings/ToolSettingView";
 import type { ProposalView } from "../bindings/ProposalView";
 import type { ToolResultView } from "../bindings/ToolResultView";
 import type { MemoryView } from "../bindings/MemoryView";
@@ -147,6 +148,12 @@ export class TauriBackend implements Backend {
   }
   setMetadataService(baseUrl: string, apiKey: string) {
     return call<MetadataServiceView>("set_metadata_service", { baseUrl, apiKey });
+  }
+  listToolSettings() {
+    return call<ToolSettingView[]>("list_tool_settings");
+  }
+  setToolEnabled(tool: string, enabled: boolean) {
+    return call<ToolSettingView[]>("set_tool_enabled", { tool, enabled });
   }
 
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {

@@ -7,4 +7,12 @@ export type ProposalView = { persona_id: string, nonce: string, tool: string,
 /**
  * The exact arguments, as pretty JSON.
  */
-args: string, created_at: string, expires_at: string, correlation_id: string, };
+args: string, created_at: string, expires_at: string, correlation_id: string, 
+/**
+ * Step k of a multi-step plan (1-based), when the call is one.
+ */
+step: number | null, 
+/**
+ * How many steps that plan has.
+ */
+steps: number | null, };

@@ -317,6 +317,7 @@ export const en = {
   "nav.items": "Saved items",
   "runtime.proposal.title": "Confirm this action: {tool}",
   "runtime.proposal.args": "Exact arguments",
+  "runtime.proposal.step": "Step {step} of {steps}",
   "runtime.proposal.expiresIn": "Expires in {time}",
   "runtime.proposal.expired": "Expired — confirming now will be refused; ask again",
   "runtime.proposal.confirm": "Confirm",
@@ -353,6 +354,16 @@ export const en = {
   "runtime.metadata.save": "Save",
   "runtime.metadata.saved": "Metadata service saved.",
   "runtime.metadata.removed": "Metadata service removed.",
+  "runtime.tools.heading": "Tools",
+  "runtime.tools.intro": "What your personas may do. A tool switched off is never offered to a model, and a call to it is refused.",
+  "runtime.tools.loading": "Loading tools…",
+  "runtime.tools.asksFirst": "asks first",
+  "runtime.tools.category.read": "reads",
+  "runtime.tools.category.write": "writes",
+  "runtime.tools.category.destructive": "deletes",
+  "runtime.tools.category.external": "online",
+  "runtime.tools.on": "{tool} switched on.",
+  "runtime.tools.off": "{tool} switched off.",
 } as const;
 
 export type MessageKey = keyof typeof en;

@@ -318,6 +318,7 @@ export const ptBR: Record<MessageKey, string> = {
   // runtime (issue #6)
   "nav.items": "Itens salvos",
   "runtime.proposal.title": "Confirme esta ação: {tool}",
+  "runtime.proposal.step": "Etapa {step} de {steps}",
   "runtime.proposal.args": "Argumentos exatos",
   "runtime.proposal.expiresIn": "Expira em {time}",
   "runtime.proposal.expired": "Expirou — confirmar agora será recusado; peça de novo",
@@ -355,4 +356,14 @@ export const ptBR: Record<MessageKey, string> = {
   "runtime.metadata.save": "Salvar",
   "runtime.metadata.saved": "Serviço de metadados salvo.",
   "runtime.metadata.removed": "Serviço de metadados removido.",
+  "runtime.tools.heading": "Ferramentas",
+  "runtime.tools.intro": "O que suas personas podem fazer. Uma ferramenta desligada nunca é oferecida a um modelo, e uma chamada a ela é recusada.",
+  "runtime.tools.loading": "Carregando ferramentas…",
+  "runtime.tools.asksFirst": "pede confirmação",
+  "runtime.tools.category.read": "lê",
+  "runtime.tools.category.write": "grava",
+  "runtime.tools.category.destructive": "apaga",
+  "runtime.tools.category.external": "online",
+  "runtime.tools.on": "{tool} ligada.",
+  "runtime.tools.off": "{tool} desligada.",
 };

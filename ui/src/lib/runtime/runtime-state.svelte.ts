@@ -1,11 +1,12 @@
 //! The runtime's side of the UI: tool proposals waiting for Confirm /
 //! Reject, the results (with ledger receipts) of executed tool calls, the
-//! Saved items list, and the metadata service setting.
+//! Saved items list, the metadata service setting and the per-tool switches.
 
 import { errorMessage, toBackendError, type Backend } from "../backend";
 import type { AppEvent } from "../bindings/AppEvent";
 import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
+import type { ToolSettingView } from "../bindings/ToolSettingView";
 import type { ProposalView } from "../bindings/ProposalView";
 import type { ToolResultView } from "../bindings/ToolResultView";
 import type { Notices } from "../app/notices.svelte";
@@ -40,6 +41,9 @@ export class RuntimeState {
   itemsError = $state<string | null>(null);
 
   metadata = $state<MetadataServiceView | null>(null);
+  tools = $state<ToolSettingView[]>([]);
+  /** The tool whose switch is being saved. */
+  toolBusy = $state<string | null>(null);
 
   private itemsRequest = 0;
 
@@ -72,7 +76,11 @@ export class RuntimeState {
 
   private addResult(result: ToolResultView): void {
     const list = (this.results[result.persona_id] ??= []);
-    if (list.some((r) => r.result.correlation_id === result.correlation_id)) return;
+    // The same call arrives twice (its event and Confirm's answer); the steps
+    // of one plan share a correlation id but not a receipt.
+    const same = (r: ToolResultView) =>
+      r.correlation_id === result.correlation_id && r.tool === result.tool && (r.receipt?.seq ?? null) === (result.receipt?.seq ?? null);
+    if (list.some((r) => same(r.result))) return;
     this.results[result.persona_id].push({ result, afterSeq: this.lastSeq(result.persona_id) });
   }
 
@@ -148,6 +156,29 @@ export class RuntimeState {
       this.metadata = await this.backend.getMetadataService();
     } catch (error) {
       this.notices.push("error", errorMessage(error));
+    }
+  }
+
+  async loadTools(): Promise<void> {
+    try {
+      this.tools = await this.backend.listToolSettings();
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
+    }
+  }
+
+  /** Switches a tool on or off; on failure the list keeps the stored state. */
+  async setToolEnabled(tool: string, enabled: boolean): Promise<boolean> {
+    if (this.toolBusy) return false;
+    this.toolBusy = tool;
+    try {
+      this.tools = await this.backend.setToolEnabled(tool, enabled);
+      return true;
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
+      return false;
+    } finally {
+      this.toolBusy = null;
     }
   }
 

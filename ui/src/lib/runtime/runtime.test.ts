@@ -5,8 +5,10 @@ import ChatView from "../chat/ChatView.svelte";
 import { startApp } from "../testing/harness";
 import type { ProposalView } from "../bindings/ProposalView";
 
-function proposal(personaId: string, expiresInMs = 300_000): ProposalView {
+function proposal(personaId: string, expiresInMs = 300_000, step: [number, number] | null = null): ProposalView {
   return {
+    step: step ? step[0] : null,
+    steps: step ? step[1] : null,
     persona_id: personaId,
     nonce: "n1",
     tool: "delete_all_memories",
@@ -70,6 +72,21 @@ describe("runtime in the chat", () => {
     expect(screen.queryByTestId("proposal-card")).not.toBeInTheDocument();
   });
 
+  it("offers only Dismiss after a confirmed call failed (its nonce is spent)", async () => {
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const ei = app.selectedId!;
+    render(ChatView, { context });
+    backend.emit({ type: "tool_proposed", proposal: proposal(ei, 300_000, [3, 3]) });
+    vi.spyOn(backend, "confirmProposal").mockRejectedValue(
+      new BackendError({ code: "TOOL_FAILED", message: "`delete_memory` failed: no saved item has this id" }),
+    );
+    await fireEvent.click(await screen.findByTestId("proposal-confirm"));
+    expect(await screen.findByTestId("proposal-error")).toHaveAttribute("data-code", "TOOL_FAILED");
+    expect(screen.queryByTestId("proposal-confirm")).not.toBeInTheDocument();
+    await fireEvent.click(screen.getByTestId("proposal-dismiss"));
+    expect(screen.queryByTestId("proposal-card")).not.toBeInTheDocument();
+  });
+
   it("rejects with Escape from the card's buttons", async () => {
     const { app, backend, context } = await startApp({ autoReply: false });
     const ei = app.selectedId!;
@@ -81,5 +98,69 @@ describe("runtime in the chat", () => {
     await fireEvent.keyDown(button, { key: "Escape" });
     expect(reject).toHaveBeenCalledWith(ei);
     await vi.waitFor(() => expect(screen.queryByTestId("proposal-card")).not.toBeInTheDocument());
+  });
+});
+
+describe("multi-step plans", () => {
+  it("shows step k of n on a plan's proposal card, and nothing for a single call", async () => {
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const ei = app.selectedId!;
+    render(ChatView, { context });
+    backend.emit({ type: "tool_proposed", proposal: proposal(ei, 300_000, [2, 3]) });
+    expect(await screen.findByTestId("proposal-step")).toHaveTextContent("Step 2 of 3");
+    backend.emit({ type: "tool_proposed", proposal: { ...proposal(ei), nonce: "n2" } });
+    await vi.waitFor(() => expect(screen.queryByTestId("proposal-step")).not.toBeInTheDocument());
+    expect(screen.getByTestId("proposal-card")).toBeInTheDocument();
+  });
+});
+
+describe("plan results", () => {
+  it("shows one card per plan step, and a call announced twice once", async () => {
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const ei = app.selectedId!;
+    render(ChatView, { context });
+    const receipt = (seq: number) => ({
+      seq,
+      event_id: `e${seq}`,
+      kind: "item_saved",
+      action_hash: "aa",
+      state_before: "bb",
+      state_after: "cc",
+      signer: "dd",
+      signature: "ee",
+    });
+    const step = (seq: number) => ({ persona_id: ei, tool: "save_note", summary: `Saved note ${seq}.`, correlation_id: "plan", receipt: receipt(seq) });
+    backend.emit({ type: "tool_executed", result: step(1) });
+    backend.emit({ type: "tool_executed", result: step(2) });
+    backend.emit({ type: "tool_executed", result: step(2) });
+    await vi.waitFor(() => expect(screen.getAllByTestId("tool-result")).toHaveLength(2));
+  });
+});
+
+describe("tools in Settings", () => {
+  it("lists the tools and switches one off and on again", async () => {
+    const { backend, context } = await startApp({ autoReply: false });
+    const ToolsPanel = (await import("./ToolsPanel.svelte")).default;
+    render(ToolsPanel, { context });
+    const toggle = (await screen.findByTestId("tool-toggle-save_movie")) as HTMLInputElement;
+    expect(toggle.checked).toBe(true);
+    expect(screen.getByTestId("tools-panel")).toHaveTextContent("asks first");
+    const set = vi.spyOn(backend, "setToolEnabled");
+    await fireEvent.click(toggle);
+    expect(set).toHaveBeenCalledWith("save_movie", false);
+    await vi.waitFor(() => expect((screen.getByTestId("tool-toggle-save_movie") as HTMLInputElement).checked).toBe(false));
+    expect((await backend.listToolSettings()).find((t) => t.name === "save_movie")?.enabled).toBe(false);
+    await fireEvent.click(screen.getByTestId("tool-toggle-save_movie"));
+    expect(set).toHaveBeenLastCalledWith("save_movie", true);
+  });
+
+  it("shows the stored state again when switching is refused", async () => {
+    const { backend, context } = await startApp({ autoReply: false });
+    const ToolsPanel = (await import("./ToolsPanel.svelte")).default;
+    render(ToolsPanel, { context });
+    const toggle = (await screen.findByTestId("tool-toggle-save_note")) as HTMLInputElement;
+    vi.spyOn(backend, "setToolEnabled").mockRejectedValue(new BackendError({ code: "STORAGE_SAVE_FAILED", message: "disk full" }));
+    await fireEvent.click(toggle);
+    await vi.waitFor(() => expect(toggle.checked).toBe(true));
   });
 });

@@ -1,0 +1,195 @@
+//! The conversation state machine in the app (issue #6, seed 003 §1.2):
+//! IDLE → PROCESSING_INTENT → TOOL_PROPOSED / RESPONDING → EXECUTING …,
+//! one machine per conversation, driven by the real flow: a reply job
+//! starting, the planner's verdict, the reply being delivered, Confirm,
+//! Reject and the deterministic intents. The table lives in
+//! `runtime::state`; a transition it does not allow is rejected (the state
+//! stays) and logged, and Confirm / Reject are refused when the
+//! conversation is not waiting for them.
+//!
+//! Timeouts: the waiting states (IDLE, AWAITING_INPUT, TOOL_PROPOSED) expire
+//! by the seed's timeouts whenever the conversation is next touched. The
+//! working states (PROCESSING_INTENT, EXECUTING, RESPONDING) are bounded by
+//! the reply queue instead (its attempts, cancellation and retry limits):
+//! abandoning a reply the model is still writing would lose it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use runtime::state::{Conversation, ConversationEvent as Ev, ConversationState as St, InvalidTransition};
+use runtime::Clock;
+
+use crate::engine::Engine;
+use crate::error::AppError;
+use crate::views::AppEvent;
+use crate::Result;
+
+pub(crate) struct Conversations {
+    clock: Arc<dyn Clock>,
+    map: Mutex<HashMap<String, Conversation>>,
+}
+
+impl Conversations {
+    pub(crate) fn new(clock: Arc<dyn Clock>) -> Self {
+        Self { clock, map: Mutex::new(HashMap::new()) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Conversation>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn with<T>(&self, id: &str, f: impl FnOnce(&mut Conversation, time::OffsetDateTime) -> T) -> T {
+        let now = self.clock.now();
+        let mut map = self.lock();
+        let c = map.entry(id.to_owned()).or_insert_with(|| Conversation::new(now));
+        if matches!(c.state(), St::Idle | St::AwaitingInput | St::ToolProposed) {
+            let from = c.state();
+            if let Some(to) = c.tick(now) {
+                if from != to {
+                    tracing::info!(persona = id, ?from, ?to, "conversation timed out");
+                }
+            }
+        }
+        f(c, now)
+    }
+
+    pub(crate) fn state(&self, id: &str) -> St {
+        self.with(id, |c, _| c.state())
+    }
+
+    /// Applies `event`; a transition the table does not allow is rejected
+    /// (the state stays) and logged.
+    pub(crate) fn apply(&self, id: &str, event: Ev) -> Result<St, InvalidTransition> {
+        self.with(id, |c, now| {
+            let from = c.state();
+            let result = c.apply(event, now);
+            match &result {
+                Ok(to) => tracing::debug!(persona = id, ?from, ?event, ?to, "conversation"),
+                Err(e) => tracing::warn!(persona = id, error = %e, "conversation transition rejected"),
+            }
+            result
+        })
+    }
+
+    /// Applies `event` only from `from` (a no-op otherwise).
+    pub(crate) fn apply_from(&self, id: &str, from: St, event: Ev) {
+        if self.state(id) == from {
+            let _logged_when_rejected = self.apply(id, event);
+        }
+    }
+
+    /// Starts over in IDLE, after a rejected transition the flow cannot
+    /// stop at (a new turn must be served); logged.
+    fn reset(&self, id: &str) {
+        let now = self.clock.now();
+        tracing::warn!(persona = id, "conversation reset to IDLE");
+        self.lock().insert(id.to_owned(), Conversation::new(now));
+    }
+}
+
+fn state_error(e: &InvalidTransition) -> AppError {
+    AppError::new("CONVERSATION_STATE", format!("Not now: the conversation cannot do that in its current state ({e})."))
+}
+
+impl Engine {
+    /// The conversation's state, as the seed names it (e.g. "TOOL_PROPOSED").
+    pub async fn conversation_state(&self, persona: &str) -> Result<String> {
+        let p = self.ledger.find_persona(persona).await?;
+        let state = self.assistant.conversations.state(&p.id);
+        Ok(serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default())
+    }
+
+    /// A user turn starts being processed (a reply job, or an intent). A
+    /// proposal still waiting is set aside: one pending proposal per
+    /// conversation, and the user has moved on.
+    pub(crate) fn turn_started(&self, persona_id: &str) {
+        let conversations = &self.assistant.conversations;
+        if conversations.state(persona_id) == St::ToolProposed {
+            if let Some(old) = self.assistant.pipeline.confirmations().supersede(persona_id) {
+                tracing::info!(persona = persona_id, tool = %old.tool, "a new message set the waiting proposal aside");
+                self.emit(AppEvent::ProposalSettled {
+                    persona_id: persona_id.to_owned(),
+                    nonce: old.nonce,
+                    outcome: "superseded".into(),
+                });
+            }
+            self.assistant.plans.cancel(persona_id);
+        }
+        if conversations.apply(persona_id, Ev::UserMessage).is_err() {
+            // E.g. a turn whose job died without reporting: serve this one.
+            conversations.reset(persona_id);
+            let _logged_when_rejected = conversations.apply(persona_id, Ev::UserMessage);
+        }
+    }
+
+    /// The planner has decided: a proposal waits, or the reply is ready.
+    pub(crate) fn turn_decided(&self, persona_id: &str) {
+        let waiting = self.assistant.pipeline.confirmations().pending(persona_id).is_some();
+        let event = if waiting { Ev::ActionProposed } else { Ev::ReplyReady };
+        let _logged_when_rejected = self.assistant.conversations.apply(persona_id, event);
+    }
+
+    /// The turn's reply (or its error) reached the user.
+    pub(crate) fn turn_delivered(&self, persona_id: &str) {
+        self.assistant.conversations.apply_from(persona_id, St::Responding, Ev::ResponseDelivered);
+    }
+
+    /// The turn failed: its error is the response the user sees.
+    pub(crate) fn turn_failed(&self, persona_id: &str) {
+        let conversations = &self.assistant.conversations;
+        conversations.apply_from(persona_id, St::ProcessingIntent, Ev::ReplyReady);
+        conversations.apply_from(persona_id, St::Responding, Ev::ResponseDelivered);
+    }
+
+    /// Confirm / Reject / Cancel of a waiting proposal: refused unless the
+    /// conversation is waiting for it.
+    pub(crate) fn proposal_answered(&self, persona_id: &str, event: Ev) -> Result<()> {
+        self.assistant.conversations.apply(persona_id, event).map(|_| ()).map_err(|e| state_error(&e))
+    }
+
+    /// A confirmed action ended: the next plan step waits, or the result is
+    /// the response.
+    pub(crate) fn action_ended(&self, persona_id: &str, ok: bool) {
+        let waiting = self.assistant.pipeline.confirmations().pending(persona_id).is_some();
+        let event = match (waiting, ok) {
+            (true, _) => Ev::ActionProposed,
+            (false, true) => Ev::ActionFinished,
+            (false, false) => Ev::ActionFailed,
+        };
+        let _logged_when_rejected = self.assistant.conversations.apply(persona_id, event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use runtime::ManualClock;
+
+    #[test]
+    fn waiting_states_time_out_and_working_states_wait_for_the_flow() {
+        let clock = Arc::new(ManualClock::at_epoch());
+        let c = Conversations::new(clock.clone());
+        c.apply("p", Ev::UserMessage).expect("message");
+        c.apply("p", Ev::ActionProposed).expect("proposed");
+        clock.advance(time::Duration::minutes(4));
+        assert_eq!(c.state("p"), St::ToolProposed);
+        clock.advance(time::Duration::minutes(1));
+        assert_eq!(c.state("p"), St::Idle, "TOOL_PROPOSED lasts 5 minutes");
+        c.apply("p", Ev::UserMessage).expect("message");
+        clock.advance(time::Duration::minutes(3));
+        assert_eq!(c.state("p"), St::ProcessingIntent, "a reply being written is not abandoned");
+    }
+
+    #[test]
+    fn a_rejected_transition_keeps_the_state_and_apply_from_is_a_no_op_elsewhere() {
+        let c = Conversations::new(Arc::new(ManualClock::at_epoch()));
+        assert!(c.apply("p", Ev::Confirmed).is_err());
+        assert_eq!(c.state("p"), St::Idle);
+        c.apply_from("p", St::Responding, Ev::ResponseDelivered);
+        assert_eq!(c.state("p"), St::Idle);
+        c.apply("p", Ev::UserMessage).expect("message");
+        assert!(c.apply("p", Ev::UserMessage).is_err(), "one turn at a time");
+        c.reset("p");
+        assert_eq!(c.state("p"), St::Idle);
+    }
+}
