@@ -20,7 +20,7 @@ if [ "$what" = all ] || [ "$what" = startup ]; then
   WEBKIT_DISABLE_COMPOSITING_MODE=1 scripts/with-keychain.sh xvfb-run -a -s "-screen 0 1280x800x24" bash -c '
     tauri-driver --port "${E2E_PORT:-4444}" --native-port $((${E2E_PORT:-4444} + 1)) >"${BENCH_LOG:-/dev/null}" 2>&1 & d=$!
     for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:${E2E_PORT:-4444}/status" >/dev/null && break; sleep 0.2; done
-    node tests/bench/startup.mjs "${ROUNDS:-5}"; kill $d'
+    LEDGERMIND_WEBDRIVER="http://127.0.0.1:${E2E_PORT:-4444}" node tests/bench/startup.mjs "${ROUNDS:-5}"; kill $d'
   rm -rf "$H"
 fi
 if [ "$what" = all ] || [ "$what" = chat ]; then

@@ -66,10 +66,10 @@ async fn inside(home: std::path::PathBuf) {
     drop(f);
     let events = engine.ledger().event_count().await.expect("count on a full disk");
 
-    let e = engine.create_persona("Bo", "Made on a full disk").await.err().expect("cannot write on a full disk");
+    let e = engine.create_persona("Bo", "Made on a full disk").await.expect_err("cannot write on a full disk");
     assert_eq!(e.code, "STORAGE_SAVE_FAILED", "{e:?}");
     assert!(e.message.contains("disk is full"), "the message must say so: {}", e.message);
-    let e = engine.send_message("Ada", "a message on a full disk").await.err().expect("cannot send on a full disk");
+    let e = engine.send_message("Ada", "a message on a full disk").await.expect_err("cannot send on a full disk");
     assert!(e.message.contains("disk is full"), "{}", e.message);
 
     // The app keeps running and reading; nothing was half-written.

@@ -23,14 +23,14 @@ async fn an_export_imported_in_the_app_opens_after_a_restart_with_nothing_lost()
     let path = file.to_str().expect("utf-8 path");
 
     // A wrong passphrase and a damaged file change nothing.
-    let e = target.engine.stage_import(path, "wrong passphrase!", false).await.err().expect("refused");
+    let e = target.engine.stage_import(path, "wrong passphrase!", false).await.expect_err("refused");
     assert_eq!(e.code, "EXPORT_BAD_PASSPHRASE", "{e:?}");
     let damaged = target.dir.path().join("damaged.lmx");
     let mut bytes = std::fs::read(&file).expect("read");
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x55;
     std::fs::write(&damaged, bytes).expect("write");
-    let e = target.engine.stage_import(damaged.to_str().expect("path"), PASS, false).await.err().expect("refused");
+    let e = target.engine.stage_import(damaged.to_str().expect("path"), PASS, false).await.expect_err("refused");
     assert_eq!(e.code, "EXPORT_DAMAGED", "{e:?}");
     assert!(!target.dir.path().join("import-staged").exists(), "nothing is left staged");
 
@@ -73,7 +73,7 @@ async fn importing_over_a_profile_in_use_needs_confirmation_and_keeps_it() {
     let h = Harness::new(&[]).await;
     h.engine.create_persona("Cy", "Already here").await.expect("persona");
     let before = h.engine.ledger().state_digest().await.expect("digest");
-    let e = h.engine.stage_import(file.to_str().expect("path"), PASS, false).await.err().expect("needs confirmation");
+    let e = h.engine.stage_import(file.to_str().expect("path"), PASS, false).await.expect_err("needs confirmation");
     assert_eq!(e.code, "IMPORT_TARGET_NOT_EMPTY");
     let staged = h.engine.stage_import(file.to_str().expect("path"), PASS, true).await.expect("confirmed");
     assert!(staged.replaces_current);
