@@ -58,6 +58,14 @@ fn main() {
         "pause_queue",
         "resume_queue",
         "abort_current",
+        // memory (#4): persona management and chat state
+        "persona_profile",
+        "update_persona",
+        "pause_persona",
+        "list_archived_personas",
+        "set_message_context",
+        "recall_message",
+        "set_queue_priority",
         // office (issue #5)
         "why_reply",
         "end_session",

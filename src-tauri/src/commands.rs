@@ -65,7 +65,7 @@ pub async fn list_personas(state: State<'_, Backend>) -> Reply<Vec<PersonaView>>
 
 #[tauri::command]
 pub async fn create_persona(state: State<'_, Backend>, name: String, description: String) -> Reply<PersonaView> {
-    view(engine(&state).await?.create_persona(&name, &description).await)
+    view(engine(&state).await?.create_persona_described(&name, &description).await)
 }
 
 #[tauri::command]
@@ -260,6 +260,43 @@ pub async fn resume_queue(state: State<'_, Backend>) -> Reply<()> {
 #[tauri::command]
 pub async fn abort_current(state: State<'_, Backend>) -> Reply<bool> {
     Ok(engine(&state).await?.abort_current())
+}
+
+// ----- memory (#4): persona management and chat state -----
+
+#[tauri::command]
+pub async fn persona_profile(state: State<'_, Backend>, persona_id: String) -> Reply<app::PersonaProfileView> {
+    view(engine(&state).await?.persona_profile(&persona_id).await)
+}
+
+#[tauri::command]
+pub async fn update_persona(state: State<'_, Backend>, persona_id: String, edit: app::PersonaEdit) -> Reply<app::PersonaProfileView> {
+    view(engine(&state).await?.update_persona(&persona_id, edit).await)
+}
+
+#[tauri::command]
+pub async fn pause_persona(state: State<'_, Backend>, persona_id: String, until: Option<String>) -> Reply<PersonaView> {
+    view(engine(&state).await?.pause_persona(&persona_id, until.as_deref()).await)
+}
+
+#[tauri::command]
+pub async fn list_archived_personas(state: State<'_, Backend>) -> Reply<Vec<PersonaView>> {
+    view(engine(&state).await?.list_archived_personas().await)
+}
+
+#[tauri::command]
+pub async fn set_message_context(state: State<'_, Backend>, message_id: String, status: String) -> Reply<MessageView> {
+    view(engine(&state).await?.set_message_context(&message_id, &status).await)
+}
+
+#[tauri::command]
+pub async fn recall_message(state: State<'_, Backend>, message_id: String) -> Reply<String> {
+    view(engine(&state).await?.recall_message(&message_id).await)
+}
+
+#[tauri::command]
+pub async fn set_queue_priority(state: State<'_, Backend>, id: String, priority: String) -> Reply<()> {
+    view(engine(&state).await?.set_queue_priority(&id, &priority).await)
 }
 
 // ----- profile: export and erasure (issue #3) -----

@@ -3,6 +3,12 @@
 // extraction, see what it learned in "What they know about you", confirm one
 // memory, forget another, then see "Memories used" under a later reply.
 //
+// Then persona management and chat state: create a persona from a short
+// description (the local model fills its traits and topics), see and edit
+// them, pause it (a message sent meanwhile waits, is marked "always" and is
+// recalled into the composer), resume, an unread count for a reply that
+// arrives while another chat is open, archive and unarchive.
+//
 // The extraction runs once a conversation has been quiet for
 // LEDGERMIND_EXTRACTION_DELAY_SECS (scripts/e2e.sh sets a short one).
 
@@ -137,11 +143,131 @@ async function scenario(ctx) {
   log(`  ledger verifies with ${events} events`);
 }
 
+// ---- persona management and chat state ----------------------------------------
+
+const NOOR = { name: "Noor", description: "A cheerful gardener who talks about tomatoes and rain" };
+/** The fill is normal-priority work for the tiny model on a shared CPU. */
+const FILL_TIMEOUT_MS = 240_000;
+const personaItem = (name) => css("persona-item", `[data-name="${name}"]`);
+
+async function openEditor(ctx) {
+  await (await ctx.session.waitForElement(css("persona-edit"))).click();
+  return ctx.session.waitForElement(css("persona-editor"));
+}
+
+const READ_EDITOR = `
+  var q = function (id) { return document.querySelector('[data-testid="' + id + '"]'); };
+  var source = q('persona-profile-source');
+  return {
+    source: source ? source.getAttribute('data-source') : null,
+    short: q('persona-edit-short') ? q('persona-edit-short').value : null,
+    long: q('persona-edit-long') ? q('persona-edit-long').value : null,
+    traits: q('persona-edit-traits') ? q('persona-edit-traits').value : null,
+    topics: Array.from(document.querySelectorAll('[data-testid="persona-edit-topic-name"]')).map(function (e) { return e.value; }),
+    heartbeat: q('persona-edit-heartbeat') ? q('persona-edit-heartbeat').value : null,
+  };`;
+
+async function closeEditor(ctx) {
+  await (await ctx.session.findElement(css("persona-edit-cancel"))).click();
+  await waitFor(async () => (await ctx.session.findElements(css("persona-editor"))).length === 0, { message: "the editor to close" });
+}
+
+async function personaScenario(ctx) {
+  await createPersona(ctx, NOOR);
+  await selectPersona(ctx, NOOR.name);
+
+  log("waiting for the local model to fill in traits and topics");
+  await openEditor(ctx);
+  const filled = await waitFor(
+    async () => {
+      const e = await ctx.session.execute(READ_EDITOR);
+      return e.source && e.source !== "pending" ? e : null;
+    },
+    { timeout: FILL_TIMEOUT_MS, interval: 1000, message: "the persona fill to finish (llm or fallback)" },
+  );
+  log(`  fill: ${filled.source}; traits ${JSON.stringify(filled.traits)}; topics ${JSON.stringify(filled.topics)}; long ${JSON.stringify(filled.long.slice(0, 160))}`);
+  check(filled.short === NOOR.description, `the human's words are kept verbatim (got ${JSON.stringify(filled.short)})`);
+  check(filled.source === "llm" || filled.source === "fallback", `a settled fill (got ${filled.source})`);
+  if (filled.source === "llm") check(filled.traits.length > 0 || filled.topics.length > 0, "the model filled traits or topics");
+  await shot(ctx, "persona-filled");
+
+  log("editing traits, a topic and the heartbeat");
+  const traits = await ctx.session.findElement(css("persona-edit-traits"));
+  await traits.clear();
+  await traits.sendKeys("cheerful, patient");
+  await (await ctx.session.findElement(css("persona-edit-add-topic"))).click();
+  const names = await ctx.session.findElements(css("persona-edit-topic-name"));
+  await names.at(-1).sendKeys("compost");
+  const heartbeat = await ctx.session.findElement(css("persona-edit-heartbeat"));
+  await heartbeat.clear();
+  await heartbeat.sendKeys("45");
+  await shot(ctx, "persona-editing");
+  await (await ctx.session.findElement(css("persona-edit-save"))).click();
+  await waitFor(async () => (await ctx.session.findElements(css("persona-editor"))).length === 0, { message: "the editor to save and close" });
+  await openEditor(ctx);
+  const edited = await waitFor(async () => {
+    const e = await ctx.session.execute(READ_EDITOR);
+    return e.traits !== null ? e : null;
+  }, { message: "the editor to load again" });
+  check(edited.traits === "cheerful, patient", `traits saved (got ${JSON.stringify(edited.traits)})`);
+  check(edited.topics.includes("compost"), `topic saved (got ${JSON.stringify(edited.topics)})`);
+  check(edited.heartbeat === "45", `heartbeat saved (got ${edited.heartbeat})`);
+  check(edited.source === "human", `marked as edited by the human (got ${edited.source})`);
+  await closeEditor(ctx);
+
+  log("pausing Noor for an hour");
+  await (await ctx.session.findElement(css("persona-pause"))).click();
+  await (await ctx.session.waitForElement(css("persona-pause-confirm"))).click();
+  await ctx.session.waitForElement(css("persona-paused-chip"));
+  await ctx.session.waitForElement(`${personaItem(NOOR.name)} ${css("persona-paused")}`);
+  const text = "Are you awake? I wanted to ask about the seedlings";
+  const input = await ctx.session.waitForElement(css("composer-input"));
+  await input.sendKeys(text);
+  await (await ctx.session.findElement(css("send-button"))).click();
+  const message = await ctx.session.waitForElement(css("message", '[data-role="human"]'));
+  log("  the message waits; marking it 'always' in the prompt");
+  await (await ctx.session.findElement(`${css("message-context")} option[value="always"]`)).click();
+  await waitFor(async () => (await message.attribute("data-context")) === "always", { message: "the context status to be saved" });
+  await ctx.session.waitForElement(css("recall-message"));
+  await shot(ctx, "paused-message-waiting");
+  log("  recalling it into the composer");
+  await (await ctx.session.findElement(css("recall-message"))).click();
+  await waitFor(async () => (await ctx.session.findElements(css("message"))).length === 0, { message: "the recalled message to leave the chat" });
+  const draft = await ctx.session.execute(`return document.querySelector('[data-testid="composer-input"]').value;`);
+  check(draft === text, `the recalled text is back in the composer (got ${JSON.stringify(draft)})`);
+  await shot(ctx, "recalled");
+
+  log("resuming, sending, and reading another chat while Noor answers");
+  await (await ctx.session.findElement(css("persona-resume"))).click();
+  await waitFor(async () => (await ctx.session.findElements(css("persona-paused-chip"))).length === 0, { message: "the pause to end" });
+  await (await ctx.session.findElement(css("send-button"))).click();
+  await ctx.session.waitForElement(css("message", '[data-role="human"]'));
+  await selectPersona(ctx, "Ei");
+  const badge = await ctx.session.waitForElement(`${personaItem(NOOR.name)} ${css("unread-badge")}`, 240_000);
+  log(`  unread badge on Noor: ${JSON.stringify(await badge.text())}`);
+  await shot(ctx, "unread-count");
+  await selectPersona(ctx, NOOR.name);
+  await waitFor(async () => (await ctx.session.findElements(`${personaItem(NOOR.name)} ${css("unread-badge")}`)).length === 0, {
+    message: "the unread count to clear once the chat is open",
+  });
+
+  log("archiving and unarchiving Noor");
+  await (await ctx.session.findElement(css("persona-archive"))).click();
+  await waitFor(async () => (await ctx.session.findElements(personaItem(NOOR.name))).length === 0, { message: "Noor to leave the list" });
+  await (await ctx.session.findElement(css("archived-toggle"))).click();
+  await (await ctx.session.waitForElement(css("archived-persona", `[data-name="${NOOR.name}"]`))).click();
+  await shot(ctx, "archived-list");
+  await (await ctx.session.waitForElement(css("persona-unarchive"))).click();
+  await ctx.session.waitForElement(personaItem(NOOR.name));
+  await shot(ctx, "unarchived");
+}
+
 async function main() {
   const cfg = config();
   const started = Date.now();
   const ctx = await startSession(cfg, "memory");
   try {
+    await personaScenario(ctx);
     await scenario(ctx);
   } catch (error) {
     try {

@@ -5,8 +5,9 @@
 //! memories are skipped by its projection). Time comes in as a parameter
 //! (the ledger's clock in production), so tests are deterministic.
 //!
-//! Not done yet: topic exploration, description checks, persona expiry and
-//! the heartbeat.
+//! The same once-a-minute timer checks the heartbeat (see `heartbeat`).
+//!
+//! Not done yet: topic exploration, description checks, persona expiry.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -100,6 +101,10 @@ impl Engine {
                     break;
                 }
                 let now = engine.ledger.now();
+                // The heartbeat shares this timer: personas quiet for their delay reach out.
+                if let Err(e) = engine.heartbeat_tick(now).await {
+                    tracing::warn!(code = e.code, "heartbeat check failed: {}", e.message);
+                }
                 let last = match engine.ledger.last_decay_at().await {
                     Ok(l) => l.and_then(|s| OffsetDateTime::parse(&s, &Rfc3339).ok()),
                     Err(e) => {

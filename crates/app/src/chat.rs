@@ -90,6 +90,9 @@ async fn process(engine: &Arc<Engine>, item: QueueItem) {
             Err(e) => Err(Failure::Final(AppError::invalid(format!("unreadable job: {e}")))),
         },
         crate::extraction::EXTRACT_KIND => crate::extraction::run(engine, &item).await,
+        crate::personas::FILL_KIND => crate::personas::run_fill(engine, &item).await,
+        crate::summary::SUMMARY_KIND => crate::summary::run(engine, &item).await,
+        crate::heartbeat::HEARTBEAT_KIND => crate::heartbeat::run(engine, &item).await,
         _ => Err(Failure::Final(AppError::invalid("no handler for this kind of work"))),
     };
     match outcome {
@@ -110,6 +113,12 @@ async fn process(engine: &Arc<Engine>, item: QueueItem) {
                 tracing::error!(error = %e, "could not requeue preempted work");
             }
         }
+        Err(Failure::Deferred(until)) => {
+            // Waits (attempt not counted), e.g. for a persona's pause to end.
+            if let Err(e) = engine.ledger.defer_item(&item.id, until).await {
+                tracing::error!(error = %e, "could not defer queued work");
+            }
+        }
         Err(failure) => settle_failure(engine, &item, failure).await,
     }
 }
@@ -119,13 +128,15 @@ pub(crate) enum Failure {
     Final(AppError),
     /// Low-priority work cancelled so a reply could run first.
     Preempted,
+    /// Not now: run again at this time (a paused persona).
+    Deferred(time::OffsetDateTime),
 }
 
 async fn settle_failure(engine: &Engine, item: &QueueItem, failure: Failure) {
     let (error, retry) = match failure {
         Failure::Retry(e) => (e, item.attempts < MAX_ATTEMPTS),
         Failure::Final(e) => (e, false),
-        Failure::Preempted => return,
+        Failure::Preempted | Failure::Deferred(_) => return,
     };
     if retry {
         let delay = backoff(item.attempts);
@@ -160,8 +171,18 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     if persona.archived {
         return Err(Failure::Final(ledger::LedgerError::PersonaArchived(persona.name).into()));
     }
+    // A paused persona answers when its pause ends (memory #4).
+    let profile = engine.ledger.persona_profile(&persona.id).await.map_err(|e| Failure::Retry(e.into()))?;
+    if let Some(until) = crate::personas::paused_at(profile.paused_until.as_deref(), engine.ledger.now()) {
+        return Err(Failure::Deferred(until));
+    }
     engine.turn_started(&persona.id);
-    let history = engine.ledger.messages(&persona.id, Some(HISTORY)).await.map_err(|e| Failure::Retry(e.into()))?;
+    // The context window and each message's context status decide the history.
+    let window = match profile.context_window_hours {
+        0 => time::Duration::days(365 * 100),
+        h => time::Duration::hours(i64::from(h)),
+    };
+    let history = engine.ledger.prompt_messages(&persona.id, HISTORY, window).await.map_err(|e| Failure::Retry(e.into()))?;
     let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
     let provider = engine.provider_for(&spec).await.map_err(Failure::Final)?;
     let cancel = CancelFlag::default();
@@ -172,7 +193,14 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     let retrieval = Instant::now();
     let memories = crate::memory::memories_for_reply(engine, &persona, &history).await;
     let retrieval = retrieval.elapsed();
-    let framed = engine.frame_reply(&persona, memories.lines.clone()).await;
+    // Memory (#4): who the persona is (traits, topics) and the conversation's
+    // summary go beside what retrieval found.
+    let mut lines = crate::personas::profile_lines(&profile);
+    if let Ok(Some(summary)) = engine.ledger.summary(&persona.id).await {
+        lines.push(format!("Summary of your conversation so far: {}", summary.text));
+    }
+    lines.extend(memories.lines.iter().cloned());
+    let framed = engine.frame_reply(&persona, lines).await;
     let request = CompletionRequest::chat(spec.model.clone(), reply_prompt(&framed.narrative, &history));
     let (mut request, stream) = engine.planner_request(&persona, request).await;
     if !spec.is_local() {
@@ -248,6 +276,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     crate::memory::index_message(engine, &message_id, &persona.id, &content, receipt.seq).await;
     crate::memory::record_reply_sources(engine, &persona.id, &message_id, &memories).await;
     crate::extraction::enqueue(engine, &persona.id, &job.reply_to).await;
+    crate::summary::maybe_enqueue(engine, &persona.id).await;
     let committed = Instant::now();
     let message: MessageView = engine
         .ledger

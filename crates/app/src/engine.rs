@@ -21,8 +21,11 @@ use crate::Result;
 const MAX_NAME: usize = 80;
 const MAX_DESCRIPTION: usize = 4_000;
 const MAX_MESSAGE: usize = 32_000;
-/// Replies jump ahead of background work (extraction, ceremony).
+/// The "high" of background work the human promotes in the queue panel.
 pub(crate) const PRIORITY_HIGH: i64 = 0;
+/// Replies jump ahead of all background work (extraction, ceremony), even
+/// work the human set to high (memory #4): shown as "high", sorted first.
+pub(crate) const PRIORITY_REPLY: i64 = -1;
 
 pub struct EngineConfig {
     pub data_dir: DataDir,
@@ -222,6 +225,8 @@ impl Engine {
         Ok(self.ledger.find_persona(id_or_name).await?.into())
     }
 
+    /// Creates a persona with the human's words only (no model fill; see
+    /// `create_persona_described`).
     pub async fn create_persona(&self, name: &str, description: &str) -> Result<PersonaView> {
         let name = name.trim();
         if name.is_empty() || name.chars().count() > MAX_NAME {
@@ -336,7 +341,7 @@ impl Engine {
             let job = ReplyJob { persona_id: p.id.clone(), reply_to: message_id.clone() };
             let job = NewJob {
                 kind: chat::REPLY_KIND.to_owned(),
-                priority: PRIORITY_HIGH,
+                priority: PRIORITY_REPLY,
                 persona_id: Some(p.id.clone()),
                 body: serde_json::to_value(&job).map_err(|e| AppError::invalid(e.to_string()))?,
             };
@@ -358,6 +363,7 @@ impl Engine {
             ts: String::new(),
             read: true,
             seq: receipt.seq,
+            context_status: "default".into(),
         };
         let view = self.ledger.messages(&view.persona_id, Some(1)).await?.pop().map(MessageView::from).unwrap_or(view);
         self.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });

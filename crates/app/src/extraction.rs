@@ -263,6 +263,22 @@ pub(crate) async fn run(engine: &Arc<Engine>, item: &QueueItem) -> Result<(), Fa
     request.max_tokens = EXTRACT_MAX_TOKENS;
     request.temperature = 0.2;
     request.json_schema = Some(scan_schema());
+    let completion = complete_in_background(engine, provider.as_ref(), request).await?;
+    let scan = parse_scan(&completion.text).map_err(Failure::Retry)?;
+    let learned = learn(engine, &persona, &message, scan).await.map_err(Failure::Retry)?;
+    if learned > 0 {
+        engine.emit(AppEvent::MemoriesChanged { persona_id: Some(persona.id.clone()) });
+    }
+    Ok(())
+}
+
+/// Runs one model call as background work: a reply queued meanwhile
+/// cancels it ([`Failure::Preempted`], requeued without counting the attempt).
+pub(crate) async fn complete_in_background(
+    engine: &Engine,
+    provider: &dyn providers::Provider,
+    mut request: CompletionRequest,
+) -> Result<providers::Completion, Failure> {
     let cancel = CancelFlag::default();
     request.cancel = cancel.clone();
     if let Ok(mut c) = engine.current_cancel.lock() {
@@ -276,20 +292,14 @@ pub(crate) async fn run(engine: &Arc<Engine>, item: &QueueItem) -> Result<(), Fa
         *c = None;
     }
     let preempted = engine.background.preempted.swap(false, Ordering::SeqCst);
-    let completion = match result {
-        Ok(c) if c.finish == FinishReason::Cancelled && preempted => return Err(Failure::Preempted),
-        Err(ProviderError::Cancelled) if preempted => return Err(Failure::Preempted),
-        Ok(c) if c.finish == FinishReason::Cancelled => return Err(Failure::Final(ProviderError::Cancelled.into())),
-        Ok(c) => c,
-        Err(e) if e.is_transient() => return Err(Failure::Retry(e.into())),
-        Err(e) => return Err(Failure::Final(e.into())),
-    };
-    let scan = parse_scan(&completion.text).map_err(Failure::Retry)?;
-    let learned = learn(engine, &persona, &message, scan).await.map_err(Failure::Retry)?;
-    if learned > 0 {
-        engine.emit(AppEvent::MemoriesChanged { persona_id: Some(persona.id.clone()) });
+    match result {
+        Ok(c) if c.finish == FinishReason::Cancelled && preempted => Err(Failure::Preempted),
+        Err(ProviderError::Cancelled) if preempted => Err(Failure::Preempted),
+        Ok(c) if c.finish == FinishReason::Cancelled => Err(Failure::Final(ProviderError::Cancelled.into())),
+        Ok(c) => Ok(c),
+        Err(e) if e.is_transient() => Err(Failure::Retry(e.into())),
+        Err(e) => Err(Failure::Final(e.into())),
     }
-    Ok(())
 }
 
 /// Steps 2 and 3 for every item the scan found: one atomic append, signed

@@ -17,6 +17,10 @@ mod error;
 mod models;
 mod office;
 mod paths;
+// memory (#4): persona management, chat state, summaries, heartbeat
+mod heartbeat;
+mod personas;
+mod summary;
 mod prompt;
 mod queue_control;
 // runtime (#6): the guard on typed and imported text
@@ -42,6 +46,7 @@ pub use models::{ModelSpec, DEFAULT_LOCAL_MODEL};
 pub use self::office::{ConstitutionView, HandoverView, ObligationView, SectionView, SessionEnd, TokenUsageView, WhyView, LOCAL_NARRATIVE_TOKENS};
 pub use ::office::{ContextFrame, SessionType};
 pub use paths::DataDir;
+pub use personas::{PersonaEdit, PersonaProfileView, TopicView};
 pub use views::*;
 
 pub type Result<T, E = AppError> = std::result::Result<T, E>;

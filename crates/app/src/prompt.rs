@@ -35,6 +35,7 @@ mod tests {
             ts: String::new(),
             read: true,
             seq: 1,
+            context_status: Default::default(),
         };
         let history = vec![
             msg("1", MessageRole::Human, "hi"),

@@ -20,6 +20,8 @@ pub struct PersonaView {
     pub unread: u32,
     #[ts(type = "number")]
     pub created_seq: i64,
+    /// RFC 3339 UTC while paused (memory #4); may lie in the past once over.
+    pub paused_until: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, TS, PartialEq, Eq)]
@@ -43,6 +45,8 @@ pub struct MessageView {
     pub read: bool,
     #[ts(type = "number")]
     pub seq: i64,
+    /// default | always | never: whether it goes into reply prompts (memory #4).
+    pub context_status: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
@@ -200,6 +204,7 @@ impl From<ledger::Persona> for PersonaView {
             archived: p.archived,
             unread: p.unread,
             created_seq: p.created_seq,
+            paused_until: p.paused_until,
         }
     }
 }
@@ -216,7 +221,16 @@ impl From<ledger::MessageRole> for MessageRole {
 
 impl From<ledger::Message> for MessageView {
     fn from(m: ledger::Message) -> Self {
-        Self { id: m.id, persona_id: m.persona_id, role: m.role.into(), content: m.content, ts: m.ts, read: m.read, seq: m.seq }
+        Self {
+            id: m.id,
+            persona_id: m.persona_id,
+            role: m.role.into(),
+            content: m.content,
+            ts: m.ts,
+            read: m.read,
+            seq: m.seq,
+            context_status: m.context_status.as_str().to_owned(),
+        }
     }
 }
 

@@ -13,6 +13,24 @@ pub enum PersonaCmd {
         name: String,
         #[arg(long, default_value = "")]
         description: String,
+        /// Queue the local model's fill of traits, topics and a longer
+        /// description (the description itself is kept as written).
+        #[arg(long)]
+        fill: bool,
+    },
+    /// Show a persona's profile: traits, topics, settings, groups.
+    Show {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pause a persona until a time (RFC 3339), or resume it with --resume.
+    Pause {
+        name: String,
+        #[arg(long, required_unless_present = "resume")]
+        until: Option<String>,
+        #[arg(long)]
+        resume: bool,
     },
     /// List personas.
     List {
@@ -35,13 +53,56 @@ pub enum PersonaCmd {
 
 pub async fn run(ctx: &Ctx, cmd: PersonaCmd) -> ExitCode {
     match cmd {
-        PersonaCmd::Create { name, description } => match ctx.engine.create_persona(&name, &description).await {
+        PersonaCmd::Create { name, description, fill } => {
+            let created = if fill {
+                ctx.engine.create_persona_described(&name, &description).await
+            } else {
+                ctx.engine.create_persona(&name, &description).await
+            };
+            match created {
+                Ok(p) => {
+                    println!("{}\t{}", p.id, p.name);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(&e),
+            }
+        }
+        PersonaCmd::Show { name, json } => match ctx.engine.persona_profile(&name).await {
+            Ok(p) if json => print_json(&p),
             Ok(p) => {
-                println!("{}\t{}", p.id, p.name);
+                println!("{} ({})\n{}", p.name, p.id, p.short_description);
+                if !p.long_description.is_empty() {
+                    println!("{}", p.long_description);
+                }
+                println!("traits: {}", p.traits.join(", "));
+                for t in &p.topics {
+                    println!("topic: {} — {}", t.name, t.perspective);
+                }
+                println!(
+                    "filled by: {}; heartbeat: {} min; context window: {} h; group: {} (+{})",
+                    p.profile_source,
+                    p.heartbeat_minutes,
+                    p.context_window_hours,
+                    p.group_primary,
+                    p.groups_visible.join(", ")
+                );
+                if let Some(until) = &p.paused_until {
+                    println!("paused until {until}");
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => fail(&e),
         },
+        PersonaCmd::Pause { name, until, resume } => {
+            let until = if resume { None } else { until };
+            match ctx.engine.pause_persona(&name, until.as_deref()).await {
+                Ok(p) => {
+                    println!("{}\t{}", p.name, p.paused_until.as_deref().unwrap_or("resumed"));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(&e),
+            }
+        }
         PersonaCmd::Archive { name, undo } => crate::vault_cmds::persona_archive(ctx, &name, !undo).await,
         PersonaCmd::Delete { name, with_human_data } => {
             crate::vault_cmds::persona_delete(ctx, &name, with_human_data).await

@@ -200,6 +200,81 @@ pub enum EventBody {
     /// The nightly ceremony's decay: every memory not confirmed by the
     /// human has its exposure multiplied by `factor` = 0.5^(elapsed/half-life).
     ExposureDecayed { at: String, elapsed_days: f64, half_life_days: f64, factor: f64 },
+    /// A persona's traits and topics, replaced whole. `source`: who filled
+    /// them (`llm`, `human`, `fallback` when the model failed, `pending`
+    /// while the model is asked).
+    PersonaProfileSet { persona_id: String, traits: Vec<String>, topics: Vec<PersonaTopic>, source: String },
+    /// Paused until `until` (RFC 3339 UTC); None resumes it.
+    PersonaPaused {
+        persona_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        until: Option<String>,
+    },
+    /// How often the persona may reach out, and how far back its prompt looks.
+    PersonaSettingsSet { persona_id: String, heartbeat_minutes: u32, context_window_hours: u32 },
+    /// Whether a message goes into the persona's prompts.
+    MessageContextSet { persona_id: String, message_id: String, status: ContextStatus },
+    /// The conversation so far (previous summary + new messages), up to the
+    /// message at `up_to_seq`. `source`: `llm` or `fallback`.
+    SummaryWritten { persona_id: String, text: String, up_to_seq: i64, source: String },
+}
+
+/// One thing a persona cares about (seed 002's persona topics).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PersonaTopic {
+    pub name: String,
+    /// How the persona sees it.
+    #[serde(default)]
+    pub perspective: String,
+    /// How it approaches it in conversation.
+    #[serde(default)]
+    pub approach: String,
+    /// Why it matters to the persona itself.
+    #[serde(default)]
+    pub personal_stake: String,
+    /// -1 (dislikes) … 1 (loves).
+    #[serde(default)]
+    pub sentiment: f64,
+    /// How present the topic has been lately (0–1) and how present the
+    /// persona would like it to be; the heartbeat prefers topics whose
+    /// desired exposure exceeds the current one.
+    #[serde(default)]
+    pub exposure_current: f64,
+    #[serde(default = "half")]
+    pub exposure_desired: f64,
+}
+
+fn half() -> f64 {
+    0.5
+}
+
+/// Whether a message goes into the reply prompt: within the context window
+/// (default), whatever its age (always), or not at all (never).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContextStatus {
+    #[default]
+    Default,
+    Always,
+    Never,
+}
+
+impl ContextStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::Always => "always",
+            Self::Never => "never",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "default" => Some(Self::Default),
+            "always" => Some(Self::Always),
+            "never" => Some(Self::Never),
+            _ => None,
+        }
+    }
 }
 
 /// What kind of thing a memory is.
@@ -318,6 +393,11 @@ impl EventBody {
             Self::MemoryUpdated { .. } => "memory_updated",
             Self::ReplySources { .. } => "reply_sources",
             Self::ExposureDecayed { .. } => "exposure_decayed",
+            Self::PersonaProfileSet { .. } => "persona_profile_set",
+            Self::PersonaPaused { .. } => "persona_paused",
+            Self::PersonaSettingsSet { .. } => "persona_settings_set",
+            Self::MessageContextSet { .. } => "message_context_set",
+            Self::SummaryWritten { .. } => "summary_written",
         }
     }
 

@@ -53,6 +53,13 @@ impl Ledger {
             targets.push(seq);
             erased_bodies.push(body);
         }
+        // Summaries (memory #4) that cover an erased message quote it: they go too.
+        for seq in self.summaries_covering(&targets, &erased_bodies).await? {
+            if !targets.contains(&seq) {
+                only_messages = false;
+                targets.push(seq);
+            }
+        }
         // The office's records that quote what is erased go with it.
         for seq in self.office_records_quoting(&erased_bodies).await? {
             if !targets.contains(&seq) {
@@ -141,9 +148,26 @@ impl Ledger {
         if !p.archived {
             return Err(LedgerError::PersonaNotArchived(p.name));
         }
-        let mut seqs = self.seqs_where("'persona_created', 'persona_updated', 'message_added'", "persona_id", &p.id).await?;
+        let mut seqs = self
+            .seqs_where(
+                "'persona_created', 'persona_updated', 'message_added', 'persona_profile_set', 'summary_written'",
+                "persona_id",
+                &p.id,
+            )
+            .await?;
         if with_human_data {
             seqs.extend(self.seqs_where("'memory_learned'", "learned_by", &p.id).await?);
+            // The memories' later updates (edits, merges) quote them too.
+            let learned: Vec<String> = sqlx::query_scalar("SELECT id FROM memories WHERE learned_by = ?")
+                .bind(&p.id)
+                .fetch_all(self.pool())
+                .await
+                .map_err(LedgerError::Load)?;
+            for memory_id in learned {
+                seqs.extend(self.seqs_where("'memory_updated'", "memory_id", &memory_id).await?);
+            }
+            seqs.sort_unstable();
+            seqs.dedup();
         }
         self.erase_payloads(&seqs, "persona deleted").await
     }

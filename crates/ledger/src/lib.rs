@@ -27,8 +27,8 @@ mod store;
 mod verify;
 
 pub use body::{EventBody, HandoverAuthor, MessageRole, ObligationKind};
-pub use body::{MemoryKind, QuoteSpan, Validation};
-pub use memories::{Memory, PersonaGroups, DEFAULT_GROUP};
+pub use body::{ContextStatus, MemoryKind, PersonaTopic, QuoteSpan, Validation};
+pub use memories::{Memory, PersonaGroups, PersonaProfile, Summary, DEFAULT_GROUP};
 pub use clock::{Clock, SystemClock};
 #[cfg(any(test, feature = "test-support"))]
 pub use clock::ManualClock;

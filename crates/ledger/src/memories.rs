@@ -7,7 +7,7 @@ use serde::Serialize;
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, Sqlite, Transaction};
 
-use crate::body::{EventBody, MemoryKind, QuoteSpan, Validation};
+use crate::body::{EventBody, MemoryKind, PersonaTopic, QuoteSpan, Validation};
 use crate::error::LedgerError;
 use crate::event::EventHeader;
 use crate::store::{Draft, Ledger, HUMAN_ENTITY};
@@ -191,10 +191,75 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
                 .execute(&mut **tx)
                 .await
         }
+        EventBody::PersonaProfileSet { persona_id, traits, topics, source } => {
+            let topics = serde_json::to_string(topics).unwrap_or_else(|_| "[]".into());
+            sqlx::query("UPDATE personas SET traits = ?, topics = ?, profile_source = ?, updated_seq = ? WHERE id = ?")
+                .bind(json(traits))
+                .bind(topics)
+                .bind(source)
+                .bind(seq)
+                .bind(persona_id)
+                .execute(&mut **tx)
+                .await
+        }
+        EventBody::PersonaPaused { persona_id, until } => {
+            sqlx::query("UPDATE personas SET paused_until = ?, updated_seq = ? WHERE id = ?")
+                .bind(until)
+                .bind(seq)
+                .bind(persona_id)
+                .execute(&mut **tx)
+                .await
+        }
+        EventBody::PersonaSettingsSet { persona_id, heartbeat_minutes, context_window_hours } => {
+            sqlx::query("UPDATE personas SET heartbeat_minutes = ?, context_window_hours = ?, updated_seq = ? WHERE id = ?")
+                .bind(i64::from(*heartbeat_minutes))
+                .bind(i64::from(*context_window_hours))
+                .bind(seq)
+                .bind(persona_id)
+                .execute(&mut **tx)
+                .await
+        }
+        EventBody::MessageContextSet { message_id, status, .. } => {
+            sqlx::query("UPDATE messages SET context_status = ? WHERE id = ?")
+                .bind(status.as_str())
+                .bind(message_id)
+                .execute(&mut **tx)
+                .await
+        }
+        EventBody::SummaryWritten { persona_id, text, up_to_seq, source } => {
+            sqlx::query("INSERT OR REPLACE INTO summaries (persona_id, text, up_to_seq, source, seq) VALUES (?, ?, ?, ?, ?)")
+                .bind(persona_id)
+                .bind(text)
+                .bind(up_to_seq)
+                .bind(source)
+                .bind(seq)
+                .execute(&mut **tx)
+                .await
+        }
         _ => return Ok(()),
     };
     done.map_err(LedgerError::Save)?;
     Ok(())
+}
+
+/// A persona's traits, topics and settings (memory #4).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PersonaProfile {
+    pub traits: Vec<String>,
+    pub topics: Vec<PersonaTopic>,
+    /// none | pending | llm | human | fallback
+    pub profile_source: String,
+    pub paused_until: Option<String>,
+    pub heartbeat_minutes: u32,
+    pub context_window_hours: u32,
+}
+
+/// The latest conversation summary of a persona.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub text: String,
+    pub up_to_seq: i64,
+    pub source: String,
 }
 
 impl Ledger {
@@ -227,6 +292,106 @@ impl Ledger {
         }])
         .await?;
         Ok(g)
+    }
+
+    pub async fn persona_profile(&self, persona_id: &str) -> Result<PersonaProfile> {
+        let row = sqlx::query(
+            "SELECT traits, topics, profile_source, paused_until, heartbeat_minutes, context_window_hours FROM personas WHERE id = ?",
+        )
+        .bind(persona_id)
+        .fetch_optional(self.pool())
+        .await
+        .map_err(LedgerError::Load)?
+        .ok_or_else(|| LedgerError::PersonaNotFound(persona_id.to_owned()))?;
+        let traits: String = row.get(0);
+        let topics: String = row.get(1);
+        Ok(PersonaProfile {
+            traits: serde_json::from_str(&traits).unwrap_or_default(),
+            topics: serde_json::from_str(&topics).unwrap_or_default(),
+            profile_source: row.get(2),
+            paused_until: row.get(3),
+            heartbeat_minutes: row.get::<i64, _>(4).clamp(0, i64::from(u32::MAX)) as u32,
+            context_window_hours: row.get::<i64, _>(5).clamp(0, i64::from(u32::MAX)) as u32,
+        })
+    }
+
+    /// The messages a reply prompt may show, oldest first: every `always`
+    /// message, plus the newest `last` `default` ones written within
+    /// `window` of now. `never` messages are left out.
+    pub async fn prompt_messages(&self, persona_id: &str, last: u32, window: time::Duration) -> Result<Vec<crate::Message>> {
+        let since = crate::store::format_ts(self.now() - window);
+        let cols = crate::query::MESSAGE_COLS;
+        let rows = sqlx::query(&format!(
+            "SELECT * FROM (SELECT {cols} FROM messages WHERE persona_id = ?1 AND context_status = 'always' \
+             UNION ALL SELECT * FROM (SELECT {cols} FROM messages WHERE persona_id = ?1 AND context_status = 'default' \
+             AND ts >= ?2 ORDER BY seq DESC LIMIT ?3)) ORDER BY seq"
+        ))
+        .bind(persona_id)
+        .bind(since)
+        .bind(i64::from(last))
+        .fetch_all(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(rows.iter().map(crate::query::message_row).collect())
+    }
+
+    /// Messages of a conversation after `after_seq`, oldest first (at most `limit`).
+    pub async fn messages_after(&self, persona_id: &str, after_seq: i64, limit: u32) -> Result<Vec<crate::Message>> {
+        let rows = sqlx::query(&format!(
+            "SELECT {} FROM messages WHERE persona_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            crate::query::MESSAGE_COLS
+        ))
+        .bind(persona_id)
+        .bind(after_seq)
+        .bind(i64::from(limit))
+        .fetch_all(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(rows.iter().map(crate::query::message_row).collect())
+    }
+
+    pub async fn summary(&self, persona_id: &str) -> Result<Option<Summary>> {
+        let row = sqlx::query("SELECT text, up_to_seq, source FROM summaries WHERE persona_id = ?")
+            .bind(persona_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(row.map(|r| Summary { text: r.get(0), up_to_seq: r.get(1), source: r.get(2) }))
+    }
+
+    /// The `summary_written` events (with payloads) that cover one of the
+    /// erased messages: same conversation, `up_to_seq` at or after it.
+    /// `seqs[i]` is the event of `bodies[i]`.
+    pub(crate) async fn summaries_covering(&self, seqs: &[i64], bodies: &[EventBody]) -> Result<Vec<i64>> {
+        let mut out = Vec::new();
+        for (seq, body) in seqs.iter().zip(bodies) {
+            let EventBody::MessageAdded { persona_id, .. } = body else { continue };
+            let found: Vec<i64> = sqlx::query_scalar(
+                "SELECT e.seq FROM events e JOIN payloads p ON p.seq = e.seq WHERE e.kind = 'summary_written' \
+                 AND json_extract(CAST(p.body AS TEXT), '$.persona_id') = ? \
+                 AND json_extract(CAST(p.body AS TEXT), '$.up_to_seq') >= ?",
+            )
+            .bind(persona_id)
+            .bind(seq)
+            .fetch_all(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+            for f in found {
+                if !out.contains(&f) {
+                    out.push(f);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// When the persona or the human last wrote in this conversation (RFC 3339), if ever.
+    pub async fn last_message_ts(&self, persona_id: &str) -> Result<Option<String>> {
+        sqlx::query_scalar("SELECT ts FROM messages WHERE persona_id = ? ORDER BY seq DESC LIMIT 1")
+            .bind(persona_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(LedgerError::Load)
     }
 
     /// Memories filed under any of `groups` (None: all of them), newest first.
@@ -276,7 +441,7 @@ impl Ledger {
 
     /// One message by id (None when it does not exist or was erased).
     pub async fn message(&self, id: &str) -> Result<Option<crate::Message>> {
-        let row = sqlx::query("SELECT id, persona_id, role, content, ts, read, seq FROM messages WHERE id = ?")
+        let row = sqlx::query(&format!("SELECT {} FROM messages WHERE id = ?", crate::query::MESSAGE_COLS))
             .bind(id)
             .fetch_optional(self.pool())
             .await

@@ -14,6 +14,7 @@ pub(crate) type Tx<'a> = Transaction<'a, Sqlite>;
 pub(crate) async fn clear(tx: &mut Tx<'_>) -> Result<()> {
     for table in [
         "entities", "personas", "messages", "accounts", "erased", "items", "runtime_settings", "memories", "reply_sources",
+        "summaries",
     ] {
         sqlx::query(&format!("DELETE FROM {table}"))
             .execute(&mut **tx)
@@ -213,7 +214,12 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
         | EventBody::MemoryLearned { .. }
         | EventBody::MemoryUpdated { .. }
         | EventBody::ReplySources { .. }
-        | EventBody::ExposureDecayed { .. } => crate::memories::apply(tx, h, body).await?,
+        | EventBody::ExposureDecayed { .. }
+        | EventBody::PersonaProfileSet { .. }
+        | EventBody::PersonaPaused { .. }
+        | EventBody::PersonaSettingsSet { .. }
+        | EventBody::MessageContextSet { .. }
+        | EventBody::SummaryWritten { .. } => crate::memories::apply(tx, h, body).await?,
     }
     Ok(())
 }

@@ -4,7 +4,7 @@ use serde::Serialize;
 use sqlx::sqlite::SqliteRow;
 use sqlx::Row;
 
-use crate::body::MessageRole;
+use crate::body::{ContextStatus, MessageRole};
 use crate::error::LedgerError;
 use crate::project::name_key;
 use crate::store::Ledger;
@@ -21,6 +21,8 @@ pub struct Persona {
     pub archived: bool,
     pub created_seq: i64,
     pub unread: u32,
+    /// RFC 3339 UTC; None when not paused (memory #4).
+    pub paused_until: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,6 +34,8 @@ pub struct Message {
     pub ts: String,
     pub read: bool,
     pub seq: i64,
+    /// Whether it goes into reply prompts (memory #4).
+    pub context_status: ContextStatus,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -71,7 +75,10 @@ pub struct StoredEvent {
 }
 
 const PERSONA_COLS: &str = "p.id, p.name, p.short_description, p.long_description, p.model, p.is_system, p.archived, p.created_seq, \
-     (SELECT COUNT(*) FROM messages m WHERE m.persona_id = p.id AND m.read = 0) AS unread";
+     (SELECT COUNT(*) FROM messages m WHERE m.persona_id = p.id AND m.read = 0) AS unread, p.paused_until";
+
+/// The columns `message_row` reads, in order.
+pub(crate) const MESSAGE_COLS: &str = "id, persona_id, role, content, ts, read, seq, context_status";
 
 fn persona_row(r: &SqliteRow) -> Persona {
     Persona {
@@ -84,6 +91,7 @@ fn persona_row(r: &SqliteRow) -> Persona {
         archived: r.get(6),
         created_seq: r.get(7),
         unread: r.get::<i64, _>(8).try_into().unwrap_or(u32::MAX),
+        paused_until: r.get(9),
     }
 }
 
@@ -97,6 +105,7 @@ pub(crate) fn message_row(r: &SqliteRow) -> Message {
         ts: r.get(4),
         read: r.get(5),
         seq: r.get(6),
+        context_status: ContextStatus::parse(&r.get::<String, _>(7)).unwrap_or_default(),
     }
 }
 
@@ -135,10 +144,10 @@ impl Ledger {
 
     /// Messages of one conversation in order; `last` keeps only the newest N.
     pub async fn messages(&self, persona_id: &str, last: Option<u32>) -> Result<Vec<Message>> {
-        let rows = sqlx::query(
-            "SELECT * FROM (SELECT id, persona_id, role, content, ts, read, seq FROM messages \
-             WHERE persona_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq",
-        )
+        let rows = sqlx::query(&format!(
+            "SELECT * FROM (SELECT {MESSAGE_COLS} FROM messages \
+             WHERE persona_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq"
+        ))
         .bind(persona_id)
         .bind(last.map(i64::from).unwrap_or(-1))
         .fetch_all(self.pool())

@@ -214,6 +214,65 @@ impl Ledger {
         Ok(())
     }
 
+    // ----- memory (#4): per-item priority, deferral, recall -----
+
+    /// Changes the priority of pending work; false when it is not pending
+    /// (running, dead-lettered or gone).
+    pub async fn set_priority(&self, id: &str, priority: i64) -> Result<bool> {
+        let mut conn = self.writer_conn().await;
+        let r = sqlx::query("UPDATE queue SET priority = ? WHERE id = ? AND state = 'pending'")
+            .bind(priority)
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(LedgerError::Save)?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    /// Puts running work back to wait until `not_before`, attempt not counted
+    /// (e.g. a reply to a paused persona waits for the pause to end).
+    pub async fn defer_item(&self, id: &str, not_before: OffsetDateTime) -> Result<()> {
+        let mut conn = self.writer_conn().await;
+        sqlx::query("UPDATE queue SET state = 'pending', attempts = MAX(attempts - 1, 0), not_before = ? WHERE id = ?")
+            .bind(format_ts(not_before))
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(LedgerError::Save)?;
+        Ok(())
+    }
+
+    /// Removes pending (not running) work of `kind` whose body's `field`
+    /// equals `value`; returns how many were removed.
+    pub async fn remove_pending(&self, kind: &str, field: &str, value: &str) -> Result<u64> {
+        if !field.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(LedgerError::Invalid(format!("not a field name: {field}")));
+        }
+        let mut conn = self.writer_conn().await;
+        let r = sqlx::query(&format!(
+            "DELETE FROM queue WHERE kind = ? AND state = 'pending' AND json_extract(body, '$.{field}') = ?"
+        ))
+        .bind(kind)
+        .bind(value)
+        .execute(&mut *conn)
+        .await
+        .map_err(LedgerError::Save)?;
+        Ok(r.rows_affected())
+    }
+
+    /// Drops a dead-lettered item for good (the human dismissed it).
+    pub async fn discard_dead(&self, id: &str) -> Result<bool> {
+        let mut conn = self.writer_conn().await;
+        let r = sqlx::query("DELETE FROM queue WHERE id = ? AND state = 'dead'")
+            .bind(id)
+            .execute(&mut *conn)
+            .await
+            .map_err(LedgerError::Save)?;
+        Ok(r.rows_affected() > 0)
+    }
+
+    // ----- end memory (#4) -----
+
     /// After a crash, work that was running is pending again.
     pub async fn requeue_running(&self) -> Result<u64> {
         let mut conn = self.writer_conn().await;

@@ -6,6 +6,7 @@ mod disk;
 mod extraction;
 mod memory;
 mod office;
+mod personas;
 mod runtime;
 mod vault;
 

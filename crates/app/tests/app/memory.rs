@@ -111,7 +111,7 @@ async fn a_bad_row_imports_nothing_and_names_the_row() {
     assert!(h.engine.memory_status().contains("keyword"), "{}", h.engine.memory_status());
 }
 
-fn files_containing(dir: &std::path::Path, needle: &[u8]) -> Vec<PathBuf> {
+pub(crate) fn files_containing(dir: &std::path::Path, needle: &[u8]) -> Vec<PathBuf> {
     let mut hits = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

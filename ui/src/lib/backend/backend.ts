@@ -18,7 +18,9 @@ import type { MemoryView } from "../bindings/MemoryView";
 import type { MessageView } from "../bindings/MessageView";
 import type { ModelView } from "../bindings/ModelView";
 import type { NewAccount } from "../bindings/NewAccount";
+import type { PersonaEdit } from "../bindings/PersonaEdit";
 import type { PersonaGroupsView } from "../bindings/PersonaGroupsView";
+import type { PersonaProfileView } from "../bindings/PersonaProfileView";
 import type { PersonaView } from "../bindings/PersonaView";
 import type { QueueView } from "../bindings/QueueView";
 import type { UsedItemView } from "../bindings/UsedItemView";
@@ -130,6 +132,21 @@ export interface Backend {
   resumeQueue(): Promise<void>;
   /** `abort_current`: cancels the model call running now; false when none. */
   abortCurrent(): Promise<boolean>;
+  // ---- memory (#4): persona management and chat state ----
+  /** `persona_profile`: traits, topics, settings and groups, for the editor. */
+  personaProfile(personaId: string): Promise<PersonaProfileView>;
+  /** `update_persona`: saves the editor's values (only what changed is written). */
+  updatePersona(personaId: string, edit: PersonaEdit): Promise<PersonaProfileView>;
+  /** `pause_persona`: until an RFC 3339 time in the future; null resumes. */
+  pausePersona(personaId: string, until: string | null): Promise<PersonaView>;
+  /** `list_archived_personas` */
+  listArchivedPersonas(): Promise<PersonaView[]>;
+  /** `set_message_context`: "default" | "always" | "never". */
+  setMessageContext(messageId: string, status: string): Promise<MessageView>;
+  /** `recall_message`: takes back a message whose reply has not started; resolves with its text. */
+  recallMessage(messageId: string): Promise<string>;
+  /** `set_queue_priority`: "high" | "normal" | "low", pending background work only. */
+  setQueuePriority(id: string, priority: string): Promise<void>;
   /** Files dragged onto the window (not a command: a window event). Returns an unlisten function. */
   onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void>;
 }

@@ -18,7 +18,9 @@ import type { MemoryView } from "../bindings/MemoryView";
 import type { MessageView } from "../bindings/MessageView";
 import type { ModelView } from "../bindings/ModelView";
 import type { NewAccount } from "../bindings/NewAccount";
+import type { PersonaEdit } from "../bindings/PersonaEdit";
 import type { PersonaGroupsView } from "../bindings/PersonaGroupsView";
+import type { PersonaProfileView } from "../bindings/PersonaProfileView";
 import type { PersonaView } from "../bindings/PersonaView";
 import type { QueueView } from "../bindings/QueueView";
 import type { UsedItemView } from "../bindings/UsedItemView";
@@ -192,6 +194,7 @@ export class MockBackend implements Backend {
       fail("PERSONA_EXISTS", `A persona named “${clean}” already exists.`);
     }
     const persona = this.addPersona(clean, description.trim(), false);
+    if (description.trim()) this.simulateFill(persona.id, description.trim());
     return { ...persona };
   }
 
@@ -573,6 +576,119 @@ export class MockBackend implements Backend {
     return false;
   }
 
+  // ---- memory (#4): persona management and chat state ----
+  private profiles = new Map<string, Omit<PersonaProfileView, "id" | "name" | "short_description" | "long_description" | "group_primary" | "groups_visible" | "sees_all" | "is_system" | "archived" | "paused_until">>();
+
+  private profileOf(personaId: string) {
+    let p = this.profiles.get(personaId);
+    if (!p) {
+      p = { traits: [], topics: [], profile_source: "none", heartbeat_minutes: 30, context_window_hours: 8 };
+      this.profiles.set(personaId, p);
+    }
+    return p;
+  }
+
+  /** The model's fill, faked: a moment later, traits and a topic from the description. */
+  private simulateFill(personaId: string, description: string): void {
+    const profile = this.profileOf(personaId);
+    profile.profile_source = "pending";
+    setTimeout(() => {
+      if (profile.profile_source !== "pending") return;
+      const word = description.split(/\s+/).find((w) => w.length > 3) ?? description;
+      profile.traits = ["curious", "kind"];
+      profile.topics = [{ name: word, perspective: "loves talking about it", approach: "", personal_stake: "", sentiment: 0.5, exposure_current: 0, exposure_desired: 0.5 }];
+      profile.profile_source = "llm";
+      const persona = this.personas.find((p) => p.id === personaId);
+      if (persona) {
+        if (!persona.long_description) persona.long_description = `${persona.name}: ${description}.`;
+        this.emit({ type: "persona_changed", persona: { ...persona } });
+      }
+    }, this.options.firstTokenDelayMs);
+  }
+
+  async personaProfile(personaId: string): Promise<PersonaProfileView> {
+    const persona = this.persona(personaId);
+    const groups = await this.personaGroups(personaId);
+    const profile = this.profileOf(persona.id);
+    return {
+      id: persona.id,
+      name: persona.name,
+      short_description: persona.short_description,
+      long_description: persona.long_description,
+      ...(JSON.parse(JSON.stringify(profile)) as typeof profile),
+      paused_until: persona.paused_until,
+      group_primary: groups.group_primary,
+      groups_visible: groups.groups_visible,
+      sees_all: groups.sees_all,
+      is_system: persona.is_system,
+      archived: persona.archived,
+    };
+  }
+
+  async updatePersona(personaId: string, edit: PersonaEdit): Promise<PersonaProfileView> {
+    const persona = this.persona(personaId);
+    const name = edit.name.trim();
+    if (!name) fail("INVALID_INPUT", "a persona needs a name of 1 to 80 characters");
+    if (this.personas.some((p) => p.id !== persona.id && p.name.toLowerCase() === name.toLowerCase())) {
+      fail("PERSONA_EXISTS", `a persona named ${name} already exists`);
+    }
+    if (edit.heartbeat_minutes > 10080) fail("INVALID_INPUT", "the heartbeat delay is at most 10080 minutes (0 = never)");
+    Object.assign(persona, { name, short_description: edit.short_description.trim(), long_description: edit.long_description.trim() });
+    const profile = this.profileOf(persona.id);
+    Object.assign(profile, {
+      traits: edit.traits.map((t) => t.trim()).filter(Boolean),
+      topics: edit.topics.filter((t) => t.name.trim()),
+      profile_source: "human",
+      heartbeat_minutes: edit.heartbeat_minutes,
+      context_window_hours: edit.context_window_hours,
+    });
+    await this.setPersonaGroups(persona.id, edit.group_primary, edit.groups_visible);
+    this.append("persona_updated", persona.id, edit);
+    this.emit({ type: "persona_changed", persona: { ...persona } });
+    return this.personaProfile(persona.id);
+  }
+
+  async pausePersona(personaId: string, until: string | null): Promise<PersonaView> {
+    const persona = this.persona(personaId);
+    if (until !== null) {
+      const t = Date.parse(until);
+      if (Number.isNaN(t)) fail("INVALID_INPUT", `"${until}" is not a date and time`);
+      if (t <= Date.now()) fail("INVALID_INPUT", "pause until a time in the future");
+      persona.paused_until = new Date(t).toISOString();
+    } else {
+      persona.paused_until = null;
+    }
+    this.append("persona_paused", persona.id, { until });
+    this.emit({ type: "persona_changed", persona: { ...persona } });
+    return { ...persona };
+  }
+
+  async listArchivedPersonas(): Promise<PersonaView[]> {
+    return this.personas.filter((p) => p.archived).map((p) => ({ ...p }));
+  }
+
+  async setMessageContext(messageId: string, status: string): Promise<MessageView> {
+    if (!["default", "always", "never"].includes(status)) fail("INVALID_INPUT", "context status must be default, always or never");
+    const m = this.messages.find((x) => x.id === messageId) ?? fail("MESSAGE_NOT_FOUND", "that message does not exist");
+    m.context_status = status;
+    this.emit({ type: "message_added", message: { ...m } });
+    return { ...m };
+  }
+
+  async recallMessage(messageId: string): Promise<string> {
+    const m = this.messages.find((x) => x.id === messageId) ?? fail("MESSAGE_NOT_FOUND", "that message does not exist");
+    if (m.role !== "human") fail("MESSAGE_NOT_RECALLABLE", "only your own messages can be recalled");
+    const answered = this.messages.some((x) => x.persona_id === m.persona_id && x.seq > m.seq && x.role === "persona");
+    if (answered || this.busy) fail("MESSAGE_NOT_RECALLABLE", "the reply to this message has already started");
+    this.queue = [];
+    this.messages = this.messages.filter((x) => x.id !== messageId);
+    return m.content;
+  }
+
+  async setQueuePriority(_id: string, priority: string): Promise<void> {
+    if (!["high", "normal", "low"].includes(priority)) fail("INVALID_INPUT", "priority must be high, normal or low");
+  }
+
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {
     if (typeof window === "undefined") return () => {};
     // A plain browser gives file names, not paths: good enough for a preview.
@@ -690,6 +806,7 @@ export class MockBackend implements Backend {
       archived: false,
       unread: 0,
       created_seq: seq,
+      paused_until: null,
     };
     this.personas.push(persona);
     this.emit({ type: "persona_changed", persona: { ...persona } });
@@ -707,6 +824,7 @@ export class MockBackend implements Backend {
       ts: new Date().toISOString(),
       read,
       seq,
+      context_status: "default",
     };
     this.messages.push(message);
     this.emit({ type: "message_added", message: { ...message } });

@@ -17,7 +17,9 @@ import type { MemoryView } from "../bindings/MemoryView";
 import type { MessageView } from "../bindings/MessageView";
 import type { ModelView } from "../bindings/ModelView";
 import type { NewAccount } from "../bindings/NewAccount";
+import type { PersonaEdit } from "../bindings/PersonaEdit";
 import type { PersonaGroupsView } from "../bindings/PersonaGroupsView";
+import type { PersonaProfileView } from "../bindings/PersonaProfileView";
 import type { PersonaView } from "../bindings/PersonaView";
 import type { QueueView } from "../bindings/QueueView";
 import type { UsedItemView } from "../bindings/UsedItemView";
@@ -208,5 +210,27 @@ export class TauriBackend implements Backend {
   }
   abortCurrent() {
     return call<boolean>("abort_current");
+  }
+  // ---- memory (#4): persona management and chat state ----
+  personaProfile(personaId: string) {
+    return call<PersonaProfileView>("persona_profile", { personaId });
+  }
+  updatePersona(personaId: string, edit: PersonaEdit) {
+    return call<PersonaProfileView>("update_persona", { personaId, edit });
+  }
+  pausePersona(personaId: string, until: string | null) {
+    return call<PersonaView>("pause_persona", { personaId, until });
+  }
+  listArchivedPersonas() {
+    return call<PersonaView[]>("list_archived_personas");
+  }
+  setMessageContext(messageId: string, status: string) {
+    return call<MessageView>("set_message_context", { messageId, status });
+  }
+  recallMessage(messageId: string) {
+    return call<string>("recall_message", { messageId });
+  }
+  setQueuePriority(id: string, priority: string) {
+    return call<void>("set_queue_priority", { id, priority });
   }
 }

@@ -5,4 +5,8 @@ export type MessageView = { id: string, persona_id: string, role: MessageRole, c
 /**
  * RFC 3339, UTC.
  */
-ts: string, read: boolean, seq: number, };
+ts: string, read: boolean, seq: number, 
+/**
+ * default | always | never: whether it goes into reply prompts (memory #4).
+ */
+context_status: string, };

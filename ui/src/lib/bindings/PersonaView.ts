@@ -4,4 +4,8 @@ export type PersonaView = { id: string, name: string, short_description: string,
 /**
  * Model spec `account:model`, e.g. `local:SmolLM2-135M-Instruct.Q4_1`.
  */
-model: string, is_system: boolean, archived: boolean, unread: number, created_seq: number, };
+model: string, is_system: boolean, archived: boolean, unread: number, created_seq: number, 
+/**
+ * RFC 3339 UTC while paused (memory #4); may lie in the past once over.
+ */
+paused_until: string | null, };

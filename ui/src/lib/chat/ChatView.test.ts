@@ -51,6 +51,7 @@ describe("ChatView", () => {
         ts: new Date().toISOString(),
         read: false,
         seq: 1000,
+        context_status: "default",
       },
     });
     await waitFor(() => expect(screen.queryByTestId("message-streaming")).not.toBeInTheDocument());

@@ -128,6 +128,14 @@ export class MemoryState {
     await this.queueAction(() => this.backend.resumeQueue());
   }
 
+  /** Per-item priority of pending background work; replies always run first. */
+  async setPriority(id: string, priority: string): Promise<void> {
+    await this.queueAction(async () => {
+      await this.backend.setQueuePriority(id, priority);
+      this.notices.push("success", t("queue.priorityChanged"));
+    });
+  }
+
   async abort(): Promise<void> {
     await this.queueAction(async () => {
       if (!(await this.backend.abortCurrent())) this.notices.push("info", t("queue.nothingRunning"));

@@ -1,0 +1,650 @@
+//! Persona management (memory #4): creating a persona from a short
+//! description that the local model fills in (traits, topics, a longer
+//! description — the human's own words are kept verbatim as the short
+//! description), editing, pausing until a time, the archived list, and the
+//! chat state the human sets per message (context status, recall of a
+//! message whose reply has not started).
+//!
+//! The fill is queued work at normal priority, constrained by
+//! [`fill_schema`]; when the model fails for good the persona keeps the
+//! human's words and its profile is marked `fallback` (nothing invented).
+
+use std::sync::Arc;
+
+use ledger::{ContextStatus, Draft, EventBody, PersonaGroups, PersonaTopic, QueueItem, HUMAN_ENTITY};
+use providers::{ChatMessage, CompletionRequest, Role};
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+use crate::chat::{Failure, MAX_ATTEMPTS, REPLY_KIND};
+use crate::engine::Engine;
+use crate::error::AppError;
+use crate::models::ModelSpec;
+use crate::views::{AppEvent, PersonaView};
+use crate::Result;
+
+pub(crate) const FILL_KIND: &str = "persona_fill";
+/// Filling a persona is what the human is waiting for, but never before a reply.
+pub(crate) const PRIORITY_NORMAL: i64 = 1;
+const FILL_MAX_TOKENS: u32 = 360;
+const MAX_TRAITS: usize = 8;
+const MAX_TOPICS: usize = 8;
+const MAX_ITEM: usize = 80;
+const MAX_LONG: usize = 4_000;
+const MAX_NAME: usize = 80;
+const MAX_SHORT: usize = 4_000;
+/// A week of minutes / a year of hours: larger values are typing mistakes.
+const MAX_HEARTBEAT_MINUTES: u32 = 7 * 24 * 60;
+const MAX_CONTEXT_WINDOW_HOURS: u32 = 24 * 365;
+
+/// One thing a persona cares about.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct TopicView {
+    pub name: String,
+    #[serde(default)]
+    pub perspective: String,
+    #[serde(default)]
+    pub approach: String,
+    #[serde(default)]
+    pub personal_stake: String,
+    /// -1 … 1
+    #[serde(default)]
+    pub sentiment: f64,
+    /// 0 … 1
+    #[serde(default)]
+    pub exposure_current: f64,
+    /// 0 … 1; the heartbeat prefers topics wanted more than they were had.
+    #[serde(default)]
+    pub exposure_desired: f64,
+}
+
+/// Everything the persona editor shows.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct PersonaProfileView {
+    pub id: String,
+    pub name: String,
+    /// The human's own words, verbatim.
+    pub short_description: String,
+    pub long_description: String,
+    pub traits: Vec<String>,
+    pub topics: Vec<TopicView>,
+    /// none | pending (the model is filling it) | llm | human | fallback
+    pub profile_source: String,
+    /// RFC 3339 UTC; null when not paused.
+    pub paused_until: Option<String>,
+    pub heartbeat_minutes: u32,
+    pub context_window_hours: u32,
+    pub group_primary: String,
+    pub groups_visible: Vec<String>,
+    pub sees_all: bool,
+    pub is_system: bool,
+    pub archived: bool,
+}
+
+/// What the editor sends back. Every field is the new whole value.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct PersonaEdit {
+    pub name: String,
+    pub short_description: String,
+    pub long_description: String,
+    pub traits: Vec<String>,
+    pub topics: Vec<TopicView>,
+    pub heartbeat_minutes: u32,
+    pub context_window_hours: u32,
+    pub group_primary: String,
+    pub groups_visible: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct FillJob {
+    persona_id: String,
+}
+
+/// What the model is asked to produce (the shape of [`fill_schema`]).
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+pub(crate) struct Fill {
+    #[serde(default)]
+    long_description: String,
+    #[serde(default)]
+    traits: Vec<String>,
+    #[serde(default)]
+    topics: Vec<FillTopic>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+struct FillTopic {
+    name: String,
+    #[serde(default)]
+    perspective: String,
+}
+
+/// Bounded so the grammar always closes within [`FILL_MAX_TOKENS`].
+pub(crate) fn fill_schema() -> serde_json::Value {
+    let text = |n: u32| serde_json::json!({ "type": "string", "maxLength": n });
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "long_description": text(300),
+            "traits": { "type": "array", "items": text(30), "minItems": 1, "maxItems": 4 },
+            "topics": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": { "name": text(30), "perspective": text(80) },
+                    "required": ["name", "perspective"]
+                },
+                "minItems": 1,
+                "maxItems": 3
+            }
+        },
+        "required": ["long_description", "traits", "topics"]
+    })
+}
+
+fn fill_prompt(name: &str, description: &str) -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::new(
+            Role::System,
+            "You design a character for a chat companion app from the user's short description. \
+             Keep to what the description says and fill in only what fits it. Answer in JSON."
+                .to_owned(),
+        ),
+        ChatMessage::new(
+            Role::User,
+            format!(
+                "Name: {name}\nDescription: \"{description}\"\n\n\
+                 long_description: two or three sentences about who {name} is.\n\
+                 traits: a few words for what {name} is like.\n\
+                 topics: what {name} likes to talk about (name, and {name}'s view of it)."
+            ),
+        ),
+    ]
+}
+
+/// Parses the model's fill, accepting the object wrapped in prose or a
+/// code fence; anything else is `LLM_INVALID_JSON`.
+pub(crate) fn parse_fill(text: &str) -> std::result::Result<Fill, AppError> {
+    let invalid = |why: String| AppError::new("LLM_INVALID_JSON", format!("the persona fill was not the JSON asked for: {why}"));
+    let start = text.find('{').ok_or_else(|| invalid("no JSON object".into()))?;
+    let end = text.rfind('}').ok_or_else(|| invalid("no JSON object".into()))?;
+    if end < start {
+        return Err(invalid("no JSON object".into()));
+    }
+    serde_json::from_str(&text[start..=end]).map_err(|e| invalid(e.to_string()))
+}
+
+fn clean(s: &str, max: usize) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(max).collect()
+}
+
+/// Trimmed, non-empty, without case-insensitive duplicates, at most `max`.
+fn clean_list(items: &[String], max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        let c = clean(item, MAX_ITEM);
+        if !c.is_empty() && !out.iter().any(|o| o.to_lowercase() == c.to_lowercase()) {
+            out.push(c);
+        }
+    }
+    out.truncate(max);
+    out
+}
+
+fn clean_topics(topics: &[TopicView]) -> Vec<PersonaTopic> {
+    let mut out: Vec<PersonaTopic> = Vec::new();
+    for t in topics {
+        let name = clean(&t.name, MAX_ITEM);
+        if name.is_empty() || out.iter().any(|o| o.name.to_lowercase() == name.to_lowercase()) {
+            continue;
+        }
+        out.push(PersonaTopic {
+            name,
+            perspective: clean(&t.perspective, 200),
+            approach: clean(&t.approach, 200),
+            personal_stake: clean(&t.personal_stake, 200),
+            sentiment: t.sentiment.clamp(-1.0, 1.0),
+            exposure_current: t.exposure_current.clamp(0.0, 1.0),
+            exposure_desired: t.exposure_desired.clamp(0.0, 1.0),
+        });
+    }
+    out.truncate(MAX_TOPICS);
+    out
+}
+
+impl From<&PersonaTopic> for TopicView {
+    fn from(t: &PersonaTopic) -> Self {
+        Self {
+            name: t.name.clone(),
+            perspective: t.perspective.clone(),
+            approach: t.approach.clone(),
+            personal_stake: t.personal_stake.clone(),
+            sentiment: t.sentiment,
+            exposure_current: t.exposure_current,
+            exposure_desired: t.exposure_desired,
+        }
+    }
+}
+
+/// The model's fill, cleaned: traits and topics bounded, empty ones dropped.
+fn fill_profile(fill: &Fill) -> (String, Vec<String>, Vec<PersonaTopic>) {
+    let topics: Vec<TopicView> = fill
+        .topics
+        .iter()
+        .map(|t| TopicView {
+            name: t.name.clone(),
+            perspective: t.perspective.clone(),
+            approach: String::new(),
+            personal_stake: String::new(),
+            sentiment: 0.5,
+            exposure_current: 0.0,
+            exposure_desired: 0.5,
+        })
+        .collect();
+    (clean(&fill.long_description, MAX_LONG), clean_list(&fill.traits, MAX_TRAITS), clean_topics(&topics))
+}
+
+fn parse_until(until: &str) -> Result<time::OffsetDateTime> {
+    time::OffsetDateTime::parse(until.trim(), &time::format_description::well_known::Rfc3339)
+        .map_err(|_| AppError::invalid(format!("\"{until}\" is not a date and time (RFC 3339, e.g. 2026-01-31T18:00:00Z)")))
+}
+
+fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.to_offset(time::UtcOffset::UTC)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// Whether `paused_until` is still in the future at `now`.
+pub(crate) fn paused_at(paused_until: Option<&str>, now: time::OffsetDateTime) -> Option<time::OffsetDateTime> {
+    let until = time::OffsetDateTime::parse(paused_until?, &time::format_description::well_known::Rfc3339).ok()?;
+    (until > now).then_some(until)
+}
+
+/// The persona's traits and topics as prompt lines (none when it has none).
+pub(crate) fn profile_lines(profile: &ledger::PersonaProfile) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !profile.traits.is_empty() {
+        lines.push(format!("You are: {}.", profile.traits.join(", ")));
+    }
+    if !profile.topics.is_empty() {
+        let topics: Vec<String> = profile
+            .topics
+            .iter()
+            .map(|t| if t.perspective.is_empty() { t.name.clone() } else { format!("{} ({})", t.name, t.perspective) })
+            .collect();
+        lines.push(format!("You care about: {}.", topics.join("; ")));
+    }
+    lines
+}
+
+impl Engine {
+    /// Creates a persona from a name and the human's short description (kept
+    /// verbatim) and, when there is a description, queues the model's fill
+    /// of its traits, topics and longer description.
+    pub async fn create_persona_described(&self, name: &str, description: &str) -> Result<PersonaView> {
+        let view = self.create_persona(name, description).await?;
+        if description.trim().is_empty() {
+            return Ok(view);
+        }
+        let body = serde_json::to_value(FillJob { persona_id: view.id.clone() }).map_err(|e| AppError::invalid(e.to_string()))?;
+        self.ledger
+            .append(
+                HUMAN_ENTITY,
+                EventBody::PersonaProfileSet {
+                    persona_id: view.id.clone(),
+                    traits: Vec::new(),
+                    topics: Vec::new(),
+                    source: "pending".into(),
+                },
+            )
+            .await?;
+        self.ledger.enqueue(FILL_KIND, PRIORITY_NORMAL, Some(&view.id), &body).await?;
+        self.wake.notify_one();
+        self.emit_queue().await;
+        Ok(view)
+    }
+
+    pub async fn persona_profile(&self, persona: &str) -> Result<PersonaProfileView> {
+        let p = self.ledger.find_persona(persona).await?;
+        let profile = self.ledger.persona_profile(&p.id).await?;
+        let groups = self.ledger.persona_groups(&p.id).await?;
+        Ok(PersonaProfileView {
+            sees_all: p.is_system,
+            id: p.id,
+            name: p.name,
+            short_description: p.short_description,
+            long_description: p.long_description,
+            traits: profile.traits,
+            topics: profile.topics.iter().map(TopicView::from).collect(),
+            profile_source: profile.profile_source,
+            paused_until: profile.paused_until,
+            heartbeat_minutes: profile.heartbeat_minutes,
+            context_window_hours: profile.context_window_hours,
+            group_primary: groups.group_primary,
+            groups_visible: groups.groups_visible,
+            is_system: p.is_system,
+            archived: p.archived,
+        })
+    }
+
+    /// Saves the editor's values in one atomic append (only what changed).
+    pub async fn update_persona(&self, persona: &str, edit: PersonaEdit) -> Result<PersonaProfileView> {
+        let p = self.ledger.find_persona(persona).await?;
+        let before = self.persona_profile(&p.id).await?;
+        let name = edit.name.trim();
+        if name.is_empty() || name.chars().count() > MAX_NAME {
+            return Err(AppError::invalid(format!("a persona needs a name of 1 to {MAX_NAME} characters")));
+        }
+        if edit.short_description.chars().count() > MAX_SHORT || edit.long_description.chars().count() > MAX_LONG {
+            return Err(AppError::invalid(format!("a description is longer than {MAX_LONG} characters")));
+        }
+        if edit.heartbeat_minutes > MAX_HEARTBEAT_MINUTES {
+            return Err(AppError::invalid(format!("the heartbeat delay is at most {MAX_HEARTBEAT_MINUTES} minutes (0 = never)")));
+        }
+        if edit.context_window_hours > MAX_CONTEXT_WINDOW_HOURS {
+            return Err(AppError::invalid(format!("the context window is at most {MAX_CONTEXT_WINDOW_HOURS} hours (0 = no limit)")));
+        }
+        if name != p.name {
+            if let Ok(other) = self.ledger.find_persona(name).await {
+                if other.id != p.id {
+                    return Err(ledger::LedgerError::PersonaExists(name.to_owned()).into());
+                }
+            }
+        }
+        let short = edit.short_description.trim().to_owned();
+        let long = edit.long_description.trim().to_owned();
+        let traits = clean_list(&edit.traits, MAX_TRAITS);
+        let topics = clean_topics(&edit.topics);
+        let human = |body| Draft { entity_id: p.id.clone(), signer: HUMAN_ENTITY.into(), body };
+        let mut drafts = Vec::new();
+        if name != before.name || short != before.short_description || long != before.long_description {
+            drafts.push(human(EventBody::PersonaUpdated {
+                persona_id: p.id.clone(),
+                name: (name != before.name).then(|| name.to_owned()),
+                short_description: (short != before.short_description).then(|| short.clone()),
+                long_description: (long != before.long_description).then(|| long.clone()),
+                model: None,
+            }));
+        }
+        let before_topics = clean_topics(&before.topics);
+        if traits != before.traits || topics != before_topics {
+            drafts.push(human(EventBody::PersonaProfileSet {
+                persona_id: p.id.clone(),
+                traits,
+                topics,
+                source: "human".into(),
+            }));
+        }
+        if edit.heartbeat_minutes != before.heartbeat_minutes || edit.context_window_hours != before.context_window_hours {
+            drafts.push(human(EventBody::PersonaSettingsSet {
+                persona_id: p.id.clone(),
+                heartbeat_minutes: edit.heartbeat_minutes,
+                context_window_hours: edit.context_window_hours,
+            }));
+        }
+        let groups = PersonaGroups::normalised(&edit.group_primary, &edit.groups_visible);
+        if groups.group_primary != before.group_primary || groups.groups_visible != before.groups_visible {
+            drafts.push(human(EventBody::PersonaGroupsSet {
+                persona_id: p.id.clone(),
+                group_primary: groups.group_primary,
+                groups_visible: groups.groups_visible,
+            }));
+        }
+        if !drafts.is_empty() {
+            self.ledger.append_drafts(drafts).await?;
+            self.emit(AppEvent::PersonaChanged { persona: self.ledger.persona(&p.id).await?.into() });
+            self.emit(AppEvent::MemoriesChanged { persona_id: Some(p.id.clone()) });
+        }
+        self.persona_profile(&p.id).await
+    }
+
+    /// Pauses a persona until `until` (RFC 3339, in the future), or resumes
+    /// it (`None`). While paused it neither replies nor reaches out; what
+    /// the human sends meanwhile is answered when the pause ends.
+    pub async fn pause_persona(&self, persona: &str, until: Option<&str>) -> Result<PersonaView> {
+        let p = self.ledger.find_persona(persona).await?;
+        if p.archived {
+            return Err(ledger::LedgerError::PersonaArchived(p.name).into());
+        }
+        let now = self.ledger.now();
+        let until = match until {
+            Some(u) => {
+                let t = parse_until(u)?;
+                if t <= now {
+                    return Err(AppError::invalid("pause until a time in the future"));
+                }
+                Some(rfc3339(t))
+            }
+            None => None,
+        };
+        let resumed = until.is_none();
+        self.ledger
+            .append(HUMAN_ENTITY, EventBody::PersonaPaused { persona_id: p.id.clone(), until })
+            .await?;
+        if resumed {
+            // Replies that waited for the pause may run now.
+            self.ledger.postpone(REPLY_KIND, &p.id, now).await?;
+            self.wake.notify_one();
+        }
+        let view: PersonaView = self.ledger.persona(&p.id).await?.into();
+        self.emit(AppEvent::PersonaChanged { persona: view.clone() });
+        Ok(view)
+    }
+
+    /// Archived personas (the sidebar's "Archived" list).
+    pub async fn list_archived_personas(&self) -> Result<Vec<PersonaView>> {
+        Ok(self.ledger.personas(true).await?.into_iter().filter(|p| p.archived).map(PersonaView::from).collect())
+    }
+
+    /// Sets whether a message goes into the persona's prompts.
+    pub async fn set_message_context(&self, message_id: &str, status: &str) -> Result<crate::views::MessageView> {
+        let status = ContextStatus::parse(status)
+            .ok_or_else(|| AppError::invalid(format!("context status must be default, always or never, not \"{status}\"")))?;
+        let m = self
+            .ledger
+            .message(message_id)
+            .await?
+            .ok_or_else(|| AppError::new("MESSAGE_NOT_FOUND", "that message does not exist (or was deleted)"))?;
+        if m.context_status != status {
+            self.ledger
+                .append(
+                    HUMAN_ENTITY,
+                    EventBody::MessageContextSet { persona_id: m.persona_id.clone(), message_id: m.id.clone(), status },
+                )
+                .await?;
+        }
+        let m = self
+            .ledger
+            .message(message_id)
+            .await?
+            .ok_or_else(|| AppError::new("MESSAGE_NOT_FOUND", "that message does not exist (or was deleted)"))?;
+        let view = crate::views::MessageView::from(m);
+        self.emit(AppEvent::MessageAdded { message: view.clone() });
+        Ok(view)
+    }
+
+    /// Takes back a message of the human's whose reply has not started: its
+    /// queued reply is removed and the message deleted for real; its text
+    /// is returned for editing. Refused once the reply is running or done.
+    pub async fn recall_message(&self, message_id: &str) -> Result<String> {
+        let m = self
+            .ledger
+            .message(message_id)
+            .await?
+            .ok_or_else(|| AppError::new("MESSAGE_NOT_FOUND", "that message does not exist (or was deleted)"))?;
+        if m.role != ledger::MessageRole::Human {
+            return Err(AppError::new("MESSAGE_NOT_RECALLABLE", "only your own messages can be recalled"));
+        }
+        let removed = self.ledger.remove_pending(REPLY_KIND, "reply_to", &m.id).await?;
+        if removed == 0 {
+            return Err(AppError::new(
+                "MESSAGE_NOT_RECALLABLE",
+                "the reply to this message has already started, so it can no longer be recalled",
+            ));
+        }
+        self.erase_message(&m.id).await?;
+        self.emit_queue().await;
+        Ok(m.content)
+    }
+
+    /// Changes the priority of pending background work ("high", "normal",
+    /// "low"). Replies are always first and cannot be changed.
+    pub async fn set_queue_priority(&self, id: &str, priority: &str) -> Result<()> {
+        let value = match priority {
+            "high" => crate::engine::PRIORITY_HIGH,
+            "normal" => PRIORITY_NORMAL,
+            "low" => crate::extraction::PRIORITY_LOW,
+            other => return Err(AppError::invalid(format!("priority must be high, normal or low, not \"{other}\""))),
+        };
+        let item = self
+            .ledger
+            .queue_items(None)
+            .await?
+            .into_iter()
+            .find(|i| i.id == id)
+            .ok_or_else(|| AppError::new("QUEUE_ITEM_NOT_FOUND", "that work is no longer queued"))?;
+        if item.kind == REPLY_KIND {
+            return Err(AppError::invalid("replies always run first; their priority cannot be changed"));
+        }
+        if !self.ledger.set_priority(id, value).await? {
+            return Err(AppError::new("QUEUE_BUSY", "that work is already running or has failed; only pending work can be reordered"));
+        }
+        self.emit_queue().await;
+        Ok(())
+    }
+}
+
+/// Runs one fill job (the queue worker calls it). On a final failure the
+/// persona keeps the human's words and its profile is marked `fallback`.
+pub(crate) async fn run_fill(engine: &Arc<Engine>, item: &QueueItem) -> std::result::Result<(), Failure> {
+    let job: FillJob = serde_json::from_value(item.body.clone())
+        .map_err(|e| Failure::Final(AppError::invalid(format!("unreadable job: {e}"))))?;
+    let outcome = fill(engine, &job).await;
+    let final_failure = match &outcome {
+        Err(Failure::Final(_)) => true,
+        Err(Failure::Retry(_)) => item.attempts >= MAX_ATTEMPTS,
+        _ => false,
+    };
+    if final_failure {
+        settle_fallback(engine, &job.persona_id).await;
+    }
+    outcome
+}
+
+async fn fill(engine: &Arc<Engine>, job: &FillJob) -> std::result::Result<(), Failure> {
+    let persona = engine.ledger.persona(&job.persona_id).await.map_err(|e| Failure::Final(e.into()))?;
+    if persona.archived {
+        return Err(Failure::Final(ledger::LedgerError::PersonaArchived(persona.name).into()));
+    }
+    let profile = engine.ledger.persona_profile(&persona.id).await.map_err(|e| Failure::Retry(e.into()))?;
+    if profile.profile_source != "pending" {
+        return Ok(()); // the human filled it meanwhile: theirs wins
+    }
+    let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
+    let provider = engine.provider_for(&spec).await.map_err(Failure::Final)?;
+    let mut request = CompletionRequest::chat(spec.model.clone(), fill_prompt(&persona.name, &persona.short_description));
+    request.max_tokens = FILL_MAX_TOKENS;
+    request.temperature = 0.4;
+    request.json_schema = Some(fill_schema());
+    let completion = crate::extraction::complete_in_background(engine, provider.as_ref(), request).await?;
+    let parsed = parse_fill(&completion.text).map_err(Failure::Retry)?;
+    let (long, traits, topics) = fill_profile(&parsed);
+    if traits.is_empty() && topics.is_empty() {
+        return Err(Failure::Retry(AppError::new("LLM_INVALID_JSON", "the persona fill named no traits and no topics")));
+    }
+    // The human may have edited while the model ran.
+    let profile = engine.ledger.persona_profile(&persona.id).await.map_err(|e| Failure::Retry(e.into()))?;
+    if profile.profile_source != "pending" {
+        return Ok(());
+    }
+    let current = engine.ledger.persona(&persona.id).await.map_err(|e| Failure::Retry(e.into()))?;
+    let mut drafts = vec![Draft::by(
+        &persona.id,
+        EventBody::PersonaProfileSet { persona_id: persona.id.clone(), traits, topics, source: "llm".into() },
+    )];
+    if current.long_description.is_empty() && !long.is_empty() {
+        drafts.push(Draft::by(
+            &persona.id,
+            EventBody::PersonaUpdated {
+                persona_id: persona.id.clone(),
+                name: None,
+                short_description: None,
+                long_description: Some(long),
+                model: None,
+            },
+        ));
+    }
+    engine.ledger.append_drafts(drafts).await.map_err(|e| Failure::Retry(e.into()))?;
+    if let Ok(p) = engine.ledger.persona(&persona.id).await {
+        engine.emit(AppEvent::PersonaChanged { persona: p.into() });
+    }
+    Ok(())
+}
+
+async fn settle_fallback(engine: &Engine, persona_id: &str) {
+    let pending = matches!(engine.ledger.persona_profile(persona_id).await, Ok(p) if p.profile_source == "pending");
+    if !pending {
+        return;
+    }
+    let body = EventBody::PersonaProfileSet {
+        persona_id: persona_id.to_owned(),
+        traits: Vec::new(),
+        topics: Vec::new(),
+        source: "fallback".into(),
+    };
+    match engine.ledger.append(HUMAN_ENTITY, body).await {
+        Ok(_) => {
+            if let Ok(p) = engine.ledger.persona(persona_id).await {
+                engine.emit(AppEvent::PersonaChanged { persona: p.into() });
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not record the persona fill's fallback"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fill_in_prose_or_a_fence_parses_and_garbage_is_llm_invalid_json() {
+        let f = parse_fill("Sure! ```json\n{\"long_description\":\"A baker.\",\"traits\":[\"warm\"],\"topics\":[{\"name\":\"bread\",\"perspective\":\"loves it\"}]}\n```")
+            .expect("parses");
+        assert_eq!(f.traits, vec!["warm".to_owned()]);
+        assert_eq!(f.topics[0].name, "bread");
+        assert_eq!(parse_fill("no json here").map(|_| ()).unwrap_err().code, "LLM_INVALID_JSON");
+        assert_eq!(parse_fill("{\"traits\": [1, 2]}").map(|_| ()).unwrap_err().code, "LLM_INVALID_JSON");
+    }
+
+    #[test]
+    fn the_fill_is_cleaned_deduplicated_and_bounded() {
+        let fill = Fill {
+            long_description: "  A   patient   teacher. ".into(),
+            traits: vec!["Kind".into(), " kind ".into(), "".into(), "curious".into()],
+            topics: vec![
+                FillTopic { name: "Chess".into(), perspective: "a lifelong love".into() },
+                FillTopic { name: "chess".into(), perspective: "again".into() },
+                FillTopic { name: "  ".into(), perspective: "nameless".into() },
+            ],
+        };
+        let (long, traits, topics) = fill_profile(&fill);
+        assert_eq!(long, "A patient teacher.");
+        assert_eq!(traits, vec!["Kind".to_owned(), "curious".to_owned()]);
+        assert_eq!(topics.len(), 1);
+        assert_eq!(topics[0].perspective, "a lifelong love");
+        assert!(topics[0].exposure_desired > topics[0].exposure_current);
+    }
+
+    #[test]
+    fn a_pause_in_the_past_is_over() {
+        let now = time::OffsetDateTime::from_unix_timestamp(1_800_000_000).expect("time");
+        let later = rfc3339(now + time::Duration::hours(1));
+        let earlier = rfc3339(now - time::Duration::hours(1));
+        assert!(paused_at(Some(&later), now).is_some());
+        assert!(paused_at(Some(&earlier), now).is_none());
+        assert!(paused_at(None, now).is_none());
+    }
+}
