@@ -267,8 +267,9 @@ async function main() {
   const started = Date.now();
   const ctx = await startSession(cfg, "memory");
   try {
-    await personaScenario(ctx);
+    // The memory scenario first: its checks must see only what Lia learned.
     await scenario(ctx);
+    await personaScenario(ctx);
   } catch (error) {
     try {
       await shot(ctx, "FAILURE");
