@@ -66,6 +66,8 @@ fn main() {
         "set_message_context",
         "recall_message",
         "set_queue_priority",
+        "ceremony_settings",
+        "set_ceremony_time",
         // office (issue #5)
         "why_reply",
         "end_session",

@@ -295,6 +295,16 @@ pub async fn recall_message(state: State<'_, Backend>, message_id: String) -> Re
 }
 
 #[tauri::command]
+pub async fn ceremony_settings(state: State<'_, Backend>) -> Reply<app::CeremonySettingsView> {
+    view(engine(&state).await?.ceremony_settings().await)
+}
+
+#[tauri::command]
+pub async fn set_ceremony_time(state: State<'_, Backend>, time: String) -> Reply<app::CeremonySettingsView> {
+    view(engine(&state).await?.set_ceremony_time(&time).await)
+}
+
+#[tauri::command]
 pub async fn set_queue_priority(state: State<'_, Backend>, id: String, priority: String) -> Reply<()> {
     view(engine(&state).await?.set_queue_priority(&id, &priority).await)
 }

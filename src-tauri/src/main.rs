@@ -126,6 +126,8 @@ fn main() {
             commands::set_message_context,
             commands::recall_message,
             commands::set_queue_priority,
+            commands::ceremony_settings,
+            commands::set_ceremony_time,
             commands::why_reply,
             commands::end_session,
             commands::get_constitution,

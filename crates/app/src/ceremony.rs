@@ -6,8 +6,11 @@
 //! (the ledger's clock in production), so tests are deterministic.
 //!
 //! The same once-a-minute timer checks the heartbeat (see `heartbeat`).
+//! The ceremony also queues each persona's topic exploration and
+//! description check (see `exploration`). Its time can be set in the app
+//! (`set_ceremony_time`, a ledger setting) over the environment's default.
 //!
-//! Not done yet: topic exploration, description checks, persona expiry.
+//! Not done yet: persona expiry.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -30,8 +33,34 @@ pub struct CeremonyView {
     pub at: String,
     pub elapsed_days: f64,
     pub half_life_days: f64,
-    /// Exposure of every unconfirmed memory was multiplied by this.
+    /// Exposure of every unconfirmed memory was multiplied by this (1 when
+    /// there were no memories to decay).
     pub factor: f64,
+    /// Personas whose topic exploration and description check were queued.
+    pub explored: u32,
+}
+
+/// When the ceremony runs (HH:MM, UTC) and when it last ran.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct CeremonySettingsView {
+    pub time: String,
+    pub last_run: Option<String>,
+}
+
+const TIME_KEY: &str = "ceremony_time";
+const LAST_RUN_KEY: &str = "ceremony_last_run";
+
+fn parse_hhmm(s: &str) -> Option<time::Time> {
+    let (h, m) = s.trim().split_once(':')?;
+    if h.len() != 2 || m.len() != 2 {
+        return None;
+    }
+    time::Time::from_hms(h.parse().ok()?, m.parse().ok()?, 0).ok()
+}
+
+fn hhmm(t: time::Time) -> String {
+    format!("{:02}:{:02}", t.hour(), t.minute())
 }
 
 /// The configured time of day, from `LEDGERMIND_CEREMONY_TIME` (HH:MM, UTC).
@@ -67,24 +96,66 @@ impl Engine {
     /// decays exposure for the days since the last run (one day on the
     /// first run).
     pub async fn run_ceremony(&self, now: OffsetDateTime) -> Result<Option<CeremonyView>> {
-        // Nothing to decay: record nothing (a fresh profile stays event-free).
-        if !self.queue_idle().await? || self.ledger.memories(None, false).await?.is_empty() {
+        if !self.queue_idle().await? {
             return Ok(None);
         }
+        let has_memories = !self.ledger.memories(None, false).await?.is_empty();
         let last = self.ledger.last_decay_at().await?.and_then(|s| OffsetDateTime::parse(&s, &Rfc3339).ok());
         let elapsed_days = match last {
             Some(l) => ((now - l).as_seconds_f64() / 86_400.0).max(0.0),
             None => 1.0,
         };
         let half_life_days = memory::DEFAULT_HALF_LIFE_DAYS;
-        let factor = memory::decay_factor(elapsed_days, half_life_days);
         let at = now.format(&Rfc3339).map_err(|e| AppError::invalid(e.to_string()))?;
+        let explored = self.queue_explorations(now).await?;
+        // Nothing to decay or explore: record nothing (a fresh profile stays event-free).
+        if !has_memories && explored == 0 {
+            return Ok(None);
+        }
+        let factor = if has_memories {
+            let factor = memory::decay_factor(elapsed_days, half_life_days);
+            self.ledger
+                .append(HUMAN_ENTITY, EventBody::ExposureDecayed { at: at.clone(), elapsed_days, half_life_days, factor })
+                .await?;
+            tracing::info!(elapsed_days, factor, "ceremony: exposure decayed");
+            self.emit(crate::views::AppEvent::MemoriesChanged { persona_id: None });
+            factor
+        } else {
+            1.0
+        };
         self.ledger
-            .append(HUMAN_ENTITY, EventBody::ExposureDecayed { at: at.clone(), elapsed_days, half_life_days, factor })
+            .append(HUMAN_ENTITY, EventBody::RuntimeSettingSet { key: LAST_RUN_KEY.into(), value: Some(at.clone()) })
             .await?;
-        tracing::info!(elapsed_days, factor, "ceremony: exposure decayed");
-        self.emit(crate::views::AppEvent::MemoriesChanged { persona_id: None });
-        Ok(Some(CeremonyView { at, elapsed_days, half_life_days, factor }))
+        if explored > 0 {
+            tracing::info!(explored, "ceremony: topic explorations queued");
+            self.emit_queue().await;
+        }
+        Ok(Some(CeremonyView { at, elapsed_days, half_life_days, factor, explored: explored as u32 }))
+    }
+
+    /// The ceremony's time: the one set in the app, else the environment's.
+    pub async fn ceremony_settings(&self) -> Result<CeremonySettingsView> {
+        let time = match self.ledger.runtime_setting(TIME_KEY).await?.as_deref().and_then(parse_hhmm) {
+            Some(t) => t,
+            None => ceremony_time(),
+        };
+        Ok(CeremonySettingsView { time: hhmm(time), last_run: self.ledger.runtime_setting(LAST_RUN_KEY).await? })
+    }
+
+    /// Sets the ceremony's time of day (HH:MM, UTC).
+    pub async fn set_ceremony_time(&self, hh_mm: &str) -> Result<CeremonySettingsView> {
+        let t = parse_hhmm(hh_mm).ok_or_else(|| AppError::invalid(format!("\"{hh_mm}\" is not a time of day as HH:MM (00:00 to 23:59)")))?;
+        self.ledger
+            .append(HUMAN_ENTITY, EventBody::RuntimeSettingSet { key: TIME_KEY.into(), value: Some(hhmm(t)) })
+            .await?;
+        self.ceremony_settings().await
+    }
+
+    /// The latest run: the last decay or the last recorded ceremony.
+    async fn last_ceremony(&self) -> Result<Option<OffsetDateTime>> {
+        let decay = self.ledger.last_decay_at().await?;
+        let run = self.ledger.runtime_setting(LAST_RUN_KEY).await?;
+        Ok([decay, run].into_iter().flatten().filter_map(|s| OffsetDateTime::parse(&s, &Rfc3339).ok()).max())
     }
 
     /// Checks once a minute whether the ceremony is due; holds only a weak
@@ -92,7 +163,6 @@ impl Engine {
     pub fn spawn_ceremony(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         let engine = Arc::downgrade(self);
         tokio::spawn(async move {
-            let at = ceremony_time();
             let mut tick = tokio::time::interval(CHECK_EVERY);
             loop {
                 tick.tick().await;
@@ -105,10 +175,10 @@ impl Engine {
                 if let Err(e) = engine.heartbeat_tick(now).await {
                     tracing::warn!(code = e.code, "heartbeat check failed: {}", e.message);
                 }
-                let last = match engine.ledger.last_decay_at().await {
-                    Ok(l) => l.and_then(|s| OffsetDateTime::parse(&s, &Rfc3339).ok()),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "ceremony: could not read the last run");
+                let (last, at) = match (engine.last_ceremony().await, engine.ceremony_settings().await) {
+                    (Ok(last), Ok(settings)) => (last, parse_hhmm(&settings.time).unwrap_or_else(ceremony_time)),
+                    (Err(e), _) | (_, Err(e)) => {
+                        tracing::warn!(code = e.code, "ceremony: could not read its settings: {}", e.message);
                         continue;
                     }
                 };
@@ -125,6 +195,15 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_of_day_is_hh_mm() {
+        assert_eq!(parse_hhmm("03:30").map(hhmm), Some("03:30".to_owned()));
+        assert_eq!(parse_hhmm(" 23:59 ").map(hhmm), Some("23:59".to_owned()));
+        for bad in ["24:00", "3:30", "12:60", "noon", ""] {
+            assert!(parse_hhmm(bad).is_none(), "{bad}");
+        }
+    }
 
     #[test]
     fn the_ceremony_is_due_once_per_day_after_its_time() {

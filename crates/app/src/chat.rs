@@ -93,6 +93,7 @@ async fn process(engine: &Arc<Engine>, item: QueueItem) {
         crate::personas::FILL_KIND => crate::personas::run_fill(engine, &item).await,
         crate::summary::SUMMARY_KIND => crate::summary::run(engine, &item).await,
         crate::heartbeat::HEARTBEAT_KIND => crate::heartbeat::run(engine, &item).await,
+        crate::exploration::EXPLORE_KIND => crate::exploration::run(engine, &item).await,
         _ => Err(Failure::Final(AppError::invalid("no handler for this kind of work"))),
     };
     match outcome {

@@ -18,6 +18,7 @@ mod models;
 mod office;
 mod paths;
 // memory (#4): persona management, chat state, summaries, heartbeat
+mod exploration;
 mod heartbeat;
 mod personas;
 mod summary;
@@ -38,7 +39,7 @@ pub use engine::{Engine, EngineConfig};
 pub use items::ItemView;
 pub use metadata::MetadataServiceView;
 pub use memory::{EmbedProgress, ImportReport, RecallItem, RecallSettings, RecallView};
-pub use ceremony::{ceremony_due, CeremonyView};
+pub use ceremony::{ceremony_due, CeremonySettingsView, CeremonyView};
 pub use error::AppError;
 pub use human_memory::{MemoryView, PersonaGroupsView, QuoteView, UsedItemView};
 pub use queue_control::{QueueItemView, QueueView};

@@ -167,7 +167,13 @@ fn fill_prompt(name: &str, description: &str) -> Vec<ChatMessage> {
 /// Parses the model's fill, accepting the object wrapped in prose or a
 /// code fence; anything else is `LLM_INVALID_JSON`.
 pub(crate) fn parse_fill(text: &str) -> std::result::Result<Fill, AppError> {
-    let invalid = |why: String| AppError::new("LLM_INVALID_JSON", format!("the persona fill was not the JSON asked for: {why}"));
+    parse_json_object(text, "persona fill")
+}
+
+/// The JSON object in a model's answer (bare, in prose or in a code fence),
+/// as `T`; anything else is `LLM_INVALID_JSON` naming `what` was asked for.
+pub(crate) fn parse_json_object<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> std::result::Result<T, AppError> {
+    let invalid = |why: String| AppError::new("LLM_INVALID_JSON", format!("the {what} was not the JSON asked for: {why}"));
     let start = text.find('{').ok_or_else(|| invalid("no JSON object".into()))?;
     let end = text.rfind('}').ok_or_else(|| invalid("no JSON object".into()))?;
     if end < start {

@@ -420,3 +420,79 @@ async fn a_quiet_persona_reaches_out_once_after_its_delay_and_never_while_paused
     h.engine.archive_persona(&ada.id, true).await.expect("archive");
     assert_eq!(h.engine.heartbeat_tick(now + time::Duration::hours(50)).await.expect("tick"), 0);
 }
+
+// ---- ceremony: topic exploration, description check, time ---------------------------
+
+#[tokio::test]
+async fn the_ceremony_explores_topics_and_checks_descriptions_only_when_the_queue_is_idle() {
+    let h = Harness::new(&[]).await;
+    // Marta's profile came from the model; Rui's was edited by the human.
+    h.provider.push_reply(fill_json());
+    h.engine.create_persona_described("Marta", "a baker from Lisbon").await.expect("create");
+    eventually("the fill", || async { h.engine.persona_profile("Marta").await.expect("p").profile_source == "llm" }).await;
+    let rui = h.engine.create_persona("Rui", "a chess coach").await.expect("create");
+    let mut edit = edit_of(&h.engine.persona_profile(&rui.id).await.expect("p"));
+    edit.long_description = "Written by me.".into();
+    edit.topics = vec![TopicView {
+        name: "chess".into(),
+        perspective: "my words".into(),
+        approach: String::new(),
+        personal_stake: String::new(),
+        sentiment: 0.5,
+        exposure_current: 0.0,
+        exposure_desired: 0.5,
+    }];
+    h.engine.update_persona(&rui.id, edit).await.expect("edit");
+
+    // Not while the queue has work.
+    h.engine.pause_queue().await;
+    h.engine.ledger().enqueue("extract", 2, Some(&rui.id), &serde_json::json!({"persona_id": rui.id, "message_id": "x"})).await.expect("q");
+    let now = h.engine.ledger().now();
+    assert!(h.engine.run_ceremony(now).await.expect("ceremony").is_none(), "the queue is not idle");
+    let items = h.engine.ledger().queue_items(None).await.expect("queue");
+    for i in &items {
+        h.engine.ledger().finish_item(&i.id).await.expect("clear");
+    }
+
+    let explore = |name: &str, perspective: &str, long: &str| {
+        serde_json::json!({
+            "topics": [
+                {"name": name, "perspective": perspective, "approach": "asks how it went", "personal_stake": "it is their craft"},
+                {"name": "pastries", "perspective": "a weekend treat", "approach": "shares a recipe", "personal_stake": "grew up with them"}
+            ],
+            "long_description": long
+        })
+        .to_string()
+    };
+    // Jobs run in the order queued: Marta, then Rui.
+    h.provider.push_reply(explore("bread", "IGNORED", "Marta bakes before dawn and talks about bread and pastries."));
+    h.provider.push_reply(explore("chess", "IGNORED", "NOT USED: Rui's description is his own."));
+    let view = h.engine.run_ceremony(now).await.expect("ceremony").expect("idle: it runs");
+    assert_eq!(view.explored, 2, "Ei is not explored");
+    assert_eq!(view.factor, 1.0, "no memories to decay");
+    h.engine.resume_queue().await;
+    eventually("both explorations", || async {
+        !h.engine.ledger().queue_items(None).await.expect("q").iter().any(|i| i.kind == "persona_explore")
+    })
+    .await;
+
+    let marta = h.engine.persona_profile("Marta").await.expect("p");
+    let bread = marta.topics.iter().find(|t| t.name == "bread").expect("bread");
+    assert_eq!(bread.perspective, "a daily ritual", "what a topic says stays");
+    assert_eq!(bread.approach, "asks how it went", "empty fields are explored");
+    assert!(marta.topics.iter().any(|t| t.name == "pastries"), "a related topic is added");
+    assert_eq!(marta.long_description, "Marta bakes before dawn and talks about bread and pastries.", "description checked");
+    assert_eq!(marta.short_description, "a baker from Lisbon", "the human's words stay");
+
+    let rui = h.engine.persona_profile("Rui").await.expect("p");
+    assert_eq!(rui.topics[0].perspective, "my words");
+    assert_eq!(rui.topics[0].personal_stake, "it is their craft");
+    assert_eq!(rui.long_description, "Written by me.", "a description the human shaped is not rewritten");
+    assert_eq!(rui.profile_source, "human");
+
+    // The ceremony's time is a setting.
+    assert_eq!(h.engine.set_ceremony_time("25:00").await.expect_err("bad").code, "INVALID_INPUT");
+    let settings = h.engine.set_ceremony_time("22:15").await.expect("set");
+    assert_eq!(settings.time, "22:15");
+    assert_eq!(settings.last_run.as_deref(), Some(view.at.as_str()));
+}

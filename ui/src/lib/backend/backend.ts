@@ -4,6 +4,7 @@
 
 import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
+import type { CeremonySettingsView } from "../bindings/CeremonySettingsView";
 import type { CheckpointView } from "../bindings/CheckpointView";
 import type { ErrorView } from "../bindings/ErrorView";
 import type { ExportView } from "../bindings/ExportView";
@@ -147,6 +148,10 @@ export interface Backend {
   recallMessage(messageId: string): Promise<string>;
   /** `set_queue_priority`: "high" | "normal" | "low", pending background work only. */
   setQueuePriority(id: string, priority: string): Promise<void>;
+  /** `ceremony_settings`: the nightly ceremony's time (HH:MM, UTC) and its last run. */
+  ceremonySettings(): Promise<CeremonySettingsView>;
+  /** `set_ceremony_time` */
+  setCeremonyTime(time: string): Promise<CeremonySettingsView>;
   /** Files dragged onto the window (not a command: a window event). Returns an unlisten function. */
   onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void>;
 }

@@ -4,6 +4,7 @@
 
 import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
+import type { CeremonySettingsView } from "../bindings/CeremonySettingsView";
 import type { CheckpointView } from "../bindings/CheckpointView";
 import type { EventView } from "../bindings/EventView";
 import type { ExportView } from "../bindings/ExportView";
@@ -687,6 +688,17 @@ export class MockBackend implements Backend {
 
   async setQueuePriority(_id: string, priority: string): Promise<void> {
     if (!["high", "normal", "low"].includes(priority)) fail("INVALID_INPUT", "priority must be high, normal or low");
+  }
+
+  private ceremony: CeremonySettingsView = { time: "03:00", last_run: null };
+  async ceremonySettings(): Promise<CeremonySettingsView> {
+    return { ...this.ceremony };
+  }
+  async setCeremonyTime(time: string): Promise<CeremonySettingsView> {
+    const m = /^(\d\d):(\d\d)$/.exec(time.trim());
+    if (!m || Number(m[1]) > 23 || Number(m[2]) > 59) fail("INVALID_INPUT", `"${time}" is not a time of day as HH:MM (00:00 to 23:59)`);
+    this.ceremony.time = time.trim();
+    return { ...this.ceremony };
   }
 
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {

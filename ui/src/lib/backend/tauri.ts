@@ -6,6 +6,7 @@ import { Channel, invoke } from "@tauri-apps/api/core";
 import { getCurrentWebview } from "@tauri-apps/api/webview";
 import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
+import type { CeremonySettingsView } from "../bindings/CeremonySettingsView";
 import type { CheckpointView } from "../bindings/CheckpointView";
 import type { EventView } from "../bindings/EventView";
 import type { ItemView } from "../bindings/ItemView";
@@ -232,5 +233,11 @@ export class TauriBackend implements Backend {
   }
   setQueuePriority(id: string, priority: string) {
     return call<void>("set_queue_priority", { id, priority });
+  }
+  ceremonySettings() {
+    return call<CeremonySettingsView>("ceremony_settings");
+  }
+  setCeremonyTime(time: string) {
+    return call<CeremonySettingsView>("set_ceremony_time", { time });
   }
 }

@@ -2,6 +2,11 @@
 
 export type CeremonyView = { at: string, elapsed_days: number, half_life_days: number, 
 /**
- * Exposure of every unconfirmed memory was multiplied by this.
+ * Exposure of every unconfirmed memory was multiplied by this (1 when
+ * there were no memories to decay).
  */
-factor: number, };
+factor: number, 
+/**
+ * Personas whose topic exploration and description check were queued.
+ */
+explored: number, };

@@ -314,6 +314,13 @@ export const en = {
   "queue.state.running": "running",
   "queue.state.dead": "failed (dead letter)",
   // ----- memory (#4): persona management and chat state -----
+  "ceremony.heading": "Nightly ceremony",
+  "ceremony.help": "Once a day, when nothing else is queued: unused memories fade (half-life 7 days), personas explore their topics and their descriptions are checked.",
+  "ceremony.time": "Time (UTC)",
+  "ceremony.save": "Save",
+  "ceremony.saved": "The ceremony now runs at {time} UTC.",
+  "ceremony.lastRun": "Last run: {time}",
+  "ceremony.never": "It has not run yet.",
   "personas.form.fillHint": "The local model fills in traits and topics from your description; your own words are kept as they are.",
   "personas.paused": "paused",
   "personas.pausedUntil": "Paused until {time}",

@@ -316,6 +316,13 @@ export const ptBR: Record<MessageKey, string> = {
   "queue.state.running": "rodando",
   "queue.state.dead": "falhou (carta morta)",
   // ----- memory (#4): persona management and chat state -----
+  "ceremony.heading": "Cerimônia noturna",
+  "ceremony.help": "Uma vez por dia, quando nada mais está na fila: memórias sem uso se apagam aos poucos (meia-vida de 7 dias), as personas exploram seus tópicos e suas descrições são verificadas.",
+  "ceremony.time": "Horário (UTC)",
+  "ceremony.save": "Salvar",
+  "ceremony.saved": "A cerimônia agora roda às {time} UTC.",
+  "ceremony.lastRun": "Última execução: {time}",
+  "ceremony.never": "Ela ainda não rodou.",
   "personas.form.fillHint": "O modelo local preenche traços e tópicos a partir da sua descrição; suas palavras são mantidas como estão.",
   "personas.paused": "pausada",
   "personas.pausedUntil": "Pausada até {time}",

@@ -1,0 +1,271 @@
+//! The ceremony's persona phases (memory #4, seed 002): **topic
+//! exploration** deepens a persona's topics (fills an empty perspective,
+//! approach or personal stake, and may add up to two related topics) and
+//! the **description check** rewrites its longer description when it no
+//! longer agrees with its traits and topics. One low-priority job per
+//! persona, queued by the ceremony only while the queue is idle.
+//!
+//! The human's words are never touched: the short description stays as
+//! written, a topic the human named keeps what it says, and a profile the
+//! human edited keeps its longer description.
+
+use std::sync::Arc;
+
+use ledger::{Draft, EventBody, PersonaTopic, QueueItem};
+use providers::{ChatMessage, CompletionRequest, Role};
+use serde::{Deserialize, Serialize};
+
+use crate::chat::Failure;
+use crate::engine::Engine;
+use crate::error::AppError;
+use crate::models::ModelSpec;
+use crate::views::AppEvent;
+
+pub(crate) const EXPLORE_KIND: &str = "persona_explore";
+const EXPLORE_MAX_TOKENS: u32 = 400;
+const MAX_NEW_TOPICS: usize = 2;
+const MAX_TOPICS: usize = 8;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct ExploreJob {
+    pub persona_id: String,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+pub(crate) struct Exploration {
+    #[serde(default)]
+    topics: Vec<ExploredTopic>,
+    #[serde(default)]
+    long_description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+struct ExploredTopic {
+    name: String,
+    #[serde(default)]
+    perspective: String,
+    #[serde(default)]
+    approach: String,
+    #[serde(default)]
+    personal_stake: String,
+}
+
+pub(crate) fn explore_schema() -> serde_json::Value {
+    let text = |n: u32| serde_json::json!({ "type": "string", "maxLength": n });
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "topics": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": { "name": text(30), "perspective": text(80), "approach": text(80), "personal_stake": text(80) },
+                    "required": ["name", "perspective", "approach", "personal_stake"]
+                },
+                "maxItems": 4
+            },
+            "long_description": text(300)
+        },
+        "required": ["topics", "long_description"]
+    })
+}
+
+fn explore_prompt(name: &str, short: &str, long: &str, traits: &[String], topics: &[PersonaTopic]) -> Vec<ChatMessage> {
+    let topics: Vec<String> = topics.iter().map(|t| format!("{} ({})", t.name, t.perspective)).collect();
+    vec![
+        ChatMessage::new(
+            Role::System,
+            "You help a chat companion character grow between conversations. Keep to who the character is. Answer in JSON.".to_owned(),
+        ),
+        ChatMessage::new(
+            Role::User,
+            format!(
+                "Character: {name}. Described by the user as: \"{short}\".\nLonger description: \"{long}\"\nTraits: {}\nTopics: {}\n\n\
+                 topics: for each topic (and at most two new related ones) say how {name} sees it (perspective), \
+                 how {name} brings it up (approach) and why it matters to {name} (personal_stake).\n\
+                 long_description: two or three sentences about {name} that agree with the traits and topics.",
+                traits.join(", "),
+                topics.join("; ")
+            ),
+        ),
+    ]
+}
+
+fn clean(s: &str, max: usize) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(max).collect()
+}
+
+/// Merges what the model explored into the topics: empty fields of known
+/// topics are filled (what is there stays), up to [`MAX_NEW_TOPICS`] new
+/// ones are added. Returns the topics and whether anything changed.
+pub(crate) fn merge_topics(current: &[PersonaTopic], explored: &Exploration) -> (Vec<PersonaTopic>, bool) {
+    let mut topics = current.to_vec();
+    let mut changed = false;
+    let mut added = 0;
+    for e in &explored.topics {
+        let name = clean(&e.name, 80);
+        if name.is_empty() {
+            continue;
+        }
+        let fill = |field: &mut String, value: &str, changed: &mut bool| {
+            let value = clean(value, 200);
+            if field.trim().is_empty() && !value.is_empty() {
+                *field = value;
+                *changed = true;
+            }
+        };
+        if let Some(t) = topics.iter_mut().find(|t| t.name.to_lowercase() == name.to_lowercase()) {
+            fill(&mut t.perspective, &e.perspective, &mut changed);
+            fill(&mut t.approach, &e.approach, &mut changed);
+            fill(&mut t.personal_stake, &e.personal_stake, &mut changed);
+        } else if added < MAX_NEW_TOPICS && topics.len() < MAX_TOPICS {
+            topics.push(PersonaTopic {
+                name,
+                perspective: clean(&e.perspective, 200),
+                approach: clean(&e.approach, 200),
+                personal_stake: clean(&e.personal_stake, 200),
+                sentiment: 0.5,
+                exposure_current: 0.0,
+                exposure_desired: 0.5,
+            });
+            added += 1;
+            changed = true;
+        }
+    }
+    (topics, changed)
+}
+
+impl Engine {
+    /// Queues the exploration of every persona that has topics to explore
+    /// (not Ei, not archived, not paused); returns how many.
+    pub(crate) async fn queue_explorations(&self, now: time::OffsetDateTime) -> crate::Result<usize> {
+        let queued = self.ledger.queue_items(None).await?;
+        let mut count = 0;
+        for p in self.ledger.personas(false).await? {
+            if p.is_system || queued.iter().any(|i| i.kind == EXPLORE_KIND && i.persona_id.as_deref() == Some(p.id.as_str())) {
+                continue;
+            }
+            let profile = self.ledger.persona_profile(&p.id).await?;
+            if profile.topics.is_empty() || crate::personas::paused_at(profile.paused_until.as_deref(), now).is_some() {
+                continue;
+            }
+            let body = serde_json::to_value(ExploreJob { persona_id: p.id.clone() }).map_err(|e| AppError::invalid(e.to_string()))?;
+            self.ledger.enqueue(EXPLORE_KIND, crate::extraction::PRIORITY_LOW, Some(&p.id), &body).await?;
+            count += 1;
+        }
+        if count > 0 {
+            self.wake.notify_one();
+        }
+        Ok(count)
+    }
+}
+
+/// Runs one exploration (topics, then the description check).
+pub(crate) async fn run(engine: &Arc<Engine>, item: &QueueItem) -> Result<(), Failure> {
+    let job: ExploreJob = serde_json::from_value(item.body.clone())
+        .map_err(|e| Failure::Final(AppError::invalid(format!("unreadable job: {e}"))))?;
+    let persona = engine.ledger.persona(&job.persona_id).await.map_err(|e| Failure::Final(e.into()))?;
+    if persona.archived {
+        return Ok(());
+    }
+    let profile = engine.ledger.persona_profile(&persona.id).await.map_err(|e| Failure::Retry(e.into()))?;
+    let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
+    let provider = engine.provider_for(&spec).await.map_err(Failure::Final)?;
+    let prompt = explore_prompt(&persona.name, &persona.short_description, &persona.long_description, &profile.traits, &profile.topics);
+    let mut request = CompletionRequest::chat(spec.model.clone(), prompt);
+    request.max_tokens = EXPLORE_MAX_TOKENS;
+    request.temperature = 0.5;
+    request.json_schema = Some(explore_schema());
+    let completion = crate::extraction::complete_in_background(engine, provider.as_ref(), request).await?;
+    let explored: Exploration = crate::personas::parse_json_object(&completion.text, "exploration").map_err(Failure::Retry)?;
+
+    // The human may have edited while the model ran: merge into what is there now.
+    let now_profile = engine.ledger.persona_profile(&persona.id).await.map_err(|e| Failure::Retry(e.into()))?;
+    let (topics, topics_changed) = merge_topics(&now_profile.topics, &explored);
+    let mut drafts = Vec::new();
+    if topics_changed {
+        let source = match now_profile.profile_source.as_str() {
+            "human" => "human",
+            _ => "llm",
+        };
+        drafts.push(Draft::by(
+            &persona.id,
+            EventBody::PersonaProfileSet {
+                persona_id: persona.id.clone(),
+                traits: now_profile.traits.clone(),
+                topics,
+                source: source.into(),
+            },
+        ));
+    }
+    // Description check: a longer description the human did not shape is
+    // brought in line with the traits and topics.
+    let long = clean(&explored.long_description, 4_000);
+    let current = engine.ledger.persona(&persona.id).await.map_err(|e| Failure::Retry(e.into()))?;
+    if now_profile.profile_source != "human" && !long.is_empty() && long != current.long_description {
+        drafts.push(Draft::by(
+            &persona.id,
+            EventBody::PersonaUpdated {
+                persona_id: persona.id.clone(),
+                name: None,
+                short_description: None,
+                long_description: Some(long),
+                model: None,
+            },
+        ));
+    }
+    if drafts.is_empty() {
+        return Ok(());
+    }
+    engine.ledger.append_drafts(drafts).await.map_err(|e| Failure::Retry(e.into()))?;
+    if let Ok(p) = engine.ledger.persona(&persona.id).await {
+        engine.emit(AppEvent::PersonaChanged { persona: p.into() });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topic(name: &str, perspective: &str) -> PersonaTopic {
+        PersonaTopic {
+            name: name.into(),
+            perspective: perspective.into(),
+            approach: String::new(),
+            personal_stake: String::new(),
+            sentiment: 0.0,
+            exposure_current: 0.3,
+            exposure_desired: 0.6,
+        }
+    }
+
+    fn explored(name: &str, perspective: &str, approach: &str) -> ExploredTopic {
+        ExploredTopic { name: name.into(), perspective: perspective.into(), approach: approach.into(), personal_stake: "stake".into() }
+    }
+
+    #[test]
+    fn exploration_fills_empty_fields_keeps_what_is_there_and_adds_at_most_two_topics() {
+        let current = vec![topic("Chess", "a lifelong love")];
+        let e = Exploration {
+            topics: vec![
+                explored("chess", "REPLACED?", "asks about openings"),
+                explored("Go", "the other board game", "compares it with chess"),
+                explored("Puzzles", "daily habit", "sends one"),
+                explored("Poker", "too random", "avoids it"),
+                explored(" ", "nameless", "none"),
+            ],
+            long_description: String::new(),
+        };
+        let (topics, changed) = merge_topics(&current, &e);
+        assert!(changed);
+        assert_eq!(topics.len(), 3, "two new at most");
+        assert_eq!(topics[0].perspective, "a lifelong love", "what the topic says stays");
+        assert_eq!(topics[0].approach, "asks about openings");
+        assert_eq!(topics[0].personal_stake, "stake");
+        assert_eq!((topics[0].exposure_current, topics[0].exposure_desired), (0.3, 0.6));
+        assert_eq!(topics[1].name, "Go");
+        let (_, again) = merge_topics(&topics, &Exploration { topics: vec![explored("Go", "x", "y")], long_description: String::new() });
+        assert!(!again, "nothing empty left to fill: no change");
+    }
+}
