@@ -397,6 +397,8 @@ export class AppState {
   async markRead(personaId: string): Promise<void> {
     const persona = this.personas.find((p) => p.id === personaId);
     if (persona) persona.unread = 0;
+    // memory (#4): each message's own read state follows (bubbles show "new" until read).
+    for (const m of this.messages[personaId] ?? []) if (!m.read) m.read = true;
     try {
       await this.backend.markRead(personaId);
     } catch (error) {

@@ -125,6 +125,20 @@ describe("chat state (memory #4)", () => {
     expect(app.awaiting[app.selectedId!]).toBeUndefined();
   });
 
+  it("a reply that arrives while the chat is not being read is marked new until it is read", async () => {
+    const { app, context } = await startApp();
+    render(ChatView, { context });
+    const id = app.selectedId!;
+    app.view = "ledger";
+    await app.send(id, "hello there");
+    expect(await screen.findByTestId("message-unread", {}, { timeout: 3000 })).toHaveTextContent("new");
+    expect(app.personas.find((p) => p.id === id)?.unread).toBe(1);
+    app.view = "chat";
+    await app.markRead(id);
+    await waitFor(() => expect(screen.queryByTestId("message-unread")).not.toBeInTheDocument());
+    expect(app.personas.find((p) => p.id === id)?.unread).toBe(0);
+  });
+
   it("converts a local date and time to UTC", () => {
     expect(toRfc3339("not a date")).toBeNull();
     expect(toRfc3339("2030-01-02T03:04")).toMatch(/^2030-01-0[12]T\d\d:04:00\.000Z$/);
