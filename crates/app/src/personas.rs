@@ -81,6 +81,10 @@ pub struct PersonaProfileView {
     pub sees_all: bool,
     pub is_system: bool,
     pub archived: bool,
+    /// The latest conversation summary (every 10 messages), read-only.
+    pub summary: Option<String>,
+    /// llm | fallback (written without a model)
+    pub summary_source: Option<String>,
 }
 
 /// What the editor sends back. Every field is the new whole value.
@@ -317,7 +321,10 @@ impl Engine {
         let p = self.ledger.find_persona(persona).await?;
         let profile = self.ledger.persona_profile(&p.id).await?;
         let groups = self.ledger.persona_groups(&p.id).await?;
+        let summary = self.ledger.summary(&p.id).await?;
         Ok(PersonaProfileView {
+            summary_source: summary.as_ref().map(|s| s.source.clone()),
+            summary: summary.map(|s| s.text),
             sees_all: p.is_system,
             id: p.id,
             name: p.name,

@@ -348,6 +348,9 @@ async fn ten_messages_queue_a_low_priority_summary_that_the_next_prompt_carries(
     summarize(&h, &ada.id).await;
     let summary = h.engine.conversation_summary("Ada").await.expect("summary").expect("written");
     assert_eq!(summary.source, "llm");
+    let profile = h.engine.persona_profile("Ada").await.expect("profile");
+    assert_eq!(profile.summary.as_deref(), Some(summary.text.as_str()), "the editor shows it");
+    assert_eq!(profile.summary_source.as_deref(), Some("llm"));
     assert_eq!(summary.text, "Ada and the human chatted about numbers; nothing is open.");
     let last = h.engine.list_messages("Ada").await.expect("list").pop().expect("last");
     assert_eq!(summary.up_to_seq, last.seq);

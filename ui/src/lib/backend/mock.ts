@@ -578,7 +578,7 @@ export class MockBackend implements Backend {
   }
 
   // ---- memory (#4): persona management and chat state ----
-  private profiles = new Map<string, Omit<PersonaProfileView, "id" | "name" | "short_description" | "long_description" | "group_primary" | "groups_visible" | "sees_all" | "is_system" | "archived" | "paused_until">>();
+  private profiles = new Map<string, Omit<PersonaProfileView, "id" | "name" | "short_description" | "long_description" | "group_primary" | "groups_visible" | "sees_all" | "is_system" | "archived" | "paused_until" | "summary" | "summary_source">>();
 
   private profileOf(personaId: string) {
     let p = this.profiles.get(personaId);
@@ -623,7 +623,9 @@ export class MockBackend implements Backend {
       sees_all: groups.sees_all,
       is_system: persona.is_system,
       archived: persona.archived,
-    };
+      summary: null,
+      summary_source: null,
+    } satisfies PersonaProfileView;
   }
 
   async updatePersona(personaId: string, edit: PersonaEdit): Promise<PersonaProfileView> {

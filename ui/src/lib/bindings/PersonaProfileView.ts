@@ -16,4 +16,12 @@ profile_source: string,
 /**
  * RFC 3339 UTC; null when not paused.
  */
-paused_until: string | null, heartbeat_minutes: number, context_window_hours: number, group_primary: string, groups_visible: Array<string>, sees_all: boolean, is_system: boolean, archived: boolean, };
+paused_until: string | null, heartbeat_minutes: number, context_window_hours: number, group_primary: string, groups_visible: Array<string>, sees_all: boolean, is_system: boolean, archived: boolean, 
+/**
+ * The latest conversation summary (every 10 messages), read-only.
+ */
+summary: string | null, 
+/**
+ * llm | fallback (written without a model)
+ */
+summary_source: string | null, };

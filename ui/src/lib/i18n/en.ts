@@ -314,6 +314,8 @@ export const en = {
   "queue.state.running": "running",
   "queue.state.dead": "failed (dead letter)",
   // ----- memory (#4): persona management and chat state -----
+  "editor.summary": "Conversation summary (updated every 10 messages)",
+  "editor.summaryFallback": "Written without a model: the first sentence of each message.",
   "ceremony.heading": "Nightly ceremony",
   "ceremony.help": "Once a day, when nothing else is queued: unused memories fade (half-life 7 days), personas explore their topics and their descriptions are checked.",
   "ceremony.time": "Time (UTC)",

@@ -316,6 +316,8 @@ export const ptBR: Record<MessageKey, string> = {
   "queue.state.running": "rodando",
   "queue.state.dead": "falhou (carta morta)",
   // ----- memory (#4): persona management and chat state -----
+  "editor.summary": "Resumo da conversa (atualizado a cada 10 mensagens)",
+  "editor.summaryFallback": "Escrito sem modelo: a primeira frase de cada mensagem.",
   "ceremony.heading": "Cerimônia noturna",
   "ceremony.help": "Uma vez por dia, quando nada mais está na fila: memórias sem uso se apagam aos poucos (meia-vida de 7 dias), as personas exploram seus tópicos e suas descrições são verificadas.",
   "ceremony.time": "Horário (UTC)",
