@@ -628,8 +628,8 @@ mod tests {
             .expect("parses");
         assert_eq!(f.traits, vec!["warm".to_owned()]);
         assert_eq!(f.topics[0].name, "bread");
-        assert_eq!(parse_fill("no json here").map(|_| ()).unwrap_err().code, "LLM_INVALID_JSON");
-        assert_eq!(parse_fill("{\"traits\": [1, 2]}").map(|_| ()).unwrap_err().code, "LLM_INVALID_JSON");
+        assert_eq!(parse_fill("no json here").map(|_| ()).expect_err("not json").code, "LLM_INVALID_JSON");
+        assert_eq!(parse_fill("{\"traits\": [1, 2]}").map(|_| ()).expect_err("wrong shape").code, "LLM_INVALID_JSON");
     }
 
     #[test]
