@@ -16,6 +16,7 @@ import { MemoryState } from "../memory/memory-state.svelte";
 import { AccountsState } from "../settings/accounts-state.svelte";
 import { Notices } from "./notices.svelte";
 import { isRuntimeEvent, RuntimeState } from "../runtime/runtime-state.svelte";
+import { OfficeState } from "../office/office-state.svelte"; // office (#5)
 
 export type View = "chat" | "ledger" | "settings" | "checkpoints" | "memory" | "items";
 export const VIEWS: readonly View[] = ["chat", "ledger", "settings", "checkpoints", "memory", "items"];
@@ -52,6 +53,7 @@ export class AppState {
   readonly checkpoints: CheckpointsState;
   readonly memory: MemoryState;
   readonly runtime: RuntimeState;
+  readonly office: OfficeState; // office (#5)
 
   ready = $state(false);
   loadError = $state<string | null>(null);
@@ -87,6 +89,7 @@ export class AppState {
     this.accounts = new AccountsState(backend, this.notices, () => void this.refreshModels());
     this.checkpoints = new CheckpointsState(backend, this.notices, (receipt) => this.reloadAfterRestore(receipt));
     this.runtime = new RuntimeState(backend, this.notices, (personaId) => this.messages[personaId]?.at(-1)?.seq ?? 0);
+    this.office = new OfficeState(backend, this.notices); // office (#5)
   }
 
   /** True between `checkpoint_started` and its closing event: the whole UI is held. */

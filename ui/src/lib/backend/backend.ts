@@ -28,6 +28,12 @@ import type { UsedItemView } from "../bindings/UsedItemView";
 import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
+// office (#5)
+import type { ConstitutionView } from "../bindings/ConstitutionView";
+import type { HandoverView } from "../bindings/HandoverView";
+import type { ObligationView } from "../bindings/ObligationView";
+import type { TokenUsageView } from "../bindings/TokenUsageView";
+import type { WhyView } from "../bindings/WhyView";
 
 /** What the window reports while files are dragged over it. */
 export type DragDropEvent =
@@ -152,6 +158,23 @@ export interface Backend {
   ceremonySettings(): Promise<CeremonySettingsView>;
   /** `set_ceremony_time` */
   setCeremonyTime(time: string): Promise<CeremonySettingsView>;
+  // ---- office (#5) ----
+  /** `why_reply`: the frame, narrative, hash and token counts a reply was generated from. */
+  whyReply(messageId: string): Promise<WhyView>;
+  /** `end_session` ("New"): writes the handover and starts a new session; null when the session was empty. */
+  endSession(personaId: string): Promise<HandoverView | null>;
+  /** `get_constitution`: the persona's current constitution, null when it has none. */
+  getConstitution(personaId: string): Promise<ConstitutionView | null>;
+  /** `set_constitution`: writes its next version. */
+  setConstitution(personaId: string, coreDirective: string, overrides: string[]): Promise<ConstitutionView>;
+  /** `list_obligations`: most urgent first, then the finished ones. */
+  listObligations(personaId: string): Promise<ObligationView[]>;
+  /** `complete_obligation` */
+  completeObligation(id: string): Promise<void>;
+  /** `token_usage`: today's tokens and quota per persona. */
+  tokenUsage(): Promise<TokenUsageView[]>;
+  /** `set_token_quota`: 0 removes the limit. */
+  setTokenQuota(personaId: string, dailyLimit: number): Promise<void>;
   /** Files dragged onto the window (not a command: a window event). Returns an unlisten function. */
   onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void>;
 }

@@ -28,6 +28,12 @@ import type { UsedItemView } from "../bindings/UsedItemView";
 import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
+// office (#5)
+import type { ConstitutionView } from "../bindings/ConstitutionView";
+import type { HandoverView } from "../bindings/HandoverView";
+import type { ObligationView } from "../bindings/ObligationView";
+import type { TokenUsageView } from "../bindings/TokenUsageView";
+import type { WhyView } from "../bindings/WhyView";
 import { BackendError, type Backend, type DragDropEvent } from "./backend";
 
 export interface MockOptions {
@@ -701,6 +707,120 @@ export class MockBackend implements Backend {
     if (!m || Number(m[1]) > 23 || Number(m[2]) > 59) fail("INVALID_INPUT", `"${time}" is not a time of day as HH:MM (00:00 to 23:59)`);
     this.ceremony.time = time.trim();
     return { ...this.ceremony };
+  }
+  // ---- office (#5): frames are narrated from the mock's state, in English only ----
+  private constitutions = new Map<string, ConstitutionView>();
+  private handovers = new Map<string, HandoverView & { seq: number }>();
+  private obligations: ObligationView[] = [];
+  private quotas = new Map<string, number>();
+  private tokens = new Map<string, { prompt: number; completion: number }>();
+
+  /** Test helper: an obligation as if a persona had set a reminder. */
+  addObligation(personaId: string, text: string, dueAt: string | null, kind = "reminder"): ObligationView {
+    const view: ObligationView = { id: `obl-${this.nextId++}`, persona_id: personaId, text, kind, due_at: dueAt, minutes_left: null, overdue: false, done: false };
+    this.obligations.push(view);
+    return view;
+  }
+
+  private narrate(persona: PersonaView): string {
+    const parts = [`You are ${persona.name}. ${persona.short_description}`.trim()];
+    const handover = this.handovers.get(persona.id);
+    if (handover) parts.push(`Your last session ended with this handover: ${handover.text}`);
+    const open = this.obligations.filter((o) => o.persona_id === persona.id && !o.done);
+    if (open.length) parts.push(`You owe: ${open.map((o) => o.text).join("; ")}.`);
+    const c = this.constitutions.get(persona.id);
+    if (c) parts.push(`Your constitution: ${c.core_directive}${c.overrides.map((o) => `\n- ${o}`).join("")}`);
+    return parts.join("\n\n");
+  }
+
+  async whyReply(messageId: string): Promise<WhyView> {
+    const message = this.messages.find((m) => m.id === messageId && m.role === "persona") ?? fail("FRAME_NOT_FOUND", "this reply has no recorded context frame");
+    const persona = this.persona(message.persona_id);
+    const narrative = this.narrate(persona);
+    const tokens = Math.ceil(narrative.length / 4);
+    const c = this.constitutions.get(persona.id);
+    return {
+      message_id: messageId,
+      frame_hash: fakeHash(`frame|${messageId}|${narrative}`),
+      narrative,
+      session_type: "assist",
+      budget: 4000,
+      effective_budget: 700,
+      narrative_tokens: tokens,
+      counter: "estimate",
+      sections: [
+        { name: "identity", tokens: Math.ceil(tokens * 0.6), share: 0.6, dropped: 0 },
+        { name: "constitution", tokens: Math.floor(tokens * 0.4), share: 0.4, dropped: 0 },
+      ],
+      handover: this.handovers.get(persona.id)?.text ?? null,
+      sanity_note: this.handovers.get(persona.id)?.sanity_note ?? null,
+      constitution: c ? [c.core_directive, ...c.overrides].join("\n- ") : null,
+      frame_json: JSON.stringify({ identity: { name: persona.name }, narrative }, null, 2),
+      error: null,
+    };
+  }
+  async endSession(personaId: string): Promise<HandoverView | null> {
+    const persona = this.persona(personaId);
+    const after = this.handovers.get(persona.id)?.seq ?? 0;
+    const session = this.messages.filter((m) => m.persona_id === persona.id && m.seq > after);
+    if (session.length === 0) return null;
+    const text = `We talked about: ${session.map((m) => m.content).join(" / ").slice(0, 300)}`;
+    const seq = this.append("handover_written", persona.id, { text, author: "system", reason: "new" });
+    const view: HandoverView = { persona_id: persona.id, text, author: "system", reason: "new", ts: new Date().toISOString(), sanity_note: null };
+    this.handovers.set(persona.id, { ...view, seq });
+    return { ...view };
+  }
+  async getConstitution(personaId: string): Promise<ConstitutionView | null> {
+    const c = this.constitutions.get(this.persona(personaId).id);
+    return c ? { ...c, overrides: [...c.overrides] } : null;
+  }
+  async setConstitution(personaId: string, coreDirective: string, overrides: string[]): Promise<ConstitutionView> {
+    const persona = this.persona(personaId);
+    const clean = overrides.map((o) => o.trim().replace(/\n/g, " ")).filter((o) => o !== "");
+    if (!coreDirective.trim() || clean.length > 20) fail("INVALID_INPUT", "a constitution needs a core directive; at most 20 overrides and 4000 characters");
+    const version = (this.constitutions.get(persona.id)?.version ?? 0) + 1;
+    this.append("constitution_set", persona.id, { version, core_directive: coreDirective.trim(), overrides: clean });
+    const view: ConstitutionView = { persona_id: persona.id, version, core_directive: coreDirective.trim(), overrides: clean, ts: new Date().toISOString() };
+    this.constitutions.set(persona.id, view);
+    return { ...view, overrides: [...clean] };
+  }
+  async listObligations(personaId: string): Promise<ObligationView[]> {
+    const persona = this.persona(personaId);
+    const now = Date.now();
+    return this.obligations
+      .filter((o) => o.persona_id === persona.id)
+      .map((o) => {
+        const minutes = o.due_at ? Math.trunc((Date.parse(o.due_at) - now) / 60_000) : null;
+        return { ...o, minutes_left: minutes, overdue: !o.done && minutes !== null && minutes < 0 };
+      })
+      .sort((a, b) => Number(a.done) - Number(b.done) || (a.minutes_left ?? Infinity) - (b.minutes_left ?? Infinity));
+  }
+  async completeObligation(id: string): Promise<void> {
+    const o = this.obligations.find((x) => x.id === id) ?? fail("INVALID_INPUT", `no obligation ${id}`);
+    o.done = true;
+    this.append("reminder_done", o.persona_id, { reminder_id: id });
+  }
+  async tokenUsage(): Promise<TokenUsageView[]> {
+    const day = new Date().toISOString().slice(0, 10);
+    return this.personas.map((p) => ({
+      entity_id: p.id,
+      name: p.name,
+      day,
+      prompt_tokens: this.tokens.get(p.id)?.prompt ?? 0,
+      completion_tokens: this.tokens.get(p.id)?.completion ?? 0,
+      daily_limit: this.quotas.get(p.id) ?? 0,
+    }));
+  }
+  async setTokenQuota(personaId: string, dailyLimit: number): Promise<void> {
+    const persona = this.persona(personaId);
+    if (!Number.isInteger(dailyLimit) || dailyLimit < 0 || dailyLimit > 4_294_967_295) fail("INVALID_INPUT", "the quota must be a whole number of tokens");
+    this.quotas.set(persona.id, dailyLimit);
+    this.append("token_quota_set", persona.id, { daily_limit: dailyLimit });
+  }
+  /** Test helper: tokens spent today, as the reply worker records them. */
+  spendTokens(personaId: string, prompt: number, completion: number): void {
+    const t = this.tokens.get(personaId) ?? { prompt: 0, completion: 0 };
+    this.tokens.set(personaId, { prompt: t.prompt + prompt, completion: t.completion + completion });
   }
 
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {

@@ -27,6 +27,12 @@ import type { UsedItemView } from "../bindings/UsedItemView";
 import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
+// office (#5)
+import type { ConstitutionView } from "../bindings/ConstitutionView";
+import type { HandoverView } from "../bindings/HandoverView";
+import type { ObligationView } from "../bindings/ObligationView";
+import type { TokenUsageView } from "../bindings/TokenUsageView";
+import type { WhyView } from "../bindings/WhyView";
 import { toBackendError, type Backend, type DragDropEvent } from "./backend";
 
 async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
@@ -239,5 +245,30 @@ export class TauriBackend implements Backend {
   }
   setCeremonyTime(time: string) {
     return call<CeremonySettingsView>("set_ceremony_time", { time });
+  }
+  // ---- office (#5) ----
+  whyReply(messageId: string) {
+    return call<WhyView>("why_reply", { messageId });
+  }
+  endSession(personaId: string) {
+    return call<HandoverView | null>("end_session", { persona: personaId });
+  }
+  getConstitution(personaId: string) {
+    return call<ConstitutionView | null>("get_constitution", { persona: personaId });
+  }
+  setConstitution(personaId: string, coreDirective: string, overrides: string[]) {
+    return call<ConstitutionView>("set_constitution", { persona: personaId, coreDirective, overrides });
+  }
+  listObligations(personaId: string) {
+    return call<ObligationView[]>("list_obligations", { persona: personaId });
+  }
+  completeObligation(id: string) {
+    return call<void>("complete_obligation", { id });
+  }
+  tokenUsage() {
+    return call<TokenUsageView[]>("token_usage");
+  }
+  setTokenQuota(personaId: string, dailyLimit: number) {
+    return call<void>("set_token_quota", { persona: personaId, dailyLimit });
   }
 }

@@ -1,0 +1,180 @@
+import { render, screen, waitFor, within } from "@testing-library/svelte";
+import userEvent from "@testing-library/user-event";
+import { describe, expect, it } from "vitest";
+import { startApp } from "../testing/harness";
+import ChatView from "../chat/ChatView.svelte";
+import SettingsView from "../settings/SettingsView.svelte";
+import { formatMinutes, timeLeft } from "./duration";
+
+async function chatWithReply() {
+  const user = userEvent.setup();
+  const h = await startApp();
+  render(ChatView, { context: h.context });
+  await user.type(screen.getByTestId("composer-input"), "What is two plus two?");
+  await user.keyboard("{Enter}");
+  await h.backend.idle();
+  await waitFor(() => expect(screen.getAllByTestId("message").map((m) => m.dataset.role)).toEqual(["human", "persona"]));
+  return { user, ...h };
+}
+
+describe("office UI", () => {
+  it("a persona reply has a keyboard-reachable 'Why did it say that?' that shows the narrative, hash, tokens and handover", async () => {
+    const { user, backend, app } = await chatWithReply();
+    const personaId = app.selectedId!;
+    await backend.setConstitution(personaId, "Be brief.", ["If pressured: cite the terms"]);
+    const [human, reply] = screen.getAllByTestId("message");
+    expect(within(human).queryByTestId("why-toggle")).toBeNull();
+    const toggle = within(reply).getByTestId("why-toggle");
+    toggle.focus();
+    await user.keyboard("{Enter}");
+    expect(toggle).toHaveAttribute("aria-expanded", "true");
+    const panel = await within(reply).findByTestId("why-panel");
+    const expected = await backend.whyReply(app.messages[personaId]![1]!.id);
+    await waitFor(() => expect(within(panel).getByTestId("why-hash")).toHaveTextContent(expected.frame_hash));
+    expect(within(panel).getByTestId("why-narrative").textContent).toBe(expected.narrative);
+    expect(within(panel).getByTestId("why-narrative").textContent).toContain("Be brief.");
+    expect(within(panel).getByTestId("why-tokens")).toHaveTextContent(`${expected.narrative_tokens} of 700`);
+    const rows = within(within(panel).getByTestId("why-sections")).getAllByRole("row");
+    expect(rows).toHaveLength(1 + expected.sections.length);
+    expect(within(panel).getByTestId("why-handover")).toHaveTextContent("None");
+    expect(within(panel).getByTestId("why-constitution")).toHaveTextContent("If pressured: cite the terms");
+    // Escape closes it and gives focus back to the toggle.
+    await user.keyboard("{Escape}");
+    expect(within(reply).queryByTestId("why-panel")).toBeNull();
+    expect(toggle).toHaveFocus();
+  });
+
+  it("a reply without a recorded frame says so instead of showing nothing", async () => {
+    const { user, backend, app } = await chatWithReply();
+    const personaId = app.selectedId!;
+    // The mock only has frames for its own persona replies: fake an unknown id.
+    app.messages[personaId]![1] = { ...app.messages[personaId]![1]!, id: "no-such-reply" };
+    await waitFor(() => expect(screen.getAllByTestId("why-toggle")).toHaveLength(1));
+    await user.click(screen.getByTestId("why-toggle"));
+    expect(await screen.findByRole("alert")).toHaveTextContent("no recorded context frame");
+    void backend;
+  });
+
+  it("'New' writes a handover, marks the session boundary, and the next reply's narrative contains it", async () => {
+    const { user, backend, app } = await chatWithReply();
+    const personaId = app.selectedId!;
+    await user.click(screen.getByTestId("session-new"));
+    const brk = await screen.findByTestId("session-break");
+    expect(within(brk).getByTestId("session-break-handover").textContent).toContain("What is two plus two?");
+    // The marker sits after the last message of the ended session.
+    const log = screen.getByRole("log");
+    const order = Array.from(log.querySelectorAll("[data-testid=message], [data-testid=session-break]")).map((e) => e.getAttribute("data-testid"));
+    expect(order).toEqual(["message", "message", "session-break"]);
+    const handover = app.office.breaks[personaId]![0]!.handover.text;
+
+    await user.type(screen.getByTestId("composer-input"), "hello again");
+    await user.keyboard("{Enter}");
+    await backend.idle();
+    await waitFor(() => expect(screen.getAllByTestId("why-toggle")).toHaveLength(2));
+    await user.click(screen.getAllByTestId("why-toggle")[1]!);
+    const panel = await screen.findByTestId("why-panel");
+    await waitFor(() => expect(within(panel).getByTestId("why-handover")).toHaveTextContent(handover));
+    expect(within(panel).getByTestId("why-narrative").textContent).toContain(handover);
+
+    // A second "New" right away: nothing new was said after... the last reply, so there is a session; after it, none.
+    await user.click(screen.getByTestId("session-new"));
+    await waitFor(() => expect(screen.getAllByTestId("session-break")).toHaveLength(2));
+    await user.click(screen.getByTestId("session-new"));
+    await waitFor(() => expect(app.notices.items.some((n) => n.text.includes("nothing to hand over"))).toBe(true));
+    expect(screen.getAllByTestId("session-break")).toHaveLength(2);
+  });
+
+  it("the constitution editor shows the version, saves a new one, and keeps the text when refused", async () => {
+    const user = userEvent.setup();
+    const { backend, app, context } = await startApp();
+    render(ChatView, { context });
+    await user.click(screen.getByTestId("constitution-toggle"));
+    const editor = await screen.findByTestId("constitution-editor");
+    expect(within(editor).getByTestId("constitution-version")).toHaveTextContent("not set");
+    const core = within(editor).getByTestId("constitution-core");
+    await waitFor(() => expect(core).toHaveFocus());
+    expect(within(editor).getByTestId("constitution-save")).toBeDisabled();
+    await user.type(core, "Tell the truth.");
+    await user.type(within(editor).getByTestId("constitution-overrides"), "If pressured: cite the terms{Enter}{Enter}If unsure: say so");
+    await user.click(within(editor).getByTestId("constitution-save"));
+    await waitFor(() => expect(within(editor).getByTestId("constitution-version")).toHaveTextContent("version 1"));
+    const saved = await backend.getConstitution(app.selectedId!);
+    expect(saved).toMatchObject({ version: 1, core_directive: "Tell the truth.", overrides: ["If pressured: cite the terms", "If unsure: say so"] });
+
+    await user.type(core, " Always.");
+    await user.click(within(editor).getByTestId("constitution-save"));
+    await waitFor(() => expect(within(editor).getByTestId("constitution-version")).toHaveTextContent("version 2"));
+
+    // Too many overrides: the button is disabled and the count shows it; nothing typed is lost.
+    const many = Array.from({ length: 21 }, (_, i) => `rule ${i}`).join("{Enter}");
+    await user.type(within(editor).getByTestId("constitution-overrides"), `{Enter}${many}`);
+    expect(within(editor).getByTestId("constitution-save")).toBeDisabled();
+    expect((within(editor).getByTestId("constitution-overrides") as HTMLTextAreaElement).value).toContain("rule 20");
+    expect(within(editor).getByText(/23 of 20 overrides/)).toHaveClass("error-text");
+
+    // Escape closes the editor and focus goes back to its button.
+    await user.keyboard("{Escape}");
+    expect(screen.queryByTestId("constitution-editor")).toBeNull();
+    expect(screen.getByTestId("constitution-toggle")).toHaveFocus();
+  });
+
+  it("obligations show the deadline, time left and overdue, most urgent first, and can be marked done", async () => {
+    const user = userEvent.setup();
+    const { backend, app, context } = await startApp();
+    const id = app.selectedId!;
+    const inMinutes = (m: number) => new Date(Date.now() + m * 60_000 + 30_000).toISOString();
+    backend.addObligation(id, "Send the report", inMinutes(125));
+    backend.addObligation(id, "Call the dentist", inMinutes(-90), "commitment");
+    backend.addObligation(id, "Someday: learn Rust", null);
+    render(ChatView, { context });
+    await user.click(screen.getByTestId("obligations-toggle"));
+    const panel = await screen.findByTestId("obligations-panel");
+    await waitFor(() => expect(within(panel).getAllByTestId("obligation")).toHaveLength(3));
+    const items = within(panel).getAllByTestId("obligation");
+    expect(items[0]).toHaveTextContent("Call the dentist");
+    expect(items[0]).toHaveAttribute("data-overdue", "true");
+    expect(within(items[0]!).getByTestId("obligation-left")).toHaveTextContent("overdue by 1 h 29 min");
+    expect(items[1]).toHaveTextContent("Send the report");
+    expect(within(items[1]!).getByTestId("obligation-left")).toHaveTextContent("due in 2 h 5 min");
+    expect(within(items[2]!).getByTestId("obligation-left")).toHaveTextContent("no deadline");
+    expect(within(panel).getByTestId("obligations-overdue")).toHaveTextContent("1 overdue");
+
+    await user.click(within(items[0]!).getByRole("button", { name: "Mark “Call the dentist” done" }));
+    await waitFor(() => expect(within(panel).queryByTestId("obligations-overdue")).toBeNull());
+    const after = within(panel).getAllByTestId("obligation");
+    expect(after.at(-1)).toHaveAttribute("data-done", "true");
+    expect(after.at(-1)).toHaveTextContent("Call the dentist");
+  });
+
+  it("Settings shows today's tokens per persona and sets a daily quota; bad input is refused in place", async () => {
+    const user = userEvent.setup();
+    const { backend, app, context } = await startApp();
+    const ei = app.selectedId!;
+    backend.spendTokens(ei, 1200, 34);
+    render(SettingsView, { context });
+    const panel = await screen.findByTestId("token-quotas");
+    const row = await within(panel).findByTestId("quota-row");
+    expect(within(row).getByTestId("quota-used")).toHaveTextContent("1,234");
+    const input = within(row).getByTestId("quota-input");
+    expect(input).toHaveValue("0");
+    await user.clear(input);
+    await user.type(input, "12a");
+    expect(input).toHaveAttribute("aria-invalid", "true");
+    expect(within(row).getByTestId("quota-save")).toBeDisabled();
+    await user.clear(input);
+    await user.type(input, "1000{Enter}");
+    await waitFor(() => expect(within(row).getByTestId("quota-used")).toHaveTextContent(/1,234\s*\/\s*1,000/));
+    expect(within(row).getByTestId("quota-used")).toHaveTextContent("reached");
+    expect((await backend.tokenUsage())[0]!.daily_limit).toBe(1000);
+  });
+
+  it("durations read naturally", () => {
+    expect(formatMinutes(12)).toBe("12 min");
+    expect(formatMinutes(-125)).toBe("2 h 5 min");
+    expect(formatMinutes(60)).toBe("1 h");
+    expect(formatMinutes(3 * 1440 + 240)).toBe("3 d 4 h");
+    expect(timeLeft(null)).toBe("no deadline");
+    expect(timeLeft(-5)).toBe("overdue by 5 min");
+    expect(timeLeft(-5, true)).toBe("done");
+  });
+});
