@@ -184,6 +184,8 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         h => time::Duration::hours(i64::from(h)),
     };
     let history = engine.ledger.prompt_messages(&persona.id, HISTORY, window).await.map_err(|e| Failure::Retry(e.into()))?;
+    // office (#5): only the current session, i.e. after the last handover.
+    let history = engine.after_last_handover(&persona.id, history).await.map_err(Failure::Retry)?;
     let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
     let provider = engine.provider_for(&spec).await.map_err(Failure::Final)?;
     let cancel = CancelFlag::default();

@@ -148,9 +148,25 @@ impl Engine {
     /// the reply worker calls (recall, then `build_reply_frame`), on the same history.
     pub async fn frame(&self, persona: &str, session_type: SessionType) -> Result<ContextFrame> {
         let persona = self.ledger.find_persona(persona).await?;
-        let history = self.ledger.messages(&persona.id, Some(HISTORY)).await?;
+        let history = self.session_history(&persona.id).await?;
         let retrieved = crate::memory::memories_for_reply(self, &persona, &history).await.lines;
         self.build_reply_frame(&persona, retrieved, session_type).await
+    }
+
+    /// The conversation a reply sees verbatim: the last `HISTORY` messages
+    /// of the current session. A session ends with its handover ("New", idle
+    /// timeout, window closed), which is the context boundary: what came
+    /// before reaches the next reply only through the handover and memory.
+    pub(crate) async fn session_history(&self, persona_id: &str) -> Result<Vec<Message>> {
+        let start = self.ledger.last_handover(persona_id).await?.map_or(0, |h| h.seq);
+        Ok(self.ledger.messages_since(persona_id, start, HISTORY).await?)
+    }
+
+    /// Keeps only the messages of the current session (after the last handover).
+    pub(crate) async fn after_last_handover(&self, persona_id: &str, mut history: Vec<Message>) -> Result<Vec<Message>> {
+        let start = self.ledger.last_handover(persona_id).await?.map_or(0, |h| h.seq);
+        history.retain(|m| m.seq > start);
+        Ok(history)
     }
 
     pub(crate) async fn build_reply_frame(

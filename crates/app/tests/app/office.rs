@@ -118,3 +118,29 @@ async fn language_constitution_versions_and_quota_shape_the_reply() {
     let failed = await_reply(&mut rx).await.1.expect_err("over quota");
     assert_eq!(failed.code, "TOKEN_QUOTA_EXCEEDED");
 }
+
+#[tokio::test]
+async fn new_sets_the_context_boundary_the_next_reply_starts_after_the_handover() {
+    let handover = "We planned the Porto trip for Friday; the person still has to book the train tickets.";
+    let h = Harness::new(&["Friday it is.", &format!("{{\"handover\": \"{handover}\"}}"), "Welcome back."]).await;
+    h.engine.create_persona("Ada", "").await.expect("create");
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message("Ada", "Can we go to Porto on Friday?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    h.engine.end_session("Ada", SessionEnd::New).await.expect("end").expect("a handover");
+
+    h.engine.send_message("Ada", "Where were we?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let requests = h.provider.requests();
+    let req = requests
+        .iter()
+        .find(|r| r.messages.last().is_some_and(|m| m.content == "Where were we?"))
+        .expect("the second reply's request");
+    // The old session reaches the model only through the handover in the narrative.
+    assert!(req.messages[0].content.contains(handover), "{}", req.messages[0].content);
+    let verbatim: Vec<&str> = req.messages[1..].iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(verbatim, ["Where were we?"]);
+    // Before "New", the same persona's first request did carry its history.
+    let first = requests.iter().find(|r| r.messages.last().is_some_and(|m| m.content == "Can we go to Porto on Friday?"));
+    assert!(first.is_some());
+}

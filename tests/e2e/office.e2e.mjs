@@ -1,0 +1,247 @@
+// End-to-end scenario for the office (issue #5), on the real app with the
+// real local model:
+//   1. give a persona a constitution in the editor (version 1);
+//   2. chat; open "Why did it say that?" on the reply: the narrative sent
+//      ends with the constitution, a 64-hex frame hash, tokens per part;
+//   3. press "New": a handover is written and the session boundary shown;
+//   4. edit the constitution (version 2), chat again: the new reply's
+//      "Why" shows the handover in force, woven into its narrative, and
+//      the new constitution;
+//   5. Settings shows today's tokens for the persona; the obligations panel opens;
+//   6. after the app has exited, the ledger (read with the CLI) holds the
+//      very frames, hashes and handover the window showed.
+
+import { execFile } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import { config, createPersona, endSession, log, openTab, selectPersona, shot, startSession, verifyLedger } from "./app.e2e.mjs";
+import { Keys, sleep, waitFor } from "./webdriver.mjs";
+
+const PERSONA = { name: "Noa", description: "A lighthouse keeper who plans trips" };
+const CORE = "Always mention the lighthouse.";
+const OVERRIDE = "If pressured: cite the terms, don't apologise.";
+const CORE_V2 = " Keep every answer under three sentences.";
+const FIRST = ["I want to visit Porto on Friday. Can you help me plan it?", "Please say hello and tell me one idea for Porto.", "Hello Noa, how are you today?"];
+const SECOND = ["Where were we? Remind me what we planned.", "Say hello again, please.", "What do you remember from our last talk?"];
+/** The tiny model on a shared CPU. */
+const REPLY_TIMEOUT_MS = 180_000;
+/** "New" asks the persona's model to write its handover. */
+const HANDOVER_TIMEOUT_MS = 240_000;
+
+const css = (testid, extra = "") => `[data-testid="${testid}"]${extra}`;
+
+function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+const READ_MESSAGES = `
+  return Array.from(document.querySelectorAll('[data-testid="message"]')).map(function (el) {
+    return { role: el.getAttribute('data-role'), seq: Number(el.getAttribute('data-seq')) };
+  });`;
+
+/** Sends `text`; the new persona reply's seq, or null when something else answered (e.g. a tool's note). */
+async function askOnce(ctx, text) {
+  const before = await ctx.session.execute(READ_MESSAGES);
+  log(`sending: ${JSON.stringify(text)}`);
+  const input = await ctx.session.waitForElement(css("composer-input"));
+  await input.sendKeys(text);
+  const send = await ctx.session.findElement(css("send-button"));
+  await waitFor(() => send.enabled(), { message: "the send button to be enabled" });
+  await send.click();
+  const now = await waitFor(
+    async () => {
+      const failed = await ctx.session.findElements(css("message-failed"));
+      if (failed.length > 0) throw new Error(`the reply failed: ${await failed.at(-1).text()}`);
+      const streaming = await ctx.session.findElements(css("message-streaming"));
+      const list = await ctx.session.execute(READ_MESSAGES);
+      return list.length >= before.length + 2 && streaming.length === 0 ? list : null;
+    },
+    { timeout: REPLY_TIMEOUT_MS, interval: 250, message: `an answer to ${JSON.stringify(text)}` },
+  );
+  const last = now.at(-1);
+  log(`  answered with a ${last.role} message (seq ${last.seq})`);
+  return last.role === "persona" ? last.seq : null;
+}
+
+/** Asks until the persona itself replies (the tiny model sometimes plans a tool call instead). */
+async function askForReply(ctx, texts) {
+  for (const text of texts) {
+    const seq = await askOnce(ctx, text);
+    if (seq !== null) return seq;
+  }
+  throw new Error(`no persona reply in ${texts.length} tries`);
+}
+
+const replyRow = (seq) => css("message", `[data-seq="${seq}"]`);
+
+/** Opens "Why did it say that?" on the reply with `seq`, from the keyboard, and reads it. */
+async function readWhy(ctx, seq, name) {
+  const toggle = await ctx.session.waitForElement(`${replyRow(seq)} ${css("why-toggle")}`);
+  // Keyboard reachable: focus it and press Enter.
+  await ctx.session.execute("arguments[0].focus(); return true;", [toggle]);
+  await toggle.sendKeys(Keys.ENTER);
+  await waitFor(async () => (await toggle.attribute("aria-expanded")) === "true", { message: "the Why panel to open" });
+  const panel = `${replyRow(seq)} ${css("why-panel")}`;
+  await ctx.session.waitForElement(`${panel} ${css("why-hash")}`, 15_000);
+  const why = await ctx.session.execute(
+    `var p = document.querySelector(arguments[0]);
+     function t(id) { var el = p.querySelector('[data-testid="' + id + '"]'); return el ? el.textContent : null; }
+     return { hash: t('why-hash'), narrative: t('why-narrative'), tokens: t('why-tokens'), handover: t('why-handover'),
+              sanity: t('why-sanity'), constitution: t('why-constitution'), error: t('why-error'),
+              sections: Array.from(p.querySelectorAll('[data-testid="why-sections"] tbody tr')).map(function (r) { return r.textContent; }) };`,
+    [panel],
+  );
+  log(`  why: hash ${why.hash}; ${why.tokens}; ${why.sections.length} parts; handover ${JSON.stringify((why.handover || "").slice(0, 80))}`);
+  await (await ctx.session.findElement(`${panel} ${css("why-narrative")}`)).click();
+  await shot(ctx, name);
+  return why;
+}
+
+async function editConstitution(ctx, { core, override, version }) {
+  log(`constitution: ${JSON.stringify(core)} → expecting version ${version}`);
+  await (await ctx.session.waitForElement(css("constitution-toggle"))).click();
+  const editor = css("constitution-editor");
+  const coreField = await ctx.session.waitForElement(`${editor} ${css("constitution-core")}`);
+  await coreField.sendKeys(core);
+  if (override) await (await ctx.session.findElement(`${editor} ${css("constitution-overrides")}`)).sendKeys(override);
+  const save = await ctx.session.findElement(`${editor} ${css("constitution-save")}`);
+  await waitFor(() => save.enabled(), { message: "the constitution's Save to be enabled" });
+  await save.click();
+  const chip = await ctx.session.findElement(`${editor} ${css("constitution-version")}`);
+  await waitFor(async () => (await chip.text()).trim() === `version ${version}`, { timeout: 15_000, message: `constitution version ${version}` });
+  await shot(ctx, `constitution-v${version}`);
+  await (await ctx.session.findElement(css("constitution-toggle"))).click();
+  await waitFor(async () => (await ctx.session.findElements(editor)).length === 0, { message: "the editor to close" });
+}
+
+async function scenario(ctx) {
+  await createPersona(ctx, PERSONA);
+  await selectPersona(ctx, PERSONA.name);
+  await editConstitution(ctx, { core: CORE, override: OVERRIDE, version: 1 });
+
+  const first = await askForReply(ctx, FIRST);
+  const why1 = await readWhy(ctx, first, "why-first-reply");
+  check(/^[0-9a-f]{64}$/.test(why1.hash ?? ""), `the frame hash is 64 hex characters: ${why1.hash}`);
+  check(!why1.error, `the frame was built (${why1.error})`);
+  check(why1.narrative.startsWith(`You are ${PERSONA.name}.`), `the narrative opens with who the persona is: ${why1.narrative.slice(0, 80)}`);
+  check(why1.narrative.trim().endsWith(OVERRIDE), "the constitution comes last in the narrative");
+  check(why1.narrative.includes(CORE), "the narrative carries the core directive");
+  check(why1.sections.length >= 3, `tokens per part are shown (${why1.sections.length})`);
+  check((why1.constitution ?? "").includes(CORE), "the constitution in force is shown");
+
+  log("pressing New: the persona writes its handover");
+  const newButton = await ctx.session.findElement(css("session-new"));
+  await newButton.click();
+  const brk = await ctx.session.waitForElement(css("session-break"), HANDOVER_TIMEOUT_MS);
+  await (await brk.find("summary")).click();
+  const handover = (await ctx.session.execute(`return document.querySelector('[data-testid="session-break-handover"]').textContent;`, [])).trim();
+  log(`  handover: ${JSON.stringify(handover.slice(0, 200))}`);
+  check(handover.length >= 50, `the handover has at least 50 characters: ${JSON.stringify(handover)}`);
+  await shot(ctx, "new-session-handover");
+
+  await editConstitution(ctx, { core: CORE_V2, override: "", version: 2 });
+
+  const second = await askForReply(ctx, SECOND);
+  const why2 = await readWhy(ctx, second, "why-next-session");
+  check(why2.hash !== why1.hash, "the second reply has its own frame");
+  check(why2.handover?.trim() === handover, `the Why view shows the handover in force: ${JSON.stringify(why2.handover)}`);
+  check(why2.narrative.includes(handover), "the next session's narrative contains the handover");
+  check(why2.narrative.includes(CORE + CORE_V2), "the next narrative carries constitution version 2");
+  check((why2.constitution ?? "").includes(CORE_V2.trim()), "the Why view shows constitution version 2");
+
+  log("obligations panel");
+  await (await ctx.session.findElement(css("obligations-toggle"))).click();
+  await ctx.session.waitForElement(css("obligations-panel"));
+  await waitFor(async () => (await ctx.session.findElements(`${css("obligations-panel")} ${css("obligation")}, ${css("obligations-empty")}`)).length > 0, {
+    message: "the obligations to load",
+  });
+  await shot(ctx, "obligations");
+  await (await ctx.session.findElement(css("obligations-toggle"))).click();
+
+  log("Settings: today's tokens per persona");
+  await openTab(ctx, "settings");
+  const row = await ctx.session.waitForElement(css("quota-row", `[data-persona="${PERSONA.name}"]`));
+  const used = await waitFor(async () => {
+    const text = (await (await row.find(css("quota-used"))).text()).replace(/[^\d]/g, "");
+    return Number(text) > 0 ? Number(text) : null;
+  }, { message: "tokens used today by the persona" });
+  log(`  ${PERSONA.name} used ${used} tokens today`);
+  await ctx.session.execute("arguments[0].scrollIntoView(); return true;", [row]);
+  await shot(ctx, "token-quotas");
+
+  await verifyLedger(ctx);
+  return { first: { seq: first, ...why1 }, second: { seq: second, ...why2 }, handover, used };
+}
+
+/** After the app exited: what the ledger recorded, read with the CLI. */
+async function checkLedger(cfg, seen) {
+  const cli = join(dirname(cfg.app), "ledgermind");
+  const home = process.env.LEDGERMIND_HOME;
+  check(home, "LEDGERMIND_HOME is set (scripts/e2e.sh sets it)");
+  // The app writes its closing handover after the driver lets go.
+  await sleep(3000);
+  const { stdout } = await promisify(execFile)(cli, ["--home", home, "events", "--json"], { maxBuffer: 64 * 1024 * 1024 });
+  const events = stdout.trim().split("\n").map((l) => JSON.parse(l));
+  const bySeq = new Map(events.map((e) => [e.seq, e]));
+  for (const which of ["first", "second"]) {
+    const reply = seen[which];
+    const framed = bySeq.get(reply.seq + 1);
+    check(framed?.kind === "reply_framed", `the event after reply ${reply.seq} is its reply_framed (got ${framed?.kind})`);
+    check(framed.payload.frame_hash === reply.hash, `${which}: the hash shown (${reply.hash}) is the one recorded (${framed.payload.frame_hash})`);
+    const frame = JSON.parse(framed.payload.frame);
+    check(frame.narrative === reply.narrative, `${which}: the narrative shown is exactly the one recorded`);
+    check(frame.frame_hash === reply.hash, `${which}: the recorded frame carries the same hash`);
+    log(`  ledger: reply ${reply.seq} framed with ${reply.hash.slice(0, 16)}…, narrative identical (${reply.narrative.length} chars)`);
+  }
+  const handovers = events.filter((e) => e.kind === "handover_written");
+  const byNew = handovers.find((e) => e.payload.reason === "new");
+  check(byNew && byNew.payload.text.trim() === seen.handover, "the ledger holds the handover New wrote, as shown");
+  check(byNew.seq < seen.second.seq && byNew.seq > seen.first.seq, "the handover sits between the two sessions");
+  const closed = handovers.find((e) => e.payload.reason === "closed");
+  log(`  ledger: handover by ${byNew.payload.author} at seq ${byNew.seq}; closing handover ${closed ? `at seq ${closed.seq}` : "not written"}`);
+  check(closed && closed.seq > seen.second.seq, "closing the window ended the second session with a handover");
+  const versions = events.filter((e) => e.kind === "constitution_set").map((e) => e.payload.version);
+  check(versions.join(",") === "1,2", `two constitution versions recorded (${versions})`);
+}
+
+async function main() {
+  const cfg = config();
+  const started = Date.now();
+  const ctx = await startSession(cfg, "office");
+  let seen;
+  try {
+    seen = await scenario(ctx);
+  } catch (error) {
+    try {
+      await shot(ctx, "FAILURE");
+      await writeFile(join(cfg.artifacts, "office-failure.html"), await ctx.session.source());
+    } catch (e) {
+      log(`  (could not save the failure state: ${e.message})`);
+    }
+    throw error;
+  } finally {
+    await endSession(ctx);
+  }
+  await waitFor(async () => {
+    try {
+      await promisify(execFile)("pgrep", ["-f", cfg.app]);
+      return false;
+    } catch {
+      return true;
+    }
+  }, { timeout: 60_000, interval: 500, message: "the app to exit" });
+  await checkLedger(cfg, seen);
+  log(`PASSED (office) in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${cfg.artifacts}`);
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  main().then(
+    () => process.exit(0),
+    (error) => {
+      console.error(`\n[e2e] FAILED: ${error?.message ?? error}`);
+      process.exit(1);
+    },
+  );
+}
