@@ -83,7 +83,7 @@ pub fn ceremony_due(now: OffsetDateTime, last: Option<OffsetDateTime>, at: time:
 }
 
 impl Engine {
-    async fn queue_idle(&self) -> Result<bool> {
+    pub(crate) async fn queue_idle(&self) -> Result<bool> {
         if self.busy.load(Ordering::SeqCst) {
             return Ok(false);
         }
@@ -186,6 +186,10 @@ impl Engine {
                     if let Err(e) = engine.run_ceremony(now).await {
                         tracing::warn!(code = e.code, "ceremony failed: {}", e.message);
                     }
+                }
+                // office (#5): the dreaming cycle runs on the ceremony's clock, time and idle rule.
+                if let Err(e) = engine.dream_if_due(now, at).await {
+                    tracing::warn!(code = e.code, "dreaming failed: {}", e.message);
                 }
             }
         })

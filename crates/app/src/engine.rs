@@ -75,6 +75,8 @@ pub struct Engine {
     pub(crate) extraction_delay: std::time::Duration,
     /// The human paused the queue: the worker takes nothing new.
     pub(crate) paused: AtomicBool,
+    /// office (#5): dreams that failed recently (not retried for an hour).
+    pub(crate) dreams: crate::office::DreamAttempts,
 }
 
 impl Engine {
@@ -130,6 +132,7 @@ impl Engine {
             background: Default::default(),
             extraction_delay: config.extraction_delay,
             paused: AtomicBool::new(false),
+            dreams: Default::default(), // office (#5)
         });
         let handle = tokio::spawn(chat::run_worker(engine.clone(), shutdown_rx));
         if let Ok(mut w) = engine.worker.lock() {

@@ -4,7 +4,7 @@
 //! usage and the dreaming cycle's events.
 
 use ledger::{Draft, EventBody, HandoverAuthor, Message, Persona, EI_PERSONA_ID, HUMAN_ENTITY};
-use ::office::dreaming::{dream, DreamInput};
+use ::office::dreaming::{dream, DreamInput, DreamReason};
 use ::office::sanity::{check, note, Facts};
 use ::office::{build_frame, ContextFrame, Estimate, FrameRequest, Language, Restriction, SessionType};
 use serde::{Deserialize, Serialize};
@@ -167,6 +167,13 @@ impl Engine {
         let start = self.ledger.last_handover(persona_id).await?.map_or(0, |h| h.seq);
         history.retain(|m| m.seq > start);
         Ok(history)
+    }
+
+    /// The frame and narrative alone, with `retrieved` given instead of
+    /// recalled: what `ledgermind bench office` times.
+    pub async fn frame_with(&self, persona: &str, session_type: SessionType, retrieved: Vec<String>) -> Result<ContextFrame> {
+        let persona = self.ledger.find_persona(persona).await?;
+        self.build_reply_frame(&persona, retrieved, session_type).await
     }
 
     pub(crate) async fn build_reply_frame(
@@ -584,6 +591,46 @@ impl Engine {
         Ok(())
     }
 
+    /// The dreaming schedule, merged with the nightly ceremony (called from
+    /// its loop with the same clock and time of day): a persona dreams once
+    /// a day after `daily_at`, after every `SESSIONS_PER_DREAM` sessions,
+    /// and right after a critical event — only when there is something new
+    /// to dream about, never while the queue is working (no invocation
+    /// runs meanwhile), and a failed dream is not retried for an hour.
+    /// Returns the personas that dreamt, with why.
+    pub async fn dream_if_due(&self, now: time::OffsetDateTime, daily_at: time::Time) -> Result<Vec<(String, DreamReason)>> {
+        let mut dreamt = Vec::new();
+        for p in self.ledger.personas(false).await? {
+            if !self.queue_idle().await? {
+                break;
+            }
+            let baseline = self.ledger.baseline(&p.id).await?;
+            let since = baseline.as_ref().map_or(0, |b| b.seq);
+            let state = self.ledger.dream_state(&p.id, since).await?;
+            if state.last_message_seq <= since {
+                continue;
+            }
+            // Never dreamt: the first daily slot after its first session ended.
+            let last = baseline.map(|b| b.ts).or(state.first_session_ts).and_then(|ts| parse_rfc3339(&ts));
+            let Some(reason) = ::office::dreaming::due(last, now, daily_at, state.sessions, state.critical > 0) else { continue };
+            if self.dreams.recently_failed(&p.id, now) {
+                continue;
+            }
+            match self.dream(&p.id).await {
+                Ok(true) => {
+                    tracing::info!(persona = %p.id, ?reason, "dreaming: period and baseline written");
+                    dreamt.push((p.id, reason));
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(code = e.code, persona = %p.id, "dreaming failed; retrying in an hour: {}", e.message);
+                    self.dreams.failed(&p.id, now);
+                }
+            }
+        }
+        Ok(dreamt)
+    }
+
     /// Runs one dreaming cycle for a persona: synthesizes the period since
     /// the last baseline and writes a new baseline narrative, as events.
     /// Returns false when there was nothing new to dream about.
@@ -618,6 +665,27 @@ impl Engine {
             .await?;
         Ok(true)
     }
+}
+
+/// Dreams that failed recently, by persona: not retried for `DREAM_RETRY`.
+#[derive(Default)]
+pub(crate) struct DreamAttempts(std::sync::Mutex<std::collections::HashMap<String, time::OffsetDateTime>>);
+
+const DREAM_RETRY: time::Duration = time::Duration::hours(1);
+
+impl DreamAttempts {
+    fn recently_failed(&self, persona_id: &str, now: time::OffsetDateTime) -> bool {
+        self.0.lock().map(|m| m.get(persona_id).is_some_and(|t| now - *t < DREAM_RETRY)).unwrap_or(false)
+    }
+    fn failed(&self, persona_id: &str, now: time::OffsetDateTime) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(persona_id.to_owned(), now);
+        }
+    }
+}
+
+fn parse_rfc3339(ts: &str) -> Option<time::OffsetDateTime> {
+    time::OffsetDateTime::parse(ts, &time::format_description::well_known::Rfc3339).ok()
 }
 
 fn constitution_view(c: ledger::Constitution) -> ConstitutionView {

@@ -116,6 +116,8 @@ enum BenchCmd {
         #[arg(long, default_value_t = 11)]
         runs: usize,
     },
+    /// office (#5): frame + narrative build time with a full ledger, as a share of the model's time to first token.
+    Office(office_cmds::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -166,6 +168,7 @@ fn main() -> ExitCode {
             Command::Constitution(args) => office_cmds::constitution(&ctx, args).await,
             Command::Dream { persona } => office_cmds::dream(&ctx, &persona).await,
             Command::Bench(BenchCmd::Chat { persona, runs }) => bench_cmds::chat(&ctx, &persona, runs).await,
+            Command::Bench(BenchCmd::Office(args)) => office_cmds::bench(&ctx, args).await,
             Command::Checkpoint(cmd) => vault_cmds::checkpoint(&ctx, cmd).await,
             Command::Export { file, passphrase_file } => vault_cmds::export(&ctx, &file, &passphrase_file).await,
             Command::Prove { seq } => vault_cmds::prove(&ctx, seq).await,

@@ -107,3 +107,125 @@ pub async fn dream(ctx: &Ctx, persona: &str) -> ExitCode {
         Err(e) => fail(&e),
     }
 }
+
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The persona whose frame is built (created when missing).
+    #[arg(long, default_value = "Bench")]
+    persona: String,
+    /// Fill the ledger up to this many events first (other conversations, one message in 50 is the persona's).
+    #[arg(long, default_value_t = 100_000)]
+    events: i64,
+    /// Frames to time.
+    #[arg(long, default_value_t = 200)]
+    frames: usize,
+    /// Replies on the persona's model, to time its first token in the same run (the first one loads the model and is left out).
+    #[arg(long, default_value_t = 4)]
+    replies: usize,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[(((sorted.len() - 1) as f64) * p).round() as usize]
+}
+
+/// `ledgermind bench office`: frame + narrative build time with a full
+/// ledger, as a share of the persona's model time to first token measured
+/// in the same run. Writes to the home it runs on: use a scratch `--home`.
+pub async fn bench(ctx: &Ctx, args: BenchArgs) -> ExitCode {
+    use ledger::{Draft, EventBody, MessageRole, HUMAN_ENTITY};
+    let engine = &ctx.engine;
+    let persona = match engine.persona(&args.persona).await {
+        Ok(p) => p,
+        Err(_) => match engine.create_persona(&args.persona, "A benchmark persona who plans trips").await {
+            Ok(p) => p,
+            Err(e) => return fail(&e),
+        },
+    };
+    let mut others = Vec::new();
+    for k in 0..7 {
+        let name = format!("{} other {k}", args.persona);
+        match engine.persona(&name).await {
+            Ok(p) => others.push(p.id),
+            Err(_) => match engine.create_persona(&name, "").await {
+                Ok(p) => others.push(p.id),
+                Err(e) => return fail(&e),
+            },
+        }
+    }
+    let ledger = engine.ledger();
+    let started = std::time::Instant::now();
+    let mut i: u64 = 0;
+    while ledger.head().await.0 < args.events {
+        let batch: Vec<Draft> = (0..2_000)
+            .map(|_| {
+                i += 1;
+                let persona_id = if i % 50 == 0 { persona.id.clone() } else { others[(i % 7) as usize].clone() };
+                Draft::by(HUMAN_ENTITY, EventBody::MessageAdded {
+                    message_id: format!("bench-{}-{i}", ledger.now().unix_timestamp_nanos()),
+                    persona_id,
+                    role: MessageRole::Human,
+                    content: format!("message number {i} about trains, hotels and the weather"),
+                    external_id: None,
+                })
+            })
+            .collect();
+        if let Err(e) = ledger.append_drafts(batch).await {
+            return fail(&e.into());
+        }
+    }
+    let head = ledger.head().await.0;
+    if i > 0 {
+        println!("filled the ledger to {head} events in {:.1} s", started.elapsed().as_secs_f64());
+    }
+    let retrieved: Vec<String> = (0..5).map(|k| format!("The person mentioned trip detail number {k} last week.")).collect();
+    let mut times = Vec::with_capacity(args.frames);
+    let mut tokens = 0;
+    for n in 0..args.frames + 5 {
+        let t = std::time::Instant::now();
+        let frame = match engine.frame_with(&persona.id, app::SessionType::Assist, retrieved.clone()).await {
+            Ok(f) => f,
+            Err(e) => return fail(&e),
+        };
+        // The first few warm SQLite's caches.
+        if n >= 5 {
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        tokens = frame.token_budget.used;
+    }
+    times.sort_by(|a, b| a.total_cmp(b));
+    let (f50, f95) = (percentile(&times, 0.5), percentile(&times, 0.95));
+    println!("events {head}: frame + narrative ({tokens} tokens) p50 {f50:.2} ms  p95 {f95:.2} ms  over {} builds (goal p95 <= 10 ms: {})", times.len(), if f95 <= 10.0 { "met" } else { "MISSED" });
+
+    let mut rx = engine.subscribe();
+    for r in 0..args.replies {
+        let request = match engine.send_message(&persona.id, &format!("Say hello in one short sentence (run {r}).")).await {
+            Ok((_, request)) => request,
+            Err(e) => return fail(&e),
+        };
+        loop {
+            match rx.recv().await {
+                Ok(app::AppEvent::ReplyFinished { request_id, .. }) if request_id == request => break,
+                Ok(app::AppEvent::ReplyFailed { request_id, error, .. }) if request_id == request => {
+                    eprintln!("error [{}]: {}", error.code, error.message);
+                    return ExitCode::from(1);
+                }
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => return ExitCode::from(1),
+            }
+        }
+    }
+    let timings = engine.reply_timings();
+    let mut ttft: Vec<f64> = timings.iter().skip(1).map(|t| t.model_first_token_ms).collect();
+    ttft.sort_by(|a, b| a.total_cmp(b));
+    if ttft.is_empty() {
+        println!("model time to first token: not measured (needs --replies 2 or more)");
+        return ExitCode::SUCCESS;
+    }
+    let (t50, t95) = (percentile(&ttft, 0.5), percentile(&ttft, 0.95));
+    println!("model {}: time to first token p50 {t50:.0} ms  p95 {t95:.0} ms  over {} replies (first, which loaded the model, left out)", persona.model, ttft.len());
+    println!("frame + narrative as a share of time to first token: p50 {:.2} %  p95 {:.2} %", 100.0 * f50 / t50, 100.0 * f95 / t95);
+    ExitCode::SUCCESS
+}

@@ -245,6 +245,20 @@ pub struct TokenDay {
     pub daily_limit: u32,
 }
 
+/// What the dreaming schedule needs to know about a persona since its last dream.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DreamState {
+    /// Sessions (handovers) ended since.
+    pub sessions: u64,
+    /// When the first of those sessions ended.
+    pub first_session_ts: Option<String>,
+    /// Critical events since: governance notes on the persona's handovers
+    /// and checkpoint restores (the world changed under it).
+    pub critical: u64,
+    /// The newest message of its conversation (0: none).
+    pub last_message_seq: i64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReplyFrame {
     pub message_id: String,
@@ -520,6 +534,29 @@ impl Ledger {
             .await
             .map_err(LedgerError::Load)?;
         Ok(n.max(0) as u64)
+    }
+
+    /// Sessions, critical events and the newest message of a persona after
+    /// event `after_seq` (its last dream), in one indexed query.
+    pub async fn dream_state(&self, persona_id: &str, after_seq: i64) -> Result<DreamState> {
+        let row = sqlx::query(
+            "SELECT (SELECT COUNT(*) FROM handovers WHERE persona_id = ?1 AND seq > ?2), \
+                    (SELECT ts FROM handovers WHERE persona_id = ?1 AND seq > ?2 ORDER BY seq LIMIT 1), \
+                    (SELECT COUNT(*) FROM governance_notes WHERE persona_id = ?1 AND seq > ?2) \
+                      + (SELECT COUNT(*) FROM events WHERE kind = 'checkpoint_restored' AND seq > ?2), \
+                    (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE persona_id = ?1)",
+        )
+        .bind(persona_id)
+        .bind(after_seq)
+        .fetch_one(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(DreamState {
+            sessions: row.get::<i64, _>(0).max(0) as u64,
+            first_session_ts: row.get(1),
+            critical: row.get::<i64, _>(2).max(0) as u64,
+            last_message_seq: row.get(3),
+        })
     }
 
     /// Hex Ed25519 public key registered for an entity.

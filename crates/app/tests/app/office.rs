@@ -144,3 +144,82 @@ async fn new_sets_the_context_boundary_the_next_reply_starts_after_the_handover(
     let first = requests.iter().find(|r| r.messages.last().is_some_and(|m| m.content == "Can we go to Porto on Friday?"));
     assert!(first.is_some());
 }
+
+/// The dreaming schedule on a fake clock (`now` is a parameter; the ledger's
+/// own timestamps are real): daily after the set time once a session has
+/// ended, right after a critical event, never while the queue has work,
+/// never with nothing new; its outputs are events.
+#[tokio::test]
+async fn dreaming_runs_daily_after_its_time_after_critical_events_and_never_while_the_queue_works() {
+    use time::{Duration, OffsetDateTime};
+    let dream = r#"{"summary": "The person planned a trip to Porto with Ada.", "baseline": "I am Ada, the person's trip planner and friend."}"#;
+    let dream2 = r#"{"summary": "The person was told their memory of the plan was wrong.", "baseline": "I am Ada; I check the ledger before trusting a note."}"#;
+    let h = Harness::new(&[dream, dream2]).await;
+    let ada = h.engine.create_persona("Ada", "").await.expect("create");
+    let ledger = h.engine.ledger().clone();
+    let say = |id: &str, text: &str| EventBody::MessageAdded {
+        message_id: id.into(),
+        persona_id: ada.id.clone(),
+        role: ledger::MessageRole::Human,
+        content: text.into(),
+        external_id: None,
+    };
+    ledger.append(&ada.id, say("m1", "Let's plan the Porto trip for Friday.")).await.expect("message");
+    let kinds = |l: std::sync::Arc<ledger::Ledger>| async move {
+        l.all_events().await.expect("events").into_iter().map(|e| e.kind).filter(|k| k == "period_synthesized" || k == "baseline_narrative_set").count()
+    };
+
+    let t0 = OffsetDateTime::now_utc();
+    // One hour before now, so "today's" slot has passed but is before the session ended.
+    let at = (t0 - Duration::hours(1)).time();
+    let in_days = |d: i64| t0 + Duration::days(d) + Duration::minutes(5);
+    assert!(h.engine.dream_if_due(in_days(3), at).await.expect("dream").is_empty(), "no session has ended: nothing is due");
+
+    h.engine.end_session("Ada", SessionEnd::Closed).await.expect("end").expect("handover");
+    assert!(h.engine.dream_if_due(t0 + Duration::minutes(5), at).await.expect("dream").is_empty(), "today's slot was before the session");
+    assert_eq!(kinds(ledger.clone()).await, 0);
+
+    // Work in the queue: an invocation may run, so no dream starts.
+    let later = h.engine.ledger().now() + Duration::days(30);
+    let hold = ledger.enqueue_at("test-hold", 10, Some(&ada.id), &serde_json::json!({}), later).await.expect("hold");
+    assert!(h.engine.dream_if_due(in_days(1), at).await.expect("dream").is_empty(), "the queue is not idle");
+    ledger.dead_letter(&hold.id, "test: released").await.expect("release");
+
+    // The next day, after the set time: the daily dream, as two events.
+    let dreamt = h.engine.dream_if_due(in_days(1), at).await.expect("dream");
+    assert_eq!(dreamt, [(ada.id.clone(), app::DreamReason::Daily)]);
+    assert_eq!(kinds(ledger.clone()).await, 2);
+    let frame = h.engine.frame("Ada", SessionType::Assist).await.expect("frame");
+    assert!(frame.narrative.contains("the person's trip planner and friend"), "the baseline reaches the narrative");
+    assert!(h.engine.dream_if_due(in_days(1), at).await.expect("dream").is_empty(), "nothing new since the dream");
+
+    // Something new the same day is not enough …
+    ledger.append(&ada.id, say("m2", "Actually I already booked the train.")).await.expect("message");
+    assert!(h.engine.dream_if_due(t0 + Duration::minutes(10), at).await.expect("dream").is_empty());
+    // … but a critical event (a governance note) makes it due right away.
+    let handover = ledger.last_handover(&ada.id).await.expect("handover").expect("one");
+    ledger
+        .append(&ada.id, EventBody::GovernanceNoteAdded {
+            persona_id: ada.id.clone(),
+            handover_seq: handover.seq,
+            note: "Prefer the ledger's facts over inherited feelings.".into(),
+            findings: vec!["the train was booked".into()],
+        })
+        .await
+        .expect("note");
+    let dreamt = h.engine.dream_if_due(t0 + Duration::minutes(11), at).await.expect("dream");
+    assert_eq!(dreamt, [(ada.id.clone(), app::DreamReason::Critical)]);
+    assert_eq!(kinds(ledger.clone()).await, 4);
+    // A failed dream (no scripted answer left) is not retried within the hour.
+    ledger.append(&ada.id, say("m3", "One more thing.")).await.expect("message");
+    for i in 0..app::SESSIONS_PER_DREAM {
+        ledger.append(&ada.id, say(&format!("s{i}"), "hello")).await.expect("message");
+        h.engine.end_session("Ada", SessionEnd::Closed).await.expect("end").expect("handover");
+    }
+    let calls = h.provider.requests().len();
+    assert!(h.engine.dream_if_due(t0 + Duration::minutes(12), at).await.expect("dream").is_empty(), "the model's answer was unusable");
+    assert_eq!(h.provider.requests().len(), calls + 1, "fifty sessions made it due: the model was asked");
+    assert!(h.engine.dream_if_due(t0 + Duration::minutes(40), at).await.expect("dream").is_empty());
+    assert_eq!(h.provider.requests().len(), calls + 1, "not retried within the hour");
+    assert_eq!(kinds(ledger.clone()).await, 4);
+}
