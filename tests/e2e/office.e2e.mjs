@@ -96,6 +96,10 @@ async function readWhy(ctx, seq, name) {
   log(`  why: hash ${why.hash}; ${why.tokens}; ${why.sections.length} parts; handover ${JSON.stringify((why.handover || "").slice(0, 80))}`);
   await (await ctx.session.findElement(`${panel} ${css("why-narrative")}`)).click();
   await shot(ctx, name);
+  // Escape closes it and gives the focus back to its toggle.
+  await (await ctx.session.findElement(`${panel} ${css("why-narrative")}`)).sendKeys(Keys.ESCAPE);
+  await waitFor(async () => (await ctx.session.findElements(panel)).length === 0, { message: "Escape to close the Why panel" });
+  check(await ctx.session.execute("return document.activeElement === arguments[0];", [toggle]), "the focus is back on the Why toggle");
   return why;
 }
 
@@ -136,6 +140,7 @@ async function scenario(ctx) {
   await newButton.click();
   const brk = await ctx.session.waitForElement(css("session-break"), HANDOVER_TIMEOUT_MS);
   await (await brk.find("summary")).click();
+  await ctx.session.execute("arguments[0].scrollIntoView({ block: 'center' }); return true;", [brk]);
   const handover = (await ctx.session.execute(`return document.querySelector('[data-testid="session-break-handover"]').textContent;`, [])).trim();
   log(`  handover: ${JSON.stringify(handover.slice(0, 200))}`);
   check(handover.length >= 50, `the handover has at least 50 characters: ${JSON.stringify(handover)}`);
@@ -168,7 +173,14 @@ async function scenario(ctx) {
     return Number(text) > 0 ? Number(text) : null;
   }, { message: "tokens used today by the persona" });
   log(`  ${PERSONA.name} used ${used} tokens today`);
-  await ctx.session.execute("arguments[0].scrollIntoView(); return true;", [row]);
+  // Scroll only the settings' own scroller (the window itself never scrolls).
+  await ctx.session.execute(
+    `var el = arguments[0], p = el.parentElement;
+     while (p && !/(auto|scroll)/.test(getComputedStyle(p).overflowY)) p = p.parentElement;
+     if (p) p.scrollTop += el.getBoundingClientRect().top - p.getBoundingClientRect().top - 120;
+     return true;`,
+    [row],
+  );
   await shot(ctx, "token-quotas");
 
   await verifyLedger(ctx);
@@ -213,6 +225,13 @@ async function main() {
   let seen;
   try {
     seen = await scenario(ctx);
+    // Close the window as a person would: the app ends the open session with a handover as it exits.
+    log("closing the window");
+    try {
+      await ctx.session.command("DELETE", "/window", undefined, 30_000);
+    } catch (error) {
+      log(`  (closing the window: ${error.message})`);
+    }
   } catch (error) {
     try {
       await shot(ctx, "FAILURE");

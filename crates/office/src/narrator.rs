@@ -206,6 +206,10 @@ fn sections(f: &ContextFrame, lang: Language) -> Vec<Section> {
     if !f.position.description.is_empty() {
         lead.push(' ');
         lead.push_str(&f.position.description);
+        // A description is often a noun phrase without a full stop.
+        if !f.position.description.ends_with(['.', '!', '?', '…']) {
+            lead.push('.');
+        }
     }
     let key = id.public_key.as_deref().map(|k| k.chars().take(12).collect::<String>()).unwrap_or_else(|| "?".into());
     lead.push(' ');
@@ -243,10 +247,12 @@ fn sections(f: &ContextFrame, lang: Language) -> Vec<Section> {
         (_, true) => " em modo de compromisso: o que você prometer aqui vale.",
     });
     lead.push(' ');
-    lead.push_str(&if pt {
-        format!("Sua conversa com a pessoa tem {} mensagens.", f.position.conversation_messages)
-    } else {
-        format!("Your conversation with the person holds {} messages.", f.position.conversation_messages)
+    let n = f.position.conversation_messages;
+    lead.push_str(&match (n, pt) {
+        (1, true) => "Sua conversa com a pessoa tem 1 mensagem.".to_owned(),
+        (_, true) => format!("Sua conversa com a pessoa tem {n} mensagens."),
+        (1, false) => "Your conversation with the person holds 1 message.".to_owned(),
+        (_, false) => format!("Your conversation with the person holds {n} messages."),
     });
     out.push(Section::new("situation", None, lead));
 

@@ -16,7 +16,8 @@ async fn every_reply_is_sent_with_the_narrative_and_its_frame_is_recorded() {
     let reply = await_reply(&mut rx).await.1.expect("reply");
 
     let why = h.engine.why(&reply.id).await.expect("why");
-    assert!(why.narrative.starts_with("You are Ada. A travel planner"), "{}", why.narrative);
+    assert!(why.narrative.starts_with("You are Ada. A travel planner. You live"), "{}", why.narrative);
+    assert!(why.narrative.contains("holds 1 message."), "{}", why.narrative);
     assert_eq!(why.frame_hash.len(), 64);
     assert_eq!(why.session_type, "assist");
     assert_eq!((why.budget, why.effective_budget), (4000, app::LOCAL_NARRATIVE_TOKENS as u32));
