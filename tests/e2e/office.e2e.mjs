@@ -218,6 +218,20 @@ async function checkLedger(cfg, seen) {
   check(versions.join(",") === "1,2", `two constitution versions recorded (${versions})`);
 }
 
+function appExited(cfg, timeout) {
+  return waitFor(
+    async () => {
+      try {
+        await promisify(execFile)("pgrep", ["-f", cfg.app]);
+        return false;
+      } catch {
+        return true;
+      }
+    },
+    { timeout, interval: 250, message: "the app to exit" },
+  );
+}
+
 async function main() {
   const cfg = config();
   const started = Date.now();
@@ -232,6 +246,9 @@ async function main() {
     } catch (error) {
       log(`  (closing the window: ${error.message})`);
     }
+    // Let the app finish its own exit (it writes the handover then) before
+    // the driver's session ends, which would kill it.
+    await appExited(cfg, 60_000).catch((error) => log(`  (${error.message})`));
   } catch (error) {
     try {
       await shot(ctx, "FAILURE");
@@ -243,14 +260,7 @@ async function main() {
   } finally {
     await endSession(ctx);
   }
-  await waitFor(async () => {
-    try {
-      await promisify(execFile)("pgrep", ["-f", cfg.app]);
-      return false;
-    } catch {
-      return true;
-    }
-  }, { timeout: 60_000, interval: 500, message: "the app to exit" });
+  await appExited(cfg, 60_000);
   await checkLedger(cfg, seen);
   log(`PASSED (office) in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${cfg.artifacts}`);
 }

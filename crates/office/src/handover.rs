@@ -21,8 +21,21 @@ pub fn accept(text: &str) -> Option<String> {
     match t.chars().count() {
         0 => Some(String::new()),
         n if n < MIN_CHARS => None,
+        _ if repetitive(t) => None,
         _ => Some(truncate_chars(t, MAX_CHARS)),
     }
+}
+
+/// A tiny model sometimes loops on one sentence: a text where fewer than
+/// half the sentences are distinct carries no note worth inheriting.
+fn repetitive(text: &str) -> bool {
+    let sentences: Vec<String> = text
+        .split(['.', '!', '?', '\n'])
+        .map(|s| s.trim().to_lowercase())
+        .filter(|s| s.chars().count() >= 8)
+        .collect();
+    let distinct: std::collections::HashSet<&String> = sentences.iter().collect();
+    sentences.len() >= 3 && distinct.len() * 2 < sentences.len()
 }
 
 /// The request that asks the persona for its handover: its narrative, the
@@ -104,6 +117,14 @@ mod tests {
         assert_eq!(parse(&format!("{{\"handover\": \"{ok}\"}}")).as_deref(), Some(ok));
         assert_eq!(parse("{\"handover\": \"short\"}"), None);
         assert_eq!(parse("not json"), None);
+    }
+
+    #[test]
+    fn a_handover_looping_on_one_sentence_is_refused() {
+        let looped = "This is a non-functional service. Please remove it when ready. ".to_owned() + &"This is a non-functional service. ".repeat(6);
+        assert_eq!(accept(&looped), None);
+        let fine = "We planned Porto. The person books the train. I promised a packing list. We planned Porto.";
+        assert!(accept(fine).is_some(), "one repeated sentence among distinct ones is fine");
     }
 
     #[test]
