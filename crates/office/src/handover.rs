@@ -21,10 +21,19 @@ pub fn accept(text: &str) -> Option<String> {
     match t.chars().count() {
         0 => Some(String::new()),
         n if n < MIN_CHARS => None,
-        _ if repetitive(t) => None,
+        _ if !prose(t) => None,
         _ => Some(truncate_chars(t, MAX_CHARS)),
     }
 }
+
+/// Whether the text reads as a note: at least `MIN_WORDS` words with letters
+/// (not a timestamp or a string of numbers), and not looping on one sentence.
+fn prose(text: &str) -> bool {
+    let words = text.split_whitespace().filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 2).count();
+    words >= MIN_WORDS && !repetitive(text)
+}
+
+const MIN_WORDS: usize = 6;
 
 /// A tiny model sometimes loops on one sentence: a text where fewer than
 /// half the sentences are distinct carries no note worth inheriting.
@@ -120,11 +129,12 @@ mod tests {
     }
 
     #[test]
-    fn a_handover_looping_on_one_sentence_is_refused() {
+    fn a_handover_that_is_not_prose_or_loops_on_one_sentence_is_refused() {
         let looped = "This is a non-functional service. Please remove it when ready. ".to_owned() + &"This is a non-functional service. ".repeat(6);
         assert_eq!(accept(&looped), None);
         let fine = "We planned Porto. The person books the train. I promised a packing list. We planned Porto.";
         assert!(accept(fine).is_some(), "one repeated sentence among distinct ones is fine");
+        assert_eq!(accept("2026-11-22 22:29:00.344197-3-12.0.0.0-14.14.17.0.0-14.14.0.1-14.14.0.1-14.14.0.1"), None, "not prose");
     }
 
     #[test]
