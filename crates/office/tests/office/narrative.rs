@@ -84,8 +84,11 @@ fn frame_strategy() -> impl Strategy<Value = (ContextFrame, usize)> {
         proptest::sample::select(SessionType::ALL.to_vec()),
         any::<bool>(),
         proptest::option::of(200usize..9_000),
+        proptest::collection::vec(text(80), 0..10),
+        proptest::collection::vec(text(20), 0..12),
+        proptest::option::of(text(200)),
     )
-        .prop_map(|(desc, obligations, events, retrieved, overrides, baseline, st, pt, cap)| {
+        .prop_map(|(desc, obligations, events, retrieved, overrides, baseline, st, pt, cap, periods, bookmarks, handover)| {
             let frame = ContextFrame {
                 identity: Identity {
                     entity_id: "p".into(),
@@ -136,11 +139,40 @@ fn frame_strategy() -> impl Strategy<Value = (ContextFrame, usize)> {
                         .enumerate()
                         .map(|(i, t)| EventLine { seq: i as i64, ts: "2026-03-02T09:00:00Z".into(), kind: "message_added".into(), entity_id: "human".into(), text: Some(t) })
                         .collect(),
-                    periods: vec![],
-                    bookmarks: vec![],
+                    periods: periods
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, summary)| ledger::Period {
+                            seq: i as i64,
+                            persona_id: "p".into(),
+                            period_start: "2026-02-20T09:00:00Z".into(),
+                            period_end: "2026-02-27T09:00:00Z".into(),
+                            summary,
+                        })
+                        .collect(),
+                    bookmarks: bookmarks
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, label)| ledger::Bookmark {
+                            id: format!("b{i}"),
+                            persona_id: "p".into(),
+                            target_id: format!("m{i}"),
+                            label,
+                            seq: i as i64,
+                            ts: "2026-03-01T09:00:00Z".into(),
+                        })
+                        .collect(),
                     baseline,
                     retrieved,
-                    handover: None,
+                    handover: handover.map(|text| ledger::Handover {
+                        seq: 7,
+                        persona_id: "p".into(),
+                        session_id: "s1".into(),
+                        text,
+                        author: ledger::HandoverAuthor::Persona,
+                        reason: "idle".into(),
+                        ts: "2026-03-01T22:00:00Z".into(),
+                    }),
                 },
                 temporal: Temporal { now: "2026-03-02T09:00:00Z".into(), next_deadlines: vec![], scheduled: vec![] },
                 narrative: String::new(),
