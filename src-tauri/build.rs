@@ -79,6 +79,7 @@ fn main() {
         "complete_obligation",
         "token_usage",
         "set_token_quota",
+        "list_handovers",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

@@ -410,3 +410,8 @@ pub async fn token_usage(state: State<'_, Backend>) -> Reply<Vec<TokenUsageView>
 pub async fn set_token_quota(state: State<'_, Backend>, persona: String, daily_limit: u32) -> Reply<()> {
     view(engine(&state).await?.set_token_quota(&persona, daily_limit).await)
 }
+
+#[tauri::command]
+pub async fn list_handovers(state: State<'_, Backend>, persona: String) -> Reply<Vec<HandoverView>> {
+    view(engine(&state).await?.handovers(&persona, 200).await)
+}

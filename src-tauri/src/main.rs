@@ -138,6 +138,7 @@ fn main() {
             commands::complete_obligation,
             commands::token_usage,
             commands::set_token_quota,
+            commands::list_handovers,
         ])
         .build(tauri::generate_context!("../tauri.conf.json"));
     let app = match result {

@@ -97,6 +97,9 @@ pub struct ObligationView {
 #[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
 #[ts(export, export_to = "../../../ui/src/lib/bindings/")]
 pub struct HandoverView {
+    /// The handover's event: the session it ends holds the messages before it.
+    #[ts(type = "number")]
+    pub seq: i64,
     pub persona_id: String,
     pub text: String,
     /// `persona` or `system`.
@@ -367,14 +370,19 @@ impl Engine {
             Some(note)
         };
         let h = self.ledger.last_handover(&persona.id).await?;
-        Ok(h.map(|h| HandoverView {
-            persona_id: h.persona_id,
-            text: h.text,
-            author: if h.author == HandoverAuthor::Persona { "persona" } else { "system" }.into(),
-            reason: h.reason,
-            ts: h.ts,
-            sanity_note,
-        }))
+        Ok(h.map(|h| handover_view(h, sanity_note)))
+    }
+
+    /// A persona's handovers, oldest first (the last `limit`), each with its
+    /// sanity note: the chat shows them as session boundaries.
+    pub async fn handovers(&self, persona: &str, limit: u32) -> Result<Vec<HandoverView>> {
+        let persona = self.ledger.find_persona(persona).await?;
+        let mut out = Vec::new();
+        for h in self.ledger.handovers(&persona.id, limit).await?.into_iter().rev() {
+            let note = self.ledger.governance_note(h.seq).await?.map(|n| n.note);
+            out.push(handover_view(h, note));
+        }
+        Ok(out)
     }
 
     /// The persona's own handover, or None when its model could not write a valid one.
@@ -686,6 +694,18 @@ impl DreamAttempts {
 
 fn parse_rfc3339(ts: &str) -> Option<time::OffsetDateTime> {
     time::OffsetDateTime::parse(ts, &time::format_description::well_known::Rfc3339).ok()
+}
+
+fn handover_view(h: ledger::Handover, sanity_note: Option<String>) -> HandoverView {
+    HandoverView {
+        seq: h.seq,
+        persona_id: h.persona_id,
+        text: h.text,
+        author: if h.author == HandoverAuthor::Persona { "persona" } else { "system" }.into(),
+        reason: h.reason,
+        ts: h.ts,
+        sanity_note,
+    }
 }
 
 fn constitution_view(c: ledger::Constitution) -> ConstitutionView {

@@ -70,6 +70,12 @@ async fn a_session_ends_with_a_handover_that_the_next_narrative_weaves_in() {
     assert!(frame.obligations[0].overdue);
     // Nothing new since: ending again writes nothing.
     assert!(h.engine.end_session("Ada", SessionEnd::New).await.expect("end").is_none());
+    // The chat lists it as a session boundary, after the session's messages, with its note.
+    let listed = h.engine.handovers("Ada", 10).await.expect("handovers");
+    assert_eq!(listed.len(), 1);
+    let last_message = h.engine.ledger().messages(&ada.id, Some(1)).await.expect("messages").pop().expect("one");
+    assert!(listed[0].seq > last_message.seq);
+    assert_eq!((listed[0].text.as_str(), listed[0].sanity_note.is_some()), (handover, true));
 }
 
 #[tokio::test]

@@ -163,6 +163,8 @@ export interface Backend {
   whyReply(messageId: string): Promise<WhyView>;
   /** `end_session` ("New"): writes the handover and starts a new session; null when the session was empty. */
   endSession(personaId: string): Promise<HandoverView | null>;
+  /** `list_handovers`: the persona's session endings, oldest first (the chat's session boundaries). */
+  listHandovers(personaId: string): Promise<HandoverView[]>;
   /** `get_constitution`: the persona's current constitution, null when it has none. */
   getConstitution(personaId: string): Promise<ConstitutionView | null>;
   /** `set_constitution`: writes its next version. */

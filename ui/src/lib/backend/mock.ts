@@ -710,7 +710,7 @@ export class MockBackend implements Backend {
   }
   // ---- office (#5): frames are narrated from the mock's state, in English only ----
   private constitutions = new Map<string, ConstitutionView>();
-  private handovers = new Map<string, HandoverView & { seq: number }>();
+  private handovers = new Map<string, HandoverView[]>();
   private obligations: ObligationView[] = [];
   private quotas = new Map<string, number>();
   private tokens = new Map<string, { prompt: number; completion: number }>();
@@ -724,7 +724,7 @@ export class MockBackend implements Backend {
 
   private narrate(persona: PersonaView): string {
     const parts = [`You are ${persona.name}. ${persona.short_description}`.trim()];
-    const handover = this.handovers.get(persona.id);
+    const handover = this.handovers.get(persona.id)?.at(-1);
     if (handover) parts.push(`Your last session ended with this handover: ${handover.text}`);
     const open = this.obligations.filter((o) => o.persona_id === persona.id && !o.done);
     if (open.length) parts.push(`You owe: ${open.map((o) => o.text).join("; ")}.`);
@@ -752,8 +752,8 @@ export class MockBackend implements Backend {
         { name: "identity", tokens: Math.ceil(tokens * 0.6), share: 0.6, dropped: 0 },
         { name: "constitution", tokens: Math.floor(tokens * 0.4), share: 0.4, dropped: 0 },
       ],
-      handover: this.handovers.get(persona.id)?.text ?? null,
-      sanity_note: this.handovers.get(persona.id)?.sanity_note ?? null,
+      handover: this.handovers.get(persona.id)?.at(-1)?.text ?? null,
+      sanity_note: this.handovers.get(persona.id)?.at(-1)?.sanity_note ?? null,
       constitution: c ? [c.core_directive, ...c.overrides].join("\n- ") : null,
       frame_json: JSON.stringify({ identity: { name: persona.name }, narrative }, null, 2),
       error: null,
@@ -761,14 +761,17 @@ export class MockBackend implements Backend {
   }
   async endSession(personaId: string): Promise<HandoverView | null> {
     const persona = this.persona(personaId);
-    const after = this.handovers.get(persona.id)?.seq ?? 0;
+    const after = this.handovers.get(persona.id)?.at(-1)?.seq ?? 0;
     const session = this.messages.filter((m) => m.persona_id === persona.id && m.seq > after);
     if (session.length === 0) return null;
     const text = `We talked about: ${session.map((m) => m.content).join(" / ").slice(0, 300)}`;
     const seq = this.append("handover_written", persona.id, { text, author: "system", reason: "new" });
-    const view: HandoverView = { persona_id: persona.id, text, author: "system", reason: "new", ts: new Date().toISOString(), sanity_note: null };
-    this.handovers.set(persona.id, { ...view, seq });
+    const view: HandoverView = { seq, persona_id: persona.id, text, author: "system", reason: "new", ts: new Date().toISOString(), sanity_note: null };
+    this.handovers.set(persona.id, [...(this.handovers.get(persona.id) ?? []), view]);
     return { ...view };
+  }
+  async listHandovers(personaId: string): Promise<HandoverView[]> {
+    return (this.handovers.get(this.persona(personaId).id) ?? []).map((h) => ({ ...h }));
   }
   async getConstitution(personaId: string): Promise<ConstitutionView | null> {
     const c = this.constitutions.get(this.persona(personaId).id);

@@ -253,6 +253,9 @@ export class TauriBackend implements Backend {
   endSession(personaId: string) {
     return call<HandoverView | null>("end_session", { persona: personaId });
   }
+  listHandovers(personaId: string) {
+    return call<HandoverView[]>("list_handovers", { persona: personaId });
+  }
   getConstitution(personaId: string) {
     return call<ConstitutionView | null>("get_constitution", { persona: personaId });
   }

@@ -466,6 +466,8 @@ export const en = {
   "office.session.ended": "Session ended. The handover was written; the next reply starts a new session.",
   "office.session.empty": "Nothing was said in this session yet: there is nothing to hand over.",
   "office.session.break": "New session · {time}",
+  "office.session.breakIdle": "Session ended after a pause · {time}",
+  "office.session.breakClosed": "Session ended when the app closed · {time}",
   "office.session.breakLabel": "Session boundary",
   "office.session.byPersona": "Handover written by the persona:",
   "office.session.bySystem": "Handover written by the system from the session's events:",

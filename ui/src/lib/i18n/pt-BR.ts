@@ -468,6 +468,8 @@ export const ptBR: Record<MessageKey, string> = {
   "office.session.ended": "Sessão encerrada. A passagem de turno foi escrita; a próxima resposta começa uma nova sessão.",
   "office.session.empty": "Nada foi dito nesta sessão ainda: não há o que passar adiante.",
   "office.session.break": "Nova sessão · {time}",
+  "office.session.breakIdle": "Sessão encerrada após uma pausa · {time}",
+  "office.session.breakClosed": "Sessão encerrada ao fechar o app · {time}",
   "office.session.breakLabel": "Limite de sessão",
   "office.session.byPersona": "Passagem de turno escrita pela persona:",
   "office.session.bySystem": "Passagem de turno escrita pelo sistema a partir dos eventos da sessão:",

@@ -84,6 +84,23 @@ describe("office UI", () => {
     expect(screen.getAllByTestId("session-break")).toHaveLength(2);
   });
 
+  it("past session boundaries are loaded when a chat opens, labelled by how the session ended", async () => {
+    const user = userEvent.setup();
+    const h = await startApp();
+    const id = h.app.selectedId!;
+    await h.app.send(id, "First session message");
+    await h.backend.idle();
+    await h.backend.endSession(id);
+    // A fresh view of the same profile (as after a restart) shows the boundary.
+    render(ChatView, { context: h.context });
+    const brk = await screen.findByTestId("session-break");
+    expect(brk).toHaveTextContent("New session");
+    await user.click(within(brk).getByText(/New session/));
+    expect(within(brk).getByTestId("session-break-handover")).toHaveTextContent("First session message");
+    const order = Array.from(screen.getByRole("log").querySelectorAll("[data-testid=message], [data-testid=session-break]")).map((e) => e.getAttribute("data-testid"));
+    expect(order).toEqual(["message", "message", "session-break"]);
+  });
+
   it("the constitution editor shows the version, saves a new one, and keeps the text when refused", async () => {
     const user = userEvent.setup();
     const { backend, app, context } = await startApp();

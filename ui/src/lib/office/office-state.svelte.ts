@@ -7,7 +7,7 @@ import { t } from "../i18n/i18n";
 import type { Notices } from "../app/notices.svelte";
 
 export interface SessionBreak {
-  /** The last message seq of the ended session: the marker sits after it. */
+  /** The handover's seq: the marker sits after the ended session's messages. */
   afterSeq: number;
   handover: HandoverView;
 }
@@ -23,8 +23,18 @@ export class OfficeState {
     private readonly notices: Notices,
   ) {}
 
+  /** Loads the persona's past session boundaries (its handovers). */
+  async loadBreaks(personaId: string): Promise<void> {
+    try {
+      const list = await this.backend.listHandovers(personaId);
+      this.breaks[personaId] = list.map((handover) => ({ afterSeq: handover.seq, handover }));
+    } catch (error) {
+      this.notices.push("error", errorMessage(error));
+    }
+  }
+
   /** "New": ends the persona's session. Resolves the handover, or null when there was nothing to hand over or it failed. */
-  async newSession(personaId: string, lastSeq: number): Promise<HandoverView | null> {
+  async newSession(personaId: string): Promise<HandoverView | null> {
     if (this.ending[personaId]) return null;
     this.ending[personaId] = true;
     try {
@@ -33,7 +43,7 @@ export class OfficeState {
         this.notices.push("info", t("office.session.empty"));
         return null;
       }
-      this.breaks[personaId] = [...(this.breaks[personaId] ?? []), { afterSeq: lastSeq, handover }];
+      this.breaks[personaId] = [...(this.breaks[personaId] ?? []), { afterSeq: handover.seq, handover }];
       this.notices.push("success", t("office.session.ended"));
       return handover;
     } catch (error) {
