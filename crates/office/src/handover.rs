@@ -90,17 +90,26 @@ pub fn fallback(session: &[Message], open: &[Reminder], lang: Language) -> Strin
     let pt = lang == Language::PtBr;
     let human = session.iter().filter(|m| m.role == MessageRole::Human).count();
     let mine = session.iter().filter(|m| m.role == MessageRole::Persona).count();
+    let n = session.len();
     let mut s = if pt {
-        format!("Nesta sessão trocamos {} mensagens: a pessoa escreveu {human} vezes e eu respondi {mine}.", session.len())
+        let vezes = |k: usize| if k == 1 { "uma vez".to_owned() } else { format!("{k} vezes") };
+        format!("Nesta sessão trocamos {n} mensage{}: a pessoa escreveu {} e eu respondi {}.", if n == 1 { "m" } else { "ns" }, vezes(human), vezes(mine))
     } else {
-        format!("In this session we exchanged {} messages: the person wrote {human} times and I replied {mine}.", session.len())
+        let times = |k: usize| match k {
+            1 => "once".to_owned(),
+            2 => "twice".to_owned(),
+            k => format!("{k} times"),
+        };
+        format!("In this session we exchanged {n} message{}: the person wrote {} and I replied {}.", if n == 1 { "" } else { "s" }, times(human), times(mine))
     };
+    // Quotes on one line: a handover is read as one paragraph.
+    let one_line = |t: &str| truncate_chars(&t.split_whitespace().collect::<Vec<_>>().join(" "), 160);
     if let Some(last) = session.iter().rev().find(|m| m.role == MessageRole::Human) {
-        let text = truncate_chars(last.content.trim(), 160);
+        let text = one_line(&last.content);
         s.push_str(&if pt { format!(" A última coisa que a pessoa disse foi: \"{text}\".") } else { format!(" The last thing the person said was: \"{text}\".") });
     }
     if let Some(last) = session.iter().rev().find(|m| m.role == MessageRole::Persona) {
-        let text = truncate_chars(last.content.trim(), 160);
+        let text = one_line(&last.content);
         s.push_str(&if pt { format!(" Minha última resposta: \"{text}\".") } else { format!(" My last answer: \"{text}\".") });
     }
     match open.len() {
@@ -135,6 +144,25 @@ mod tests {
         let fine = "We planned Porto. The person books the train. I promised a packing list. We planned Porto.";
         assert!(accept(fine).is_some(), "one repeated sentence among distinct ones is fine");
         assert_eq!(accept("2026-11-22 22:29:00.344197-3-12.0.0.0-14.14.17.0.0-14.14.0.1-14.14.0.1-14.14.0.1"), None, "not prose");
+    }
+
+    #[test]
+    fn the_fallback_reads_naturally_and_quotes_on_one_line() {
+        let msg = |role, content: &str| Message {
+            id: "m".into(),
+            persona_id: "p".into(),
+            role,
+            content: content.into(),
+            ts: String::new(),
+            read: true,
+            seq: 1,
+        };
+        let session = [msg(MessageRole::Human, "Plan Porto?"), msg(MessageRole::Persona, "Sure.\n\nFriday works.")];
+        let en = fallback(&session, &[], Language::En);
+        assert!(en.starts_with("In this session we exchanged 2 messages: the person wrote once and I replied once."), "{en}");
+        assert!(en.contains("\"Sure. Friday works.\""), "{en}");
+        let pt = fallback(&session, &[], Language::PtBr);
+        assert!(pt.starts_with("Nesta sessão trocamos 2 mensagens: a pessoa escreveu uma vez e eu respondi uma vez."), "{pt}");
     }
 
     #[test]
