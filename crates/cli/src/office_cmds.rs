@@ -162,7 +162,7 @@ pub async fn bench(ctx: &Ctx, args: BenchArgs) -> ExitCode {
         let batch: Vec<Draft> = (0..2_000)
             .map(|_| {
                 i += 1;
-                let persona_id = if i % 50 == 0 { persona.id.clone() } else { others[(i % 7) as usize].clone() };
+                let persona_id = if i.is_multiple_of(50) { persona.id.clone() } else { others[(i % 7) as usize].clone() };
                 Draft::by(HUMAN_ENTITY, EventBody::MessageAdded {
                     message_id: format!("bench-{}-{i}", ledger.now().unix_timestamp_nanos()),
                     persona_id,

@@ -63,7 +63,7 @@ impl Section {
         self
     }
     fn visible(&self) -> bool {
-        !(self.needs_items && self.items.is_empty()) && !(self.lead.is_empty() && self.items.is_empty())
+        !self.items.is_empty() || (!self.needs_items && !self.lead.is_empty())
     }
     fn text(&self) -> String {
         let mut s = self.lead.clone();
