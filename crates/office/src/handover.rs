@@ -156,6 +156,7 @@ mod tests {
             ts: String::new(),
             read: true,
             seq: 1,
+            context_status: Default::default(),
         };
         let session = [msg(MessageRole::Human, "Plan Porto?"), msg(MessageRole::Persona, "Sure.\n\nFriday works.")];
         let en = fallback(&session, &[], Language::En);
