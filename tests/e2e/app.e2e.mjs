@@ -468,7 +468,13 @@ export async function main() {
   log(`PASSED (${cfg.phase}) in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${cfg.artifacts}`);
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+/**
+ * Runs `main` when `moduleUrl` is the script node was started with (each
+ * scenario file is both a runnable script and a module of helpers): exits 0,
+ * or 1 with a one-line reason (the stack with LEDGERMIND_E2E_DEBUG).
+ */
+export function runIfMain(moduleUrl, main) {
+  if (!process.argv[1] || moduleUrl !== pathToFileURL(resolve(process.argv[1])).href) return;
   main().then(
     () => process.exit(0),
     (error) => {
@@ -478,3 +484,5 @@ if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1]
     },
   );
 }
+
+runIfMain(import.meta.url, main);

@@ -14,8 +14,6 @@
 
 import { join } from "node:path";
 import { writeFile } from "node:fs/promises";
-import { pathToFileURL } from "node:url";
-import { resolve } from "node:path";
 import {
   config,
   createPersona,
@@ -26,6 +24,7 @@ import {
   shot,
   startSession,
   verifyLedger,
+  runIfMain,
 } from "./app.e2e.mjs";
 import { waitFor } from "./webdriver.mjs";
 
@@ -284,12 +283,4 @@ async function main() {
   log(`PASSED (memory) in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${cfg.artifacts}`);
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  main().then(
-    () => process.exit(0),
-    (error) => {
-      console.error(`\n[e2e] FAILED: ${error?.message ?? error}`);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, main);

@@ -13,10 +13,9 @@
 
 import { execFile } from "node:child_process";
 import { writeFile } from "node:fs/promises";
-import { dirname, join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { config, createPersona, endSession, log, openTab, selectPersona, shot, startSession, verifyLedger } from "./app.e2e.mjs";
+import { config, createPersona, endSession, log, openTab, runIfMain, selectPersona, shot, startSession, verifyLedger } from "./app.e2e.mjs";
 import { Keys, sleep, waitFor } from "./webdriver.mjs";
 
 const PERSONA = { name: "Noa", description: "A lighthouse keeper who plans trips" };
@@ -268,12 +267,4 @@ async function main() {
   log(`PASSED (office) in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${cfg.artifacts}`);
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  main().then(
-    () => process.exit(0),
-    (error) => {
-      console.error(`\n[e2e] FAILED: ${error?.message ?? error}`);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, main);

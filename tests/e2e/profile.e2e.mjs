@@ -8,7 +8,6 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
 import {
   config,
   createPersona,
@@ -21,6 +20,7 @@ import {
   startSession,
   verifyLedger,
   waitForPersona,
+  runIfMain,
 } from "./app.e2e.mjs";
 import { waitFor } from "./webdriver.mjs";
 
@@ -154,12 +154,4 @@ export async function main() {
   log(`PASSED (profile) in ${((Date.now() - started) / 1000).toFixed(1)} s; screenshots in ${cfg.artifacts}`);
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  main().then(
-    () => process.exit(0),
-    (error) => {
-      console.error(`\n[e2e] FAILED: ${error?.message ?? error}`);
-      process.exit(1);
-    },
-  );
-}
+runIfMain(import.meta.url, main);

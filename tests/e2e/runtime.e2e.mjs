@@ -18,9 +18,8 @@
 //   LEDGERMIND_TEST_CONFIRMATION_TTL_SECS=25 E2E_PORT=4470 LEDGERMIND_E2E_SPECS=runtime \
 //     scripts/with-keychain.sh scripts/e2e.sh
 
-import { pathToFileURL } from "node:url";
 import { createServer } from "node:http";
-import { addAccount, config, createPersona, endSession, log, openTab, readMessages, selectPersona, sendAndAwaitReply, shot, startSession, waitForPersona } from "./app.e2e.mjs";
+import { addAccount, config, createPersona, endSession, log, openTab, readMessages, runIfMain, selectPersona, sendAndAwaitReply, shot, startSession, waitForPersona } from "./app.e2e.mjs";
 import { sleep, waitFor } from "./webdriver.mjs";
 
 const MODEL_TIMEOUT_MS = 120_000;
@@ -374,9 +373,4 @@ async function main() {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((error) => {
-    console.error(`[e2e] FAILED: ${error.stack ?? error}`);
-    process.exit(1);
-  });
-}
+runIfMain(import.meta.url, main);
