@@ -119,6 +119,16 @@ export async function shot(ctx, name) {
   return file;
 }
 
+/** After a failure: a screenshot and the page's HTML, never hiding the failure itself. */
+export async function saveFailureState(ctx) {
+  try {
+    await shot(ctx, "FAILURE");
+    await writeFile(join(ctx.cfg.artifacts, `${ctx.label}-failure.html`), await ctx.session.source());
+  } catch (e) {
+    log(`  (could not save the failure state: ${e.message})`);
+  }
+}
+
 export function log(message) {
   const time = new Date().toISOString().slice(11, 23);
   console.log(`[e2e ${time}] ${message}`);

@@ -12,8 +12,6 @@
 // The extraction runs once a conversation has been quiet for
 // LEDGERMIND_EXTRACTION_DELAY_SECS (scripts/e2e.sh sets a short one).
 
-import { join } from "node:path";
-import { writeFile } from "node:fs/promises";
 import {
   config,
   createPersona,
@@ -25,6 +23,7 @@ import {
   startSession,
   verifyLedger,
   runIfMain,
+  saveFailureState,
 } from "./app.e2e.mjs";
 import { waitFor } from "./webdriver.mjs";
 
@@ -270,12 +269,7 @@ async function main() {
     await scenario(ctx);
     await personaScenario(ctx);
   } catch (error) {
-    try {
-      await shot(ctx, "FAILURE");
-      await writeFile(join(cfg.artifacts, "memory-failure.html"), await ctx.session.source());
-    } catch (e) {
-      log(`  (could not save the failure state: ${e.message})`);
-    }
+    await saveFailureState(ctx);
     throw error;
   } finally {
     await endSession(ctx);

@@ -12,10 +12,9 @@
 //      very frames, hashes and handover the window showed.
 
 import { execFile } from "node:child_process";
-import { writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { config, createPersona, endSession, log, openTab, runIfMain, selectPersona, shot, startSession, verifyLedger } from "./app.e2e.mjs";
+import { config, createPersona, endSession, log, openTab, runIfMain, saveFailureState, selectPersona, shot, startSession, verifyLedger } from "./app.e2e.mjs";
 import { Keys, sleep, waitFor } from "./webdriver.mjs";
 
 const PERSONA = { name: "Noa", description: "A lighthouse keeper who plans trips" };
@@ -252,12 +251,7 @@ async function main() {
     // the driver's session ends, which would kill it.
     await appExited(cfg, 60_000).catch((error) => log(`  (${error.message})`));
   } catch (error) {
-    try {
-      await shot(ctx, "FAILURE");
-      await writeFile(join(cfg.artifacts, "office-failure.html"), await ctx.session.source());
-    } catch (e) {
-      log(`  (could not save the failure state: ${e.message})`);
-    }
+    await saveFailureState(ctx);
     throw error;
   } finally {
     await endSession(ctx);
