@@ -203,16 +203,7 @@ pub(crate) async fn run(engine: &Arc<Engine>, item: &QueueItem) -> Result<(), Fa
     let long = clean(&explored.long_description, 4_000);
     let current = engine.ledger.persona(&persona.id).await.map_err(|e| Failure::Retry(e.into()))?;
     if now_profile.profile_source != "human" && !long.is_empty() && long != current.long_description {
-        drafts.push(Draft::by(
-            &persona.id,
-            EventBody::PersonaUpdated {
-                persona_id: persona.id.clone(),
-                name: None,
-                short_description: None,
-                long_description: Some(long),
-                model: None,
-            },
-        ));
+        drafts.push(Draft::by(&persona.id, EventBody::persona_long_description(&persona.id, long)));
     }
     if drafts.is_empty() {
         return Ok(());

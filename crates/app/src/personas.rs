@@ -579,16 +579,7 @@ async fn fill(engine: &Arc<Engine>, job: &FillJob) -> std::result::Result<(), Fa
         EventBody::PersonaProfileSet { persona_id: persona.id.clone(), traits, topics, source: "llm".into() },
     )];
     if current.long_description.is_empty() && !long.is_empty() {
-        drafts.push(Draft::by(
-            &persona.id,
-            EventBody::PersonaUpdated {
-                persona_id: persona.id.clone(),
-                name: None,
-                short_description: None,
-                long_description: Some(long),
-                model: None,
-            },
-        ));
+        drafts.push(Draft::by(&persona.id, EventBody::persona_long_description(&persona.id, long)));
     }
     engine.ledger.append_drafts(drafts).await.map_err(|e| Failure::Retry(e.into()))?;
     if let Ok(p) = engine.ledger.persona(&persona.id).await {

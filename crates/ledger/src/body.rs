@@ -356,6 +356,17 @@ pub enum HandoverAuthor {
 }
 
 impl EventBody {
+    /// A `persona_updated` that changes only the longer description.
+    pub fn persona_long_description(persona_id: &str, long_description: String) -> Self {
+        Self::PersonaUpdated {
+            persona_id: persona_id.to_owned(),
+            name: None,
+            short_description: None,
+            long_description: Some(long_description),
+            model: None,
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             Self::LedgerCreated { .. } => "ledger_created",
