@@ -35,6 +35,10 @@ pub struct ReplyTiming {
     pub request_id: String,
     /// Send → provider called: ledger write, queue, prompt building.
     pub overhead_ms: f64,
+    /// The part of `overhead_ms` spent writing the message and its job.
+    pub write_ms: f64,
+    /// The part of `overhead_ms` the job waited before the worker took it.
+    pub queue_wait_ms: f64,
     /// The part of `overhead_ms` spent ranking memories for the prompt.
     pub retrieval_ms: f64,
     /// Provider called → first token: the model's own time.
@@ -168,6 +172,7 @@ fn backoff(attempt: i64) -> time::Duration {
 }
 
 async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result<(), Failure> {
+    let taken = Instant::now();
     let persona = engine.ledger.persona(&job.persona_id).await.map_err(|e| Failure::Final(e.into()))?;
     if persona.archived {
         return Err(Failure::Final(ledger::LedgerError::PersonaArchived(persona.name).into()));
@@ -289,7 +294,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         .pop()
         .map(MessageView::from)
         .ok_or_else(|| Failure::Retry(AppError::new("STORAGE_LOAD_FAILED", "the reply was not found after saving")))?;
-    record_timing(engine, item, retrieval, [called, first_token.unwrap_or(generated), generated, committed], completion.completion_tokens);
+    record_timing(engine, item, retrieval, [taken, called, first_token.unwrap_or(generated), generated, committed], completion.completion_tokens);
     engine.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
     engine.emit(AppEvent::ReplyFinished { request_id: item.id.clone(), message });
     engine.turn_delivered(&persona.id);
@@ -299,15 +304,17 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     Ok(())
 }
 
-/// `marks`: provider called, first token, last token, reply committed.
-fn record_timing(engine: &Engine, item: &QueueItem, retrieval: Duration, marks: [Instant; 4], completion_tokens: u32) {
-    let [called, first, generated, committed] = marks;
+/// `marks`: job taken, provider called, first token, last token, reply committed.
+fn record_timing(engine: &Engine, item: &QueueItem, retrieval: Duration, marks: [Instant; 5], completion_tokens: u32) {
+    let [taken, called, first, generated, committed] = marks;
     let sent = engine.sent_at.lock().ok().and_then(|mut m| m.remove(&item.id));
-    let Some(sent) = sent else { return };
+    let Some((sent, written)) = sent else { return };
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let timing = ReplyTiming {
         request_id: item.id.clone(),
         overhead_ms: ms(called.saturating_duration_since(sent)),
+        write_ms: ms(written.saturating_duration_since(sent)),
+        queue_wait_ms: ms(taken.saturating_duration_since(written)),
         retrieval_ms: ms(retrieval),
         model_first_token_ms: ms(first.saturating_duration_since(called)),
         commit_ms: ms(committed.saturating_duration_since(generated)),

@@ -63,7 +63,8 @@ pub struct Engine {
     shutdown: watch::Sender<bool>,
     worker: Mutex<Option<JoinHandle<()>>>,
     pub(crate) busy: AtomicBool,
-    pub(crate) sent_at: Mutex<HashMap<String, Instant>>,
+    /// When each queued reply was sent, and when its message and job were written.
+    pub(crate) sent_at: Mutex<HashMap<String, (Instant, Instant)>>,
     pub(crate) timings: Mutex<Vec<ReplyTiming>>,
     pub(crate) current_cancel: Mutex<Option<providers::CancelFlag>>,
     pub(crate) memory: Arc<memory::MemoryIndex>,
@@ -351,7 +352,7 @@ impl Engine {
             // One transaction: never a message without its reply job.
             let (receipt, item) = self.ledger.append_and_enqueue(HUMAN_ENTITY, body, job).await?;
             if let Ok(mut m) = self.sent_at.lock() {
-                m.insert(item.id.clone(), sent);
+                m.insert(item.id.clone(), (sent, Instant::now()));
             }
             self.preempt_background();
             self.wake.notify_one();

@@ -83,9 +83,21 @@ pub async fn chat(ctx: &Ctx, persona: &str, runs: usize) -> ExitCode {
     for (label, set) in [("typed (draft handed over while typing)", &warm), ("cold (sent without a draft)", &cold)] {
         let overhead = sorted(set, |t| t.overhead_ms);
         let retrieval = sorted(set, |t| t.retrieval_ms);
+        let write = sorted(set, |t| t.write_ms);
+        let wait = sorted(set, |t| t.queue_wait_ms);
         println!("{label}, {} runs:", set.len());
         println!("  our overhead send→provider (ledger write, queue, prompt): p50 {:.2} ms  p95 {:.2} ms", percentile(&overhead, 0.5), percentile(&overhead, 0.95));
+        println!("    of which writing the message and its job:              p50 {:.2} ms  p95 {:.2} ms", percentile(&write, 0.5), percentile(&write, 0.95));
+        println!("    of which waiting for the reply worker:                 p50 {:.2} ms  p95 {:.2} ms", percentile(&wait, 0.5), percentile(&wait, 0.95));
         println!("    of which ranking memories for the prompt:              p50 {:.2} ms  p95 {:.2} ms", percentile(&retrieval, 0.5), percentile(&retrieval, 0.95));
+    }
+    println!("each run, ms (overhead = write + wait + prepare; retrieval is part of prepare):");
+    for t in rest {
+        let kind = if typed.contains(&t.request_id) { "typed" } else { "cold " };
+        println!(
+            "  {kind} overhead {:7.2}  write {:6.2}  wait {:6.2}  retrieval {:6.2}  model first token {:8.0}",
+            t.overhead_ms, t.write_ms, t.queue_wait_ms, t.retrieval_ms, t.model_first_token_ms
+        );
     }
     let overhead = sorted(&warm, |t| t.overhead_ms);
     println!("model time provider→first token:                       p50 {:.2} ms  p95 {:.2} ms", percentile(&model, 0.5), percentile(&model, 0.95));

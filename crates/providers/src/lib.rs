@@ -53,14 +53,26 @@ impl ChatMessage {
 
 /// Cooperative cancellation shared between the caller and the engine.
 #[derive(Debug, Clone, Default)]
-pub struct CancelFlag(Arc<AtomicBool>);
+pub struct CancelFlag(Arc<(AtomicBool, tokio::sync::Notify)>);
 
 impl CancelFlag {
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.0 .0.store(true, Ordering::SeqCst);
+        self.0 .1.notify_waiters();
     }
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.0 .0.load(Ordering::SeqCst)
+    }
+    /// Resolves once the flag is set (at once if it already is).
+    pub async fn cancelled(&self) {
+        let notified = self.0 .1.notified();
+        tokio::pin!(notified);
+        // Registered before the check, so a cancel in between is not missed.
+        notified.as_mut().enable();
+        if self.is_cancelled() {
+            return;
+        }
+        notified.await;
     }
 }
 

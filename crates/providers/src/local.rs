@@ -85,7 +85,15 @@ pub fn default_threads() -> usize {
 struct Shared {
     models_dir: PathBuf,
     models: Mutex<HashMap<PathBuf, Arc<LlamaModel>>>,
+    /// One generation at a time…
     busy: Mutex<()>,
+    /// …whose `abandoned` flag is here: once its caller has gone (cancelled),
+    /// the next generation starts at once instead of waiting for the old one
+    /// to reach its next batch boundary (a long prompt batch takes seconds).
+    holder: Mutex<Option<Arc<AtomicBool>>>,
+    /// At most one such overlapping generation, so a burst of cancellations
+    /// cannot pile contexts up.
+    overlap: Mutex<()>,
 }
 
 /// The in-process llama.cpp engine. Cheap to clone; clones share the model
@@ -119,6 +127,8 @@ impl LocalEngine {
                 models_dir,
                 models: Mutex::new(HashMap::new()),
                 busy: Mutex::new(()),
+                holder: Mutex::new(None),
+                overlap: Mutex::new(()),
             }),
             threads,
         }
@@ -288,7 +298,7 @@ impl LocalEngine {
         request: &CompletionRequest,
         sink: Option<&TokenSink>,
         started: Instant,
-        abandoned: &AtomicBool,
+        abandoned: &Arc<AtomicBool>,
     ) -> Result<Completion, ProviderError> {
         let cancelled = || request.cancel.is_cancelled() || abandoned.load(Ordering::SeqCst);
         let backend = backend()?;
@@ -297,13 +307,31 @@ impl LocalEngine {
             if cancelled() {
                 return Ok(cancelled_empty());
             }
-            match self.shared.busy.try_lock() {
-                Ok(guard) => break guard,
-                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
-                Err(std::sync::TryLockError::WouldBlock) => {
-                    std::thread::sleep(Duration::from_millis(10));
+            {
+                // Taking the turn and naming its holder happen under one lock,
+                // so a waiter never sees the previous holder's flag beside a
+                // new holder's turn.
+                let mut holder = lock(&self.shared.holder);
+                match self.shared.busy.try_lock() {
+                    Ok(guard) => {
+                        *holder = Some(abandoned.clone());
+                        break Turn::Own { _guard: guard };
+                    }
+                    Err(std::sync::TryLockError::Poisoned(p)) => {
+                        *holder = Some(abandoned.clone());
+                        break Turn::Own { _guard: p.into_inner() };
+                    }
+                    Err(std::sync::TryLockError::WouldBlock) => {
+                        let holder_gone = holder.as_ref().is_some_and(|h| h.load(Ordering::SeqCst));
+                        if holder_gone {
+                            if let Ok(guard) = self.shared.overlap.try_lock() {
+                                break Turn::Overlap { _guard: guard };
+                            }
+                        }
+                    }
                 }
             }
+            std::thread::sleep(Duration::from_millis(2));
         };
         let model = self.model(path)?;
         if cancelled() {
@@ -429,6 +457,13 @@ impl LocalEngine {
     }
 }
 
+/// A generation's right to run: the engine's one turn, or the single overlap
+/// allowed beside a generation whose caller has gone.
+enum Turn<'a> {
+    Own { _guard: MutexGuard<'a, ()> },
+    Overlap { _guard: MutexGuard<'a, ()> },
+}
+
 /// Sets the flag when the `complete` future is dropped, so an abandoned
 /// generation stops at the next token.
 struct AbandonOnDrop(Arc<AtomicBool>);
@@ -455,10 +490,18 @@ impl Provider for LocalEngine {
         let engine = self.clone();
         let abandoned = Arc::new(AtomicBool::new(false));
         let guard = AbandonOnDrop(abandoned.clone());
-        let result = tokio::task::spawn_blocking(move || {
+        let cancel = request.cancel.clone();
+        let generation = tokio::task::spawn_blocking(move || {
             engine.generate(&path, &request, sink.as_ref(), started, &abandoned)
-        })
-        .await;
+        });
+        // A cancelled call returns at once: the engine thread may be inside a
+        // prompt batch for seconds, and whoever cancelled (a reply preempting
+        // background work, the user's abort) must not wait for it. The thread
+        // stops at its next boundary; the next generation does not wait.
+        let result = tokio::select! {
+            r = generation => r,
+            () = cancel.cancelled() => return Ok(cancelled_empty()),
+        };
         // Finished: flagging the generation as abandoned now is harmless.
         drop(guard);
         result.map_err(|e| {

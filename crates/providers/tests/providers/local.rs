@@ -175,6 +175,43 @@ async fn cancel_stops_generation() {
     );
 }
 
+/// A reply that preempts background work must not wait for the background
+/// call's prompt batch (seconds on one CPU thread): the cancelled call returns
+/// at once, and the next call starts beside the old one's last batch.
+#[tokio::test]
+async fn a_cancelled_long_prompt_does_not_hold_up_the_next_call() {
+    let (engine, stem) = engine();
+    let long_text = "The ledger keeps every message, memory and decision in a signed chain. ".repeat(30);
+    let long = || {
+        let mut r = chat(&stem, &format!("Summarise this: {long_text}"));
+        r.max_tokens = 1;
+        r
+    };
+    // Warm the model, then time one whole long prompt (one big batch).
+    engine.complete(chat(&stem, "hi"), None).await.expect("warm-up");
+    let t = std::time::Instant::now();
+    engine.complete(long(), None).await.expect("long prompt");
+    let whole = t.elapsed();
+
+    let req = long();
+    let cancel = req.cancel.clone();
+    let engine2 = engine.clone();
+    let call = tokio::spawn(async move { engine2.complete(req, None).await });
+    tokio::time::sleep(whole / 5).await;
+    let t = std::time::Instant::now();
+    cancel.cancel();
+    let c = call.await.expect("join").expect("completion");
+    let returned = t.elapsed();
+    assert_eq!(c.finish, FinishReason::Cancelled);
+    let mut short = chat(&stem, "Say yes.");
+    short.max_tokens = 2;
+    engine.complete(short, None).await.expect("short call");
+    let next = t.elapsed();
+    println!("long prompt {whole:?}; cancel returned after {returned:?}; next call done after {next:?}");
+    assert!(returned < std::time::Duration::from_millis(50), "the cancelled call took {returned:?} to return");
+    assert!(next < whole / 2, "the next call waited for the cancelled one: {next:?} (a whole long prompt takes {whole:?})");
+}
+
 #[tokio::test]
 async fn missing_model_is_a_load_error() {
     let (engine, _) = engine();
