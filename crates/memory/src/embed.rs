@@ -58,8 +58,15 @@ impl MiniLm {
         let weights = std::fs::read(&weights_path)
             .map_err(|e| MemoryError::ModelUnavailable(format!("cannot read {}: {e}", weights_path.display())))?;
         let device = Device::Cpu;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
-            .map_err(|e| MemoryError::ModelUnavailable(format!("bad weights: {e}")))?;
+        let bad = |e: candle_core::Error| MemoryError::ModelUnavailable(format!("bad weights: {e}"));
+        let mut tensors = candle_core::safetensors::load_buffer(&weights, &device).map_err(bad)?;
+        drop(weights);
+        for (name, w) in tensors.iter_mut() {
+            if w.rank() == 2 && !name.contains("embeddings") {
+                *w = transposed_storage(w).map_err(bad)?;
+            }
+        }
+        let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
         let model = BertModel::load(vb, &config)
             .map_err(|e| MemoryError::ModelUnavailable(format!("cannot build the model: {e}")))?;
         let tokenizer = WordPiece::from_file(&vocab_path, MINILM_MAX_TOKENS)?;
@@ -111,6 +118,14 @@ impl Embedder for MiniLm {
         }
         Ok(out)
     }
+}
+
+/// The same (out, in) matrix, stored column by column. A linear layer
+/// multiplies by the weight's transpose, which is then contiguous: the matrix
+/// library packs it with plain copies instead of a strided gather (for a
+/// short query that gather was half of the embedding's time).
+fn transposed_storage(w: &Tensor) -> candle_core::Result<Tensor> {
+    w.t()?.contiguous()?.t()
 }
 
 pub fn normalise(mut v: Vec<f32>) -> Vec<f32> {
