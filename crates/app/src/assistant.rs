@@ -31,7 +31,7 @@ use crate::error::AppError;
 use crate::metadata::MetadataService;
 use crate::models::ModelSpec;
 use crate::conversation::Conversations;
-use crate::plans::Plans;
+use crate::plans::{LocalPlan, ModelTurn, Plans};
 use runtime::state::{ConversationEvent, ConversationState};
 use crate::tools_exec::{AppTools, LedgerAudit};
 use crate::views::{AppEvent, MessageView, ReceiptView};
@@ -126,14 +126,14 @@ pub(crate) struct Assistant {
     ledger: Arc<Ledger>,
     pub(crate) pipeline: Arc<Pipeline>,
     pub(crate) plans: Plans,
-    pub(crate) conversations: Conversations,
+    pub(crate) conversations: Arc<Conversations>,
     tools: Arc<AppTools>,
     pub(crate) metadata: Arc<MetadataService>,
 }
 
 impl Assistant {
     /// Must be called inside the tokio runtime.
-    pub(crate) fn new(ledger: Arc<Ledger>, events: broadcast::Sender<AppEvent>) -> Self {
+    pub(crate) fn new(ledger: Arc<Ledger>, events: broadcast::Sender<AppEvent>, stall_limit: std::time::Duration) -> Self {
         let handle = Handle::current();
         let metadata = Arc::new(MetadataService::new(ledger.clone()));
         let tools = Arc::new(AppTools::new(ledger.clone(), events, handle.clone(), metadata.clone()));
@@ -148,7 +148,7 @@ impl Assistant {
             ledger,
             pipeline: Arc::new(pipeline),
             plans: Plans::default(),
-            conversations: Conversations::new(Arc::new(SystemClock)),
+            conversations: Arc::new(Conversations::new(Arc::new(SystemClock), stall_limit)),
             tools,
             metadata,
         }
@@ -165,14 +165,30 @@ impl Assistant {
         let pipeline = self.pipeline.clone();
         // Tools switched off in Settings are refused (TOOL_DISABLED).
         let disabled = self.disabled_tools().await?;
+        let conversation = persona_id.to_owned();
         let (persona_id, correlation_id) = (persona_id.to_owned(), correlation_id.to_owned());
-        tokio::task::spawn_blocking(move || {
+        let task = tokio::task::spawn_blocking(move || {
             let enabled = |name: &str| !disabled.contains(name);
             let ctx = CallContext { enabled: &enabled, ..CallContext::new(&persona_id, role, &correlation_id) };
             op(&pipeline, &ctx)
-        })
-        .await
-        .map_err(|e| AppError::new("TOOL_FAILED", format!("the tool runner stopped: {e}")))
+        });
+        // A tool reports no progress while it runs: the stall limit bounds
+        // the whole call. It cannot be abandoned (it finishes and is
+        // recorded), so the timeout is reported and nothing is retried.
+        let limit = self.conversations.stall_limit();
+        match tokio::time::timeout(limit, task).await {
+            Ok(joined) => joined.map_err(|e| AppError::new("TOOL_FAILED", format!("the tool runner stopped: {e}"))),
+            Err(_) => {
+                self.conversations.time_out(&conversation);
+                Err(AppError::new(
+                    "TOOL_TIMEOUT",
+                    format!(
+                        "The action made no progress for {} s. It was not retried; if it finishes, its result is recorded in the ledger.",
+                        limit.as_secs()
+                    ),
+                ))
+            }
+        }
     }
 }
 
@@ -194,6 +210,20 @@ pub(crate) fn role_of(persona: &Persona) -> Role {
         Role::Ei
     } else {
         Role::Persona
+    }
+}
+
+/// The planner request for a reply, how to decode its stream, and (a
+/// local model, a message with several commands) the plan it starts.
+pub(crate) struct PlannerTurn {
+    pub request: CompletionRequest,
+    pub stream: RespondStream,
+    pub local_plan: Option<LocalPlan>,
+}
+
+impl PlannerTurn {
+    fn single(request: CompletionRequest, stream: RespondStream) -> Self {
+        Self { request, stream, local_plan: None }
     }
 }
 
@@ -278,7 +308,7 @@ fn native_calls(calls: &[ToolCall]) -> Result<NativeCalls> {
             Ok(NativeCalls::One(serde_json::json!({"action": "CALL_TOOL", "tool": call.name, "args": args}).to_string()))
         }
         calls => Ok(NativeCalls::Plan(
-            calls.iter().map(|c| Ok(PlanStep { tool: c.name.clone(), args: parse(c)? })).collect::<Result<_>>()?,
+            calls.iter().map(|c| Ok(PlanStep { tool: c.name.clone(), args: parse(c)?, message: None })).collect::<Result<_>>()?,
         )),
     }
 }
@@ -318,14 +348,23 @@ impl Engine {
     /// schema (RESPOND or CALL_TOOL with those tools; CALL_TOOL only for a
     /// command such as "save the movie …"). NOOP is never an answer to a
     /// message. Returns the request and the matching stream decoder.
-    pub(crate) async fn planner_request(&self, persona: &Persona, mut request: CompletionRequest) -> (CompletionRequest, RespondStream) {
+    pub(crate) async fn planner_request(&self, persona: &Persona, mut request: CompletionRequest) -> PlannerTurn {
         let offered = self.offered_tools(persona).await;
         let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
-        let last_user = request.messages.iter().rev().find(|m| m.role == ChatRole::User).map(|m| m.content.as_str());
-        let routing = runtime::router::route(last_user.unwrap_or_default(), &names);
-        tracing::debug!(?routing, "planner routing for this message");
+        // A cloud model gets the tools through its native function calling
+        // (several calls = a plan); a local model's JSON protocol gives one
+        // action per reply, so a message with several commands becomes an
+        // open plan, planned one command at a time (see plans.rs).
+        let native = ModelSpec::parse(&persona.model).is_ok_and(|m| !m.is_local());
+        let last_user = request.messages.iter().rposition(|m| m.role == ChatRole::User);
+        let message = last_user.and_then(|i| request.messages.get(i)).map(|m| m.content.clone()).unwrap_or_default();
+        let parts = if native { Vec::new() } else { runtime::router::command_parts(&message) };
+        let local_plan = (parts.len() > 1).then(|| LocalPlan::new(request.clone(), parts.clone()));
+        let routed = parts.first().filter(|_| local_plan.is_some()).unwrap_or(&message);
+        let routing = runtime::router::route(routed, &names);
+        tracing::debug!(?routing, plan_parts = parts.len(), "planner routing for this message");
         if routing.tools.is_empty() {
-            return (request, RespondStream::raw());
+            return PlannerTurn::single(request, RespondStream::raw());
         }
         // Deleting needs an id the model cannot know: the newest items are
         // listed in the prompt and the grammar allows only their ids.
@@ -341,7 +380,7 @@ impl Engine {
             .cloned()
             .collect();
         if tools.is_empty() {
-            return (request, RespondStream::raw());
+            return PlannerTurn::single(request, RespondStream::raw());
         }
         let refs: Vec<&ToolSpec> = tools.iter().collect();
         let mut schema = runtime::planner_json_schema(&refs);
@@ -364,10 +403,14 @@ impl Engine {
                 }
             }
         }
+        if let (Some(i), Some(_)) = (last_user, &local_plan) {
+            // The first command of the plan is planned now, the rest later.
+            request.messages[i].content = routed.clone();
+        }
         if routing.must_call {
             // A command's arguments come from the command itself: earlier
             // turns only give a small model text to copy by mistake.
-            let last = request.messages.iter().rposition(|m| m.role == ChatRole::User);
+            let last = last_user;
             let mut i = 0;
             request.messages.retain(|m| {
                 let keep = m.role == ChatRole::System || Some(i) == last;
@@ -375,9 +418,6 @@ impl Engine {
                 keep
             });
         }
-        // A cloud (OpenAI-compatible) model gets the tools through its
-        // native function calling instead of the JSON-object protocol.
-        let native = ModelSpec::parse(&persona.model).is_ok_and(|m| !m.is_local());
         let mut instructions = if native { native_instructions() } else { planner_instructions(&tools) };
         if !targets.is_empty() && tools.iter().any(|t| TARGETED.contains(&t.name.as_str())) {
             instructions.push_str("\nSaved items (item_id: what):");
@@ -397,10 +437,10 @@ impl Engine {
             request.tools = native_tools(&schema, &tools);
             request.tool_required = routing.must_call;
             // Text is the RESPOND message itself and streams as is.
-            return (request, RespondStream::raw());
+            return PlannerTurn::single(request, RespondStream::raw());
         }
         request.json_schema = Some(schema);
-        (request, RespondStream::new())
+        PlannerTurn { request, stream: RespondStream::new(), local_plan }
     }
 
     /// Judges the planner's finished reply. `Err` is a reply that must be
@@ -411,8 +451,9 @@ impl Engine {
         persona: &Persona,
         completion: &Completion,
         streamed: &RespondStream,
+        plan: Option<(LocalPlan, &ModelTurn)>,
     ) -> Result<Planned> {
-        let planned = self.judge_planner_reply(persona, completion, streamed).await;
+        let planned = self.judge_planner_reply(persona, completion, streamed, plan).await;
         if planned.is_ok() {
             self.turn_decided(&persona.id);
         }
@@ -424,6 +465,7 @@ impl Engine {
         persona: &Persona,
         completion: &Completion,
         streamed: &RespondStream,
+        plan: Option<(LocalPlan, &ModelTurn)>,
     ) -> Result<Planned> {
         let truncated = completion.finish == FinishReason::Length;
         let wrapped;
@@ -449,6 +491,15 @@ impl Engine {
             content.push('…');
             return Ok(Planned { content, role: MessageRole::Persona });
         }
+        // A local plan starts with a tool call; any other reply is judged
+        // as a single one (an invalid one is retried).
+        if let Some((local, turn)) = plan {
+            let calls = runtime::parse_planner_reply(text, self.assistant.pipeline.registry())
+                .is_ok_and(|r| matches!(r, runtime::PlannerReply::CallTool { .. }));
+            if calls {
+                return self.start_local_plan(persona, local, text.to_owned(), turn).await;
+            }
+        }
         let correlation_id = runtime::pipeline::new_correlation_id();
         let owned = text.to_owned();
         let outcome = self
@@ -473,7 +524,7 @@ impl Engine {
     /// Output validation on a reply: over-long text is cut, unsafe markup
     /// and others' PII are reported in the log (the text is shown as plain
     /// text by the UI, never as HTML).
-    async fn checked_output(&self, message: String) -> String {
+    pub(crate) async fn checked_output(&self, message: String) -> String {
         let ids: Vec<String> = self.ledger.items(None, 500).await.map(|v| v.into_iter().map(|i| i.id).collect()).unwrap_or_default();
         let exists = |id: &str| ids.iter().any(|i| i == id);
         let policy = runtime::OutputPolicy::plain(&exists);
@@ -643,7 +694,7 @@ impl Engine {
         if let (Some(v), Some((nonce, step, steps))) = (view.as_mut(), self.assistant.plans.waiting(&p.id)) {
             if v.nonce == nonce {
                 v.step = u32::try_from(step).ok();
-                v.steps = u32::try_from(steps).ok();
+                v.steps = steps.and_then(|n| u32::try_from(n).ok());
             }
         }
         Ok(view)

@@ -27,6 +27,10 @@ const IDLE_POLL: Duration = Duration::from_secs(2);
 pub(crate) struct ReplyJob {
     pub persona_id: String,
     pub reply_to: String,
+    /// runtime (#6): plan the next step of a local plan whose last step
+    /// was just confirmed (no new message).
+    #[serde(default)]
+    pub continue_plan: bool,
 }
 
 /// Where the time between "send" and the first token went.
@@ -182,6 +186,9 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     if let Some(until) = crate::personas::paused_at(profile.paused_until.as_deref(), engine.ledger.now()) {
         return Err(Failure::Deferred(until));
     }
+    if job.continue_plan {
+        return continue_plan(engine, &persona).await;
+    }
     engine.turn_started(&persona.id);
     // The context window and each message's context status decide the history.
     let window = match profile.context_window_hours {
@@ -210,14 +217,17 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     lines.extend(memories.lines.iter().cloned());
     let framed = engine.frame_reply(&persona, lines).await;
     let request = CompletionRequest::chat(spec.model.clone(), reply_prompt(&framed.narrative, &history));
-    let (mut request, stream) = engine.planner_request(&persona, request).await;
+    let crate::assistant::PlannerTurn { mut request, stream, local_plan } = engine.planner_request(&persona, request).await;
     if !spec.is_local() {
         engine.prepare_for_cloud(&spec.account, &mut request).await.map_err(Failure::Retry)?;
     }
     request.max_tokens = REPLY_MAX_TOKENS;
     request.cancel = cancel;
+    let request_cancel = request.cancel.clone();
 
     engine.emit(AppEvent::ReplyStarted { request_id: item.id.clone(), persona_id: persona.id.clone() });
+    // runtime (#6): a model that stops making progress is stopped.
+    let watchdog = Watchdog::start(engine, &persona.id, &request.cancel);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
     let called = Instant::now();
     let forwarder = {
@@ -229,6 +239,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
             // Only a RESPOND's message streams; tool calls are judged at the end.
             let mut stream = stream;
             while let Some(delta) = rx.recv().await {
+                engine.assistant.conversations.progress(&persona_id);
                 let text = stream.push(&delta);
                 if text.is_empty() {
                     continue;
@@ -246,17 +257,19 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         *c = None;
     }
     let completion = result.map_err(|e| match e {
-        ProviderError::Cancelled => Failure::Final(e.into()),
+        ProviderError::Cancelled => Failure::Final(watchdog.cancelled_error()),
         e if e.is_transient() => Failure::Retry(e.into()),
         e => Failure::Final(e.into()),
     })?;
     if completion.finish == FinishReason::Cancelled {
-        return Err(Failure::Final(ProviderError::Cancelled.into()));
+        return Err(Failure::Final(watchdog.cancelled_error()));
     }
+    let turn = crate::plans::ModelTurn { provider: provider.clone(), cancel: request_cancel, max_tokens: REPLY_MAX_TOKENS };
     let planned = engine
-        .settle_planner_reply(&persona, &completion, &stream)
+        .settle_planner_reply(&persona, &completion, &stream, local_plan.map(|p| (p, &turn)))
         .await
         .map_err(Failure::Retry)?;
+    drop(watchdog);
     let (content, role) = (planned.content, planned.role);
     if content.trim().is_empty() {
         return Err(Failure::Final(AppError::new("LLM_EMPTY_REPLY", "the model returned an empty reply")));
@@ -327,4 +340,84 @@ fn record_timing(engine: &Engine, item: &QueueItem, retrieval: Duration, marks: 
         }
         t.push(timing);
     }
+}
+
+// ----- runtime (#6): the stall watchdog and local-plan continuations -----
+
+/// Watches a turn's working state: when it makes no progress (no token, no
+/// finished step) for the stall limit, the conversation times out and the
+/// model call is cancelled. Stops when dropped.
+struct Watchdog {
+    task: tokio::task::JoinHandle<()>,
+    stalled: Arc<std::sync::atomic::AtomicBool>,
+    limit: Duration,
+}
+
+impl Watchdog {
+    fn start(engine: &Arc<Engine>, persona_id: &str, cancel: &CancelFlag) -> Self {
+        let stalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let limit = engine.assistant.conversations.stall_limit();
+        let every = (limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let (engine, persona_id, cancel, flag) = (engine.clone(), persona_id.to_owned(), cancel.clone(), stalled.clone());
+        engine.assistant.conversations.progress(&persona_id);
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                if engine.assistant.conversations.check_stall(&persona_id).is_some() {
+                    flag.store(true, Ordering::SeqCst);
+                    cancel.cancel();
+                    return;
+                }
+            }
+        });
+        Self { task, stalled, limit }
+    }
+
+    /// The error for a cancelled model call: a stall (LLM_TIMEOUT, never
+    /// retried) or the user's Stop.
+    fn cancelled_error(&self) -> AppError {
+        if self.stalled.load(Ordering::SeqCst) {
+            AppError::new(
+                "LLM_TIMEOUT",
+                format!(
+                    "The model made no progress for {} s, so the reply was stopped. Nothing was retried; send the message again to try once more.",
+                    self.limit.as_secs()
+                ),
+            )
+        } else {
+            ProviderError::Cancelled.into()
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The reply job after a confirmed step of a local plan: plans and runs the
+/// next steps. Never retried (steps may have run); what happened is posted.
+async fn continue_plan(engine: &Arc<Engine>, persona: &ledger::Persona) -> Result<(), Failure> {
+    let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
+    let provider = engine.provider_for(&spec).await.map_err(Failure::Final)?;
+    let cancel = CancelFlag::default();
+    if let Ok(mut c) = engine.current_cancel.lock() {
+        *c = Some(cancel.clone());
+    }
+    engine.turn_started(&persona.id);
+    let watchdog = Watchdog::start(engine, &persona.id, &cancel);
+    let turn = crate::plans::ModelTurn { provider, cancel, max_tokens: REPLY_MAX_TOKENS };
+    let planned = engine.continue_local_plan(persona, &turn).await;
+    drop(watchdog);
+    if let Ok(mut c) = engine.current_cancel.lock() {
+        *c = None;
+    }
+    let planned = planned.map_err(Failure::Final)?;
+    engine.turn_decided(&persona.id);
+    if let Some(planned) = planned.filter(|p| !p.content.trim().is_empty()) {
+        engine.post_system(&persona.id, &planned.content).await.map_err(Failure::Final)?;
+    }
+    engine.turn_delivered(&persona.id);
+    Ok(())
 }

@@ -9,9 +9,13 @@
 //!
 //! Timeouts: the waiting states (IDLE, AWAITING_INPUT, TOOL_PROPOSED) expire
 //! by the seed's timeouts whenever the conversation is next touched. The
-//! working states (PROCESSING_INTENT, EXECUTING, RESPONDING) are bounded by
-//! the reply queue instead (its attempts, cancellation and retry limits):
-//! abandoning a reply the model is still writing would lose it.
+//! working states (PROCESSING_INTENT, EXECUTING, RESPONDING) time out on a
+//! lack of progress: no token and no finished step for the stall limit
+//! (the seed's 30 s by default, `LEDGERMIND_STALL_TIMEOUT_SECS`). A slow
+//! CPU model that keeps writing is never cut off; a model or tool that
+//! stops moving is (`LLM_TIMEOUT` / `TOOL_TIMEOUT`, shown to the user), the
+//! machine goes back by its Timeout transition, and the turn is not retried,
+//! so nothing runs twice.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -24,14 +28,56 @@ use crate::error::AppError;
 use crate::views::AppEvent;
 use crate::Result;
 
+/// The working states' limit without progress when none is configured
+/// (seed 003 §1.2: 30 s).
+pub const DEFAULT_STALL_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// Overrides the limit, in seconds.
+pub const STALL_LIMIT_ENV: &str = "LEDGERMIND_STALL_TIMEOUT_SECS";
+
+/// The configured limit (`LEDGERMIND_STALL_TIMEOUT_SECS`, else 30 s).
+pub fn stall_limit_from_env() -> std::time::Duration {
+    std::env::var(STALL_LIMIT_ENV)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .map_or(DEFAULT_STALL_LIMIT, std::time::Duration::from_secs)
+}
+
 pub(crate) struct Conversations {
     clock: Arc<dyn Clock>,
     map: Mutex<HashMap<String, Conversation>>,
+    stall_limit: time::Duration,
 }
 
 impl Conversations {
-    pub(crate) fn new(clock: Arc<dyn Clock>) -> Self {
-        Self { clock, map: Mutex::new(HashMap::new()) }
+    pub(crate) fn new(clock: Arc<dyn Clock>, stall_limit: std::time::Duration) -> Self {
+        let stall_limit = time::Duration::try_from(stall_limit).unwrap_or(time::Duration::seconds(30));
+        Self { clock, map: Mutex::new(HashMap::new()), stall_limit }
+    }
+
+    /// How long a working state may go without progress.
+    pub(crate) fn stall_limit(&self) -> std::time::Duration {
+        std::time::Duration::try_from(self.stall_limit).unwrap_or(DEFAULT_STALL_LIMIT)
+    }
+
+    /// Progress in a working state (a token, a finished step).
+    pub(crate) fn progress(&self, id: &str) {
+        let now = self.clock.now();
+        if let Some(c) = self.lock().get_mut(id) {
+            c.touch(now);
+        }
+    }
+
+    /// A working state without progress for the stall limit times out:
+    /// the Timeout transition is applied and the new state returned.
+    pub(crate) fn check_stall(&self, id: &str) -> Option<St> {
+        let now = self.clock.now();
+        let mut map = self.lock();
+        let c = map.get_mut(id)?;
+        let from = c.state();
+        let to = c.stall(now, self.stall_limit)?;
+        tracing::warn!(persona = id, ?from, ?to, limit_s = self.stall_limit.whole_seconds(), "no progress: conversation timed out");
+        Some(to)
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Conversation>> {
@@ -75,6 +121,13 @@ impl Conversations {
     pub(crate) fn apply_from(&self, id: &str, from: St, event: Ev) {
         if self.state(id) == from {
             let _logged_when_rejected = self.apply(id, event);
+        }
+    }
+
+    /// A working state's timeout, now (a call that outlived the limit).
+    pub(crate) fn time_out(&self, id: &str) {
+        if self.state(id).is_working() {
+            let _logged_when_rejected = self.apply(id, Ev::Timeout);
         }
     }
 
@@ -168,7 +221,7 @@ mod tests {
     #[test]
     fn waiting_states_time_out_and_working_states_wait_for_the_flow() {
         let clock = Arc::new(ManualClock::at_epoch());
-        let c = Conversations::new(clock.clone());
+        let c = Conversations::new(clock.clone(), DEFAULT_STALL_LIMIT);
         c.apply("p", Ev::UserMessage).expect("message");
         c.apply("p", Ev::ActionProposed).expect("proposed");
         clock.advance(time::Duration::minutes(4));
@@ -176,13 +229,41 @@ mod tests {
         clock.advance(time::Duration::minutes(1));
         assert_eq!(c.state("p"), St::Idle, "TOOL_PROPOSED lasts 5 minutes");
         c.apply("p", Ev::UserMessage).expect("message");
-        clock.advance(time::Duration::minutes(3));
-        assert_eq!(c.state("p"), St::ProcessingIntent, "a reply being written is not abandoned");
+        for _ in 0..6 {
+            clock.advance(time::Duration::seconds(25));
+            assert_eq!(c.check_stall("p"), None);
+            c.progress("p");
+        }
+        assert_eq!(c.state("p"), St::ProcessingIntent, "a slow reply that keeps coming is not abandoned");
+        clock.advance(time::Duration::seconds(30));
+        assert_eq!(c.state("p"), St::ProcessingIntent, "only the stall check ends a working state");
+        assert_eq!(c.check_stall("p"), Some(St::Idle));
+        assert_eq!(c.check_stall("p"), None, "once");
+        assert_eq!(c.check_stall("unknown"), None);
+    }
+
+    #[test]
+    fn a_stalled_action_is_reported_and_the_limit_is_configurable() {
+        let clock = Arc::new(ManualClock::at_epoch());
+        let c = Conversations::new(clock.clone(), std::time::Duration::from_secs(5));
+        assert_eq!(c.stall_limit(), std::time::Duration::from_secs(5));
+        c.apply("p", Ev::UserMessage).expect("message");
+        c.apply("p", Ev::ActionProposed).expect("proposed");
+        clock.advance(time::Duration::seconds(60));
+        assert_eq!(c.check_stall("p"), None, "a proposal waits for the user, not for progress");
+        c.apply("p", Ev::Confirmed).expect("confirmed");
+        clock.advance(time::Duration::seconds(4));
+        assert_eq!(c.check_stall("p"), None);
+        clock.advance(time::Duration::seconds(1));
+        assert_eq!(c.check_stall("p"), Some(St::Responding), "EXECUTING is not abandoned: its timeout is reported");
+        assert!(c.apply("p", Ev::ActionFinished).is_err(), "a late finish changes nothing");
+        c.apply("p", Ev::ResponseDelivered).expect("delivered");
+        assert_eq!(c.state("p"), St::Idle);
     }
 
     #[test]
     fn a_rejected_transition_keeps_the_state_and_apply_from_is_a_no_op_elsewhere() {
-        let c = Conversations::new(Arc::new(ManualClock::at_epoch()));
+        let c = Conversations::new(Arc::new(ManualClock::at_epoch()), DEFAULT_STALL_LIMIT);
         assert!(c.apply("p", Ev::Confirmed).is_err());
         assert_eq!(c.state("p"), St::Idle);
         c.apply_from("p", St::Responding, Ev::ResponseDelivered);

@@ -39,6 +39,10 @@ pub struct EngineConfig {
     /// Extraction starts after a conversation has been quiet this long
     /// (`LEDGERMIND_EXTRACTION_DELAY_SECS`, default 90 s).
     pub extraction_delay: std::time::Duration,
+    /// runtime (#6): how long a working conversation state (the model
+    /// writing, a tool running) may go without progress
+    /// (`LEDGERMIND_STALL_TIMEOUT_SECS`, default 30 s).
+    pub stall_limit: std::time::Duration,
 }
 
 impl EngineConfig {
@@ -48,7 +52,8 @@ impl EngineConfig {
             .and_then(|s| s.parse().ok())
             .map(std::time::Duration::from_secs)
             .unwrap_or(crate::extraction::DEFAULT_DELAY);
-        Self { data_dir, keystore, local_threads: 1, provider_override: None, durable: true, extraction_delay }
+        let stall_limit = crate::conversation::stall_limit_from_env();
+        Self { data_dir, keystore, local_threads: 1, provider_override: None, durable: true, extraction_delay, stall_limit }
     }
 }
 
@@ -112,7 +117,7 @@ impl Engine {
         tracing::debug!(ledger_ms = opened.as_millis() as u64, total_ms = t0.elapsed().as_millis() as u64, "engine opened");
         let (events, _) = broadcast::channel(1024);
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let assistant = crate::assistant::Assistant::new(ledger.clone(), events.clone());
+        let assistant = crate::assistant::Assistant::new(ledger.clone(), events.clone(), config.stall_limit);
         let engine = Arc::new(Self {
             ledger,
             #[cfg(feature = "local")]
@@ -342,7 +347,7 @@ impl Engine {
             // The reply's retrieval needs this text's embedding: start it now,
             // so it overlaps the write below instead of following it.
             self.prefetch_embedding(content);
-            let job = ReplyJob { persona_id: p.id.clone(), reply_to: message_id.clone() };
+            let job = ReplyJob { persona_id: p.id.clone(), reply_to: message_id.clone(), continue_plan: false };
             let job = NewJob {
                 kind: chat::REPLY_KIND.to_owned(),
                 priority: PRIORITY_REPLY,

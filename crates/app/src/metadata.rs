@@ -134,6 +134,13 @@ impl MetadataService {
             tracing::warn!(correlation_id, tool, attempt, error = %last, "metadata request failed; retrying");
             tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
         }
+        if last == ToolError::Timeout {
+            // A clear message: every attempt timed out, none is left running.
+            return Err(ToolError::Unavailable(format!(
+                "the metadata service did not answer in time ({ATTEMPTS} attempts of {:.1} s each); nothing was saved",
+                self.timeout.as_secs_f64()
+            )));
+        }
         Err(last)
     }
 }

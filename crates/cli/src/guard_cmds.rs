@@ -1,9 +1,11 @@
+use std::collections::HashSet;
 use std::io::Read;
 use std::process::ExitCode;
 
 use runtime::tools::{Role, ToolRegistry};
+use serde_json::Value;
 
-use crate::common::print_json;
+use crate::common::{fail, print_json, Ctx};
 
 /// `ledgermind guard [TEXT] --json`: analyse TEXT, or stdin when absent.
 pub fn guard(text: Option<String>, json: bool) -> ExitCode {
@@ -41,16 +43,63 @@ pub fn guard(text: Option<String>, json: bool) -> ExitCode {
     }
 }
 
-/// `ledgermind tools --json`: the registry as offered to a persona.
-pub fn tools(json: bool) -> ExitCode {
+#[derive(Debug, clap::Args)]
+pub struct ToolsArgs {
+    #[arg(long)]
+    json: bool,
+    /// Switch TOOL on (needs a home; repeatable).
+    #[arg(long, value_name = "TOOL")]
+    enable: Vec<String>,
+    /// Switch TOOL off: it is no longer offered to any model (repeatable).
+    #[arg(long, value_name = "TOOL")]
+    disable: Vec<String>,
+}
+
+/// `ledgermind tools --json` without a home: the registry as offered to a
+/// persona, every tool on (there are no settings to apply).
+pub fn tools(args: &ToolsArgs) -> ExitCode {
+    if !args.enable.is_empty() || !args.disable.is_empty() {
+        eprintln!("error: --enable / --disable need a home (--home or LEDGERMIND_HOME)");
+        return ExitCode::from(2);
+    }
+    print_tools(args.json, &HashSet::new())
+}
+
+/// `ledgermind --home DIR tools --json`: the same list with the user's
+/// per-tool settings applied: a tool switched off carries
+/// `"enabled": false` (the model is not offered it).
+pub async fn tools_in_home(ctx: &Ctx, args: &ToolsArgs) -> ExitCode {
+    let changes = args.enable.iter().map(|t| (t, true)).chain(args.disable.iter().map(|t| (t, false)));
+    for (tool, on) in changes {
+        if let Err(e) = ctx.engine.set_tool_enabled(tool, on).await {
+            return fail(&e);
+        }
+    }
+    match ctx.engine.tool_settings().await {
+        Ok(settings) => {
+            let off: HashSet<String> = settings.into_iter().filter(|t| !t.enabled).map(|t| t.name).collect();
+            print_tools(args.json, &off)
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+/// The registry as offered to a persona; `off` are the tools switched off.
+fn print_tools(json: bool, off: &HashSet<String>) -> ExitCode {
     let registry = ToolRegistry::builtin();
     let offered = registry.offered(Role::Persona, &|_| true);
     if json {
-        return print_json(&ToolRegistry::to_json(&offered));
+        let mut list = ToolRegistry::to_json(&offered);
+        for t in list.as_array_mut().into_iter().flatten() {
+            let enabled = t["name"].as_str().is_some_and(|n| !off.contains(n));
+            t["enabled"] = Value::Bool(enabled);
+        }
+        return print_json(&list);
     }
     for t in offered {
         let confirm = if t.requires_confirmation { " (asks first)" } else { "" };
-        println!("{:<22} {}{}", t.name, t.description, confirm);
+        let state = if off.contains(&t.name) { " [off]" } else { "" };
+        println!("{:<22} {}{}{}", t.name, t.description, confirm, state);
     }
     ExitCode::SUCCESS
 }

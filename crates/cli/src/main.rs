@@ -57,11 +57,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List the tool registry as offered to the model.
-    Tools {
-        #[arg(long)]
-        json: bool,
-    },
+    /// List the tool registry as offered to the model; with a home, each
+    /// tool's on/off setting is applied (`enabled`), and --enable /
+    /// --disable change it.
+    Tools(guard_cmds::ToolsArgs),
     /// Machine and data-directory status.
     Status,
     /// Import FILE (a JSON array of {"id", "speaker", "text", "timestamp"}) into PERSONA's conversation.
@@ -131,7 +130,8 @@ fn main() -> ExitCode {
     // Commands that need no data directory.
     match &cli.command {
         Command::Guard { text, json } => return guard_cmds::guard(text.clone(), *json),
-        Command::Tools { json } => return guard_cmds::tools(*json),
+        // Without a home, the registry as built in (no settings to apply).
+        Command::Tools(args) if cli.home.is_none() => return guard_cmds::tools(args),
         Command::CheckProof { file } => return vault_cmds::check_proof(file),
         _ => {}
     }
@@ -173,7 +173,8 @@ fn main() -> ExitCode {
             Command::Export { file, passphrase_file } => vault_cmds::export(&ctx, &file, &passphrase_file).await,
             Command::Prove { seq } => vault_cmds::prove(&ctx, seq).await,
             Command::Import { .. } | Command::Bench(BenchCmd::Vault(_)) | Command::CheckProof { .. } => ExitCode::SUCCESS,
-            Command::Guard { .. } | Command::Tools { .. } => ExitCode::SUCCESS,
+            Command::Tools(args) => guard_cmds::tools_in_home(&ctx, &args).await,
+            Command::Guard { .. } => ExitCode::SUCCESS,
         };
         ctx.engine.shutdown().await;
         code

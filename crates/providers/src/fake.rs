@@ -22,6 +22,9 @@ pub enum ScriptStep {
     /// Answer with these native function calls and no text (what an
     /// OpenAI-compatible server does when offered `tools`).
     ToolCalls(Vec<ToolCall>),
+    /// Like `Reply`, waiting `gap` before each piece (a slow model; a long
+    /// gap is a model that stalls). Stops early when cancelled.
+    Paced { text: String, gap: std::time::Duration },
 }
 
 /// Answers with its script in order; once the script is used up every call
@@ -130,8 +133,13 @@ impl Provider for ScriptedProvider {
         let cancel = request.cancel.clone();
         lock(&self.seen).push(request);
         let step = lock(&self.steps).pop_front();
+        let mut gap = None;
         let text = match step {
             Some(ScriptStep::Reply(text)) => text,
+            Some(ScriptStep::Paced { text, gap: g }) => {
+                gap = Some(g);
+                text
+            }
             Some(ScriptStep::Error(e)) => return Err(e),
             Some(ScriptStep::ToolCalls(tool_calls)) => {
                 return Ok(Completion {
@@ -150,6 +158,12 @@ impl Provider for ScriptedProvider {
         let mut first_token_ms = None;
         let mut count = 0usize;
         for piece in word_pieces(&text) {
+            if let Some(gap) = gap {
+                let until = Instant::now() + gap;
+                while Instant::now() < until && !cancel.is_cancelled() {
+                    tokio::time::sleep(gap.min(std::time::Duration::from_millis(20))).await;
+                }
+            }
             if cancel.is_cancelled() {
                 finish = FinishReason::Cancelled;
                 break;

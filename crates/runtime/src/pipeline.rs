@@ -333,33 +333,40 @@ impl Pipeline {
         Err(err)
     }
 
+    /// Step 1: the planner's raw text parsed and validated (audited).
+    pub fn parse_planner_text(
+        &self,
+        ctx: &CallContext<'_>,
+        text: &str,
+    ) -> Result<PlannerReply, PipelineError> {
+        let reply = match parse_planner_reply(text, &self.registry) {
+            Ok(r) => r,
+            Err(e) => return self.fail(ctx, Step::Parse, None, e.into()),
+        };
+        match &reply {
+            PlannerReply::Respond { .. } => self.audit(ctx, Step::Parse, None, "RESPOND"),
+            PlannerReply::Noop => self.audit(ctx, Step::Parse, None, "NOOP"),
+            PlannerReply::CallTool { tool, .. } => {
+                self.audit(ctx, Step::Parse, Some(tool), "CALL_TOOL")
+            }
+        }
+        Ok(reply)
+    }
+
     /// Step 1 onwards, from the planner's raw text.
     pub fn handle_planner_text(
         &self,
         ctx: &CallContext<'_>,
         text: &str,
     ) -> Result<Outcome, PipelineError> {
-        let reply = match parse_planner_reply(text, &self.registry) {
-            Ok(r) => r,
-            Err(e) => return self.fail(ctx, Step::Parse, None, e.into()),
-        };
-        match reply {
-            PlannerReply::Respond { message } => {
-                self.audit(ctx, Step::Parse, None, "RESPOND");
-                Ok(Outcome::Responded { message })
-            }
-            PlannerReply::Noop => {
-                self.audit(ctx, Step::Parse, None, "NOOP");
-                Ok(Outcome::Noop)
-            }
+        match self.parse_planner_text(ctx, text)? {
+            PlannerReply::Respond { message } => Ok(Outcome::Responded { message }),
+            PlannerReply::Noop => Ok(Outcome::Noop),
             PlannerReply::CallTool {
                 tool,
                 args,
                 message,
-            } => {
-                self.audit(ctx, Step::Parse, Some(&tool), "CALL_TOOL");
-                self.call(ctx, &tool, args, message.as_deref())
-            }
+            } => self.call(ctx, &tool, args, message.as_deref()),
         }
     }
 

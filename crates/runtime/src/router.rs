@@ -133,6 +133,52 @@ pub fn route<'a>(message: &str, offered: &[&'a str]) -> Routing<'a> {
     Routing { tools, must_call }
 }
 
+/// Where one command may end and the next begin: "…, then", "… and then",
+/// "… and", "…; depois", "… e depois", "… e" (the next words must be a
+/// command for a split to happen).
+static CONNECTIVE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\s*[,;]\s*(?:(?:and|e)\s+)?(?:then\s+|also\s+|after\s+that\s+|depois\s+|tamb[eé]m\s+|em\s+seguida\s+)?|\s+(?:and|e)\s+(?:then\s+|also\s+|after\s+that\s+|depois\s+|tamb[eé]m\s+|em\s+seguida\s+)?|\s+(?:then|afterwards|after\s+that|depois|em\s+seguida)\s+",
+    )
+    .ok()
+});
+
+fn is_command(text: &str) -> bool {
+    COMMAND.as_ref().is_some_and(|r| r.is_match(&fold_words(text)))
+}
+
+/// The commands in one message, in order: "save the movie Heat and then
+/// save a note: buy popcorn" → ["save the movie Heat", "save a note: buy
+/// popcorn"]. A message is split only where a connective is followed by
+/// another command and the message itself starts with one; otherwise it is
+/// one part (the whole message). A local model's JSON protocol gives one
+/// action per reply: each part is one step of a plan, planned after the
+/// previous step's result.
+pub fn command_parts(message: &str) -> Vec<String> {
+    let whole = vec![message.trim().to_owned()];
+    let Some(re) = CONNECTIVE.as_ref() else {
+        return whole;
+    };
+    if !is_command(message) {
+        return whole;
+    }
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for m in re.find_iter(message) {
+        if m.start() > start && is_command(&message[m.end()..]) {
+            parts.push(message[start..m.start()].trim().to_owned());
+            start = m.end();
+        }
+    }
+    parts.push(message[start..].trim().to_owned());
+    parts.retain(|p| !p.is_empty());
+    if parts.is_empty() {
+        whole
+    } else {
+        parts
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,5 +240,30 @@ mod tests {
     fn only_offered_tools_are_returned() {
         assert!(candidate_tools("save the movie Heat", &["save_note"]).is_empty());
         assert_eq!(candidate_tools("look up the movie Heat", &["enrich_movie"]), ["enrich_movie"]);
+    }
+
+    #[test]
+    fn a_message_with_several_commands_is_split_into_its_parts() {
+        assert_eq!(
+            command_parts("save the movie Heat and then save a note: buy popcorn"),
+            ["save the movie Heat", "save a note: buy popcorn"]
+        );
+        assert_eq!(
+            command_parts("Salva o filme Central do Brasil e depois anota comprar pipoca"),
+            ["Salva o filme Central do Brasil", "anota comprar pipoca"]
+        );
+        assert_eq!(
+            command_parts("save a note: milk, then remember that I like tea; then delete the note about eggs"),
+            ["save a note: milk", "remember that I like tea", "delete the note about eggs"]
+        );
+        // One command, or no command: one part, the whole message.
+        for m in [
+            "save the movie Heat and the movie Alien",
+            "save a note: bread and butter",
+            "I watched Heat and then save it",
+            "tom and jerry",
+        ] {
+            assert_eq!(command_parts(m), [m], "{m}");
+        }
     }
 }

@@ -58,7 +58,15 @@ impl ConversationState {
     /// Inactivity TTL of a session (seed 003 §1.2).
     pub const INACTIVITY_TTL: Duration = Duration::minutes(10);
 
-    /// How long the conversation may stay in this state.
+    /// The states where the app works for the user (the model writing, a
+    /// tool running). Their timeout measures a lack of progress, not the
+    /// whole turn: a slow CPU model that keeps writing is not cut off.
+    pub fn is_working(self) -> bool {
+        matches!(self, Self::ProcessingIntent | Self::Executing | Self::Responding)
+    }
+
+    /// How long the conversation may stay in this state (a working state:
+    /// without progress).
     pub fn timeout(self) -> Duration {
         match self {
             Self::Idle | Self::AwaitingInput => Self::INACTIVITY_TTL,
@@ -143,11 +151,13 @@ pub fn next_conversation_state(
     Ok(to)
 }
 
-/// A conversation's state with the instant it entered it.
+/// A conversation's state with the instant it entered it and the last
+/// sign of progress in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conversation {
     state: ConversationState,
     since: OffsetDateTime,
+    progress: OffsetDateTime,
 }
 
 impl Conversation {
@@ -155,6 +165,22 @@ impl Conversation {
         Self {
             state: ConversationState::Idle,
             since: now,
+            progress: now,
+        }
+    }
+
+    /// Progress in a working state: a token written, a step finished.
+    pub fn touch(&mut self, now: OffsetDateTime) {
+        self.progress = self.progress.max(now);
+    }
+
+    /// A working state with no progress for `limit` times out (applied and
+    /// returned). The waiting states are left to [`Conversation::tick`].
+    pub fn stall(&mut self, now: OffsetDateTime, limit: Duration) -> Option<ConversationState> {
+        if self.state.is_working() && now - self.progress >= limit {
+            self.apply(ConversationEvent::Timeout, now).ok()
+        } else {
+            None
         }
     }
 
@@ -174,12 +200,14 @@ impl Conversation {
         let to = next_conversation_state(self.state, event)?;
         self.state = to;
         self.since = now;
+        self.progress = now;
         Ok(to)
     }
 
-    /// Applies the timeout if the current state has outlived it.
+    /// Applies the timeout if a waiting state has outlived it (working
+    /// states time out by [`Conversation::stall`]).
     pub fn tick(&mut self, now: OffsetDateTime) -> Option<ConversationState> {
-        if now - self.since >= self.state.timeout() {
+        if !self.state.is_working() && now - self.since >= self.state.timeout() {
             self.apply(ConversationEvent::Timeout, now).ok()
         } else {
             None
@@ -359,6 +387,38 @@ mod tests {
         assert_eq!(c.state(), CS::ToolProposed);
         assert_eq!(c.tick(t0 + Duration::minutes(5)), Some(CS::Idle));
         assert_eq!(c.since(), t0 + Duration::minutes(5));
+    }
+
+    #[test]
+    fn a_working_state_times_out_on_lack_of_progress_not_on_length() {
+        let t0 = time::macros::datetime!(2025-01-01 00:00 UTC);
+        let limit = Duration::seconds(30);
+        let mut c = Conversation::new(t0);
+        c.apply(CE::UserMessage, t0).unwrap();
+        // A slow model: a token every 20 s for five minutes is progress.
+        for k in 1..=15 {
+            let now = t0 + Duration::seconds(20 * k);
+            assert_eq!(c.stall(now, limit), None, "at {k}");
+            c.touch(now);
+        }
+        assert_eq!(c.state(), CS::ProcessingIntent);
+        let last = t0 + Duration::seconds(300);
+        assert_eq!(c.stall(last + Duration::seconds(29), limit), None);
+        assert_eq!(c.stall(last + Duration::seconds(30), limit), Some(CS::Idle));
+        // EXECUTING cannot be abandoned: its timeout is reported (RESPONDING).
+        c.apply(CE::UserMessage, last).unwrap();
+        c.apply(CE::ActionProposed, last).unwrap();
+        c.apply(CE::Confirmed, last).unwrap();
+        assert_eq!(c.stall(last + Duration::seconds(31), limit), Some(CS::Responding));
+        // Waiting states never stall; tick leaves working states alone.
+        let mut w = Conversation::new(t0);
+        w.apply(CE::UserMessage, t0).unwrap();
+        w.apply(CE::ActionProposed, t0).unwrap();
+        assert_eq!(w.stall(t0 + Duration::minutes(4), limit), None);
+        let mut r = Conversation::new(t0);
+        r.apply(CE::UserMessage, t0).unwrap();
+        assert_eq!(r.tick(t0 + Duration::hours(1)), None);
+        assert!(CS::ALL.iter().filter(|s| s.is_working()).count() == 3);
     }
 
     #[test]

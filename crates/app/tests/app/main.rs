@@ -32,6 +32,18 @@ impl Harness {
         Self { dir, keys, provider, engine }
     }
 
+    /// runtime (#6): with a short stall limit for the working states.
+    pub async fn with_stall_limit(replies: &[&str], limit: std::time::Duration) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let keys = Arc::new(MemoryKeyStore::default());
+        let provider = Arc::new(ScriptedProvider::with_replies("fake", replies.iter().copied()));
+        let mut config = EngineConfig::new(DataDir::new(dir.path()), keys.clone());
+        config.provider_override = Some(provider.clone());
+        config.stall_limit = limit;
+        let engine = Engine::start(config).await.expect("engine starts");
+        Self { dir, keys, provider, engine }
+    }
+
     pub async fn restart(self, replies: &[&str]) -> Self {
         self.engine.shutdown().await;
         let Harness { dir, keys, .. } = self;

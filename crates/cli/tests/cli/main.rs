@@ -130,9 +130,55 @@ fn guard_and_tools_print_their_json_contracts() {
     assert!(matches!(v["risk_level"].as_str(), Some("medium" | "high")), "{v}");
     assert!(v["action"].is_string() && v["findings"].is_array());
 
-    let out = Command::new(env!("CARGO_BIN_EXE_ledgermind")).args(["tools", "--json"]).output().expect("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_ledgermind"))
+        .args(["tools", "--json"])
+        .env_remove("LEDGERMIND_HOME")
+        .output()
+        .expect("run");
     let tools: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
     assert!(tools.iter().any(|t| t["name"] == "save_note"));
+}
+
+/// runtime (#6): with a home (--home or LEDGERMIND_HOME) `tools --json`
+/// applies the user's per-tool settings; the JSON shape only gains
+/// `enabled`.
+#[test]
+fn tools_json_applies_the_per_tool_settings_of_the_home() {
+    let home = Home::new();
+    let enabled = |out: &Output, name: &str| -> Option<bool> {
+        let tools: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
+        tools.iter().find(|t| t["name"] == name).and_then(|t| t["enabled"].as_bool())
+    };
+    let out = home.run(&["tools", "--json", "--disable", "save_movie"]);
+    assert!(out.status.success());
+    assert_eq!(enabled(&out, "save_movie"), Some(false));
+    assert_eq!(enabled(&out, "save_note"), Some(true));
+    let tools: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("json");
+    let save = tools.iter().find(|t| t["name"] == "save_movie").expect("still listed");
+    for field in ["description", "parameters", "category", "requires_confirmation", "allowed_roles", "compensating_tool"] {
+        assert!(save.get(field).is_some(), "{field} kept");
+    }
+    // The setting is stored in the home: a later run (here through
+    // LEDGERMIND_HOME) sees it; without a home every tool is on.
+    let via_env = Command::new(env!("CARGO_BIN_EXE_ledgermind"))
+        .args(["tools", "--json"])
+        .env("LEDGERMIND_HOME", home.path())
+        .env("LEDGERMIND_THREADS", "1")
+        .output()
+        .expect("run");
+    assert!(via_env.status.success(), "{}", String::from_utf8_lossy(&via_env.stderr));
+    assert_eq!(enabled(&via_env, "save_movie"), Some(false));
+    let bare = Command::new(env!("CARGO_BIN_EXE_ledgermind"))
+        .args(["tools", "--json"])
+        .env_remove("LEDGERMIND_HOME")
+        .output()
+        .expect("run");
+    assert_eq!(enabled(&bare, "save_movie"), Some(true));
+    let text = stdout(&home.run(&["tools", "--enable", "save_movie"]));
+    assert!(text.lines().any(|l| l.starts_with("save_movie") && !l.contains("[off]")), "{text}");
+    let unknown = home.run(&["tools", "--disable", "launch_rockets"]);
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("TOOL_UNKNOWN"));
 }
 
 /// The office end to end on the real model: a session ends with a handover

@@ -391,6 +391,7 @@ export const en = {
   "runtime.proposal.title": "Confirm this action: {tool}",
   "runtime.proposal.args": "Exact arguments",
   "runtime.proposal.step": "Step {step} of {steps}",
+  "runtime.proposal.stepOpen": "Step {step}",
   "runtime.proposal.expiresIn": "Expires in {time}",
   "runtime.proposal.expired": "Expired — confirming now will be refused; ask again",
   "runtime.proposal.confirm": "Confirm",

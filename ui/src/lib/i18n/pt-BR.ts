@@ -392,6 +392,7 @@ export const ptBR: Record<MessageKey, string> = {
   "nav.items": "Itens salvos",
   "runtime.proposal.title": "Confirme esta ação: {tool}",
   "runtime.proposal.step": "Etapa {step} de {steps}",
+  "runtime.proposal.stepOpen": "Etapa {step}",
   "runtime.proposal.args": "Argumentos exatos",
   "runtime.proposal.expiresIn": "Expira em {time}",
   "runtime.proposal.expired": "Expirou — confirmar agora será recusado; peça de novo",
