@@ -23,6 +23,7 @@ mod project;
 mod proof;
 mod query;
 mod queue;
+mod signing;
 mod store;
 mod verify;
 

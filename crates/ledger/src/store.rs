@@ -7,7 +7,7 @@ use std::str::FromStr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use ed25519_dalek::{Signer as _, SigningKey};
+use ed25519_dalek::SigningKey;
 use rand::rngs::OsRng;
 use serde::Serialize;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -23,6 +23,7 @@ use crate::keys::KeyStore;
 use crate::merkle::Frontier;
 use crate::project;
 use crate::proof::SthCache;
+use crate::signing::Signed;
 use crate::queue::{NewJob, QueueItem};
 use crate::Result;
 
@@ -431,29 +432,12 @@ impl Ledger {
             headers.push(header);
         }
         // Signing is the costliest step and needs nothing from the database:
-        // a large batch is signed on other threads, chunk by chunk, while this
-        // one writes the payloads and projections and then each chunk's event
-        // rows as soon as its signatures arrive (the inserts of one chunk
-        // overlap the signing of the next).
+        // a large batch is signed on the signing threads while this one writes
+        // the payloads and projections, then each chunk's event rows as soon as
+        // its signatures arrive (see `signing`).
         let chunks: Vec<std::ops::Range<usize>> =
             (0..headers.len()).step_by(INSERT_CHUNK).map(|a| a..(a + INSERT_CHUNK).min(headers.len())).collect();
-        let signers: Vec<String> = drafts.iter().map(|d| d.signer.clone()).collect();
-        let mut signed = if !rebuild && drafts.len() >= PARALLEL_SIGN_MIN {
-            let (send, recv) = tokio::sync::mpsc::unbounded_channel();
-            let (hashes, ranges) = (hashes.clone(), chunks.clone());
-            drop(tokio::task::spawn_blocking(move || {
-                for r in ranges {
-                    let sigs = sign_all(&signers[r.clone()], &hashes[r], &keys);
-                    let failed = sigs.is_err();
-                    if send.send(sigs).is_err() || failed {
-                        return;
-                    }
-                }
-            }));
-            Signed::Streaming(recv)
-        } else {
-            Signed::Ready(Some(sign_all(&signers, &hashes, &keys)?))
-        };
+        let mut signed = Signed::start(drafts.iter().map(|d| d.signer.clone()).collect(), &hashes, keys)?;
 
         // Everything between BEGIN and COMMIT, so a failure anywhere (a full
         // disk fails the COMMIT itself) can reset the connection below.
@@ -472,7 +456,7 @@ impl Ledger {
             }
             let mut signatures: Vec<[u8; 64]> = Vec::with_capacity(headers.len());
             for r in &chunks {
-                signatures.extend(signed.next().await?);
+                signatures.extend(signed.take(r.len()).await?);
                 let mut q = QueryBuilder::new(
                     "INSERT INTO events (seq, id, ts, entity_id, kind, signer, payload_hash, prev_hash, hash, signature) ",
                 );
@@ -631,60 +615,6 @@ async fn apply_projections(tx: &mut project::Tx<'_>, headers: &[EventHeader], dr
         }
     }
     Ok(())
-}
-
-/// Batches this large are signed on every core, beside the database writes.
-const PARALLEL_SIGN_MIN: usize = 64;
-
-/// The signatures of one commit: all at once (small commits), or chunk by
-/// chunk from the signing thread (large ones).
-enum Signed {
-    Ready(Option<Vec<[u8; 64]>>),
-    Streaming(tokio::sync::mpsc::UnboundedReceiver<Result<Vec<[u8; 64]>>>),
-}
-
-impl Signed {
-    /// The next chunk's signatures (everything, the first time, when ready).
-    async fn next(&mut self) -> Result<Vec<[u8; 64]>> {
-        match self {
-            Self::Ready(all) => Ok(all.take().unwrap_or_default()),
-            Self::Streaming(recv) => recv
-                .recv()
-                .await
-                .unwrap_or_else(|| Err(LedgerError::Invalid("the signing thread stopped early".into()))),
-        }
-    }
-}
-
-fn sign_all(signers: &[String], hashes: &[[u8; HASH_LEN]], keys: &HashMap<String, SigningKey>) -> Result<Vec<[u8; 64]>> {
-    let sign_one = |i: usize| -> Result<[u8; 64]> {
-        let key = keys.get(&signers[i]).ok_or_else(|| LedgerError::MissingKey(signers[i].clone()))?;
-        Ok(key.sign(&hashes[i]).to_bytes())
-    };
-    if signers.len() < PARALLEL_SIGN_MIN {
-        return (0..signers.len()).map(sign_one).collect();
-    }
-    // Hashes chain sequentially, signatures do not: sign on every core.
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).max(1);
-    let per = signers.len().div_ceil(threads);
-    let parts: Vec<Result<Vec<[u8; 64]>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                let start = t * per;
-                let end = ((t + 1) * per).min(signers.len());
-                s.spawn(move || (start..end).map(sign_one).collect::<Result<Vec<_>>>())
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(LedgerError::Invalid("signing thread panicked".into()))))
-            .collect()
-    });
-    let mut out = Vec::with_capacity(signers.len());
-    for p in parts {
-        out.extend(p?);
-    }
-    Ok(out)
 }
 
 /// Reads this database's installation id, creating it on first open. A
