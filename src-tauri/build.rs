@@ -25,6 +25,7 @@ fn main() {
         "remove_account",
         "list_models",
         "import_model",
+        "browse_folder",
         "list_checkpoints",
         "save_checkpoint",
         "delete_checkpoint",

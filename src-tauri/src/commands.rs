@@ -123,6 +123,13 @@ pub async fn import_model(state: State<'_, Backend>, path: PathBuf) -> Reply<Mod
     view(engine(&state).await?.import_model(&path))
 }
 
+/// One folder's listing for the in-app file chooser.
+#[tauri::command]
+pub async fn browse_folder(state: State<'_, Backend>, path: Option<PathBuf>, extensions: Vec<String>) -> Reply<app::FolderView> {
+    let models = engine(&state).await?.data_dir().models();
+    view(app::browse(path.as_deref(), &extensions, &models))
+}
+
 #[tauri::command]
 pub async fn list_checkpoints(state: State<'_, Backend>) -> Reply<Vec<CheckpointView>> {
     view(engine(&state).await?.list_checkpoints().await.map(|v| v.into_iter().map(Into::into).collect()))

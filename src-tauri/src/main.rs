@@ -86,6 +86,7 @@ fn main() {
             commands::remove_account,
             commands::list_models,
             commands::import_model,
+            commands::browse_folder,
             commands::list_checkpoints,
             commands::save_checkpoint,
             commands::delete_checkpoint,

@@ -5,6 +5,7 @@
 //! It must never know about Tauri or the terminal; shells only translate.
 
 mod assistant;
+mod browse;
 mod ceremony;
 mod chat;
 mod engine;
@@ -34,6 +35,7 @@ mod views;
 
 pub use assistant::{ProposalView, ToolResultView, ToolSettingView, CONFIRMATION_TTL_ENV};
 pub use screening::{ConversationImport, ImportScreening};
+pub use browse::{browse, FolderEntryView, FolderView, PlaceView};
 pub use chat::ReplyTiming;
 pub use engine::{Engine, EngineConfig};
 pub use items::ItemView;

@@ -152,6 +152,8 @@ pub struct Completion {
 }
 
 /// Receives streamed text pieces, in order. Dropped receivers are ignored.
+/// An empty piece carries no text: the call is still working (e.g. reading a
+/// long prompt before its first token).
 pub type TokenSink = UnboundedSender<String>;
 
 #[async_trait]

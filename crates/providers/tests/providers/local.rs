@@ -76,7 +76,7 @@ async fn short_chat_streams_pieces() {
     req.max_tokens = 48;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let c = engine.complete(req, Some(tx)).await.expect("completion");
-    let pieces = drain(&mut rx);
+    let pieces: Vec<String> = drain(&mut rx).into_iter().filter(|p| !p.is_empty()).collect();
     println!(
         "reply: {:?} ({} pieces, {:?})",
         c.text,
@@ -173,6 +173,23 @@ async fn cancel_stops_generation() {
         (c.finish, c.completion_tokens),
         (FinishReason::Cancelled, 0)
     );
+}
+
+/// A long prompt says it is still working before its first token, so a
+/// caller's "no progress" limit does not cut off a slow CPU.
+#[tokio::test]
+async fn a_long_prompt_reports_progress_before_its_first_token() {
+    let (engine, stem) = engine();
+    let text = "Every message, memory and decision is kept in a signed chain of events. ".repeat(30);
+    let mut req = chat(&stem, &format!("Summarise this: {text}"));
+    req.max_tokens = 1;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let c = engine.complete(req, Some(tx)).await.expect("completion");
+    let pieces = drain(&mut rx);
+    let beats = pieces.iter().take_while(|p| p.is_empty()).count();
+    println!("{} prompt tokens, {beats} progress pieces before the first token", c.prompt_tokens);
+    assert!(c.prompt_tokens > 400, "the prompt is long: {}", c.prompt_tokens);
+    assert!(beats as u32 >= c.prompt_tokens / 128 - 1, "{beats} progress pieces for {} prompt tokens", c.prompt_tokens);
 }
 
 /// A reply that preempts background work must not wait for the background

@@ -8,6 +8,7 @@ import type { CeremonySettingsView } from "../bindings/CeremonySettingsView";
 import type { CheckpointView } from "../bindings/CheckpointView";
 import type { ErrorView } from "../bindings/ErrorView";
 import type { ExportView } from "../bindings/ExportView";
+import type { FolderView } from "../bindings/FolderView";
 import type { ImportView } from "../bindings/ImportView";
 import type { EventView } from "../bindings/EventView";
 import type { ItemView } from "../bindings/ItemView";
@@ -88,6 +89,8 @@ export interface Backend {
   listModels(): Promise<ModelView[]>;
   /** `import_model` */
   importModel(path: string): Promise<ModelView>;
+  /** `browse_folder`: one folder for the in-app file chooser (home when `path` is null). */
+  browseFolder(path: string | null, extensions: string[]): Promise<FolderView>;
   /** `list_checkpoints`: only the filled slots, by slot number. */
   listCheckpoints(): Promise<CheckpointView[]>;
   /** `save_checkpoint`: manual slots 10–14; overwrites a filled one. */

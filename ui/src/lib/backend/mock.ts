@@ -2,6 +2,7 @@
 //! component tests and by `vite dev` in a plain browser. Nothing is stored
 //! anywhere: a reload starts over.
 
+import type { FolderView } from "../bindings/FolderView";
 import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
 import type { CeremonySettingsView } from "../bindings/CeremonySettingsView";
@@ -328,6 +329,36 @@ export class MockBackend implements Backend {
     if (!this.models.some((m) => m.spec === model.spec)) this.models.push(model);
     this.append("model_imported", model.spec, { file });
     return { ...model };
+  }
+
+  /** A small pretend file tree for the chooser: folders and files by path. */
+  files: Record<string, { dirs: string[]; files: [string, number][] }> = {
+    "/home/you": { dirs: ["Downloads", "models"], files: [["notes.txt", 120]] },
+    "/home/you/Downloads": { dirs: [], files: [["tiny-model.gguf", 91_000_000], ["paper.pdf", 2_000_000]] },
+    "/home/you/models": { dirs: [], files: [["other.Q4_K_M.gguf", 400_000_000]] },
+  };
+
+  async browseFolder(path: string | null, extensions: string[]): Promise<FolderView> {
+    const folder = path ?? "/home/you";
+    const node = this.files[folder];
+    if (!node) fail("FILE_NOT_FOUND", `${folder} does not exist`);
+    const wanted = extensions.map((e) => `.${e.toLowerCase()}`);
+    const keep = (name: string) => wanted.length === 0 || wanted.some((w) => name.toLowerCase().endsWith(w));
+    const parent = folder === "/" ? null : folder.slice(0, folder.lastIndexOf("/")) || "/";
+    return {
+      path: folder,
+      parent,
+      entries: [
+        ...node.dirs.map((name) => ({ name, path: `${folder}/${name}`, is_dir: true, size: null })),
+        ...node.files.filter(([name]) => keep(name)).map(([name, size]) => ({ name, path: `${folder}/${name}`, is_dir: false, size })),
+      ],
+      left_out: 0,
+      places: [
+        { key: "home", path: "/home/you" },
+        { key: "models", path: "/home/you/models" },
+        { key: "downloads", path: "/home/you/Downloads" },
+      ],
+    };
   }
 
   async listCheckpoints(): Promise<CheckpointView[]> {

@@ -1,3 +1,4 @@
+import type { FolderView } from "../bindings/FolderView";
 import type { ExportView } from "../bindings/ExportView";
 import type { ImportView } from "../bindings/ImportView";
 //! The real backend: Tauri commands over `invoke`, events over one `Channel`.
@@ -95,6 +96,9 @@ export class TauriBackend implements Backend {
   }
   importModel(path: string) {
     return call<ModelView>("import_model", { path });
+  }
+  browseFolder(path: string | null, extensions: string[]) {
+    return call<FolderView>("browse_folder", { path, extensions });
   }
   listCheckpoints() {
     return call<CheckpointView[]>("list_checkpoints");

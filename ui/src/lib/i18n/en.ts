@@ -515,6 +515,25 @@ export const en = {
   "office.quota.hint": "A whole number of tokens; 0 means no limit.",
   "office.quota.saved": "{name}'s daily quota is now {n} tokens.",
   "office.quota.removed": "{name} has no daily quota now.",
+  // lead (#2): the in-app file chooser
+  "chooser.browse": "Browse…",
+  "chooser.places": "Places",
+  "chooser.place.home": "Home",
+  "chooser.place.models": "Models folder",
+  "chooser.place.downloads": "Downloads",
+  "chooser.up": "Up one folder",
+  "chooser.path": "Folder or file path",
+  "chooser.go": "Go",
+  "chooser.empty": "Nothing here: no folders and no {kinds} files.",
+  "chooser.folder": "folder",
+  "chooser.leftOut": "{n} more entries are not shown: type a path to go further.",
+  "chooser.loading": "Reading the folder…",
+  "chooser.keys": "↑↓ move · Enter open · Backspace up · Esc close",
+  "chooser.cancel": "Cancel",
+  "chooser.open": "Open",
+  "chooser.choose": "Choose",
+  "settings.modelFileChoose": "Choose a GGUF model",
+  "import.choose": "Choose an export file",
 } as const;
 
 export type MessageKey = keyof typeof en;

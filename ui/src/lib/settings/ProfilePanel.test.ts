@@ -63,6 +63,40 @@ describe("profile: export and erasure", () => {
     await waitFor(() => expect(importModel).toHaveBeenCalledWith("/models/tiny.gguf"));
   });
 
+  it("a GGUF model can be chosen in the in-app file chooser with the keyboard alone", async () => {
+    const user = userEvent.setup();
+    const { backend, context } = await startApp();
+    const importModel = vi.spyOn(backend, "importModel");
+    render(StatusPanel, { context });
+    await user.click(await screen.findByTestId("model-browse"));
+    const names = () => screen.getAllByTestId("chooser-entry").map((e) => e.dataset.name);
+    // Home: folders first; the text file is not a model.
+    await waitFor(() => expect(names()).toEqual(["Downloads", "models"]));
+    expect(screen.getByTestId("chooser-list")).toHaveFocus();
+    await user.keyboard("{Enter}");
+    await waitFor(() => expect(names()).toEqual(["tiny-model.gguf"]));
+    expect(screen.getByTestId("chooser-path")).toHaveValue("/home/you/Downloads");
+    // Up again: the folder we came from stays selected.
+    await user.keyboard("{Backspace}");
+    await waitFor(() => expect(names()).toEqual(["Downloads", "models"]));
+    expect(screen.getAllByTestId("chooser-entry")[0]).toHaveAttribute("aria-selected", "true");
+    await user.keyboard("{ArrowDown}{Enter}");
+    await waitFor(() => expect(names()).toEqual(["other.Q4_K_M.gguf"]));
+    expect(screen.getByTestId("chooser-entry")).toHaveTextContent("400 MB");
+    await user.keyboard("{Enter}");
+    await waitFor(() => expect(importModel).toHaveBeenCalledWith("/home/you/models/other.Q4_K_M.gguf"));
+    expect(screen.queryByTestId("file-chooser")).toBeNull();
+    // A path that does not exist says so; Escape closes without choosing.
+    await user.click(screen.getByTestId("model-browse"));
+    const path = await screen.findByTestId("chooser-path");
+    await user.clear(path);
+    await user.type(path, "/nowhere{Enter}");
+    expect(await screen.findByTestId("chooser-error")).toHaveTextContent("/nowhere does not exist");
+    await user.keyboard("{Escape}");
+    expect(screen.queryByTestId("file-chooser")).toBeNull();
+    expect(importModel).toHaveBeenCalledTimes(1);
+  });
+
   it("imports an export after checking it, asks before replacing a profile in use, then offers a restart", async () => {
     const user = userEvent.setup();
     const { app, backend, context } = await startApp({ autoReply: false });
