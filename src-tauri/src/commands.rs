@@ -120,7 +120,12 @@ pub async fn list_models(state: State<'_, Backend>) -> Reply<Vec<ModelView>> {
 
 #[tauri::command]
 pub async fn import_model(state: State<'_, Backend>, path: PathBuf) -> Reply<ModelView> {
-    view(engine(&state).await?.import_model(&path))
+    let engine = engine(&state).await?;
+    // Copying a model file of hundreds of MB blocks: off the async threads.
+    match tauri::async_runtime::spawn_blocking(move || engine.import_model(&path)).await {
+        Ok(r) => view(r),
+        Err(e) => Err(app::AppError::new("STORAGE_SAVE_FAILED", format!("the model copy stopped: {e}")).view()),
+    }
 }
 
 /// One folder's listing for the in-app file chooser.

@@ -18,10 +18,11 @@
 // Every step is an exported function taking the context from `startSession`,
 // so other scripts can compose phases.
 
-import { mkdir, writeFile } from "node:fs/promises";
+import { link, mkdir, mkdtemp, readdir, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { Session, sleep, waitFor, waitForDriver } from "./webdriver.mjs";
+import { Keys, Session, sleep, waitFor, waitForDriver } from "./webdriver.mjs";
 
 export const SCENARIO = Object.freeze({
   persona: { name: "Ada", description: "A patient mathematics tutor" },
@@ -321,6 +322,40 @@ export async function addAccount(ctx, { name, baseUrl, key, model }) {
   await shot(ctx, "account-added");
 }
 
+/**
+ * Adds a model through the in-app file chooser, with the keyboard: a folder
+ * holding a second name for the installed model file (a hard link, so nothing
+ * is copied twice), typed into the chooser's path bar, then Enter on the file.
+ */
+export async function chooseModelFile(ctx) {
+  const home = process.env.LEDGERMIND_HOME;
+  if (!home) {
+    log("  (no LEDGERMIND_HOME: the model chooser step is skipped)");
+    return;
+  }
+  const installed = (await readdir(join(home, "models"))).find((f) => f.endsWith(".gguf"));
+  check(installed, `no .gguf model in ${home}/models`);
+  const folder = await mkdtemp(join(tmpdir(), "lm-e2e-models-"));
+  await link(join(home, "models", installed), join(folder, "e2e-chosen.gguf"));
+  await writeFile(join(folder, "notes.txt"), "not a model");
+  log(`choosing ${folder}/e2e-chosen.gguf in the file chooser`);
+  await openTab(ctx, "settings");
+  await (await ctx.session.waitForElement(css("model-browse"))).click();
+  const path = await ctx.session.waitForElement(css("chooser-path"));
+  await waitFor(async () => (await path.property("value")) !== "", { timeout: 10_000, message: "the chooser to open a folder" });
+  await path.clear();
+  await path.sendKeys(folder + Keys.ENTER);
+  const names = async () =>
+    Promise.all((await ctx.session.findElements(css("chooser-entry"))).map((e) => e.attribute("data-name")));
+  await waitFor(async () => (await names()).join() === "e2e-chosen.gguf", { timeout: 10_000, message: "the folder's model (and only it) to be listed" });
+  await shot(ctx, "file-chooser");
+  await (await ctx.session.findElement(css("chooser-list"))).sendKeys(Keys.ENTER);
+  await waitFor(async () => (await ctx.session.findElements(css("file-chooser"))).length === 0, { timeout: 10_000, message: "the chooser to close" });
+  await waitFor(async () => (await readdir(join(home, "models"))).includes("e2e-chosen.gguf"), { timeout: 60_000, message: "the chosen model to be copied into the models folder" });
+  await waitFor(async () => (await ctx.session.source()).includes("e2e-chosen"), { timeout: 15_000, message: "the chosen model to be offered in the app" });
+  await shot(ctx, "model-chosen");
+}
+
 // ---- checkpoints ---------------------------------------------------------------
 
 const slotCss = (testid, slot) => css(testid, `[data-slot="${slot}"]`);
@@ -437,6 +472,7 @@ export async function firstRun(ctx) {
   await checkpointRoundTrip(ctx);
   await verifyLedger(ctx);
   await addAccount(ctx, SCENARIO.account);
+  await chooseModelFile(ctx);
 }
 
 /** After a restart: the history is still there (with the undone restore's persona) and still verifies. */
@@ -451,21 +487,10 @@ async function withSession(cfg, label, body) {
   try {
     await body(ctx);
   } catch (error) {
-    await saveFailure(ctx);
+    await saveFailureState(ctx);
     throw error;
   } finally {
     await endSession(ctx);
-  }
-}
-
-async function saveFailure(ctx) {
-  try {
-    await shot(ctx, "FAILURE");
-    const file = join(ctx.cfg.artifacts, `${ctx.label}-failure.html`);
-    await writeFile(file, await ctx.session.source());
-    log(`  page source saved to ${file}`);
-  } catch (error) {
-    log(`  (could not save the failure state: ${error.message})`);
   }
 }
 
