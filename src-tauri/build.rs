@@ -81,6 +81,10 @@ fn main() {
         "token_usage",
         "set_token_quota",
         "list_handovers",
+        "session_mode",
+        "set_session_mode",
+        "add_obligation",
+        "simulate_proposal",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

@@ -9,7 +9,7 @@ use app::{
     ModelView, NewAccount, PersonaGroupsView, PersonaView, ProposalView, QueueView, ReceiptView, StatusView, ToolResultView,
     UsedItemView, VerifyView,
 };
-use app::{ConstitutionView, HandoverView, ObligationView, SessionEnd, TokenUsageView, WhyView};
+use app::{ConstitutionView, HandoverView, ObligationView, SessionEnd, SessionModeView, SimulationView, TokenUsageView, WhyView};
 // runtime (#6)
 use app::ToolSettingView;
 use tauri::ipc::Channel;
@@ -426,4 +426,31 @@ pub async fn set_token_quota(state: State<'_, Backend>, persona: String, daily_l
 #[tauri::command]
 pub async fn list_handovers(state: State<'_, Backend>, persona: String) -> Reply<Vec<HandoverView>> {
     view(engine(&state).await?.handovers(&persona, 200).await)
+}
+
+// office (issue #5), session 4: session modes, obligations added by the person, simulations
+#[tauri::command]
+pub async fn session_mode(state: State<'_, Backend>, persona: String) -> Reply<SessionModeView> {
+    view(engine(&state).await?.session_mode(&persona).await)
+}
+
+#[tauri::command]
+pub async fn set_session_mode(state: State<'_, Backend>, persona: String, session_type: String, mode: String) -> Reply<SessionModeView> {
+    view(engine(&state).await?.set_session_mode(&persona, &session_type, &mode).await)
+}
+
+#[tauri::command]
+pub async fn add_obligation(
+    state: State<'_, Backend>,
+    persona: String,
+    text: String,
+    due_at: Option<String>,
+    kind: String,
+) -> Reply<ObligationView> {
+    view(engine(&state).await?.add_obligation(&persona, &text, due_at.as_deref(), &kind).await)
+}
+
+#[tauri::command]
+pub async fn simulate_proposal(state: State<'_, Backend>, persona: String, nonce: String) -> Reply<SimulationView> {
+    view(engine(&state).await?.simulate_proposal(&persona, &nonce).await)
 }

@@ -140,6 +140,10 @@ fn main() {
             commands::token_usage,
             commands::set_token_quota,
             commands::list_handovers,
+            commands::session_mode,
+            commands::set_session_mode,
+            commands::add_obligation,
+            commands::simulate_proposal,
         ])
         .build(tauri::generate_context!("../tauri.conf.json"));
     let app = match result {

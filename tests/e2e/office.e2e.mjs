@@ -7,14 +7,23 @@
 //   4. edit the constitution (version 2), chat again: the new reply's
 //      "Why" shows the handover in force, woven into its narrative, and
 //      the new constitution;
-//   5. Settings shows today's tokens for the persona; the obligations panel opens;
-//   6. after the app has exited, the ledger (read with the CLI) holds the
-//      very frames, hashes and handover the window showed.
+//   5. the session switch in the chat header: deliberation mode only
+//      simulates a save (nothing committed), commitment mode runs it;
+//   6. "delete all my memories": the proposal card shows the required
+//      simulation (what would be removed) before Confirm; Reject;
+//   7. the obligations panel: add a commitment from the keyboard;
+//   8. Settings shows today's tokens for the persona;
+//   9. the window is closed through the app's own close path (a window
+//      close requested from the page, as the title bar does): the exit
+//      handler writes the closing handover; the app is reopened and the
+//      chat shows that session boundary;
+//  10. after the app has exited, the ledger (read with the CLI) holds the
+//      very frames, hashes and handovers the window showed.
 
 import { execFile } from "node:child_process";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { config, createPersona, endSession, log, openTab, runIfMain, saveFailureState, selectPersona, shot, startSession, verifyLedger } from "./app.e2e.mjs";
+import { config, createPersona, endSession, log, openTab, readMessages, runIfMain, saveFailureState, selectPersona, shot, startSession, verifyLedger } from "./app.e2e.mjs";
 import { Keys, sleep, waitFor } from "./webdriver.mjs";
 
 const PERSONA = { name: "Noa", description: "A lighthouse keeper who plans trips" };
@@ -29,6 +38,7 @@ const REPLY_TIMEOUT_MS = 180_000;
 const HANDOVER_TIMEOUT_MS = 240_000;
 
 const css = (testid, extra = "") => `[data-testid="${testid}"]${extra}`;
+const OBLIGATION = "Repaint the lighthouse door";
 
 function check(condition, message) {
   if (!condition) throw new Error(message);
@@ -154,14 +164,9 @@ async function scenario(ctx) {
   check(why2.narrative.includes(CORE + CORE_V2), "the next narrative carries constitution version 2");
   check((why2.constitution ?? "").includes(CORE_V2.trim()), "the Why view shows constitution version 2");
 
-  log("obligations panel");
-  await (await ctx.session.findElement(css("obligations-toggle"))).click();
-  await ctx.session.waitForElement(css("obligations-panel"));
-  await waitFor(async () => (await ctx.session.findElements(`${css("obligations-panel")} ${css("obligation")}, ${css("obligations-empty")}`)).length > 0, {
-    message: "the obligations to load",
-  });
-  await shot(ctx, "obligations");
-  await (await ctx.session.findElement(css("obligations-toggle"))).click();
+  const modes = await sessionModes(ctx);
+  const simulation = await simulationOnTheCard(ctx);
+  const obligation = await addObligation(ctx);
 
   log("Settings: today's tokens per persona");
   await openTab(ctx, "settings");
@@ -182,7 +187,107 @@ async function scenario(ctx) {
   await shot(ctx, "token-quotas");
 
   await verifyLedger(ctx);
-  return { first: { seq: first, ...why1 }, second: { seq: second, ...why2 }, handover, used };
+  return { first: { seq: first, ...why1 }, second: { seq: second, ...why2 }, handover, used, modes, simulation, obligation };
+}
+
+/** Sends `text` and waits for a new system line (a tool's result or a proposal); returns its text. */
+async function sendForSystemLine(ctx, text) {
+  const before = (await readMessages(ctx)).filter((m) => m.role === "system").length;
+  log(`sending: ${JSON.stringify(text)}`);
+  const input = await ctx.session.waitForElement(css("composer-input"));
+  await input.sendKeys(text);
+  const send = await ctx.session.findElement(css("send-button"));
+  await waitFor(() => send.enabled(), { message: "the send button to be enabled" });
+  await send.click();
+  const line = await waitFor(
+    async () => {
+      const failed = await ctx.session.findElements(css("message-failed"));
+      if (failed.length > 0) throw new Error(`the reply failed: ${await failed.at(-1).text()}`);
+      const system = (await readMessages(ctx)).filter((m) => m.role === "system");
+      return system.length > before ? system.at(-1).text : null;
+    },
+    { timeout: REPLY_TIMEOUT_MS, interval: 250, message: `a tool's line for ${JSON.stringify(text)}` },
+  );
+  log(`  system line: ${JSON.stringify(line.slice(0, 160))}`);
+  return line;
+}
+
+/** Picks `value` in the select `testid` from the keyboard-reachable control and waits for the switch to show it. */
+async function pickSession(ctx, testid, value, attr) {
+  const select = await ctx.session.waitForElement(css(testid));
+  await ctx.session.execute(
+    "arguments[0].focus(); arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('change', { bubbles: true })); return true;",
+    [select, value],
+  );
+  const box = await ctx.session.findElement(css("session-mode"));
+  await waitFor(async () => (await box.attribute(attr)) === value, { timeout: 15_000, message: `the session ${attr} to become ${value}` });
+}
+
+/** Deliberation only simulates a save; commitment runs it. */
+async function sessionModes(ctx) {
+  log("session type and mode in the chat header");
+  const box = await ctx.session.waitForElement(css("session-mode"));
+  check((await box.attribute("data-type")) === "assist" && (await box.attribute("data-mode")) === "commitment", "a chat starts as an assist session in commitment mode");
+  await pickSession(ctx, "session-mode-select", "deliberation", "data-mode");
+  await shot(ctx, "session-deliberation");
+  const simulated = await sendForSystemLine(ctx, "save the movie Heat");
+  check(simulated.startsWith("Deliberation mode: nothing was committed."), `deliberation mode only simulates the save: ${simulated}`);
+  await pickSession(ctx, "session-mode-select", "commitment", "data-mode");
+  const saved = await sendForSystemLine(ctx, "save the movie Heat");
+  check(saved.startsWith("Saved movie"), `commitment mode runs the save: ${saved}`);
+  return { simulated, saved };
+}
+
+/** The proposal card shows the required simulation before Confirm. */
+async function simulationOnTheCard(ctx) {
+  log("delete all: the card shows the simulation before Confirm");
+  await sendForSystemLine(ctx, "delete all my memories");
+  const card = await ctx.session.waitForElement(css("proposal-card", '[data-tool="delete_all_memories"]'), 30_000);
+  const sim = await waitFor(async () => (await card.findAll(css("simulation"))).at(0) ?? null, { timeout: 30_000, message: "the simulation on the card" });
+  const level = await sim.attribute("data-level");
+  const ran = await sim.attribute("data-ran");
+  const text = (await sim.text()).trim();
+  log(`  simulation: ${level}, ran ${ran}: ${JSON.stringify(text.slice(0, 200))}`);
+  check(level === "required" && ran === "true", `delete-all needs a simulation, and it ran (${level}, ${ran})`);
+  check(/Heat/.test(text), `the simulation names what would be removed: ${text}`);
+  const confirm = await card.find(css("proposal-confirm"));
+  check(await confirm.enabled(), "Confirm is available once the simulation is shown");
+  await ctx.session.execute("arguments[0].scrollIntoView({ block: 'center' }); return true;", [card]);
+  await shot(ctx, "proposal-simulation");
+  await (await card.find(css("proposal-reject"))).click();
+  await waitFor(async () => (await ctx.session.findElements(css("proposal-confirm"))).length === 0, { message: "the card to be answered" });
+  return { level, text };
+}
+
+/** Adds a commitment in the obligations panel, from the keyboard. */
+async function addObligation(ctx) {
+  log("obligations panel: add a commitment");
+  await (await ctx.session.findElement(css("obligations-toggle"))).click();
+  await ctx.session.waitForElement(css("obligations-panel"));
+  const due = new Date(Date.now() + 26 * 3600_000);
+  const local = new Date(due.getTime() - due.getTimezoneOffset() * 60_000).toISOString().slice(0, 16);
+  const dueField = await ctx.session.findElement(css("obligation-add-due"));
+  await ctx.session.execute("arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('input', { bubbles: true })); return true;", [dueField, local]);
+  const kind = await ctx.session.findElement(css("obligation-add-kind"));
+  await ctx.session.execute("arguments[0].value = 'commitment'; arguments[0].dispatchEvent(new Event('change', { bubbles: true })); return true;", [kind]);
+  const text = await ctx.session.findElement(css("obligation-add-text"));
+  await text.sendKeys(OBLIGATION);
+  await text.sendKeys(Keys.ENTER);
+  const item = await waitFor(
+    async () => {
+      for (const el of await ctx.session.findElements(`${css("obligations-panel")} ${css("obligation")}`)) {
+        if ((await el.text()).includes(OBLIGATION)) return el;
+      }
+      return null;
+    },
+    { timeout: 15_000, message: "the new obligation in the list" },
+  );
+  const left = (await (await item.find(css("obligation-left"))).text()).trim();
+  log(`  added: ${OBLIGATION} (${left})`);
+  check((await item.text()).includes("Commitment"), "it is a commitment");
+  await shot(ctx, "obligation-added");
+  await (await ctx.session.findElement(css("obligations-toggle"))).click();
+  return { text: OBLIGATION, left };
 }
 
 /** After the app exited: what the ledger recorded, read with the CLI. */
@@ -211,10 +316,14 @@ async function checkLedger(cfg, seen) {
   check(byNew.seq < seen.second.seq && byNew.seq > seen.first.seq, "the handover sits between the two sessions");
   const closed = handovers.find((e) => e.payload.reason === "closed");
   log(`  ledger: handover by ${byNew.payload.author} at seq ${byNew.seq}`);
-  // Not a check: under WebKitWebDriver, closing the window ends the app
-  // before its exit handler runs (the engine's close path is covered by the
-  // app tests); report what happened.
-  log(`  closing handover: ${closed ? `written at seq ${closed.seq}` : "not written (the driver ended the app first)"}`);
+  check(closed && closed.seq > seen.second.seq, "closing the window wrote the closing handover after the second session");
+  check(seen.reopened === closed.payload.text.trim() || closed.payload.text.trim() === "", "the reopened chat showed the closing handover the ledger holds");
+  log(`  closing handover: written at seq ${closed.seq} by ${closed.payload.author}`);
+  const modes = events.filter((e) => e.kind === "session_mode_set").map((e) => e.payload.mode);
+  check(modes.join(",") === "deliberation,commitment", `the mode switches are events (${modes})`);
+  check(events.some((e) => e.kind === "simulation_run" && e.payload.action === "save_movie"), "deliberation recorded the save's simulation");
+  check(events.some((e) => e.kind === "simulation_run" && e.payload.action === "delete_all_memories" && e.payload.level === "required"), "the card's simulation is recorded");
+  check(events.some((e) => e.kind === "reminder_set" && e.payload.text === OBLIGATION && e.payload.obligation === "commitment"), "the added obligation is a reminder_set event");
   const versions = events.filter((e) => e.kind === "constitution_set").map((e) => e.payload.version);
   check(versions.join(",") === "1,2", `two constitution versions recorded (${versions})`);
 }
@@ -240,21 +349,42 @@ async function main() {
   let seen;
   try {
     seen = await scenario(ctx);
-    // Close the window as a person would: the app ends the open session with a handover as it exits.
-    log("closing the window");
+    // Close the window through the app's own close path (the close the
+    // title bar requests, asked for from the page): Tauri's close → exit
+    // handler, which ends the open session with a handover. WebDriver's own
+    // "close window" ends the app before that handler runs.
+    log("closing the window through the app's close path");
     try {
-      await ctx.session.command("DELETE", "/window", undefined, 30_000);
+      await ctx.session.execute("window.__TAURI_INTERNALS__.invoke('plugin:window|close', { label: 'main' }); return true;");
     } catch (error) {
       log(`  (closing the window: ${error.message})`);
     }
-    // Let the app finish its own exit (it writes the handover then) before
-    // the driver's session ends, which would kill it.
-    await appExited(cfg, 60_000).catch((error) => log(`  (${error.message})`));
+    await appExited(cfg, 60_000);
   } catch (error) {
     await saveFailureState(ctx);
     throw error;
   } finally {
-    await endSession(ctx);
+    await endSession(ctx).catch((error) => log(`  (ending the driver session: ${error.message})`));
+  }
+  await appExited(cfg, 60_000);
+  // Reopen: the chat shows where the closed session ended.
+  const again = await startSession(cfg, "office-reopened");
+  try {
+    await selectPersona(again, PERSONA.name);
+    const brk = await waitFor(
+      async () => (await again.session.findElements(css("session-break", '[data-reason="closed"]'))).at(-1) ?? null,
+      { timeout: 30_000, message: "the closing session boundary after reopening" },
+    );
+    await (await brk.find("summary")).click();
+    await again.session.execute("arguments[0].scrollIntoView({ block: 'center' }); return true;", [brk]);
+    seen.reopened = (await (await brk.find(css("session-break-handover"))).text()).trim();
+    log(`  reopened: closing handover ${JSON.stringify(seen.reopened.slice(0, 160))}`);
+    await shot(again, "reopened-closing-handover");
+  } catch (error) {
+    await saveFailureState(again);
+    throw error;
+  } finally {
+    await endSession(again);
   }
   await appExited(cfg, 60_000);
   await checkLedger(cfg, seen);

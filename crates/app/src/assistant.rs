@@ -127,7 +127,7 @@ pub(crate) struct Assistant {
     pub(crate) pipeline: Arc<Pipeline>,
     pub(crate) plans: Plans,
     pub(crate) conversations: Arc<Conversations>,
-    tools: Arc<AppTools>,
+    pub(crate) tools: Arc<AppTools>,
     pub(crate) metadata: Arc<MetadataService>,
 }
 

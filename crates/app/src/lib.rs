@@ -46,9 +46,12 @@ pub use error::AppError;
 pub use human_memory::{MemoryView, PersonaGroupsView, QuoteView, UsedItemView};
 pub use queue_control::{QueueItemView, QueueView};
 pub use models::{ModelSpec, DEFAULT_LOCAL_MODEL};
-pub use self::office::{ConstitutionView, HandoverView, ObligationView, SectionView, SessionEnd, TokenUsageView, WhyView, LOCAL_NARRATIVE_TOKENS};
+pub use self::office::{
+    ConstitutionView, HandoverView, ObligationView, SectionView, SessionEnd, SessionModeView, SimulationView, TokenUsageView, WhyView,
+    LOCAL_NARRATIVE_TOKENS,
+};
 pub use ::office::dreaming::{DreamReason, SESSIONS_PER_DREAM};
-pub use ::office::{ContextFrame, SessionType};
+pub use ::office::{ContextFrame, SessionMode, SessionType};
 pub use paths::DataDir;
 pub use personas::{PersonaEdit, PersonaProfileView, TopicView};
 pub use views::*;

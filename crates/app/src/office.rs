@@ -6,7 +6,7 @@
 use ledger::{Draft, EventBody, HandoverAuthor, Message, Persona, EI_PERSONA_ID, HUMAN_ENTITY};
 use ::office::dreaming::{dream, DreamInput, DreamReason};
 use ::office::sanity::{check, note, Facts};
-use ::office::{build_frame, ContextFrame, Estimate, FrameRequest, Language, Restriction, SessionType};
+use ::office::{build_frame, ContextFrame, Estimate, FrameRequest, Language, Restriction, SessionMode, SessionType};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -213,7 +213,8 @@ impl Engine {
     /// and the failure is logged.
     /// `retrieved`: the memories recall found for this reply (see `crate::memory`).
     pub(crate) async fn frame_reply(&self, persona: &Persona, retrieved: Vec<String>) -> Framed {
-        match self.build_reply_frame(persona, retrieved, SessionType::Assist).await {
+        let (session_type, _) = parse_session(self.ledger.session_mode(&persona.id).await.ok().flatten());
+        match self.build_reply_frame(persona, retrieved, session_type).await {
             Ok(frame) => Framed {
                 narrative: frame.narrative.clone(),
                 frame_hash: frame.frame_hash.clone(),
@@ -724,5 +725,209 @@ impl From<::office::OfficeError> for AppError {
             ::office::OfficeError::Provider(e) => e.into(),
             e => AppError::new(e.code(), e.to_string()),
         }
+    }
+}
+
+// ----- session types and modes, simulations, obligations added by the person (session 4) -----
+
+/// The session a persona works in, and what it may switch to.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct SessionModeView {
+    pub persona_id: String,
+    /// `work`, `assist`, `deliberate` or `research`.
+    pub session_type: String,
+    /// `deliberation` or `commitment`.
+    pub mode: String,
+    /// The modes this session type allows.
+    pub allowed_modes: Vec<String>,
+}
+
+/// What a simulation of a pending proposal found, shown on its card
+/// before Confirm.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct SimulationView {
+    pub nonce: String,
+    pub tool: String,
+    /// `tool`, or `submit:<intent>`.
+    pub kind: String,
+    pub risk: f64,
+    pub critical: bool,
+    /// `required`, `recommended`, `optional` or `skipped`.
+    pub level: String,
+    /// Whether the simulation ran (required and recommended ones do).
+    pub ran: bool,
+    /// The session's mode: in deliberation, confirming only simulates.
+    pub mode: String,
+    pub items_added: Vec<String>,
+    pub items_removed: Vec<String>,
+    pub obligations_added: Vec<String>,
+    pub obligations_closed: Vec<String>,
+    pub bookmarks_added: Vec<String>,
+    /// Why the action would be rejected, if it would.
+    pub rejected: Option<String>,
+    /// `proceed`, `modify` or `abandon`.
+    pub recommendation: Option<String>,
+}
+
+/// A stored (type, mode) pair, checked; the defaults when absent or invalid.
+pub(crate) fn parse_session(stored: Option<(String, String)>) -> (SessionType, SessionMode) {
+    let Some((t, m)) = stored else { return (SessionType::Assist, SessionType::Assist.default_mode()) };
+    let t = SessionType::parse(&t).unwrap_or_default();
+    let m = SessionMode::parse(&m).filter(|m| t.allowed_modes().contains(m)).unwrap_or_else(|| t.default_mode());
+    (t, m)
+}
+
+fn session_view(persona_id: String, (t, m): (SessionType, SessionMode)) -> SessionModeView {
+    SessionModeView {
+        persona_id,
+        session_type: t.as_str().to_owned(),
+        mode: m.as_str().to_owned(),
+        allowed_modes: t.allowed_modes().iter().map(|m| m.as_str().to_owned()).collect(),
+    }
+}
+
+fn utc_rfc3339(s: &str) -> Result<String> {
+    use time::format_description::well_known::Rfc3339;
+    time::OffsetDateTime::parse(s.trim(), &Rfc3339)
+        .ok()
+        .and_then(|t| t.to_offset(time::UtcOffset::UTC).format(&Rfc3339).ok())
+        .ok_or_else(|| AppError::invalid(format!("“{s}” is not an RFC 3339 date and time")))
+}
+
+impl Engine {
+    pub async fn session_mode(&self, persona: &str) -> Result<SessionModeView> {
+        let persona = self.ledger.find_persona(persona).await?;
+        Ok(session_view(persona.id.clone(), parse_session(self.ledger.session_mode(&persona.id).await?)))
+    }
+
+    /// Switches the persona's session type and mode (a `session_mode_set`
+    /// event, signed by the person); the next reply's frame and narrative
+    /// follow it. A mode the type does not allow is refused.
+    pub async fn set_session_mode(&self, persona: &str, session_type: &str, mode: &str) -> Result<SessionModeView> {
+        let persona = self.ledger.find_persona(persona).await?;
+        let t = SessionType::parse(session_type)
+            .ok_or_else(|| AppError::invalid(format!("unknown session type “{session_type}”")))?;
+        let m = SessionMode::parse(mode).ok_or_else(|| AppError::invalid(format!("unknown session mode “{mode}”")))?;
+        if !t.allowed_modes().contains(&m) {
+            return Err(AppError::invalid(format!("a {} session cannot be in {} mode", t.as_str(), m.as_str())));
+        }
+        let receipts = self
+            .ledger
+            .append_drafts(vec![Draft {
+                entity_id: persona.id.clone(),
+                signer: HUMAN_ENTITY.into(),
+                body: EventBody::SessionModeSet {
+                    persona_id: persona.id.clone(),
+                    session_type: t.as_str().to_owned(),
+                    mode: m.as_str().to_owned(),
+                },
+            }])
+            .await?;
+        for r in receipts {
+            self.emit(crate::views::AppEvent::LedgerAppended { seq: r.seq, kind: r.kind });
+        }
+        Ok(session_view(persona.id, (t, m)))
+    }
+
+    /// An obligation added by the person: the same `reminder_set` event the
+    /// `set_reminder` tool writes (or a commitment), signed by the person.
+    pub async fn add_obligation(&self, persona: &str, text: &str, due_at: Option<&str>, kind: &str) -> Result<ObligationView> {
+        let persona = self.ledger.find_persona(persona).await?;
+        let text = text.trim();
+        if text.is_empty() || text.chars().count() > 500 {
+            return Err(AppError::invalid("an obligation needs a text of 1 to 500 characters"));
+        }
+        let obligation = match kind {
+            "reminder" => ledger::ObligationKind::Reminder,
+            "commitment" => ledger::ObligationKind::Commitment,
+            other => return Err(AppError::invalid(format!("unknown obligation kind “{other}”"))),
+        };
+        let due_at = due_at.filter(|d| !d.trim().is_empty()).map(utc_rfc3339).transpose()?;
+        let reminder_id = uuid::Uuid::now_v7().to_string();
+        let receipts = self
+            .ledger
+            .append_drafts(vec![Draft {
+                entity_id: persona.id.clone(),
+                signer: HUMAN_ENTITY.into(),
+                body: EventBody::ReminderSet {
+                    reminder_id: reminder_id.clone(),
+                    persona_id: persona.id.clone(),
+                    text: text.to_owned(),
+                    due_at,
+                    obligation,
+                },
+            }])
+            .await?;
+        for r in receipts {
+            self.emit(crate::views::AppEvent::LedgerAppended { seq: r.seq, kind: r.kind });
+        }
+        self.obligations(&persona.id)
+            .await?
+            .into_iter()
+            .find(|o| o.id == reminder_id)
+            .ok_or_else(|| AppError::new("STORAGE_LOAD_FAILED", "the obligation was not found after saving"))
+    }
+
+    /// Assesses the pending proposal's risk and, when the policy requires
+    /// or recommends it, simulates it against a scratch copy of the state
+    /// (recorded as `simulation_run`; nothing else is committed). A
+    /// required simulation must have run before Confirm executes.
+    pub async fn simulate_proposal(&self, persona: &str, nonce: &str) -> Result<SimulationView> {
+        use ::office::simulation::{assess, SimulationLevel, ToolFacts};
+        let persona = self.ledger.find_persona(persona).await?;
+        let proposal = self
+            .assistant
+            .pipeline
+            .confirmations()
+            .pending(&persona.id)
+            .filter(|p| p.nonce == nonce)
+            .ok_or_else(|| AppError::new("CONFIRMATION_UNKNOWN", "no pending proposal has this nonce"))?;
+        let spec = self
+            .assistant
+            .pipeline
+            .registry()
+            .get(&proposal.tool)
+            .cloned()
+            .ok_or_else(|| AppError::new("TOOL_UNKNOWN", format!("unknown tool `{}`", proposal.tool)))?;
+        let risk = assess(ToolFacts { name: &spec.name, category: spec.category, base_risk: spec.risk }, &proposal.args);
+        let (_, mode) = parse_session(self.ledger.session_mode(&persona.id).await?);
+        let mut view = SimulationView {
+            nonce: nonce.to_owned(),
+            tool: proposal.tool.clone(),
+            kind: risk.kind.clone(),
+            risk: f64::from((risk.score * 100.0).round() / 100.0),
+            critical: risk.critical,
+            level: serde_json::to_value(risk.level).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            ran: false,
+            mode: mode.as_str().to_owned(),
+            items_added: Vec::new(),
+            items_removed: Vec::new(),
+            obligations_added: Vec::new(),
+            obligations_closed: Vec::new(),
+            bookmarks_added: Vec::new(),
+            rejected: None,
+            recommendation: None,
+        };
+        if !matches!(risk.level, SimulationLevel::Required | SimulationLevel::Recommended) {
+            return Ok(view);
+        }
+        let tools = self.assistant.tools.clone();
+        let (pid, tool, args) = (persona.id.clone(), proposal.tool.clone(), proposal.args.clone());
+        let result = tokio::task::spawn_blocking(move || tools.simulate_call(&pid, &tool, &args))
+            .await
+            .map_err(|e| AppError::new("TOOL_FAILED", format!("the simulation stopped: {e}")))?
+            .map_err(|e| AppError::new("TOOL_FAILED", e.to_string()))?;
+        let effects: ledger::SimulatedChanges = serde_json::from_value(result["effects"].clone()).unwrap_or_default();
+        view.ran = true;
+        view.items_added = effects.items_added;
+        view.items_removed = effects.items_removed;
+        view.obligations_added = effects.obligations_added;
+        view.obligations_closed = effects.obligations_closed;
+        view.bookmarks_added = effects.bookmarks_added;
+        view.rejected = result["rejected"]["message"].as_str().map(str::to_owned);
+        view.recommendation = result["recommendation"].as_str().map(str::to_owned);
+        Ok(view)
     }
 }

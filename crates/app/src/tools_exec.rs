@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use ledger::{EventBody, Ledger, Receipt, HUMAN_ENTITY};
+use ledger::{Draft, EventBody, Ledger, Receipt, HUMAN_ENTITY};
 use runtime::{AuditRecord, AuditSink, ToolError, ToolExecutor};
 use serde_json::{json, Value};
 use tokio::runtime::Handle;
@@ -31,6 +31,8 @@ pub(crate) struct AppTools {
     metadata: Arc<MetadataService>,
     /// correlation id → the conversation (persona) the call belongs to.
     conversations: Mutex<HashMap<String, String>>,
+    /// Simulations run (office): keys of `simulation_key`.
+    simulated: Mutex<std::collections::HashSet<String>>,
 }
 
 impl AppTools {
@@ -40,7 +42,7 @@ impl AppTools {
         handle: Handle,
         metadata: Arc<MetadataService>,
     ) -> Self {
-        Self { ledger, events, handle, metadata, conversations: Mutex::new(HashMap::new()) }
+        Self { ledger, events, handle, metadata, conversations: Mutex::new(HashMap::new()), simulated: Mutex::default() }
     }
 
     pub(crate) fn bind(&self, correlation_id: &str, persona_id: &str) {
@@ -229,6 +231,328 @@ impl AppTools {
     }
 }
 
+// ----- office affordances (issue #5, seed 000): the session's rules, the
+// simulation policy, and the executors of submit, query, verify, sign,
+// log_reasoning, write_note, request_clarification and simulate. -----
+
+/// Tools that are affordances of the office (run by `AppTools::affordance`).
+const AFFORDANCES: &[&str] =
+    &["submit", "query", "verify", "sign", "log_reasoning", "write_note", "request_clarification", "simulate"];
+
+/// Most rows a `query` returns.
+const QUERY_LIMIT: u64 = 50;
+
+fn block<T>(handle: &Handle, f: impl std::future::Future<Output = ledger::Result<T>>) -> Result<T, ToolError> {
+    handle.block_on(f).map_err(|e| ToolError::Failed(crate::error::AppError::from(e).message))
+}
+
+fn sha256_hex(v: &Value) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(v.to_string().as_bytes()))
+}
+
+/// What a simulation is remembered by: persona, kind and exact arguments.
+pub(crate) fn simulation_key(persona_id: &str, tool: &str, args: &Value) -> String {
+    sha256_hex(&json!([persona_id, ::office::simulation::kind_of(tool, args), args]))
+}
+
+impl AppTools {
+    /// The persona's session type and mode (stored, else the type's default).
+    pub(crate) fn session_of(&self, persona_id: &str) -> (::office::SessionType, ::office::SessionMode) {
+        let stored = self.handle.block_on(self.ledger.session_mode(persona_id)).ok().flatten();
+        crate::office::parse_session(stored)
+    }
+
+    /// The session's rules and the simulation policy, before any tool runs
+    /// for a persona: `Some` is the answer instead of running it.
+    fn office_gate(&self, tool: &str, args: &Value, correlation_id: &str) -> Result<Option<Value>, ToolError> {
+        let Some(persona_id) = self.persona_of(correlation_id) else { return Ok(None) };
+        let registry = runtime::ToolRegistry::builtin();
+        let Some(spec) = registry.get(tool) else { return Ok(None) };
+        let (session, mode) = self.session_of(&persona_id);
+        let writes = matches!(spec.category, runtime::ToolCategory::Write | runtime::ToolCategory::Destructive);
+        match ::office::session::rule(session, mode, tool, writes) {
+            ::office::SessionRule::Refuse => {
+                Ok(Some(::office::affordances::session_refused(tool, session.as_str()).to_result()))
+            }
+            ::office::SessionRule::SimulateOnly => {
+                let mut answer = self.simulate_call(&persona_id, tool, args)?;
+                let lines = answer["changes"].as_array().map(|c| c.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "));
+                answer["status"] = json!("simulated");
+                answer["message"] = json!(format!(
+                    "Deliberation mode: nothing was committed. `{tool}` would change: {}.",
+                    lines.filter(|l| !l.is_empty()).unwrap_or_else(|| "nothing".into())
+                ));
+                Ok(Some(answer))
+            }
+            ::office::SessionRule::Run => {
+                let facts = ::office::simulation::ToolFacts { name: tool, category: spec.category, base_risk: spec.risk };
+                let risk = ::office::simulation::assess(facts, args);
+                if risk.level != ::office::simulation::SimulationLevel::Required {
+                    return Ok(None);
+                }
+                // One simulation clears one run: the next time, the state may differ.
+                let key = simulation_key(&persona_id, tool, args);
+                let simulated = self.simulated.lock().map(|mut s| s.remove(&key)).unwrap_or(false);
+                if !simulated {
+                    return Ok(Some(::office::affordances::simulation_required(&risk.kind).to_result()));
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// Runs `tool` against a scratch copy of the state and records the
+    /// simulation (a `simulation_run` event); nothing else is committed.
+    pub(crate) fn simulate_call(&self, persona_id: &str, tool: &str, args: &Value) -> Result<Value, ToolError> {
+        let registry = runtime::ToolRegistry::builtin();
+        let spec = registry.get(tool).ok_or_else(|| ToolError::Failed(format!("there is no tool `{tool}` to simulate")))?;
+        if let Err(v) = runtime::schema::validate(&spec.args_schema, args) {
+            let why: Vec<String> = v.iter().map(ToString::to_string).collect();
+            return Err(ToolError::Failed(format!("invalid arguments for `{tool}`: {}", why.join("; "))));
+        }
+        let facts = ::office::simulation::ToolFacts { name: tool, category: spec.category, base_risk: spec.risk };
+        let risk = ::office::simulation::assess(facts, args);
+        let (changes, rejected) = match self.drafts_for(persona_id, tool, args) {
+            Ok(drafts) => (block(&self.handle, self.ledger.simulate_events(&drafts))?, None),
+            Err(token) => (ledger::SimulatedChanges::default(), Some(token)),
+        };
+        let lines = ::office::simulation::change_lines(&changes);
+        let level = serde_json::to_value(risk.level).unwrap_or_default();
+        let receipt = self.append(
+            persona_id,
+            EventBody::SimulationRun {
+                persona_id: persona_id.to_owned(),
+                action: risk.kind.clone(),
+                args_hash: sha256_hex(args),
+                risk_permille: (risk.score * 1000.0).round() as u32,
+                level: level.as_str().unwrap_or_default().to_owned(),
+                changes: lines.clone(),
+            },
+        )?;
+        if let Ok(mut s) = self.simulated.lock() {
+            if s.len() > 10_000 {
+                s.clear();
+            }
+            s.insert(simulation_key(persona_id, tool, args));
+        }
+        let outcome = match &rejected {
+            Some(t) => format!("it would be rejected ({}): {}", t.code, t.message),
+            None if lines.is_empty() => "nothing in the ledger would change".to_owned(),
+            None => lines.join("; "),
+        };
+        Ok(json!({
+            "message": format!("Simulated `{tool}` (risk {:.2}, simulation {}): {outcome}. Nothing was committed.", risk.score, level.as_str().unwrap_or_default()),
+            "status": "simulated",
+            "kind": risk.kind,
+            "risk": risk.score,
+            "critical": risk.critical,
+            "level": level,
+            "changes": lines,
+            "effects": changes,
+            "rejected": rejected,
+            "recommendation": if rejected.is_some() { "abandon" } else { ::office::simulation::recommendation(&changes) },
+            "receipt": receipt_json(receipt),
+        }))
+    }
+
+    /// The events `tool` would append, without appending them: what the
+    /// executors write, for a simulation. Rejections are ErrorTokens.
+    fn drafts_for(&self, persona_id: &str, tool: &str, args: &Value) -> Result<Vec<Draft>, ::office::affordances::ErrorToken> {
+        use ::office::affordances::{ErrorCategory, ErrorToken, RemediationType};
+        let missing = |what: &str| {
+            ErrorToken::new(ErrorCategory::State, "OFFICE_NOT_FOUND", format!("{what} does not exist"), RemediationType::Abandon, &[])
+        };
+        let system = |e: ToolError| ErrorToken::new(ErrorCategory::System, "OFFICE_SYSTEM", e.to_string(), RemediationType::Retry, &[]);
+        let by = |body: EventBody| Draft::by(persona_id, body);
+        let item = |kind: &str, title: &str| {
+            by(EventBody::ItemSaved {
+                item_id: uuid::Uuid::now_v7().to_string(),
+                item_kind: kind.to_owned(),
+                title: title.trim().chars().take(TITLE_CHARS).collect(),
+                data: args.clone(),
+                persona_id: Some(persona_id.to_owned()),
+                correlation_id: String::new(),
+            })
+        };
+        let deleted = |item_id: String| by(EventBody::ItemDeleted { item_id, correlation_id: String::new() });
+        Ok(match tool {
+            "save_note" => vec![item("note", text(args, "content"))],
+            "save_movie" => vec![item("movie", text(args, "title"))],
+            "save_tv_show" => vec![item("tv_show", text(args, "title"))],
+            "save_video" | "save_link" => vec![item(if tool == "save_video" { "video" } else { "link" }, text(args, "url"))],
+            "remember" => vec![item("fact", text(args, "fact"))],
+            // forget erases the payload; what the state loses is the item.
+            "delete_memory" | "forget" => {
+                let i = self.existing_item(args).map_err(|_| missing(&format!("the item “{}”", text(args, "item_id"))))?;
+                vec![deleted(i.id)]
+            }
+            "delete_all_memories" => {
+                let items = block(&self.handle, self.ledger.items(None, u32::MAX)).map_err(system)?;
+                items.into_iter().map(|i| deleted(i.id)).collect()
+            }
+            "set_reminder" => vec![by(EventBody::ReminderSet {
+                reminder_id: uuid::Uuid::now_v7().to_string(),
+                persona_id: persona_id.to_owned(),
+                text: text(args, "text").trim().to_owned(),
+                due_at: Some(text(args, "due").to_owned()),
+                obligation: ledger::ObligationKind::Reminder,
+            })],
+            "bookmark" => vec![by(EventBody::BookmarkAdded {
+                bookmark_id: uuid::Uuid::now_v7().to_string(),
+                persona_id: persona_id.to_owned(),
+                target_id: text(args, "target_id").to_owned(),
+                label: args.get("label").and_then(Value::as_str).unwrap_or(text(args, "target_id")).to_owned(),
+            })],
+            "submit" => self.intent_drafts(persona_id, args)?,
+            "sign" | "log_reasoning" | "write_note" | "request_clarification" => vec![by(self.record_body(persona_id, tool, args))],
+            // Reads and lookups change nothing in the ledger.
+            _ => Vec::new(),
+        })
+    }
+
+    /// A submitted intent: the signed `intent_submitted` event and its
+    /// effect on the persona's obligations, or the ErrorToken.
+    fn intent_drafts(&self, persona_id: &str, args: &Value) -> Result<Vec<Draft>, ::office::affordances::ErrorToken> {
+        use ::office::affordances::{not_open, Intent};
+        let intent = Intent::parse(args)?;
+        intent.check_time(self.ledger.now())?;
+        let open = |id: &str| {
+            self.handle
+                .block_on(self.ledger.reminder(id))
+                .ok()
+                .flatten()
+                .filter(|r| r.persona_id == persona_id && r.done_ts.is_none())
+                .ok_or_else(|| not_open(id))
+        };
+        let intent_id = uuid::Uuid::now_v7().to_string();
+        let effect = match &intent {
+            Intent::Commit { text, due_at } => EventBody::ReminderSet {
+                reminder_id: intent_id.clone(),
+                persona_id: persona_id.to_owned(),
+                text: text.clone(),
+                due_at: Some(due_at.clone()),
+                obligation: ledger::ObligationKind::Commitment,
+            },
+            Intent::Fulfil { obligation_id } | Intent::Withdraw { obligation_id, .. } => {
+                EventBody::ReminderDone { reminder_id: open(obligation_id)?.id }
+            }
+        };
+        let submitted = EventBody::IntentSubmitted {
+            persona_id: persona_id.to_owned(),
+            intent_id,
+            intent: intent.name().to_owned(),
+            payload: args.get("payload").cloned().unwrap_or(Value::Null),
+        };
+        Ok(vec![Draft::by(persona_id, submitted), Draft::by(persona_id, effect)])
+    }
+
+    /// The one event of sign, log_reasoning, write_note and request_clarification.
+    fn record_body(&self, persona_id: &str, tool: &str, args: &Value) -> EventBody {
+        let persona_id = persona_id.to_owned();
+        let id = uuid::Uuid::now_v7().to_string();
+        match tool {
+            "sign" => EventBody::StatementSigned { persona_id, statement: text(args, "statement").to_owned() },
+            "log_reasoning" => EventBody::ReasoningLogged { persona_id, reasoning: text(args, "reasoning").to_owned() },
+            "write_note" => EventBody::NoteWritten { persona_id, note_id: id, content: text(args, "content").to_owned() },
+            _ => EventBody::ClarificationRequested { persona_id, request_id: id, question: text(args, "question").to_owned() },
+        }
+    }
+
+    fn append_all(&self, drafts: Vec<Draft>) -> Result<Vec<Receipt>, ToolError> {
+        let receipts = block(&self.handle, self.ledger.append_drafts(drafts))?;
+        for r in &receipts {
+            self.emit(AppEvent::LedgerAppended { seq: r.seq, kind: r.kind.clone() });
+        }
+        Ok(receipts)
+    }
+
+    /// Runs one of the office's affordances for the persona of the call.
+    fn affordance(&self, tool: &str, args: &Value, correlation_id: &str) -> Result<Value, ToolError> {
+        let persona_id = self.conversation(correlation_id)?;
+        match tool {
+            "simulate" => {
+                let target = text(args, "tool");
+                if target == "simulate" {
+                    return Err(ToolError::Failed("a simulation cannot simulate itself".into()));
+                }
+                let inner = args.get("args").cloned().unwrap_or_else(|| json!({}));
+                self.simulate_call(&persona_id, target, &inner)
+            }
+            "query" => self.query(&persona_id, args),
+            "verify" => self.verify(args),
+            "submit" => match self.intent_drafts(&persona_id, args) {
+                Err(token) => Ok(token.to_result()),
+                Ok(drafts) => {
+                    let receipts = self.append_all(drafts)?;
+                    let intent = text(args, "intent");
+                    let receipt = receipts.into_iter().next().map(receipt_json);
+                    Ok(json!({"status": "committed", "message": format!("Submitted `{intent}`: signed and committed."), "receipt": receipt}))
+                }
+            },
+            _ => {
+                let body = self.record_body(&persona_id, tool, args);
+                let receipt = self.append(&persona_id, body)?;
+                let message = match tool {
+                    "sign" => format!("Signed by {} (signature {}…).", receipt.signer, &receipt.signature[..16.min(receipt.signature.len())]),
+                    "log_reasoning" => "Reasoning logged.".to_owned(),
+                    "write_note" => "Note written for the next session.".to_owned(),
+                    _ => format!("Question for you: {}", text(args, "question")),
+                };
+                Ok(json!({"message": message, "signature": receipt.signature.clone(), "receipt": receipt_json(receipt)}))
+            }
+        }
+    }
+
+    /// A read-only look at the persona's own facts, with a hash of the data
+    /// and the ledger position it was read at.
+    fn query(&self, persona_id: &str, args: &Value) -> Result<Value, ToolError> {
+        let about = text(args, "about");
+        let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(20).min(QUERY_LIMIT) as u32;
+        let l = &self.ledger;
+        let to = |v: Result<Value, serde_json::Error>| v.map_err(|e| ToolError::Failed(e.to_string()));
+        let data = match about {
+            "obligations" => to(serde_json::to_value(block(&self.handle, l.reminders(persona_id, false))?))?,
+            "bookmarks" => to(serde_json::to_value(block(&self.handle, l.bookmarks(persona_id, limit))?))?,
+            "handovers" => to(serde_json::to_value(block(&self.handle, l.handovers(persona_id, limit))?))?,
+            "events" => to(serde_json::to_value(block(&self.handle, l.persona_events(persona_id, limit))?))?,
+            "constitution" => to(serde_json::to_value(block(&self.handle, l.constitution(persona_id))?))?,
+            "items" => {
+                let items = block(&self.handle, l.items(None, limit))?;
+                Value::Array(items.into_iter().map(|i| json!({"id": i.id, "kind": i.kind, "title": i.title})).collect())
+            }
+            "session" => {
+                let (t, m) = self.session_of(persona_id);
+                json!({"session_type": t.as_str(), "mode": m.as_str()})
+            }
+            other => return Err(ToolError::Failed(format!("cannot query “{other}”"))),
+        };
+        let n = data.as_array().map_or(1, Vec::len);
+        let (as_of, _) = self.handle.block_on(l.head());
+        Ok(json!({
+            "message": format!("{about}: {n} result(s) as of event {as_of}."),
+            "data": data,
+            "hash": sha256_hex(&data),
+            "as_of": as_of,
+        }))
+    }
+
+    fn verify(&self, args: &Value) -> Result<Value, ToolError> {
+        let report = block(&self.handle, self.ledger.verify())?;
+        let one = match args.get("seq").and_then(Value::as_i64) {
+            Some(seq) => Some(block(&self.handle, self.ledger.receipt(seq))?),
+            None => None,
+        };
+        let message = match (&report.failure, &one) {
+            (Some(f), _) => format!("The ledger does NOT verify: event {} — {}.", f.seq, f.reason),
+            (None, Some(r)) => format!("The ledger verifies ({} events); event {} is signed by {}.", report.events, r.seq, r.signer),
+            (None, None) => format!("The ledger verifies: {} events, chain and signatures intact.", report.events),
+        };
+        Ok(json!({"message": message, "ok": report.ok(), "events": report.events, "event": one.map(receipt_json)}))
+    }
+}
+// ----- end office affordances -----
+
 fn kind_label(kind: &str) -> &str {
     match kind {
         "tv_show" => "TV show",
@@ -248,6 +572,10 @@ fn text<'a>(args: &'a Value, key: &str) -> &'a str {
 impl ToolExecutor for AppTools {
     fn execute(&self, tool: &str, args: &Value, correlation_id: &str) -> Result<Value, ToolError> {
         tracing::info!(correlation_id, tool, "executing tool");
+        // The office's session rules and simulation policy come first.
+        if let Some(answer) = self.office_gate(tool, args, correlation_id)? {
+            return Ok(answer);
+        }
         match tool {
             "save_note" => self.save("note", text(args, "content"), args, correlation_id),
             "save_movie" => self.save("movie", text(args, "title"), args, correlation_id),
@@ -270,6 +598,7 @@ impl ToolExecutor for AppTools {
             "enrich_movie" | "enrich_tv_show" | "enrich_video" => {
                 self.handle.block_on(self.metadata.enrich(tool, args, correlation_id))
             }
+            t if AFFORDANCES.contains(&t) => self.affordance(t, args, correlation_id),
             other => Err(ToolError::Unavailable(format!("`{other}` has no executor in this app"))),
         }
     }

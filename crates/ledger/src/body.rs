@@ -161,6 +161,30 @@ pub enum EventBody {
     PersonaLanguageSet { persona_id: String, language: String },
     /// The context frame a reply was generated from (`frame` is its JSON).
     ReplyFramed { persona_id: String, message_id: String, frame_hash: String, frame: String },
+    /// The session type and mode the persona works in from now on
+    /// (`work|assist|deliberate|research`, `deliberation|commitment`).
+    SessionModeSet { persona_id: String, session_type: String, mode: String },
+    /// A signed intent the persona submitted (affordance `submit`); its
+    /// effects follow as their own events in the same batch.
+    IntentSubmitted { persona_id: String, intent_id: String, intent: String, payload: serde_json::Value },
+    /// The reasoning behind a decision, for the audit trail.
+    ReasoningLogged { persona_id: String, reasoning: String },
+    /// A working note a persona leaves for its later sessions.
+    NoteWritten { persona_id: String, note_id: String, content: String },
+    /// A statement the persona signed: the event's own signature is it.
+    StatementSigned { persona_id: String, statement: String },
+    /// A question the persona put to the person.
+    ClarificationRequested { persona_id: String, request_id: String, question: String },
+    /// A simulation against a scratch copy of the state: nothing it
+    /// describes was committed. `risk_permille` is the risk score × 1000.
+    SimulationRun {
+        persona_id: String,
+        action: String,
+        args_hash: String,
+        risk_permille: u32,
+        level: String,
+        changes: Vec<String>,
+    },
     // --- end office
     // ----- memory (#4): persona groups, the human's memories, reply sources -----
     /// A persona sees data filed under `group_primary ∪ groups_visible`; what
@@ -399,6 +423,13 @@ impl EventBody {
             Self::TokenQuotaSet { .. } => "token_quota_set",
             Self::PersonaLanguageSet { .. } => "persona_language_set",
             Self::ReplyFramed { .. } => "reply_framed",
+            Self::SessionModeSet { .. } => "session_mode_set",
+            Self::IntentSubmitted { .. } => "intent_submitted",
+            Self::ReasoningLogged { .. } => "reasoning_logged",
+            Self::NoteWritten { .. } => "note_written",
+            Self::StatementSigned { .. } => "statement_signed",
+            Self::ClarificationRequested { .. } => "clarification_requested",
+            Self::SimulationRun { .. } => "simulation_run",
             Self::PersonaGroupsSet { .. } => "persona_groups_set",
             Self::MemoryLearned { .. } => "memory_learned",
             Self::MemoryUpdated { .. } => "memory_updated",

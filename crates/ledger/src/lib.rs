@@ -45,7 +45,10 @@ pub use keys::FileKeyStore;
 pub use keys::{KeyStore, KeyStoreError, KeyringStore};
 pub use merkle::{leaf_hash, node_hash};
 pub use proof::{check_proof, sth_message, Proof, SignedTreeHead};
-pub use office::{Baseline, Bookmark, Constitution, DreamState, GovernanceNote, Handover, Period, Reminder, ReplyFrame, TokenDay};
+pub use office::{
+    Baseline, Bookmark, Constitution, DreamState, GovernanceNote, Handover, Period, Reminder, ReplyFrame, SimulatedChanges,
+    TokenDay,
+};
 pub use query::{Account, Item, Message, Persona, StoredEvent};
 pub use queue::{NewJob, QueueItem, QueueState};
 pub use erase::Erasure;

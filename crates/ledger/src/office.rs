@@ -9,14 +9,14 @@ use sqlx::{Row, Sqlite, Transaction};
 
 use crate::body::{EventBody, HandoverAuthor, ObligationKind};
 use crate::error::LedgerError;
-use crate::event::EventHeader;
+use crate::event::{EventHeader, HASH_LEN};
 use crate::query::StoredEvent;
-use crate::store::Ledger;
+use crate::store::{format_ts, Draft, Ledger};
 use crate::Result;
 
 type Tx<'a> = Transaction<'a, Sqlite>;
 
-pub(crate) const TABLES: [&str; 11] = [
+pub(crate) const TABLES: [&str; 12] = [
     "reminders",
     "bookmarks",
     "handovers",
@@ -28,16 +28,18 @@ pub(crate) const TABLES: [&str; 11] = [
     "token_quotas",
     "persona_languages",
     "reply_frames",
+    "session_modes",
 ];
 
 /// Rows folded into `Ledger::state_digest`.
-pub(crate) const DIGEST_SQL: [&str; 6] = [
+pub(crate) const DIGEST_SQL: [&str; 7] = [
     "SELECT id || '|' || persona_id || '|' || text || '|' || COALESCE(due_at, '') || '|' || obligation || '|' || COALESCE(done_seq, '') FROM reminders ORDER BY id",
     "SELECT id || '|' || persona_id || '|' || target_id || '|' || label FROM bookmarks ORDER BY id",
     "SELECT seq || '|' || persona_id || '|' || text || '|' || author FROM handovers ORDER BY seq",
     "SELECT persona_id || '|' || version || '|' || core_directive || '|' || overrides FROM constitutions ORDER BY persona_id, version",
     "SELECT seq || '|' || persona_id || '|' || summary FROM periods ORDER BY seq",
     "SELECT persona_id || '|' || language FROM persona_languages ORDER BY persona_id",
+    "SELECT persona_id || '|' || session_type || '|' || mode FROM session_modes ORDER BY persona_id",
 ];
 
 pub(crate) async fn clear(tx: &mut Tx<'_>) -> Result<()> {
@@ -160,6 +162,13 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
         .bind(persona_id)
         .bind(frame_hash)
         .bind(frame)
+        .bind(seq),
+        EventBody::SessionModeSet { persona_id, session_type, mode } => sqlx::query(
+            "INSERT OR REPLACE INTO session_modes (persona_id, session_type, mode, seq) VALUES (?, ?, ?, ?)",
+        )
+        .bind(persona_id)
+        .bind(session_type)
+        .bind(mode)
         .bind(seq),
         _ => return Ok(()),
     };
@@ -305,7 +314,8 @@ fn handover_row(r: &SqliteRow) -> Handover {
 }
 
 const NARRATED_ELSEWHERE: &str = "'reply_framed', 'tokens_used', 'token_quota_set', 'handover_written', 'governance_note_added', \
-     'period_synthesized', 'baseline_narrative_set', 'constitution_set', 'persona_language_set', 'entity_key_registered'";
+     'period_synthesized', 'baseline_narrative_set', 'constitution_set', 'persona_language_set', 'entity_key_registered', \
+     'session_mode_set'";
 const REMINDER_COLS: &str = "id, persona_id, text, due_at, obligation, created_seq, created_ts, done_ts";
 const HANDOVER_COLS: &str = "seq, persona_id, session_id, text, author, reason, ts";
 
@@ -639,4 +649,92 @@ const QUOTE_CHARS: usize = 32;
 fn json_escaped(s: &str) -> String {
     let quoted = serde_json::to_string(s).unwrap_or_default();
     quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default().to_owned()
+}
+
+/// What a simulated action would change, found on a scratch copy of the
+/// state (see [`Ledger::simulate_events`]); nothing here was committed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SimulatedChanges {
+    /// Kinds of the events the action would append, in order.
+    pub events: Vec<String>,
+    pub items_added: Vec<String>,
+    pub items_removed: Vec<String>,
+    pub obligations_added: Vec<String>,
+    pub obligations_closed: Vec<String>,
+    pub bookmarks_added: Vec<String>,
+}
+
+/// The parts of the state a simulation reports on, keyed by id.
+#[derive(Default)]
+struct Scratch {
+    items: std::collections::BTreeMap<String, String>,
+    open: std::collections::BTreeMap<String, String>,
+    bookmarks: std::collections::BTreeMap<String, String>,
+}
+
+async fn scratch_rows(tx: &mut Tx<'_>, sql: &str) -> Result<std::collections::BTreeMap<String, String>> {
+    let rows = sqlx::query(sql).fetch_all(&mut **tx).await.map_err(LedgerError::Load)?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+async fn scratch(tx: &mut Tx<'_>) -> Result<Scratch> {
+    Ok(Scratch {
+        items: scratch_rows(tx, "SELECT id, kind || ' “' || title || '”' FROM items").await?,
+        open: scratch_rows(
+            tx,
+            "SELECT id, '“' || text || '”' || COALESCE(' due ' || due_at, '') FROM reminders WHERE done_seq IS NULL",
+        )
+        .await?,
+        bookmarks: scratch_rows(tx, "SELECT id, '“' || label || '”' FROM bookmarks").await?,
+    })
+}
+
+fn added(before: &std::collections::BTreeMap<String, String>, after: &std::collections::BTreeMap<String, String>) -> Vec<String> {
+    after.iter().filter(|(k, _)| !before.contains_key(*k)).map(|(_, v)| v.clone()).collect()
+}
+
+impl Ledger {
+    /// The session type and mode last set for a persona.
+    pub async fn session_mode(&self, persona_id: &str) -> Result<Option<(String, String)>> {
+        let row = sqlx::query("SELECT session_type, mode FROM session_modes WHERE persona_id = ?")
+            .bind(persona_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(row.map(|r| (r.get(0), r.get(1))))
+    }
+
+    /// What appending `drafts` would change, computed on a scratch copy of
+    /// the state: their projections are applied inside a transaction that is
+    /// always rolled back. Nothing is appended, signed or committed.
+    pub async fn simulate_events(&self, drafts: &[Draft]) -> Result<SimulatedChanges> {
+        let mut w = self.writer().await;
+        let next = w.seq + 1;
+        let mut tx = sqlx::Connection::begin(&mut w.conn).await.map_err(LedgerError::Save)?;
+        let before = scratch(&mut tx).await?;
+        let ts = format_ts(self.now());
+        for (i, d) in (next..).zip(drafts) {
+            let h = EventHeader {
+                seq: i,
+                id: format!("simulated-{i}"),
+                ts: ts.clone(),
+                entity_id: d.entity_id.clone(),
+                kind: d.body.kind().to_owned(),
+                signer: d.signer.clone(),
+                payload_hash: [0; HASH_LEN],
+                prev_hash: [0; HASH_LEN],
+            };
+            crate::project::apply(&mut tx, &h, &d.body).await?;
+        }
+        let after = scratch(&mut tx).await?;
+        tx.rollback().await.map_err(LedgerError::Save)?;
+        Ok(SimulatedChanges {
+            events: drafts.iter().map(|d| d.body.kind().to_owned()).collect(),
+            items_added: added(&before.items, &after.items),
+            items_removed: added(&after.items, &before.items),
+            obligations_added: added(&before.open, &after.open),
+            obligations_closed: added(&after.open, &before.open),
+            bookmarks_added: added(&before.bookmarks, &after.bookmarks),
+        })
+    }
 }

@@ -209,7 +209,14 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
         | EventBody::TokensUsed { .. }
         | EventBody::TokenQuotaSet { .. }
         | EventBody::PersonaLanguageSet { .. }
-        | EventBody::ReplyFramed { .. } => crate::office::apply(tx, h, body).await?,
+        | EventBody::ReplyFramed { .. }
+        | EventBody::SessionModeSet { .. } => crate::office::apply(tx, h, body).await?,
+        EventBody::IntentSubmitted { .. }
+        | EventBody::ReasoningLogged { .. }
+        | EventBody::NoteWritten { .. }
+        | EventBody::StatementSigned { .. }
+        | EventBody::ClarificationRequested { .. }
+        | EventBody::SimulationRun { .. } => {}
         EventBody::PersonaGroupsSet { .. }
         | EventBody::MemoryLearned { .. }
         | EventBody::MemoryUpdated { .. }

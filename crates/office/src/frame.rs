@@ -9,7 +9,7 @@ use time::format_description::well_known::Rfc3339;
 use time::{Duration, OffsetDateTime};
 
 use crate::narrator::{self, NarrativeBudget};
-use crate::session::{Language, SessionType};
+use crate::session::{Language, SessionMode, SessionType};
 use crate::tokens::TokenCounter;
 use crate::OfficeError;
 
@@ -251,6 +251,14 @@ pub async fn build_frame(
     } else {
         vec!["companion persona".to_owned()]
     };
+    // The mode set for this session type, if any; else the type's default.
+    let mode = ledger
+        .session_mode(&persona.id)
+        .await?
+        .filter(|(t, _)| SessionType::parse(t) == Some(req.session_type))
+        .and_then(|(_, m)| SessionMode::parse(&m))
+        .filter(|m| req.session_type.allowed_modes().contains(m))
+        .unwrap_or_else(|| req.session_type.default_mode());
     let frame = ContextFrame {
         identity: Identity {
             entity_id: persona.id.clone(),
@@ -270,7 +278,7 @@ pub async fn build_frame(
         },
         state: State {
             session_type: req.session_type,
-            mode: if req.session_type == SessionType::Deliberate { "deliberation" } else { "commitment" }.to_owned(),
+            mode: mode.as_str().to_owned(),
             ledger_head: ledger.head().await.0,
             unread: persona.unread,
             archived: persona.archived,

@@ -8,17 +8,19 @@
 //! during an invocation (its outputs become events in the app), and never
 //! let a narrative exceed its budget.
 
+pub mod affordances;
 pub mod dreaming;
 pub mod frame;
 pub mod handover;
 pub mod narrator;
 pub mod sanity;
 pub mod session;
+pub mod simulation;
 pub mod tokens;
 
 pub use frame::{build_frame, capabilities, frame_hash, Capabilities, ContextFrame, FrameRequest, Restriction};
 pub use narrator::{minimal, narrate, NarrativeBudget, SectionShare};
-pub use session::{Language, SessionType};
+pub use session::{Language, SessionMode, SessionRule, SessionType};
 pub use tokens::{Estimate, TokenCounter};
 
 #[derive(Debug, thiserror::Error)]

@@ -38,6 +38,98 @@ impl SessionType {
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.as_str() == s.trim().to_lowercase())
     }
+
+    /// The mode a session of this type starts in. The seed starts `assist`
+    /// in deliberation "and may escalate"; here the person is at the
+    /// keyboard and confirms every binding act on a card, so an assist
+    /// session starts escalated (commitment) and can be switched back.
+    pub fn default_mode(self) -> SessionMode {
+        match self {
+            Self::Work | Self::Assist => SessionMode::Commitment,
+            Self::Deliberate | Self::Research => SessionMode::Deliberation,
+        }
+    }
+
+    /// The modes a session of this type may be in: `deliberate` is pure
+    /// deliberation ("without commitments"), `research` only looks things up.
+    pub fn allowed_modes(self) -> &'static [SessionMode] {
+        match self {
+            Self::Work | Self::Assist => &[SessionMode::Deliberation, SessionMode::Commitment],
+            Self::Deliberate | Self::Research => &[SessionMode::Deliberation],
+        }
+    }
+
+    /// Whether a tool may be used at all in this kind of session: research
+    /// sessions have limited actions (reading, notes, questions).
+    pub fn permits(self, tool: &str) -> bool {
+        self != Self::Research || RESEARCH_TOOLS.contains(&tool)
+    }
+}
+
+/// What a research session may use.
+pub const RESEARCH_TOOLS: &[&str] = &[
+    "search_items",
+    "search_documents",
+    "query",
+    "verify",
+    "log_reasoning",
+    "write_note",
+    "request_clarification",
+    "simulate",
+    "enrich_movie",
+    "enrich_tv_show",
+    "enrich_video",
+];
+
+/// Tools that never commit anything binding: drafts, questions and
+/// lookups. Deliberation mode runs them as they are.
+pub const DRAFT_TOOLS: &[&str] = &["log_reasoning", "write_note", "request_clarification", "simulate", "query", "verify"];
+
+/// Deliberation: everything is a draft, nothing binds; commitment: acts are
+/// signed and binding (seed 000, decision #9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SessionMode {
+    Deliberation,
+    Commitment,
+}
+
+impl SessionMode {
+    pub const ALL: [SessionMode; 2] = [Self::Deliberation, Self::Commitment];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Deliberation => "deliberation",
+            Self::Commitment => "commitment",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == s.trim().to_lowercase())
+    }
+}
+
+/// What the session's rules make of one tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionRule {
+    /// Run it (confirmation and simulation policy still apply).
+    Run,
+    /// Deliberation mode: compute what it would change, commit nothing.
+    SimulateOnly,
+    /// Not allowed in this type of session.
+    Refuse,
+}
+
+/// The seed's rules for one call: `writes` is whether the tool changes
+/// the world (category write, destructive or external-with-effects).
+pub fn rule(session: SessionType, mode: SessionMode, tool: &str, writes: bool) -> SessionRule {
+    if !session.permits(tool) {
+        SessionRule::Refuse
+    } else if mode == SessionMode::Deliberation && writes && !DRAFT_TOOLS.contains(&tool) {
+        SessionRule::SimulateOnly
+    } else {
+        SessionRule::Run
+    }
 }
 
 /// The language a persona is narrated in.
@@ -65,5 +157,36 @@ impl Language {
         } else {
             Self::En
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_type_has_its_default_and_allowed_modes() {
+        for t in SessionType::ALL {
+            assert!(t.allowed_modes().contains(&t.default_mode()), "{t:?}");
+        }
+        assert_eq!(SessionType::Work.default_mode(), SessionMode::Commitment);
+        assert_eq!(SessionType::Deliberate.allowed_modes(), &[SessionMode::Deliberation]);
+        assert_eq!(SessionType::Research.allowed_modes(), &[SessionMode::Deliberation]);
+        assert_eq!(SessionMode::parse(" Commitment "), Some(SessionMode::Commitment));
+        assert_eq!(SessionMode::parse("binding"), None);
+    }
+
+    #[test]
+    fn deliberation_only_simulates_writes_and_research_limits_tools() {
+        use SessionRule::*;
+        let (a, d, c) = (SessionType::Assist, SessionMode::Deliberation, SessionMode::Commitment);
+        assert_eq!(rule(a, d, "save_movie", true), SimulateOnly);
+        assert_eq!(rule(a, d, "submit", true), SimulateOnly);
+        assert_eq!(rule(a, d, "write_note", true), Run);
+        assert_eq!(rule(a, d, "search_items", false), Run);
+        assert_eq!(rule(a, c, "save_movie", true), Run);
+        assert_eq!(rule(SessionType::Research, d, "save_movie", true), Refuse);
+        assert_eq!(rule(SessionType::Research, d, "query", false), Run);
+        assert_eq!(rule(SessionType::Work, c, "delete_memory", true), Run);
     }
 }

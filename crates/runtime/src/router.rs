@@ -80,6 +80,40 @@ const ROUTES: &[Route] = &[
         tool: "enrich_video",
         cue: r"\b(?:look up|lookup|details|info|information|detalhes|informacoes)\b.*\b(?:video|youtube)\b",
     },
+    // ----- office affordances (issue #5) -----
+    Route {
+        tool: "submit",
+        cue: r"\b(?:commit to|commitment|promise|fulfil|fulfill|fulfilled|withdraw|comprometa|compromisso|prometa|promessa|cumpri|cumprida|retire|retirar)\b",
+    },
+    Route {
+        tool: "query",
+        cue: r"\b(?:obligations|commitments|handovers|my session|obrigacoes|compromissos|passagens)\b",
+    },
+    Route {
+        tool: "verify",
+        cue: r"\b(?:verify|verifica|verifique|verificar)\b",
+    },
+    Route {
+        tool: "sign",
+        cue: r"\b(?:sign|assina|assine|assinar)\b",
+    },
+    Route {
+        tool: "log_reasoning",
+        cue: r"\b(?:log|record|registre|registra)\b.*\b(?:reasoning|raciocinio)\b",
+    },
+    Route {
+        tool: "write_note",
+        cue: r"\bnote (?:for|to) (?:yourself|later|next time|the next session)\b|\bnota para (?:voce|depois|a proxima)\b",
+    },
+    Route {
+        tool: "request_clarification",
+        cue: r"\b(?:ask me|clarify|clarification|pergunte|esclareca|esclarecimento)\b",
+    },
+    Route {
+        tool: "simulate",
+        cue: r"\b(?:simulate|simulation|what would happen|simula|simule|simular|simulacao|o que aconteceria)\b",
+    },
+    // ----- end office affordances -----
 ];
 
 /// Save tools need a save verb as well as their object word.
@@ -234,6 +268,17 @@ mod tests {
         assert!(!route("Hi there", ALL).must_call);
         assert!(route("Remind me of the Bluefin codename?", ALL).tools.is_empty());
         assert!(route("remind me to call mom tomorrow", ALL).must_call);
+    }
+
+    #[test]
+    fn office_affordances_have_cues() {
+        let office = &["submit", "query", "verify", "sign", "log_reasoning", "write_note", "request_clarification", "simulate"];
+        assert_eq!(candidate_tools("I promise to send the report by Friday", office), ["submit"]);
+        assert_eq!(candidate_tools("what are my obligations?", office), ["query"]);
+        assert_eq!(candidate_tools("verifica o ledger", office), ["verify"]);
+        assert_eq!(candidate_tools("simulate deleting everything", office), ["simulate"]);
+        assert_eq!(candidate_tools("leave a note for yourself about the trip", office), ["write_note"]);
+        assert!(candidate_tools("How was your day?", office).is_empty());
     }
 
     #[test]

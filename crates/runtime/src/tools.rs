@@ -91,6 +91,8 @@ struct Def {
 }
 
 const ALL_ROLES: &[Role] = &[Role::Human, Role::Ei, Role::Persona];
+/// Binding, signed acts (the office's `submit`): confirmed like destructive ones.
+const BINDING: &[&str] = &["submit"];
 const HUMAN_ONLY: &[Role] = &[Role::Human];
 
 fn builtin_defs() -> Vec<Def> {
@@ -319,14 +321,19 @@ fn builtin_defs() -> Vec<Def> {
             compensating: Some("delete_memory"),
             risk: 0.2,
         },
-        // The office affordances (seed 000).
+        // ----- office affordances (seed 000; executors in app/src/tools_exec.rs) -----
         Def {
             name: "submit",
-            executable: false,
-            description: "Submit a signed intent; returns a receipt or an ErrorToken.",
+            executable: true,
+            description: "Submit a signed intent (commit, fulfil or withdraw an obligation); returns a receipt or an ErrorToken.",
             schema: obj(
-                json!({"intent": text(200, "Intent kind"),
-                "payload": {"type": "object", "description": "Intent payload"}}),
+                json!({"intent": {"type": "string", "enum": ["commit", "fulfil", "withdraw"], "description": "Intent kind"},
+                "payload": {"type": "object", "description": "commit: {text, due}; fulfil: {obligation_id}; withdraw: {obligation_id, reason}",
+                    "properties": {"text": text(500, "What you commit to"),
+                        "due": {"type": "string", "format": "date-time", "maxLength": 64, "description": "RFC 3339 deadline"},
+                        "obligation_id": id("Id of an open obligation"),
+                        "reason": text(500, "Why")},
+                    "additionalProperties": false}}),
                 &["intent", "payload"],
             ),
             category: Write,
@@ -337,11 +344,12 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "query",
-            executable: false,
-            description: "Query the ledger projection.",
+            executable: true,
+            description: "Read-only query of your own ledger facts: obligations, bookmarks, handovers, events, items, constitution or session.",
             schema: obj(
-                json!({"question": text(500, "What to look up")}),
-                &["question"],
+                json!({"about": {"type": "string", "enum": ["obligations", "bookmarks", "handovers", "events", "items", "constitution", "session"]},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50}}),
+                &["about"],
             ),
             category: Read,
             roles: ALL_ROLES,
@@ -351,9 +359,9 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "verify",
-            executable: false,
-            description: "Verify the ledger chain and signatures.",
-            schema: obj(json!({}), &[]),
+            executable: true,
+            description: "Verify the ledger's chain and signatures; with seq, also that event's receipt.",
+            schema: obj(json!({"seq": {"type": "integer", "minimum": 1, "description": "One event's sequence number"}}), &[]),
             category: Read,
             roles: ALL_ROLES,
             rate: 5,
@@ -362,8 +370,8 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "sign",
-            executable: false,
-            description: "Sign a statement with the persona's key.",
+            executable: true,
+            description: "Sign a statement with your key (recorded as a signed event).",
             schema: obj(
                 json!({"statement": text(2000, "Text to sign")}),
                 &["statement"],
@@ -376,7 +384,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "log_reasoning",
-            executable: false,
+            executable: true,
             description: "Record the reasoning behind a decision.",
             schema: obj(
                 json!({"reasoning": text(MAX_TEXT, "Reasoning")}),
@@ -390,7 +398,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "write_note",
-            executable: false,
+            executable: true,
             description: "Write a working note for a later session.",
             schema: obj(json!({"content": text(MAX_TEXT, "The note")}), &["content"]),
             category: Write,
@@ -401,7 +409,7 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "request_clarification",
-            executable: false,
+            executable: true,
             description: "Ask the user a clarifying question.",
             schema: obj(
                 json!({"question": text(500, "The question")}),
@@ -415,8 +423,8 @@ fn builtin_defs() -> Vec<Def> {
         },
         Def {
             name: "simulate",
-            executable: false,
-            description: "Simulate an action against a copy of the state before doing it.",
+            executable: true,
+            description: "Simulate a tool call against a copy of the state: what would change, nothing committed.",
             schema: obj(
                 json!({"tool": text(64, "Tool to simulate"),
                 "args": {"type": "object", "description": "Arguments for the tool"}}),
@@ -428,6 +436,7 @@ fn builtin_defs() -> Vec<Def> {
             compensating: None,
             risk: 0.0,
         },
+        // ----- end office affordances -----
     ]
 }
 
@@ -446,7 +455,7 @@ impl ToolRegistry {
                 name: d.name.to_owned(),
                 description: d.description.to_owned(),
                 args_schema: d.schema,
-                requires_confirmation: d.category == ToolCategory::Destructive,
+                requires_confirmation: d.category == ToolCategory::Destructive || BINDING.contains(&d.name),
                 category: d.category,
                 allowed_roles: d.roles.to_vec(),
                 rate_limit_per_minute: d.rate,
@@ -572,7 +581,7 @@ mod tests {
         for t in ToolRegistry::builtin().all() {
             assert_eq!(
                 t.requires_confirmation,
-                t.category == ToolCategory::Destructive,
+                t.category == ToolCategory::Destructive || t.name == "submit",
                 "{}",
                 t.name
             );
@@ -620,15 +629,16 @@ mod tests {
         let persona = reg.offered(Role::Persona, &|_| true);
         assert!(persona.iter().all(|t| t.name != "delete_all_memories"));
         assert!(persona.iter().any(|t| t.name == "save_movie"));
-        // Affordances without an executor yet are never offered.
-        assert!(reg.get("sign").is_some_and(|t| !t.executable));
-        assert!(persona.iter().all(|t| t.executable && t.name != "sign" && t.name != "search_documents"));
+        // Tools without an executor yet are never offered.
+        assert!(reg.get("search_documents").is_some_and(|t| !t.executable));
+        assert!(persona.iter().all(|t| t.executable && t.name != "search_documents"));
+        assert!(persona.iter().any(|t| t.name == "sign"));
         let human = reg.offered(Role::Human, &|name| !name.starts_with("enrich_"));
         assert!(human.iter().any(|t| t.name == "delete_all_memories"));
         assert!(human
             .iter()
             .all(|t| !t.name.starts_with("enrich_") && t.name != "sign"));
-        assert_eq!(reg.all().iter().filter(|t| t.executable).count(), 15);
+        assert_eq!(reg.all().iter().filter(|t| t.executable).count(), 23);
     }
 
     #[test]

@@ -230,3 +230,217 @@ async fn dreaming_runs_daily_after_its_time_after_critical_events_and_never_whil
     assert_eq!(h.provider.requests().len(), calls + 1, "not retried within the hour");
     assert_eq!(kinds(ledger.clone()).await, 4);
 }
+
+// ----- session 4: affordances, session modes, simulation, obligations added by the person -----
+
+/// Sends `message` with the planner's scripted `reply` and returns the chat line it ended with.
+async fn planned(h: &Harness, persona: &str, message: &str, reply: serde_json::Value) -> String {
+    let mut rx = h.engine.subscribe();
+    h.provider.push_reply(reply.to_string());
+    h.engine.send_message(persona, message).await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply").content
+}
+
+fn call(tool: &str, args: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"action": "CALL_TOOL", "tool": tool, "args": args})
+}
+
+async fn kinds(h: &Harness) -> Vec<String> {
+    h.engine.ledger().all_events().await.expect("events").into_iter().map(|e| e.kind).collect()
+}
+
+#[tokio::test]
+async fn the_office_affordances_run_as_tools_with_receipts_and_error_tokens() {
+    let h = Harness::new(&[]).await;
+    let ada = h.engine.create_persona("Ada", "").await.expect("create");
+    let line = planned(&h, "Ada", "leave a note for yourself about the Porto trip", call("write_note", serde_json::json!({"content": "Porto: trains before noon"}))).await;
+    assert_eq!(line, "Note written for the next session.");
+    let line = planned(&h, "Ada", "log your reasoning about the trains", call("log_reasoning", serde_json::json!({"reasoning": "Morning trains are cheaper."}))).await;
+    assert_eq!(line, "Reasoning logged.");
+    let line = planned(&h, "Ada", "please clarify which day", call("request_clarification", serde_json::json!({"question": "Friday or Saturday?"}))).await;
+    assert_eq!(line, "Question for you: Friday or Saturday?");
+    let line = planned(&h, "Ada", "sign this: I will book the tickets", call("sign", serde_json::json!({"statement": "I will book the tickets"}))).await;
+    assert!(line.starts_with(&format!("Signed by {}", ada.id)), "{line}");
+    let line = planned(&h, "Ada", "verify the ledger", call("verify", serde_json::json!({}))).await;
+    assert!(line.starts_with("The ledger verifies"), "{line}");
+    let k = kinds(&h).await;
+    for kind in ["note_written", "reasoning_logged", "clarification_requested", "statement_signed"] {
+        assert!(k.iter().any(|x| x == kind), "{kind} missing");
+    }
+    // The persona signs its own events: the statement is signed with its key.
+    let signed = h.engine.ledger().all_events().await.expect("events").into_iter().find(|e| e.kind == "statement_signed").expect("signed");
+    assert_eq!(signed.signer, ada.id);
+
+    // submit: a binding act, proposed first; commit → a receipt and a commitment.
+    h.provider.push_reply(call("submit", serde_json::json!({"intent": "commit", "payload": {"text": "Book the Porto tickets", "due": "2030-03-01T12:00:00Z"}})).to_string());
+    h.engine.send_message("Ada", "I promise to book the tickets").await.expect("send");
+    let mut rx = h.engine.subscribe();
+    let proposal = loop {
+        if let Some(p) = h.engine.pending_proposal("Ada").await.expect("pending") {
+            break p;
+        }
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), rx.recv()).await;
+    };
+    assert_eq!(proposal.tool, "submit");
+    let sim = h.engine.simulate_proposal("Ada", &proposal.nonce).await.expect("simulate");
+    assert_eq!((sim.kind.as_str(), sim.level.as_str(), sim.ran), ("submit:commit", "recommended", true));
+    assert_eq!(sim.obligations_added, ["“Book the Porto tickets” due 2030-03-01T12:00:00Z"]);
+    assert!(h.engine.obligations("Ada").await.expect("obligations").is_empty(), "a simulation commits nothing");
+    let done = h.engine.confirm_proposal("Ada", &proposal.nonce).await.expect("confirm");
+    assert_eq!(done.receipt.expect("receipt").kind, "intent_submitted");
+    let obligations = h.engine.obligations("Ada").await.expect("obligations");
+    assert_eq!((obligations.len(), obligations[0].kind.as_str()), (1, "commitment"));
+    let id = obligations[0].id.clone();
+
+    // query: read-only, the persona's own facts, with a hash and a position.
+    let line = planned(&h, "Ada", "what are my obligations?", call("query", serde_json::json!({"about": "obligations"}))).await;
+    assert!(line.starts_with("obligations: 1 result(s) as of event"), "{line}");
+
+    // withdraw is critical: without a simulation it is rejected with an ErrorToken.
+    let withdraw = serde_json::json!({"intent": "withdraw", "payload": {"obligation_id": id, "reason": "the trip is off"}});
+    h.provider.push_reply(call("submit", withdraw.clone()).to_string());
+    h.engine.send_message("Ada", "withdraw the commitment").await.expect("send");
+    let proposal = loop {
+        if let Some(p) = h.engine.pending_proposal("Ada").await.expect("pending") {
+            break p;
+        }
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), rx.recv()).await;
+    };
+    let refused = h.engine.confirm_proposal("Ada", &proposal.nonce).await.expect("confirm runs");
+    assert!(refused.summary.contains("OFFICE_SIMULATION_REQUIRED"), "{}", refused.summary);
+    assert!(refused.receipt.is_none());
+    assert_eq!(h.engine.obligations("Ada").await.expect("obligations").iter().filter(|o| !o.done).count(), 1);
+    // Simulate (the tool), then it goes through.
+    let line = planned(&h, "Ada", "simulate the withdrawal", call("simulate", serde_json::json!({"tool": "submit", "args": withdraw.clone()}))).await;
+    assert!(line.contains("risk 0.90") && line.contains("required") && line.contains("obligation closed"), "{line}");
+    h.provider.push_reply(call("submit", withdraw.clone()).to_string());
+    h.engine.send_message("Ada", "withdraw the commitment").await.expect("send");
+    let proposal = loop {
+        if let Some(p) = h.engine.pending_proposal("Ada").await.expect("pending") {
+            break p;
+        }
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), rx.recv()).await;
+    };
+    let done = h.engine.confirm_proposal("Ada", &proposal.nonce).await.expect("confirm");
+    assert_eq!(done.receipt.expect("receipt").kind, "intent_submitted");
+    assert!(h.engine.obligations("Ada").await.expect("obligations").iter().all(|o| o.done));
+
+    // A structured rejection for an obligation that is not open.
+    let again = serde_json::json!({"intent": "fulfil", "payload": {"obligation_id": id}});
+    h.provider.push_reply(call("submit", again).to_string());
+    h.engine.send_message("Ada", "I fulfilled it").await.expect("send");
+    let proposal = loop {
+        if let Some(p) = h.engine.pending_proposal("Ada").await.expect("pending") {
+            break p;
+        }
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), rx.recv()).await;
+    };
+    let rejected = h.engine.confirm_proposal("Ada", &proposal.nonce).await.expect("confirm runs");
+    assert!(rejected.summary.starts_with("Rejected (OFFICE_OBLIGATION_NOT_OPEN)"), "{}", rejected.summary);
+    assert!(h.engine.verify().await.expect("verify").ok);
+}
+
+#[tokio::test]
+async fn session_modes_set_the_rules_the_frame_and_the_narrative() {
+    let h = Harness::new(&[]).await;
+    let ada = h.engine.create_persona("Ada", "").await.expect("create");
+    let s = h.engine.session_mode("Ada").await.expect("mode");
+    assert_eq!((s.session_type.as_str(), s.mode.as_str()), ("assist", "commitment"));
+    let bad = h.engine.set_session_mode("Ada", "deliberate", "commitment").await.expect_err("not allowed");
+    assert_eq!(bad.code, "INVALID_INPUT");
+    assert!(h.engine.set_session_mode("Ada", "holiday", "commitment").await.is_err());
+
+    // Deliberation: writes are simulated, nothing is committed.
+    let s = h.engine.set_session_mode("Ada", "assist", "deliberation").await.expect("set");
+    assert_eq!(s.allowed_modes, ["deliberation", "commitment"]);
+    let line = planned(&h, "Ada", "save the movie Heat", call("save_movie", serde_json::json!({"title": "Heat"}))).await;
+    assert!(line.starts_with("Deliberation mode: nothing was committed.") && line.contains("movie “Heat”"), "{line}");
+    assert!(h.engine.list_items(None).await.expect("items").is_empty());
+    assert!(kinds(&h).await.iter().any(|k| k == "simulation_run"));
+    // Drafts still run in deliberation.
+    let line = planned(&h, "Ada", "leave a note for yourself: Heat is long", call("write_note", serde_json::json!({"content": "Heat is long"}))).await;
+    assert_eq!(line, "Note written for the next session.");
+    // The next reply's frame and narrative follow the mode.
+    let frame = h.engine.frame("Ada", app::SessionType::Assist).await.expect("frame");
+    assert_eq!(frame.state.mode, "deliberation");
+    assert!(frame.narrative.contains("in deliberation mode"), "{}", frame.narrative);
+
+    // Research: limited actions, refused with an ErrorToken.
+    h.engine.set_session_mode("Ada", "research", "deliberation").await.expect("set");
+    let line = planned(&h, "Ada", "save the movie Heat", call("save_movie", serde_json::json!({"title": "Heat"}))).await;
+    assert!(line.starts_with("Rejected (OFFICE_SESSION_RESTRICTED)"), "{line}");
+    // The reply's budget follows the session type.
+    let mut rx = h.engine.subscribe();
+    h.provider.push_reply("Looking into it.");
+    h.engine.send_message("Ada", "Hi").await.expect("send");
+    let reply = await_reply(&mut rx).await.1.expect("reply");
+    let why = h.engine.why(&reply.id).await.expect("why");
+    assert_eq!((why.session_type.as_str(), why.budget), ("research", 6000));
+
+    // Commitment again: the save runs.
+    h.engine.set_session_mode("Ada", "work", "commitment").await.expect("set");
+    let line = planned(&h, "Ada", "save the movie Heat", call("save_movie", serde_json::json!({"title": "Heat"}))).await;
+    assert!(line.starts_with("Saved movie"), "{line}");
+    let sets = h.engine.ledger().all_events().await.expect("events").into_iter().filter(|e| e.kind == "session_mode_set").count();
+    assert_eq!(sets, 3);
+    assert_eq!(h.engine.ledger().session_mode(&ada.id).await.expect("mode"), Some(("work".into(), "commitment".into())));
+}
+
+#[tokio::test]
+async fn delete_all_must_be_simulated_on_a_copy_before_it_runs() {
+    let h = Harness::new(&[
+        r#"{"action":"CALL_TOOL","args":{"title":"Heat"},"tool":"save_movie"}"#,
+        r#"{"action":"CALL_TOOL","args":{"content":"buy milk"},"tool":"save_note"}"#,
+    ])
+    .await;
+    let ei = h.engine.list_personas().await.expect("personas").remove(0);
+    let mut rx = h.engine.subscribe();
+    for m in ["save the movie Heat", "save a note: buy milk"] {
+        h.engine.send_message(&ei.id, m).await.expect("send");
+        await_reply(&mut rx).await.1.expect("saved");
+    }
+    h.engine.send_message(&ei.id, "delete all my memories").await.expect("send");
+    let proposal = h.engine.pending_proposal(&ei.id).await.expect("pending").expect("a proposal");
+    let head = h.engine.ledger().head().await;
+    let sim = h.engine.simulate_proposal(&ei.id, &proposal.nonce).await.expect("simulate");
+    assert_eq!((sim.level.as_str(), sim.critical, sim.ran), ("required", true, true));
+    assert_eq!(sim.items_removed.len(), 2);
+    assert_eq!(sim.recommendation.as_deref(), Some("modify"));
+    // Only the simulation's own record was appended; the items are all there.
+    assert_eq!(h.engine.ledger().head().await.0, head.0 + 1);
+    assert_eq!(h.engine.list_items(None).await.expect("items").len(), 2);
+    let done = h.engine.confirm_proposal(&ei.id, &proposal.nonce).await.expect("confirm");
+    assert_eq!(done.receipt.expect("receipt").kind, "payload_erased");
+    assert!(h.engine.list_items(None).await.expect("items").is_empty());
+
+    // Without a simulation, a required one refuses to run.
+    h.provider.push_reply(r#"{"action":"CALL_TOOL","args":{"title":"Ran"},"tool":"save_movie"}"#);
+    h.engine.send_message(&ei.id, "save the movie Ran").await.expect("send");
+    await_reply(&mut rx).await.1.expect("saved");
+    h.engine.send_message(&ei.id, "delete all my memories").await.expect("send");
+    let proposal = h.engine.pending_proposal(&ei.id).await.expect("pending").expect("a proposal");
+    let refused = h.engine.confirm_proposal(&ei.id, &proposal.nonce).await.expect("confirm runs");
+    assert!(refused.summary.contains("OFFICE_SIMULATION_REQUIRED"), "{}", refused.summary);
+    assert_eq!(h.engine.list_items(None).await.expect("items").len(), 1);
+}
+
+#[tokio::test]
+async fn the_person_adds_obligations_as_the_same_event_the_tool_writes() {
+    let h = Harness::new(&[]).await;
+    let ada = h.engine.create_persona("Ada", "").await.expect("create");
+    let o = h.engine.add_obligation("Ada", "  Send the draft  ", Some("2030-01-31T18:00:00-03:00"), "commitment").await.expect("add");
+    assert_eq!((o.text.as_str(), o.kind.as_str(), o.due_at.as_deref()), ("Send the draft", "commitment", Some("2030-01-31T21:00:00Z")));
+    assert!(!o.overdue && o.minutes_left.is_some_and(|m| m > 0));
+    let undated = h.engine.add_obligation("Ada", "Water the plants", None, "reminder").await.expect("add");
+    assert_eq!(undated.due_at, None);
+    for (text, due, kind) in [("", None, "reminder"), ("x", Some("friday"), "reminder"), ("x", None, "wish")] {
+        assert_eq!(h.engine.add_obligation("Ada", text, due, kind).await.expect_err("invalid").code, "INVALID_INPUT");
+    }
+    let events = h.engine.ledger().all_events().await.expect("events");
+    let set: Vec<_> = events.iter().filter(|e| e.kind == "reminder_set").collect();
+    assert_eq!(set.len(), 2);
+    assert!(set.iter().all(|e| e.entity_id == ada.id && e.signer == "human"));
+    let frame = h.engine.frame("Ada", app::SessionType::Work).await.expect("frame");
+    assert_eq!(frame.obligations.len(), 2);
+    assert_eq!(frame.state.mode, "commitment");
+}

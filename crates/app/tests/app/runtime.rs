@@ -163,6 +163,8 @@ async fn delete_all_is_proposed_rejected_then_confirmed_once_with_a_receipt() {
     // Again, in English, and confirm: runs once, receipt, replay refused.
     h.engine.send_message(&ei.id, "please delete all my memories").await.expect("send");
     let proposal = h.engine.pending_proposal(&ei.id).await.expect("pending").expect("a proposal");
+    // The office requires a simulation of delete-all before it runs (its card shows one).
+    h.engine.simulate_proposal(&ei.id, &proposal.nonce).await.expect("simulate");
     let done = h.engine.confirm_proposal(&ei.id, &proposal.nonce).await.expect("confirm");
     assert_eq!(done.tool, "delete_all_memories");
     assert_eq!(done.receipt.expect("receipt").kind, "payload_erased");
@@ -628,10 +630,10 @@ async fn a_tool_switched_off_is_not_offered_and_is_refused() {
     let h = Harness::new(&[]).await;
     cloud_persona(&h, "Bo").await;
     let settings = h.engine.tool_settings().await.expect("settings");
-    assert_eq!(settings.len(), 15, "every executable tool, nothing else");
+    assert_eq!(settings.len(), 23, "every executable tool (the office's affordances too), nothing else");
     assert!(settings.iter().all(|t| t.enabled));
     assert!(settings.iter().any(|t| t.name == "delete_all_memories" && t.requires_confirmation && t.category == "destructive"));
-    assert!(!settings.iter().any(|t| t.name == "sign" || t.name == "search_documents"));
+    assert!(!settings.iter().any(|t| t.name == "search_documents"));
 
     let after = h.engine.set_tool_enabled("save_movie", false).await.expect("switch off");
     assert!(after.iter().any(|t| t.name == "save_movie" && !t.enabled));

@@ -33,6 +33,8 @@ import type { VerifyView } from "../bindings/VerifyView";
 import type { ConstitutionView } from "../bindings/ConstitutionView";
 import type { HandoverView } from "../bindings/HandoverView";
 import type { ObligationView } from "../bindings/ObligationView";
+import type { SessionModeView } from "../bindings/SessionModeView";
+import type { SimulationView } from "../bindings/SimulationView";
 import type { TokenUsageView } from "../bindings/TokenUsageView";
 import type { WhyView } from "../bindings/WhyView";
 
@@ -180,6 +182,14 @@ export interface Backend {
   tokenUsage(): Promise<TokenUsageView[]>;
   /** `set_token_quota`: 0 removes the limit. */
   setTokenQuota(personaId: string, dailyLimit: number): Promise<void>;
+  /** `session_mode`: the persona's session type and mode, and the modes its type allows. */
+  sessionMode(personaId: string): Promise<SessionModeView>;
+  /** `set_session_mode`: switches them (recorded as an event; the next frame and narrative follow). */
+  setSessionMode(personaId: string, sessionType: string, mode: string): Promise<SessionModeView>;
+  /** `add_obligation`: a reminder or commitment added by the person; `dueAt` RFC 3339 or null. */
+  createObligation(personaId: string, text: string, dueAt: string | null, kind: string): Promise<ObligationView>;
+  /** `simulate_proposal`: the pending proposal's risk, and what it would change when a simulation is required or recommended. */
+  simulateProposal(personaId: string, nonce: string): Promise<SimulationView>;
   /** Files dragged onto the window (not a command: a window event). Returns an unlisten function. */
   onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void>;
 }

@@ -33,6 +33,8 @@ import type { VerifyView } from "../bindings/VerifyView";
 import type { ConstitutionView } from "../bindings/ConstitutionView";
 import type { HandoverView } from "../bindings/HandoverView";
 import type { ObligationView } from "../bindings/ObligationView";
+import type { SessionModeView } from "../bindings/SessionModeView";
+import type { SimulationView } from "../bindings/SimulationView";
 import type { TokenUsageView } from "../bindings/TokenUsageView";
 import type { WhyView } from "../bindings/WhyView";
 import { BackendError, type Backend, type DragDropEvent } from "./backend";
@@ -850,6 +852,33 @@ export class MockBackend implements Backend {
     if (!Number.isInteger(dailyLimit) || dailyLimit < 0 || dailyLimit > 4_294_967_295) fail("INVALID_INPUT", "the quota must be a whole number of tokens");
     this.quotas.set(persona.id, dailyLimit);
     this.append("token_quota_set", persona.id, { daily_limit: dailyLimit });
+  }
+  private sessions = new Map<string, { session_type: string; mode: string }>();
+  async sessionMode(personaId: string): Promise<SessionModeView> {
+    const persona = this.persona(personaId);
+    const s = this.sessions.get(persona.id) ?? { session_type: "assist", mode: "commitment" };
+    const onlyDeliberation = s.session_type === "deliberate" || s.session_type === "research";
+    return { persona_id: persona.id, ...s, allowed_modes: onlyDeliberation ? ["deliberation"] : ["deliberation", "commitment"] };
+  }
+  async setSessionMode(personaId: string, sessionType: string, mode: string): Promise<SessionModeView> {
+    const persona = this.persona(personaId);
+    if (!["work", "assist", "deliberate", "research"].includes(sessionType)) fail("INVALID_INPUT", `unknown session type “${sessionType}”`);
+    if (!["deliberation", "commitment"].includes(mode)) fail("INVALID_INPUT", `unknown session mode “${mode}”`);
+    if (mode === "commitment" && (sessionType === "deliberate" || sessionType === "research")) fail("INVALID_INPUT", `a ${sessionType} session cannot be in ${mode} mode`);
+    this.sessions.set(persona.id, { session_type: sessionType, mode });
+    this.append("session_mode_set", persona.id, { session_type: sessionType, mode });
+    return this.sessionMode(persona.id);
+  }
+  async createObligation(personaId: string, text: string, dueAt: string | null, kind: string): Promise<ObligationView> {
+    const persona = this.persona(personaId);
+    if (!text.trim() || text.length > 500) fail("INVALID_INPUT", "an obligation needs a text of 1 to 500 characters");
+    if (dueAt !== null && Number.isNaN(Date.parse(dueAt))) fail("INVALID_INPUT", `“${dueAt}” is not an RFC 3339 date and time`);
+    const view = this.addObligation(persona.id, text.trim(), dueAt, kind);
+    this.append("reminder_set", persona.id, { reminder_id: view.id, text: view.text, due_at: dueAt, obligation: kind });
+    return { ...view };
+  }
+  async simulateProposal(_personaId: string, _nonce: string): Promise<SimulationView> {
+    throw new BackendError({ code: "CONFIRMATION_UNKNOWN", message: "no pending proposal has this nonce" });
   }
   /** Test helper: tokens spent today, as the reply worker records them. */
   spendTokens(personaId: string, prompt: number, completion: number): void {

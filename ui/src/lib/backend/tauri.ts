@@ -32,6 +32,8 @@ import type { VerifyView } from "../bindings/VerifyView";
 import type { ConstitutionView } from "../bindings/ConstitutionView";
 import type { HandoverView } from "../bindings/HandoverView";
 import type { ObligationView } from "../bindings/ObligationView";
+import type { SessionModeView } from "../bindings/SessionModeView";
+import type { SimulationView } from "../bindings/SimulationView";
 import type { TokenUsageView } from "../bindings/TokenUsageView";
 import type { WhyView } from "../bindings/WhyView";
 import { toBackendError, type Backend, type DragDropEvent } from "./backend";
@@ -277,5 +279,17 @@ export class TauriBackend implements Backend {
   }
   setTokenQuota(personaId: string, dailyLimit: number) {
     return call<void>("set_token_quota", { persona: personaId, dailyLimit });
+  }
+  sessionMode(personaId: string) {
+    return call<SessionModeView>("session_mode", { persona: personaId });
+  }
+  setSessionMode(personaId: string, sessionType: string, mode: string) {
+    return call<SessionModeView>("set_session_mode", { persona: personaId, sessionType, mode });
+  }
+  createObligation(personaId: string, text: string, dueAt: string | null, kind: string) {
+    return call<ObligationView>("add_obligation", { persona: personaId, text, dueAt, kind });
+  }
+  simulateProposal(personaId: string, nonce: string) {
+    return call<SimulationView>("simulate_proposal", { persona: personaId, nonce });
   }
 }
