@@ -40,6 +40,17 @@ const HANDOVER_TIMEOUT_MS = 240_000;
 const css = (testid, extra = "") => `[data-testid="${testid}"]${extra}`;
 const OBLIGATION = "Repaint the lighthouse door";
 
+/** Scrolls only `el`'s own scroller (the window itself never scrolls) so that `el` sits `top` px below its top. */
+function scrollTo(ctx, el, top = 80) {
+  return ctx.session.execute(
+    `var el = arguments[0], p = el.parentElement;
+     while (p && !/(auto|scroll)/.test(getComputedStyle(p).overflowY)) p = p.parentElement;
+     if (p) p.scrollTop += el.getBoundingClientRect().top - p.getBoundingClientRect().top - arguments[1];
+     return true;`,
+    [el, top],
+  );
+}
+
 function check(condition, message) {
   if (!condition) throw new Error(message);
 }
@@ -49,15 +60,19 @@ const READ_MESSAGES = `
     return { role: el.getAttribute('data-role'), seq: Number(el.getAttribute('data-seq')) };
   });`;
 
-/** Sends `text`; the new persona reply's seq, or null when something else answered (e.g. a tool's note). */
-async function askOnce(ctx, text) {
-  const before = await ctx.session.execute(READ_MESSAGES);
+async function typeAndSend(ctx, text) {
   log(`sending: ${JSON.stringify(text)}`);
   const input = await ctx.session.waitForElement(css("composer-input"));
   await input.sendKeys(text);
   const send = await ctx.session.findElement(css("send-button"));
   await waitFor(() => send.enabled(), { message: "the send button to be enabled" });
   await send.click();
+}
+
+/** Sends `text`; the new persona reply's seq, or null when something else answered (e.g. a tool's note). */
+async function askOnce(ctx, text) {
+  const before = await ctx.session.execute(READ_MESSAGES);
+  await typeAndSend(ctx, text);
   const now = await waitFor(
     async () => {
       const failed = await ctx.session.findElements(css("message-failed"));
@@ -148,7 +163,7 @@ async function scenario(ctx) {
   await newButton.click();
   const brk = await ctx.session.waitForElement(css("session-break"), HANDOVER_TIMEOUT_MS);
   await (await brk.find("summary")).click();
-  await ctx.session.execute("arguments[0].scrollIntoView({ block: 'center' }); return true;", [brk]);
+  await scrollTo(ctx, brk);
   const handover = (await ctx.session.execute(`return document.querySelector('[data-testid="session-break-handover"]').textContent;`, [])).trim();
   log(`  handover: ${JSON.stringify(handover.slice(0, 200))}`);
   check(handover.length >= 50, `the handover has at least 50 characters: ${JSON.stringify(handover)}`);
@@ -176,14 +191,7 @@ async function scenario(ctx) {
     return Number(text) > 0 ? Number(text) : null;
   }, { message: "tokens used today by the persona" });
   log(`  ${PERSONA.name} used ${used} tokens today`);
-  // Scroll only the settings' own scroller (the window itself never scrolls).
-  await ctx.session.execute(
-    `var el = arguments[0], p = el.parentElement;
-     while (p && !/(auto|scroll)/.test(getComputedStyle(p).overflowY)) p = p.parentElement;
-     if (p) p.scrollTop += el.getBoundingClientRect().top - p.getBoundingClientRect().top - 120;
-     return true;`,
-    [row],
-  );
+  await scrollTo(ctx, row, 120);
   await shot(ctx, "token-quotas");
 
   await verifyLedger(ctx);
@@ -193,12 +201,7 @@ async function scenario(ctx) {
 /** Sends `text` and waits for a new system line (a tool's result or a proposal); returns its text. */
 async function sendForSystemLine(ctx, text) {
   const before = (await readMessages(ctx)).filter((m) => m.role === "system").length;
-  log(`sending: ${JSON.stringify(text)}`);
-  const input = await ctx.session.waitForElement(css("composer-input"));
-  await input.sendKeys(text);
-  const send = await ctx.session.findElement(css("send-button"));
-  await waitFor(() => send.enabled(), { message: "the send button to be enabled" });
-  await send.click();
+  await typeAndSend(ctx, text);
   const line = await waitFor(
     async () => {
       const failed = await ctx.session.findElements(css("message-failed"));
@@ -252,7 +255,7 @@ async function simulationOnTheCard(ctx) {
   check(/Heat/.test(text), `the simulation names what would be removed: ${text}`);
   const confirm = await card.find(css("proposal-confirm"));
   check(await confirm.enabled(), "Confirm is available once the simulation is shown");
-  await ctx.session.execute("arguments[0].scrollIntoView({ block: 'center' }); return true;", [card]);
+  await scrollTo(ctx, card);
   await shot(ctx, "proposal-simulation");
   await (await card.find(css("proposal-reject"))).click();
   await waitFor(async () => (await ctx.session.findElements(css("proposal-confirm"))).length === 0, { message: "the card to be answered" });
@@ -376,7 +379,7 @@ async function main() {
       { timeout: 30_000, message: "the closing session boundary after reopening" },
     );
     await (await brk.find("summary")).click();
-    await again.session.execute("arguments[0].scrollIntoView({ block: 'center' }); return true;", [brk]);
+    await scrollTo(again, brk);
     seen.reopened = (await (await brk.find(css("session-break-handover"))).text()).trim();
     log(`  reopened: closing handover ${JSON.stringify(seen.reopened.slice(0, 160))}`);
     await shot(again, "reopened-closing-handover");

@@ -241,6 +241,17 @@ async fn planned(h: &Harness, persona: &str, message: &str, reply: serde_json::V
     await_reply(&mut rx).await.1.expect("reply").content
 }
 
+/// The proposal the planner's call is waiting on, once it is there.
+async fn proposed(h: &Harness, persona: &str) -> app::ProposalView {
+    for _ in 0..100 {
+        if let Some(p) = h.engine.pending_proposal(persona).await.expect("pending") {
+            return p;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("no proposal for {persona}");
+}
+
 fn call(tool: &str, args: serde_json::Value) -> serde_json::Value {
     serde_json::json!({"action": "CALL_TOOL", "tool": tool, "args": args})
 }
@@ -274,13 +285,7 @@ async fn the_office_affordances_run_as_tools_with_receipts_and_error_tokens() {
     // submit: a binding act, proposed first; commit → a receipt and a commitment.
     h.provider.push_reply(call("submit", serde_json::json!({"intent": "commit", "payload": {"text": "Book the Porto tickets", "due": "2030-03-01T12:00:00Z"}})).to_string());
     h.engine.send_message("Ada", "I promise to book the tickets").await.expect("send");
-    let mut rx = h.engine.subscribe();
-    let proposal = loop {
-        if let Some(p) = h.engine.pending_proposal("Ada").await.expect("pending") {
-            break p;
-        }
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), rx.recv()).await;
-    };
+    let proposal = proposed(&h, "Ada").await;
     assert_eq!(proposal.tool, "submit");
     let sim = h.engine.simulate_proposal("Ada", &proposal.nonce).await.expect("simulate");
     assert_eq!((sim.kind.as_str(), sim.level.as_str(), sim.ran), ("submit:commit", "recommended", true));
@@ -300,12 +305,7 @@ async fn the_office_affordances_run_as_tools_with_receipts_and_error_tokens() {
     let withdraw = serde_json::json!({"intent": "withdraw", "payload": {"obligation_id": id, "reason": "the trip is off"}});
     h.provider.push_reply(call("submit", withdraw.clone()).to_string());
     h.engine.send_message("Ada", "withdraw the commitment").await.expect("send");
-    let proposal = loop {
-        if let Some(p) = h.engine.pending_proposal("Ada").await.expect("pending") {
-            break p;
-        }
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), rx.recv()).await;
-    };
+    let proposal = proposed(&h, "Ada").await;
     let refused = h.engine.confirm_proposal("Ada", &proposal.nonce).await.expect("confirm runs");
     assert!(refused.summary.contains("OFFICE_SIMULATION_REQUIRED"), "{}", refused.summary);
     assert!(refused.receipt.is_none());
@@ -315,12 +315,7 @@ async fn the_office_affordances_run_as_tools_with_receipts_and_error_tokens() {
     assert!(line.contains("risk 0.90") && line.contains("required") && line.contains("obligation closed"), "{line}");
     h.provider.push_reply(call("submit", withdraw.clone()).to_string());
     h.engine.send_message("Ada", "withdraw the commitment").await.expect("send");
-    let proposal = loop {
-        if let Some(p) = h.engine.pending_proposal("Ada").await.expect("pending") {
-            break p;
-        }
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), rx.recv()).await;
-    };
+    let proposal = proposed(&h, "Ada").await;
     let done = h.engine.confirm_proposal("Ada", &proposal.nonce).await.expect("confirm");
     assert_eq!(done.receipt.expect("receipt").kind, "intent_submitted");
     assert!(h.engine.obligations("Ada").await.expect("obligations").iter().all(|o| o.done));
@@ -329,12 +324,7 @@ async fn the_office_affordances_run_as_tools_with_receipts_and_error_tokens() {
     let again = serde_json::json!({"intent": "fulfil", "payload": {"obligation_id": id}});
     h.provider.push_reply(call("submit", again).to_string());
     h.engine.send_message("Ada", "I fulfilled it").await.expect("send");
-    let proposal = loop {
-        if let Some(p) = h.engine.pending_proposal("Ada").await.expect("pending") {
-            break p;
-        }
-        let _ = tokio::time::timeout(std::time::Duration::from_millis(200), rx.recv()).await;
-    };
+    let proposal = proposed(&h, "Ada").await;
     let rejected = h.engine.confirm_proposal("Ada", &proposal.nonce).await.expect("confirm runs");
     assert!(rejected.summary.starts_with("Rejected (OFFICE_OBLIGATION_NOT_OPEN)"), "{}", rejected.summary);
     assert!(h.engine.verify().await.expect("verify").ok);

@@ -877,8 +877,12 @@ export class MockBackend implements Backend {
     this.append("reminder_set", persona.id, { reminder_id: view.id, text: view.text, due_at: dueAt, obligation: kind });
     return { ...view };
   }
-  async simulateProposal(_personaId: string, _nonce: string): Promise<SimulationView> {
-    throw new BackendError({ code: "CONFIRMATION_UNKNOWN", message: "no pending proposal has this nonce" });
+  /** The mock runs no tools: a proposal's risk is unknown, nothing is simulated. */
+  async simulateProposal(_personaId: string, nonce: string): Promise<SimulationView> {
+    return {
+      nonce, tool: "", kind: "", risk: 0, critical: false, level: "skipped", ran: false, mode: "commitment",
+      items_added: [], items_removed: [], obligations_added: [], obligations_closed: [], bookmarks_added: [], rejected: null, recommendation: null,
+    };
   }
   /** Test helper: tokens spent today, as the reply worker records them. */
   spendTokens(personaId: string, prompt: number, completion: number): void {

@@ -1,6 +1,6 @@
 import { render, screen, waitFor, within } from "@testing-library/svelte";
 import userEvent from "@testing-library/user-event";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { startApp } from "../testing/harness";
 import ChatView from "../chat/ChatView.svelte";
 import SettingsView from "../settings/SettingsView.svelte";
@@ -193,5 +193,72 @@ describe("office UI", () => {
     expect(timeLeft(null)).toBe("no deadline");
     expect(timeLeft(-5)).toBe("overdue by 5 min");
     expect(timeLeft(-5, true)).toBe("done");
+  });
+
+  // ----- session 4: session modes, adding obligations, simulation on the proposal card -----
+  it("the chat header switches the session type and mode; deliberate and research only deliberate", async () => {
+    const user = userEvent.setup();
+    const { backend, app, context } = await startApp();
+    const id = app.selectedId!;
+    render(ChatView, { context });
+    const box = await screen.findByTestId("session-mode");
+    expect(box).toHaveAttribute("data-type", "assist");
+    expect(box).toHaveAttribute("data-mode", "commitment");
+    await user.selectOptions(screen.getByTestId("session-mode-select"), "deliberation");
+    await waitFor(() => expect(screen.getByTestId("session-mode")).toHaveAttribute("data-mode", "deliberation"));
+    expect((await backend.sessionMode(id)).mode).toBe("deliberation");
+    await user.selectOptions(screen.getByTestId("session-type-select"), "research");
+    await waitFor(() => expect(screen.getByTestId("session-mode")).toHaveAttribute("data-type", "research"));
+    expect(screen.getByTestId("session-mode-select")).toBeDisabled();
+    expect(await backend.sessionMode(id)).toMatchObject({ session_type: "research", mode: "deliberation", allowed_modes: ["deliberation"] });
+    await expect(backend.setSessionMode(id, "deliberate", "commitment")).rejects.toMatchObject({ code: "INVALID_INPUT" });
+  });
+
+  it("the obligations panel adds a commitment from the keyboard", async () => {
+    const user = userEvent.setup();
+    const { backend, app, context } = await startApp();
+    render(ChatView, { context });
+    await user.click(screen.getByTestId("obligations-toggle"));
+    const panel = await screen.findByTestId("obligations-panel");
+    const add = within(panel).getByTestId("obligation-add-submit");
+    expect(add).toBeDisabled();
+    await user.selectOptions(within(panel).getByTestId("obligation-add-kind"), "commitment");
+    await user.type(within(panel).getByTestId("obligation-add-due"), "2030-01-31T18:00");
+    await user.type(within(panel).getByTestId("obligation-add-text"), "Repaint the door{Enter}");
+    const item = await within(panel).findByTestId("obligation");
+    expect(item).toHaveTextContent("Repaint the door");
+    expect(item).toHaveTextContent("Commitment");
+    const [stored] = await backend.listObligations(app.selectedId!);
+    expect(stored!.due_at).toBe(new Date("2030-01-31T18:00").toISOString());
+    expect(within(panel).getByTestId("obligation-add-text")).toHaveValue("");
+  });
+
+  it("a proposal card shows the required simulation before Confirm", async () => {
+    const { backend, app, context } = await startApp();
+    const ei = app.selectedId!;
+    let answer: (v: Awaited<ReturnType<typeof backend.simulateProposal>>) => void = () => {};
+    const simulate = vi.spyOn(backend, "simulateProposal").mockImplementation(() => new Promise((r) => (answer = r)));
+    render(ChatView, { context });
+    const now = Date.now();
+    backend.emit({
+      type: "tool_proposed",
+      proposal: { persona_id: ei, nonce: "n9", tool: "delete_all_memories", args: "{}", created_at: new Date(now).toISOString(),
+        expires_at: new Date(now + 300_000).toISOString(), correlation_id: "c9", step: null, steps: null },
+    });
+    await screen.findByTestId("simulation-running");
+    expect(screen.getByTestId("proposal-confirm")).toBeDisabled();
+    answer({
+      nonce: "n9", tool: "delete_all_memories", kind: "delete_all_memories", risk: 0.95, critical: true, level: "required", ran: true, mode: "commitment",
+      items_added: [], items_removed: ["movie “Heat”", "note “milk”"], obligations_added: [], obligations_closed: [], bookmarks_added: [],
+      rejected: null, recommendation: "modify",
+    });
+    const sim = await screen.findByTestId("simulation");
+    expect(simulate).toHaveBeenCalledWith(ei, "n9");
+    expect(sim).toHaveAttribute("data-level", "required");
+    expect(within(sim).getByTestId("simulation-level")).toHaveTextContent("Simulation required (risk 0.95)");
+    expect(within(sim).getByTestId("simulation-changes")).toHaveTextContent("movie “Heat”");
+    expect(sim).toHaveTextContent("Would remove 2 item(s):");
+    expect(within(sim).getByTestId("simulation-recommendation")).toHaveTextContent("look again");
+    expect(screen.getByTestId("proposal-confirm")).toBeEnabled();
   });
 });
