@@ -188,7 +188,9 @@ impl Engine {
         let executable = self.offered_tools(persona).await;
         let role = if persona.is_system { runtime::Role::Ei } else { runtime::Role::Persona };
         let capabilities = ::office::capabilities(&runtime::ToolRegistry::builtin(), role, &|name| {
-            if executable.iter().any(|t| t.name == name) {
+            if !session_type.permits(name) {
+                Some(Restriction::Session)
+            } else if executable.iter().any(|t| t.name == name) {
                 None
             } else if name.starts_with("enrich_") {
                 Some(Restriction::NeedsSetting)

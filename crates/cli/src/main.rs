@@ -101,6 +101,8 @@ enum Command {
     Constitution(office_cmds::ConstitutionArgs),
     /// Run one dreaming cycle for PERSONA (period summary + baseline narrative).
     Dream { persona: String },
+    /// Show or switch (--type, --mode) PERSONA's session type and mode.
+    Session(office_cmds::SessionArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -167,6 +169,7 @@ fn main() -> ExitCode {
             Command::EndSession { persona, json } => office_cmds::end_session(&ctx, &persona, json).await,
             Command::Constitution(args) => office_cmds::constitution(&ctx, args).await,
             Command::Dream { persona } => office_cmds::dream(&ctx, &persona).await,
+            Command::Session(args) => office_cmds::session(&ctx, args).await,
             Command::Bench(BenchCmd::Chat { persona, runs }) => bench_cmds::chat(&ctx, &persona, runs).await,
             Command::Bench(BenchCmd::Office(args)) => office_cmds::bench(&ctx, args).await,
             Command::Checkpoint(cmd) => vault_cmds::checkpoint(&ctx, cmd).await,

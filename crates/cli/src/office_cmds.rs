@@ -10,16 +10,24 @@ use crate::common::{fail, print_json, Ctx};
 #[derive(Debug, clap::Args)]
 pub struct FrameArgs {
     persona: String,
-    /// work | assist | deliberate | research (a chat reply is `assist`).
-    #[arg(long, default_value = "assist")]
-    session_type: String,
+    /// work | assist | deliberate | research (default: the persona's
+    /// current session type, the one its next reply uses).
+    #[arg(long)]
+    session_type: Option<String>,
     #[arg(long)]
     json: bool,
 }
 
 /// Prints the frame the persona's next reply would use.
 pub async fn frame(ctx: &Ctx, args: FrameArgs) -> ExitCode {
-    let Some(session_type) = SessionType::parse(&args.session_type) else {
+    let current = match &args.session_type {
+        Some(t) => t.clone(),
+        None => match ctx.engine.session_mode(&args.persona).await {
+            Ok(s) => s.session_type,
+            Err(e) => return fail(&e),
+        },
+    };
+    let Some(session_type) = SessionType::parse(&current) else {
         eprintln!("error [INVALID_INPUT]: the session type must be work, assist, deliberate or research");
         return ExitCode::from(2);
     };
@@ -228,4 +236,40 @@ pub async fn bench(ctx: &Ctx, args: BenchArgs) -> ExitCode {
     println!("model {}: time to first token p50 {t50:.0} ms  p95 {t95:.0} ms  over {} replies (first, which loaded the model, left out)", persona.model, ttft.len());
     println!("frame + narrative as a share of time to first token: p50 {:.2} %  p95 {:.2} %", 100.0 * f50 / t50, 100.0 * f95 / t95);
     ExitCode::SUCCESS
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SessionArgs {
+    persona: String,
+    /// Switch to this session type: work | assist | deliberate | research.
+    #[arg(long = "type")]
+    session_type: Option<String>,
+    /// Switch to this mode: deliberation | commitment (default: the type's first allowed).
+    #[arg(long)]
+    mode: Option<String>,
+    #[arg(long)]
+    json: bool,
+}
+
+/// Shows, or switches, the persona's session type and mode.
+pub async fn session(ctx: &Ctx, args: SessionArgs) -> ExitCode {
+    let result = match (&args.session_type, &args.mode) {
+        (None, None) => ctx.engine.session_mode(&args.persona).await,
+        (t, m) => match ctx.engine.session_mode(&args.persona).await {
+            Ok(now) => {
+                let t = t.clone().unwrap_or(now.session_type);
+                let m = m.clone().unwrap_or_else(|| if matches!(t.as_str(), "deliberate" | "research") { "deliberation".into() } else { now.mode });
+                ctx.engine.set_session_mode(&args.persona, &t, &m).await
+            }
+            Err(e) => Err(e),
+        },
+    };
+    match result {
+        Ok(s) if args.json => print_json(&s),
+        Ok(s) => {
+            println!("{} session, {} mode (allowed: {})", s.session_type, s.mode, s.allowed_modes.join(", "));
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e),
+    }
 }

@@ -104,6 +104,8 @@ pub enum Restriction {
     NotAvailable,
     /// Needs a setting first (e.g. a metadata service).
     NeedsSetting,
+    /// The session type does not allow it (a research session only reads).
+    Session,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -302,6 +302,7 @@ fn sections(f: &ContextFrame, lang: Language) -> Vec<Section> {
         (Restriction::Role, "only the person may use", "só a pessoa pode usar"),
         (Restriction::NeedsSetting, "need a setting the person has not made yet", "precisam de uma configuração que a pessoa ainda não fez"),
         (Restriction::NotAvailable, "are not available in this version", "não estão disponíveis nesta versão"),
+        (Restriction::Session, "not in this type of session", "não neste tipo de sessão"),
     ] {
         let names: Vec<&str> = c.restricted.iter().filter(|r| r.reason == reason).map(|r| r.name.as_str()).collect();
         if !names.is_empty() {

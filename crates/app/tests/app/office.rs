@@ -359,6 +359,11 @@ async fn session_modes_set_the_rules_the_frame_and_the_narrative() {
     h.engine.set_session_mode("Ada", "research", "deliberation").await.expect("set");
     let line = planned(&h, "Ada", "save the movie Heat", call("save_movie", serde_json::json!({"title": "Heat"}))).await;
     assert!(line.starts_with("Rejected (OFFICE_SESSION_RESTRICTED)"), "{line}");
+    // Its frame says why: the tool is restricted by the session type.
+    let frame = serde_json::to_value(h.engine.frame("Ada", app::SessionType::Research).await.expect("frame")).expect("json");
+    let restricted = frame["capabilities"]["restricted"].as_array().expect("restricted").clone();
+    assert!(restricted.iter().any(|r| r["name"] == "save_movie" && r["reason"] == "session"), "{restricted:?}");
+    assert!(!restricted.iter().any(|r| r["name"] == "query"));
     // The reply's budget follows the session type.
     let mut rx = h.engine.subscribe();
     h.provider.push_reply("Looking into it.");

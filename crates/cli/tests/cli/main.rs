@@ -221,6 +221,25 @@ fn a_session_ends_with_a_handover_that_the_next_frame_carries() {
 /// nothing), and once space is freed the same commands succeed and verify.
 /// (The app running while the disk fills is tested in the app's tests.)
 #[test]
+fn the_session_type_and_mode_are_switched_and_the_frame_follows_them() {
+    let home = Home::new();
+    let shown: serde_json::Value = serde_json::from_slice(&home.run(&["session", "Ei", "--json"]).stdout).expect("json");
+    assert_eq!((shown["session_type"].as_str(), shown["mode"].as_str()), (Some("assist"), Some("commitment")));
+    let out = home.run(&["session", "Ei", "--type", "deliberate", "--json"]);
+    assert!(out.status.success());
+    let set: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!((set["session_type"].as_str(), set["mode"].as_str()), (Some("deliberate"), Some("deliberation")));
+    let refused = home.run(&["session", "Ei", "--mode", "commitment"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("INVALID_INPUT"));
+    // Without --session-type, the frame is the next reply's: the persona's current session.
+    let frame: serde_json::Value = serde_json::from_slice(&home.run(&["frame", "Ei", "--json"]).stdout).expect("frame");
+    assert_eq!((frame["state"]["session_type"].as_str(), frame["state"]["mode"].as_str()), (Some("deliberate"), Some("deliberation")));
+    assert_eq!(frame["token_budget"]["budget"], 8000);
+    assert!(frame["narrative"].as_str().is_some_and(|n| n.contains("deliberation mode")));
+}
+
+#[test]
 fn a_full_disk_fails_clearly_and_loses_nothing() {
     let outside = tempfile::tempdir().expect("tempdir");
     let home = outside.path().join("home");
