@@ -327,7 +327,7 @@ fn builtin_defs() -> Vec<Def> {
             executable: true,
             description: "Submit a signed intent (commit, fulfil or withdraw an obligation); returns a receipt or an ErrorToken.",
             schema: obj(
-                json!({"intent": {"type": "string", "enum": ["commit", "fulfil", "withdraw"], "description": "Intent kind"},
+                json!({"intent": {"type": "string", "enum": ["commit", "fulfil", "withdraw"], "maxLength": 16, "description": "Intent kind"},
                 "payload": {"type": "object", "description": "commit: {text, due}; fulfil: {obligation_id}; withdraw: {obligation_id, reason}",
                     "properties": {"text": text(500, "What you commit to"),
                         "due": {"type": "string", "format": "date-time", "maxLength": 64, "description": "RFC 3339 deadline"},
@@ -347,7 +347,7 @@ fn builtin_defs() -> Vec<Def> {
             executable: true,
             description: "Read-only query of your own ledger facts: obligations, bookmarks, handovers, events, items, constitution or session.",
             schema: obj(
-                json!({"about": {"type": "string", "enum": ["obligations", "bookmarks", "handovers", "events", "items", "constitution", "session"]},
+                json!({"about": {"type": "string", "enum": ["obligations", "bookmarks", "handovers", "events", "items", "constitution", "session"], "maxLength": 16},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 50}}),
                 &["about"],
             ),
