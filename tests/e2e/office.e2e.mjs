@@ -8,7 +8,8 @@
 //      "Why" shows the handover in force, woven into its narrative, and
 //      the new constitution;
 //   5. the session switch in the chat header: deliberation mode only
-//      simulates a save (nothing committed), commitment mode runs it;
+//      simulates a save (nothing committed), commitment mode runs it; the
+//      model logs its reasoning through the log_reasoning affordance;
 //   6. "delete all my memories": the proposal card shows the required
 //      simulation (what would be removed) before Confirm; Reject;
 //   7. the obligations panel: add a commitment from the keyboard;
@@ -238,7 +239,10 @@ async function sessionModes(ctx) {
   await pickSession(ctx, "session-mode-select", "commitment", "data-mode");
   const saved = await sendForSystemLine(ctx, "save the movie Heat");
   check(saved.startsWith("Saved movie"), `commitment mode runs the save: ${saved}`);
-  return { simulated, saved };
+  // An office affordance, chosen by the real model through the planner.
+  const reasoning = await sendForSystemLine(ctx, "log your reasoning: the ferry leaves before the train");
+  check(reasoning === "Reasoning logged.", `log_reasoning ran as a tool: ${reasoning}`);
+  return { simulated, saved, reasoning };
 }
 
 /** The proposal card shows the required simulation before Confirm. */
@@ -327,6 +331,9 @@ async function checkLedger(cfg, seen) {
   check(events.some((e) => e.kind === "simulation_run" && e.payload.action === "save_movie"), "deliberation recorded the save's simulation");
   check(events.some((e) => e.kind === "simulation_run" && e.payload.action === "delete_all_memories" && e.payload.level === "required"), "the card's simulation is recorded");
   check(events.some((e) => e.kind === "reminder_set" && e.payload.text === OBLIGATION && e.payload.obligation === "commitment"), "the added obligation is a reminder_set event");
+  const reasoning = events.find((e) => e.kind === "reasoning_logged");
+  check(reasoning && reasoning.signer !== "human", "the persona's logged reasoning is its own signed event");
+  log(`  ledger: reasoning logged by ${reasoning.signer}: ${JSON.stringify(reasoning.payload.reasoning)}`);
   const versions = events.filter((e) => e.kind === "constitution_set").map((e) => e.payload.version);
   check(versions.join(",") === "1,2", `two constitution versions recorded (${versions})`);
 }

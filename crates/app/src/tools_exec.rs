@@ -480,7 +480,7 @@ impl AppTools {
                 self.simulate_call(&persona_id, target, &inner)
             }
             "query" => self.query(&persona_id, args),
-            "verify" => self.verify(args),
+            "verify" => self.verify(),
             "submit" => match self.intent_drafts(&persona_id, args) {
                 Err(token) => Ok(token.to_result()),
                 Ok(drafts) => {
@@ -537,18 +537,13 @@ impl AppTools {
         }))
     }
 
-    fn verify(&self, args: &Value) -> Result<Value, ToolError> {
+    fn verify(&self) -> Result<Value, ToolError> {
         let report = block(&self.handle, self.ledger.verify())?;
-        let one = match args.get("seq").and_then(Value::as_i64) {
-            Some(seq) => Some(block(&self.handle, self.ledger.receipt(seq))?),
-            None => None,
+        let message = match &report.failure {
+            Some(f) => format!("The ledger does NOT verify: event {} — {}.", f.seq, f.reason),
+            None => format!("The ledger verifies: {} events, chain and signatures intact.", report.events),
         };
-        let message = match (&report.failure, &one) {
-            (Some(f), _) => format!("The ledger does NOT verify: event {} — {}.", f.seq, f.reason),
-            (None, Some(r)) => format!("The ledger verifies ({} events); event {} is signed by {}.", report.events, r.seq, r.signer),
-            (None, None) => format!("The ledger verifies: {} events, chain and signatures intact.", report.events),
-        };
-        Ok(json!({"message": message, "ok": report.ok(), "events": report.events, "event": one.map(receipt_json)}))
+        Ok(json!({"message": message, "ok": report.ok(), "events": report.events, "failure": report.failure}))
     }
 }
 // ----- end office affordances -----

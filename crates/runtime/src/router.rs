@@ -160,10 +160,20 @@ static COMMAND: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
+// office affordances (issue #5): their commands.
+static OFFICE_COMMAND: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?:(?:please|pls|ok|okay|now|por favor|agora)\s+)*(?:verify|verifica|verifique|simulate|simula|simule|sign|assina|assine|commit to|comprometa se|log your reasoning|registre seu raciocinio|leave a note|deixe uma nota)\b",
+    )
+    .ok()
+});
+
 /// The tools offered for `message`, and whether it is a command.
 pub fn route<'a>(message: &str, offered: &[&'a str]) -> Routing<'a> {
     let tools = candidate_tools(message, offered);
-    let must_call = !tools.is_empty() && COMMAND.as_ref().is_some_and(|r| r.is_match(&fold_words(message)));
+    let text = fold_words(message);
+    let command = [&COMMAND, &OFFICE_COMMAND].iter().any(|re| re.as_ref().is_some_and(|r| r.is_match(&text)));
+    let must_call = !tools.is_empty() && command;
     Routing { tools, must_call }
 }
 
@@ -279,6 +289,9 @@ mod tests {
         assert_eq!(candidate_tools("simulate deleting everything", office), ["simulate"]);
         assert_eq!(candidate_tools("leave a note for yourself about the trip", office), ["write_note"]);
         assert!(candidate_tools("How was your day?", office).is_empty());
+        assert!(route("verify the ledger", office).must_call);
+        assert!(route("please simulate deleting everything", office).must_call);
+        assert!(!route("can you verify things like that?", office).must_call);
     }
 
     #[test]

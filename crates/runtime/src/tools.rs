@@ -360,8 +360,8 @@ fn builtin_defs() -> Vec<Def> {
         Def {
             name: "verify",
             executable: true,
-            description: "Verify the ledger's chain and signatures; with seq, also that event's receipt.",
-            schema: obj(json!({"seq": {"type": "integer", "minimum": 1, "description": "One event's sequence number"}}), &[]),
+            description: "Verify the ledger's hash chain and every signature.",
+            schema: obj(json!({}), &[]),
             category: Read,
             roles: ALL_ROLES,
             rate: 5,
@@ -387,7 +387,7 @@ fn builtin_defs() -> Vec<Def> {
             executable: true,
             description: "Record the reasoning behind a decision.",
             schema: obj(
-                json!({"reasoning": text(MAX_TEXT, "Reasoning")}),
+                json!({"reasoning": text(500, "Reasoning")}),
                 &["reasoning"],
             ),
             category: Write,
@@ -400,7 +400,7 @@ fn builtin_defs() -> Vec<Def> {
             name: "write_note",
             executable: true,
             description: "Write a working note for a later session.",
-            schema: obj(json!({"content": text(MAX_TEXT, "The note")}), &["content"]),
+            schema: obj(json!({"content": text(500, "The note")}), &["content"]),
             category: Write,
             roles: &[Role::Ei, Role::Persona],
             rate: 30,
