@@ -60,12 +60,20 @@ async function once(app) {
   const session = await Session.create(driver, { alwaysMatch: { "tauri:options": { application: app.path } } });
   await session.waitForElement(app.ready, 60_000);
   const readyMs = performance.now() - t0;
+  // Where the time went inside the page, from the navigation's start:
+  // the HTML, the scripts having run (DOMContentLoaded), and our own marks.
+  const page = await session
+    .execute(`const n = performance.getEntriesByType("navigation")[0];
+      const mark = (m) => performance.getEntriesByName(m)[0]?.startTime ?? null;
+      return { html: n?.responseEnd ?? null, dom: n?.domContentLoadedEventEnd ?? null,
+               start: mark("ledgermind:start"), personas: mark("ledgermind:personas"), now: performance.now() };`)
+    .catch(() => null);
   await sleep(4_000); // settle to idle
   const pid = findPid(app.path);
   const mem = pid ? memoryKb(tree(pid)) : { rss: NaN, pss: NaN };
   await session.delete().catch(() => {});
   await sleep(1_000);
-  return { readyMs, ...mem };
+  return { readyMs, page, ...mem };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -89,5 +97,16 @@ const a = summary.ledgermind, b = summary.minimal;
 console.log(`rounds: ${rounds} (+1 warm-up), medians`);
 for (const [n, s] of Object.entries(summary)) {
   console.log(`${n.padEnd(11)} ready ${s.ready_ms.toFixed(0)} ms   RSS ${s.rss_mb.toFixed(0)} MB   PSS ${s.pss_mb.toFixed(0)} MB`);
+}
+for (const app of apps) {
+  const pages = results[app.name].map((x) => x.page).filter(Boolean);
+  if (pages.length === 0) continue;
+  const med = (k) => {
+    const xs = pages.map((p) => p[k]).filter((v) => v !== null);
+    return xs.length ? median(xs).toFixed(0) : "-";
+  };
+  // "before the page" = from asking the driver for a session to the page's own time origin.
+  const before = median(results[app.name].filter((x) => x.page).map((x) => x.readyMs - x.page.now));
+  console.log(`${app.name.padEnd(11)} before the page ${before.toFixed(0)} ms; in the page: html ${med("html")}  scripts run ${med("dom")}  app start ${med("start")}  personas shown ${med("personas")}  ready seen ${med("now")} ms`);
 }
 console.log(`ratio ledgermind/minimal: ready ${(a.ready_ms / b.ready_ms).toFixed(2)}x  RSS ${(a.rss_mb / b.rss_mb).toFixed(2)}x  PSS ${(a.pss_mb / b.pss_mb).toFixed(2)}x`);

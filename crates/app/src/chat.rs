@@ -89,6 +89,7 @@ async fn process(engine: &Arc<Engine>, item: QueueItem) {
     let outcome = match item.kind.as_str() {
         REPLY_KIND => match serde_json::from_value::<ReplyJob>(item.body.clone()) {
             Ok(job) => {
+                engine.reply_started();
                 let replied = reply(engine, &item, &job).await;
                 if replied.is_err() {
                     engine.turn_failed(&job.persona_id);

@@ -216,16 +216,30 @@ fn found_items(scan: Scan, message: &Message) -> Vec<Found> {
 pub(crate) struct Background {
     running: AtomicBool,
     preempted: AtomicBool,
+    /// A reply is queued and not started yet: background work must not start
+    /// another model call (a job of several calls, like extraction, would
+    /// otherwise run its next call to the end while the reply waits).
+    reply_waiting: AtomicBool,
 }
 
 impl Engine {
     /// Called when a reply is queued: background work running now is
-    /// cancelled and requeued, so the reply starts at once.
+    /// cancelled and requeued, and none starts a model call until the reply
+    /// has started, so the reply starts at once.
     pub(crate) fn preempt_background(&self) {
+        // Flag first, then look (SeqCst): `complete_in_background` marks
+        // itself running first, then looks, so one of the two always sees
+        // the other.
+        self.background.reply_waiting.store(true, Ordering::SeqCst);
         if self.background.running.load(Ordering::SeqCst) {
             self.background.preempted.store(true, Ordering::SeqCst);
             self.abort_current();
         }
+    }
+
+    /// Called when the reply worker starts a reply.
+    pub(crate) fn reply_started(&self) {
+        self.background.reply_waiting.store(false, Ordering::SeqCst);
     }
 }
 
@@ -286,6 +300,13 @@ pub(crate) async fn complete_in_background(
     }
     engine.background.preempted.store(false, Ordering::SeqCst);
     engine.background.running.store(true, Ordering::SeqCst);
+    if engine.background.reply_waiting.load(Ordering::SeqCst) {
+        engine.background.running.store(false, Ordering::SeqCst);
+        if let Ok(mut c) = engine.current_cancel.lock() {
+            *c = None;
+        }
+        return Err(Failure::Preempted);
+    }
     let result = provider.complete(request, None).await;
     engine.background.running.store(false, Ordering::SeqCst);
     if let Ok(mut c) = engine.current_cancel.lock() {
@@ -475,6 +496,31 @@ mod tests {
         assert!((gain_confidence(0.5) - 2.0 / 3.0).abs() < 1e-9);
         assert!((gain_confidence(gain_confidence(0.5)) - 7.0 / 9.0).abs() < 1e-9);
         assert_eq!(gain_confidence(1.0), 1.0);
+    }
+
+    /// A reply queued while a background job sits between two model calls
+    /// (extraction makes several) must not wait for the job's next call.
+    #[tokio::test]
+    async fn a_reply_queued_between_background_calls_stops_the_next_call() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let provider = std::sync::Arc::new(providers::ScriptedProvider::new("fake"));
+        provider.push_reply("background answer");
+        let mut config = crate::EngineConfig::new(
+            crate::DataDir::new(dir.path()),
+            std::sync::Arc::new(ledger::MemoryKeyStore::default()),
+        );
+        config.provider_override = Some(provider.clone());
+        let engine = crate::Engine::start(config).await.expect("engine");
+        let request = || CompletionRequest::chat("fake", Vec::new());
+
+        engine.preempt_background(); // a reply is queued; no model call runs now
+        let r = complete_in_background(&engine, provider.as_ref(), request()).await;
+        assert!(matches!(r, Err(Failure::Preempted)), "the next background call gives way");
+        assert_eq!(provider.calls(), 0, "the model was not called");
+
+        engine.reply_started();
+        let r = complete_in_background(&engine, provider.as_ref(), request()).await;
+        assert!(matches!(r, Ok(ref c) if c.text == "background answer"), "background work runs again after the reply started");
     }
 
     #[test]
