@@ -154,8 +154,9 @@ impl VectorCache {
         }
     }
 
-    /// Top `n` rows by cosine (vectors are normalised) within `scope`.
-    fn search(&self, scope: &Scope, query: &[f32], n: usize) -> Vec<i64> {
+    /// Top `n` rows by cosine (vectors are normalised) within `scope`,
+    /// with their cosine.
+    fn search(&self, scope: &Scope, query: &[f32], n: usize) -> Vec<(i64, f32)> {
         if self.dim == 0 || query.len() != self.dim || n == 0 {
             return Vec::new();
         }
@@ -168,7 +169,7 @@ impl VectorCache {
             }
             a
         };
-        let (_, q) = quantise(query);
+        let (q_scale, q) = quantise(query);
         let mut scored: Vec<(f32, usize)> = Vec::with_capacity(self.rows.len());
         for (i, (&owner, chunk)) in self.owners.iter().zip(self.data.chunks_exact(self.dim)).enumerate() {
             if owner == GONE || !allowed[owner as usize] {
@@ -184,7 +185,25 @@ impl VectorCache {
         scored.select_nth_unstable_by(n - 1, |a, b| b.0.total_cmp(&a.0));
         scored.truncate(n);
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(self.rows[b.1].cmp(&self.rows[a.1])));
-        scored.into_iter().map(|(_, i)| self.rows[i]).collect()
+        scored.into_iter().map(|(score, i)| (self.rows[i], score * q_scale)).collect()
+    }
+
+    /// The cosine of each given row that has a vector (rows already in scope).
+    fn cosines(&self, rows: &[i64], query: &[f32]) -> Vec<(i64, f32)> {
+        if self.dim == 0 || query.len() != self.dim {
+            return Vec::new();
+        }
+        let (q_scale, q) = quantise(query);
+        rows.iter()
+            .filter_map(|r| {
+                let &at = self.position.get(r)?;
+                if self.owners[at] == GONE {
+                    return None;
+                }
+                let v = &self.data[at * self.dim..(at + 1) * self.dim];
+                Some((*r, dot_i8(v, &q) as f32 * self.scales[at] * q_scale))
+            })
+            .collect()
     }
 }
 
@@ -641,20 +660,25 @@ impl MemoryIndex {
 
     // ----- retrieval -----
 
-    /// Both retrievers' candidate lists for `query` within `scope`. The
-    /// keyword query and the query embedding run at the same time.
+    /// Both retrievers' candidate lists for `query` within `scope`, and both
+    /// scores of every candidate (a keyword hit's cosine, a vector hit's
+    /// BM25). The keyword query and the query embedding run at the same time.
     pub async fn candidates(&self, scope: &Scope, query: &str, n: usize) -> Result<Candidates> {
         let mut c = Candidates::default();
+        let fts = fts_query(query);
         let keyword = async {
-            let Some(fts) = fts_query(query) else { return Ok(Vec::new()) };
+            let Some(fts) = &fts else { return Ok(Vec::new()) };
             let mut q = QueryBuilder::new(
-                "SELECT i.rowid, i.ts_ms FROM items_fts JOIN items i ON i.rowid = items_fts.rowid WHERE items_fts MATCH ",
+                "SELECT i.rowid, i.ts_ms, -bm25(items_fts) FROM items_fts JOIN items i ON i.rowid = items_fts.rowid \
+                 WHERE items_fts MATCH ",
             );
-            q.push_bind(fts);
+            q.push_bind(fts.clone());
             push_scope(&mut q, scope);
             q.push(" ORDER BY bm25(items_fts), i.rowid DESC LIMIT ").push_bind(n as i64);
             let rows = q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)?;
-            Ok::<_, MemoryError>(rows.iter().map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1))).collect::<Vec<_>>())
+            Ok::<_, MemoryError>(
+                rows.iter().map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1), r.get::<f64, _>(2) as f32)).collect::<Vec<_>>(),
+            )
         };
         let vector = async {
             let Some(embedder) = self.embedder() else { return Ok(None) };
@@ -665,24 +689,35 @@ impl MemoryIndex {
             Ok::<_, MemoryError>(qv.into_iter().next())
         };
         let (keyword, vector) = tokio::join!(keyword, vector);
-        for (row, ts) in keyword? {
+        for (row, ts, score) in keyword? {
             c.keyword.push(row);
             c.ts_ms.insert(row, ts);
+            c.keyword_score.insert(row, score);
         }
         if let Some(qv) = vector? {
             c.vector_available = true;
-            c.vector = self.vectors.read().map(|v| v.search(scope, &qv, n)).unwrap_or_default();
+            if let Ok(v) = self.vectors.read() {
+                for (row, cos) in v.search(scope, &qv, n) {
+                    c.vector.push(row);
+                    c.cosine.insert(row, cos);
+                }
+                c.cosine.extend(v.cosines(&c.keyword, &qv));
+            }
         }
+        // The vector hits' timestamps and BM25 scores (0 when no query word is in them).
         let missing: Vec<i64> = c.vector.iter().copied().filter(|r| !c.ts_ms.contains_key(r)).collect();
         for chunk in missing.chunks(INSERT_CHUNK) {
             let mut q = QueryBuilder::new("SELECT rowid, ts_ms FROM items WHERE rowid IN (");
-            let mut sep = q.separated(", ");
-            for r in chunk {
-                sep.push_bind(*r);
-            }
-            q.push(")");
+            push_rows(&mut q, chunk);
             for r in q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)? {
                 c.ts_ms.insert(r.get(0), r.get(1));
+            }
+            let Some(fts) = &fts else { continue };
+            let mut q = QueryBuilder::new("SELECT rowid, -bm25(items_fts) FROM items_fts WHERE items_fts MATCH ");
+            q.push_bind(fts.clone()).push(" AND rowid IN (");
+            push_rows(&mut q, chunk);
+            for r in q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)? {
+                c.keyword_score.insert(r.get(0), r.get::<f64, _>(1) as f32);
             }
         }
         Ok(c)
@@ -709,11 +744,7 @@ impl MemoryIndex {
         let mut q = QueryBuilder::new(
             "SELECT rowid, item_id, kind, persona_id, external_id, source_ids, text, ts_ms FROM items WHERE rowid IN (",
         );
-        let mut sep = q.separated(", ");
-        for (r, _) in ranked {
-            sep.push_bind(*r);
-        }
-        q.push(")");
+        push_rows(&mut q, &ranked.iter().map(|(r, _)| *r).collect::<Vec<_>>());
         let rows = q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)?;
         let mut by_row: HashMap<i64, Hit> = rows
             .iter()
@@ -756,6 +787,15 @@ impl MemoryIndex {
     }
 }
 
+/// `rowid, rowid, …)` for an `IN (` list.
+fn push_rows(q: &mut QueryBuilder<'_, sqlx::Sqlite>, rows: &[i64]) {
+    let mut sep = q.separated(", ");
+    for r in rows {
+        sep.push_bind(*r);
+    }
+    sep.push_unseparated(")");
+}
+
 /// The visibility filter in SQL; the same [`Scope`] filters vectors.
 fn push_scope(q: &mut QueryBuilder<'_, sqlx::Sqlite>, scope: &Scope) {
     match scope {
@@ -787,10 +827,18 @@ mod tests {
         cache.insert(1, "p", &b);
         cache.insert(2, "p", &c);
         cache.insert(3, "q", &a);
-        assert_eq!(cache.search(&Scope::Keys(vec!["p".into()]), &a, 5), vec![1, 2]);
-        assert_eq!(cache.search(&Scope::All, &a, 1), vec![3]);
+        let rows = |hits: Vec<(i64, f32)>| hits.into_iter().map(|h| h.0).collect::<Vec<_>>();
+        assert_eq!(rows(cache.search(&Scope::Keys(vec!["p".into()]), &a, 5)), vec![1, 2]);
+        assert_eq!(rows(cache.search(&Scope::All, &a, 1)), vec![3]);
+        // Scores are cosines (within int8 error), the same for a looked-up row.
+        let cos = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(p, q)| p * q).sum::<f32>();
+        let found = cache.search(&Scope::All, &a, 3);
+        assert!((found[0].1 - 1.0).abs() < 0.02, "{found:?}");
+        assert!((found[1].1 - cos(&a, &b)).abs() < 0.02, "{found:?}");
+        assert_eq!(cache.cosines(&[2, 99], &a), vec![(2, found[2].1)]);
         cache.remove(3);
-        assert_eq!(cache.search(&Scope::All, &a, 1), vec![1]);
+        assert_eq!(rows(cache.search(&Scope::All, &a, 1)), vec![1]);
+        assert!(cache.cosines(&[3], &a).is_empty());
         let v: Vec<i8> = (0..100).map(|i| (i % 7) as i8 - 3).collect();
         assert_eq!(dot_i8(&v, &v), v.iter().map(|&x| x as i32 * x as i32).sum::<i32>());
     }

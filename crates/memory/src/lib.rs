@@ -26,13 +26,20 @@ pub use error::MemoryError;
 pub use import::{import_file, import_rows, parse_conversation, ConversationRow, ImportReport, IMPORT_BATCH};
 pub use index::{now_ms, parse_rfc3339_ms, EmbedProgress, Hit, ItemKind, MemoryIndex, NewItem, Recall};
 pub use matching::{best_match, cosine, lexical_similarity, similarities, MERGE_THRESHOLD};
-pub use search::{fts_query, group_key, rank, recency_bonus, Candidates, RecallSettings, Scope};
+pub use search::{fts_query, group_key, rank, recency_bonus, Candidates, Fusion, RecallSettings, Scope};
 pub use tokenizer::WordPiece;
 
-/// The settings recall uses unless told otherwise, tuned on the tuning split
-/// of `examples/recall_bench` (see the crate README for figures): the
-/// seed's 0.7 / 0.3 with k = 60 and 15 % recency ranked worse there than
-/// 0.6 / 0.4 with a sharp k = 5 over each retriever's top 20. A little
-/// recency is kept as a tie-breaker (old facts are what recall is for).
-pub const DEFAULT_SETTINGS: RecallSettings =
-    RecallSettings { vector_weight: 0.6, keyword_weight: 0.4, rrf_k: 5.0, recency_weight: 0.05, candidates: 20 };
+/// The settings recall uses unless told otherwise (see the crate README
+/// for how they were chosen and measured): both scores of every candidate
+/// fused (cosine 0.8, saturated BM25 0.2, half at BM25 4), the first 50 of
+/// each retriever, no recency (old facts are what recall is for; chosen on
+/// the tuning split of `examples/recall_bench`'s generator A).
+pub const DEFAULT_SETTINGS: RecallSettings = RecallSettings {
+    fusion: Fusion::Scores,
+    vector_weight: 0.8,
+    keyword_weight: 0.2,
+    rrf_k: 5.0,
+    keyword_saturation: 4.0,
+    recency_weight: 0.0,
+    candidates: 50,
+};

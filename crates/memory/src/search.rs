@@ -43,14 +43,35 @@ impl Scope {
     }
 }
 
+/// How the two retrievers' results are combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fusion {
+    /// Weighted Reciprocal Rank Fusion: Σ weight / (k + rank). Ranks only.
+    Rrf,
+    /// A weighted sum of both scores of every candidate, on absolute
+    /// scales: the cosine (negative = 0) and the BM25 score saturated as
+    /// `bm25 / (bm25 + keyword_saturation)`. A candidate found by one
+    /// retriever gets its other score looked up, so a turn that matches
+    /// the words *and* the meaning rises above one that matches only one
+    /// of them. Unlike dividing by the best score of the query, a query
+    /// whose words only match common words (low BM25) cannot push its
+    /// keyword hits up: a rare word such as a name (BM25 ≈ 8–12) counts
+    /// about three times as much as one common word (≈ 1–3).
+    Scores,
+}
+
 /// The fusion and re-rank settings. Defaults were tuned on our recall
-/// benchmark (see `examples/recall_bench.rs` and the README of this crate).
+/// benchmark (see `examples/recall_bench` and the README of this crate).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RecallSettings {
+    pub fusion: Fusion,
     pub vector_weight: f32,
     pub keyword_weight: f32,
-    /// RRF constant: score = Σ weight / (k + rank).
+    /// RRF constant: score = Σ weight / (k + rank) (RRF only).
     pub rrf_k: f32,
+    /// BM25 score that counts half (score fusion only).
+    pub keyword_saturation: f32,
     /// Share of the final score given to recency (seed: 0.15).
     pub recency_weight: f32,
     /// How many candidates each retriever contributes.
@@ -58,9 +79,16 @@ pub struct RecallSettings {
 }
 
 impl RecallSettings {
-    /// The seed's values (0.7 vector / 0.3 keyword, k = 60, 15 % recency).
-    pub const SEED: Self =
-        Self { vector_weight: 0.7, keyword_weight: 0.3, rrf_k: 60.0, recency_weight: 0.15, candidates: 100 };
+    /// The seed's values (RRF, 0.7 vector / 0.3 keyword, k = 60, 15 % recency).
+    pub const SEED: Self = Self {
+        fusion: Fusion::Rrf,
+        vector_weight: 0.7,
+        keyword_weight: 0.3,
+        rrf_k: 60.0,
+        keyword_saturation: 4.0,
+        recency_weight: 0.15,
+        candidates: 100,
+    };
     pub fn keyword_only(self) -> Self {
         Self { vector_weight: 0.0, keyword_weight: 1.0, ..self }
     }
@@ -88,8 +116,9 @@ pub fn recency_bonus(age_days: f64) -> f32 {
     }
 }
 
-/// Ranked lists from both retrievers (row ids, best first), plus each
-/// candidate's timestamp for the recency re-rank.
+/// Ranked lists from both retrievers (row ids, best first), each
+/// candidate's scores from both retrievers, and its timestamp for the
+/// recency re-rank.
 #[derive(Debug, Clone, Default)]
 pub struct Candidates {
     pub keyword: Vec<i64>,
@@ -97,13 +126,36 @@ pub struct Candidates {
     /// False when no query vector could be made (no model): keyword only.
     pub vector_available: bool,
     pub ts_ms: HashMap<i64, i64>,
+    /// BM25 relevance (higher is better; absent = the query's words are not in it).
+    pub keyword_score: HashMap<i64, f32>,
+    /// Cosine similarity to the query (absent = not embedded yet).
+    pub cosine: HashMap<i64, f32>,
 }
 
-/// Weighted RRF of the two lists, normalised to 0..1 by the best possible
-/// score, then `(1 - r) · relevance + r · recency`. Ties: newer row first.
+/// Fuses both retrievers (see [`Fusion`]) into a relevance in 0..1, then
+/// `(1 - r) · relevance + r · recency`. Ties: newer row first.
 pub fn rank(c: &Candidates, s: &RecallSettings, now_ms: i64) -> Vec<(i64, f32)> {
     let wv = if c.vector_available { s.vector_weight.max(0.0) } else { 0.0 };
     let wk = s.keyword_weight.max(0.0);
+    let fused = match s.fusion {
+        Fusion::Rrf => fuse_ranks(c, s, wk, wv),
+        Fusion::Scores => fuse_scores(c, s, wk, wv),
+    };
+    let r = s.recency_weight.clamp(0.0, 1.0);
+    let mut out: Vec<(i64, f32)> = fused
+        .into_iter()
+        .map(|(row, relevance)| {
+            let ts = c.ts_ms.get(&row).copied().unwrap_or(now_ms);
+            let age_days = (now_ms - ts) as f64 / 86_400_000.0;
+            (row, (1.0 - r) * relevance + r * recency_bonus(age_days))
+        })
+        .collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+    out
+}
+
+/// Weighted RRF, divided by the best possible score.
+fn fuse_ranks(c: &Candidates, s: &RecallSettings, wk: f32, wv: f32) -> HashMap<i64, f32> {
     let mut fused: HashMap<i64, f32> = HashMap::new();
     let mut best = 0.0;
     for (list, w) in [(&c.keyword, wk), (&c.vector, wv)] {
@@ -116,19 +168,29 @@ pub fn rank(c: &Candidates, s: &RecallSettings, now_ms: i64) -> Vec<(i64, f32)> 
         }
     }
     if best <= 0.0 {
-        return Vec::new();
+        return HashMap::new();
     }
-    let r = s.recency_weight.clamp(0.0, 1.0);
-    let mut out: Vec<(i64, f32)> = fused
+    fused.values_mut().for_each(|v| *v /= best);
+    fused
+}
+
+/// Weighted sum of both scores (see [`Fusion::Scores`]) over the union of
+/// each retriever's first `candidates`.
+fn fuse_scores(c: &Candidates, s: &RecallSettings, wk: f32, wv: f32) -> HashMap<i64, f32> {
+    if wk + wv <= 0.0 {
+        return HashMap::new();
+    }
+    let take = |list: &[i64], w: f32| if w > 0.0 { list[..list.len().min(s.candidates)].to_vec() } else { Vec::new() };
+    let sat = s.keyword_saturation.max(f32::EPSILON);
+    take(&c.keyword, wk)
         .into_iter()
-        .map(|(row, score)| {
-            let ts = c.ts_ms.get(&row).copied().unwrap_or(now_ms);
-            let age_days = (now_ms - ts) as f64 / 86_400_000.0;
-            (row, (1.0 - r) * (score / best) + r * recency_bonus(age_days))
+        .chain(take(&c.vector, wv))
+        .map(|row| {
+            let kw = c.keyword_score.get(&row).copied().unwrap_or(0.0).max(0.0);
+            let cos = c.cosine.get(&row).copied().unwrap_or(0.0).max(0.0);
+            (row, (wk * kw / (kw + sat) + wv * cos) / (wk + wv))
         })
-        .collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
-    out
+        .collect()
 }
 
 const STOPWORDS: &[&str] = &[
@@ -137,6 +199,13 @@ const STOPWORDS: &[&str] = &[
     "is", "it", "its", "me", "my", "of", "on", "or", "our", "she", "so", "that", "the", "their", "them", "then",
     "there", "they", "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will",
     "with", "would", "you", "your", "ever", "again", "remember", "tell", "told", "said", "did", "mentioned",
+    // Brazilian Portuguese (the app's other language).
+    "o", "os", "as", "um", "uma", "uns", "umas", "de", "do", "da", "dos", "das", "em", "no", "na", "nos", "nas",
+    "ao", "aos", "à", "às", "pelo", "pela", "para", "pra", "por", "com", "sem", "e", "ou", "mas", "que", "qual",
+    "quais", "quando", "onde", "como", "quem", "eu", "me", "mim", "meu", "minha", "meus", "minhas", "você", "voce",
+    "ele", "ela", "eles", "elas", "seu", "sua", "dele", "dela", "nós", "nosso", "nossa", "gente", "se", "é", "foi",
+    "era", "está", "esta", "estava", "tem", "tinha", "ser", "isso", "esse", "essa", "este", "aquele", "lhe", "já",
+    "ainda", "mais", "muito", "lembra", "disse", "falei",
 ];
 
 /// Makes any user text safe for FTS5 MATCH: words only (letters and
@@ -184,6 +253,7 @@ mod tests {
         assert_eq!(fts_query("the of"), Some("\"the\" OR \"of\"".into()));
         assert_eq!(fts_query("?!  ()"), None);
         assert_eq!(fts_query("Ça été"), Some("\"ça\" OR \"été\"".into()));
+        assert_eq!(fts_query("Para qual cidade a Joana foi morar?").as_deref(), Some("\"cidade\" OR \"joana\" OR \"morar\""));
     }
 
     #[test]
@@ -204,7 +274,15 @@ mod tests {
         for r in 1..=4 {
             c.ts_ms.insert(r, now);
         }
-        let s = RecallSettings { vector_weight: 0.5, keyword_weight: 0.5, rrf_k: 60.0, recency_weight: 0.0, candidates: 10 };
+        let s = RecallSettings {
+            fusion: Fusion::Rrf,
+            vector_weight: 0.5,
+            keyword_weight: 0.5,
+            rrf_k: 60.0,
+            keyword_saturation: 4.0,
+            recency_weight: 0.0,
+            candidates: 10,
+        };
         // 1 and 3 tie (ranks 1+3 and 3+1): the newer row wins.
         let r = rank(&c, &s, now);
         assert_eq!((r[0].0, r[1].0), (3, 1));
@@ -222,6 +300,42 @@ mod tests {
         // Without a query vector the vector weight is ignored.
         c.vector_available = false;
         assert_eq!(rank(&c, &s, now).iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn score_fusion_uses_both_scores_of_every_candidate() {
+        let now = 1_000 * 86_400_000;
+        // 1: a rare word, weak meaning; 2: the meaning, no word; 3: both
+        // (found only by keyword, its cosine looked up); 4: one common word.
+        let mut c = Candidates {
+            keyword: vec![1, 3, 4],
+            vector: vec![2, 1],
+            vector_available: true,
+            keyword_score: [(1, 12.0), (3, 8.0), (4, 1.0)].into_iter().collect(),
+            cosine: [(1, 0.2), (2, 0.6), (3, 0.55), (4, 0.3)].into_iter().collect(),
+            ..Default::default()
+        };
+        for r in 1..=4 {
+            c.ts_ms.insert(r, now);
+        }
+        let s = RecallSettings { fusion: Fusion::Scores, recency_weight: 0.0, candidates: 10, ..RecallSettings::SEED };
+        let s = RecallSettings { vector_weight: 0.5, keyword_weight: 0.5, keyword_saturation: 4.0, ..s };
+        let r = rank(&c, &s, now);
+        assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![3, 1, 2, 4]);
+        // Exactly 0.5 · 8 / (8 + 4) + 0.5 · 0.55, in 0..1.
+        assert!((r[0].1 - (0.5 * 8.0 / 12.0 + 0.5 * 0.55)).abs() < 1e-6, "{r:?}");
+        // A common word alone (BM25 1) does not outweigh the meaning.
+        assert!(r[2].1 > r[3].1);
+        // One retriever alone orders by its own score.
+        assert_eq!(rank(&c, &s.keyword_only(), now).iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 3, 4]);
+        assert_eq!(rank(&c, &s.vector_only(), now).iter().map(|x| x.0).collect::<Vec<_>>(), vec![2, 1]);
+        // No query vector: keyword only, whatever the weights.
+        c.vector_available = false;
+        assert_eq!(rank(&c, &s, now).iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 3, 4]);
+        // Only the first `candidates` of each list take part.
+        c.vector_available = true;
+        let top1 = rank(&c, &RecallSettings { candidates: 1, ..s }, now);
+        assert_eq!(top1.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 2]);
     }
 
     #[test]

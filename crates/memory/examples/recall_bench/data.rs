@@ -39,6 +39,8 @@ pub struct Question {
     pub query: String,
     pub evidence: String,
     pub tune: bool,
+    /// Asked in Portuguese (generator B only).
+    pub portuguese: bool,
 }
 
 pub struct Dataset {
@@ -329,9 +331,16 @@ pub fn generate(seed: u64, target_messages: usize, max_questions: usize) -> Data
             push(&mut turns, false, rng.pick(REPLIES).to_owned(), ts);
         }
     }
+    // A question asked twice with different evidence (a frame whose
+    // question names nobody, e.g. "Why are we looking for a new nanny?")
+    // cannot be answered: only its first instance is asked.
+    let mut asked = std::collections::HashSet::new();
     for (i, &f) in order.iter().enumerate() {
+        if !asked.insert(facts[f].1.clone()) {
+            continue;
+        }
         if let Some(e) = &evidence_of[f] {
-            questions.push(Question { query: facts[f].1.clone(), evidence: e.clone(), tune: i % 2 == 0 });
+            questions.push(Question { query: facts[f].1.clone(), evidence: e.clone(), tune: i % 2 == 0, portuguese: false });
         }
     }
     Dataset { turns, questions, now_ms: start_ms + (days + 1) * day_ms }

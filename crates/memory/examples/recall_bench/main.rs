@@ -1,25 +1,30 @@
-//! Recall benchmark: quality (recall@5/@10 of the evidence turn for hybrid,
-//! keyword-only and embeddings-only, same run, tuned on one split and
-//! reported on the other), import speed, and recall latency at 100 000
-//! messages.
+//! Recall benchmark: quality (recall@5/@10 of the evidence turn for ours,
+//! keyword-only and embeddings-only, same run) on two generators — A
+//! (`data.rs`: settings chosen on its even questions, reported on the odd
+//! ones) and B (`data2.rs`: other templates, people, topics, a bilingual
+//! English / Portuguese user; never used to choose anything) — import speed,
+//! and recall latency at 100 000 messages.
 //!
 //! ```text
-//! cargo run --release -p memory --features test-support --example recall_bench -- \
-//!     [--messages 8000] [--questions 400] [--latency-messages 100000] [--model DIR] [--hash] [--small]
+//! cargo build --workspace --all-targets && target/debug/examples/recall_bench \
+//!     [--messages 8000] [--questions 400] [--latency-messages 100000] [--model DIR] [--hash] [--small] [--keep DIR]
 //! ```
 //! `--small` (CI): 1 500 messages, no latency run. `--hash` uses the
-//! hashing fake instead of all-MiniLM-L6-v2 (logic check only).
+//! hashing fake instead of all-MiniLM-L6-v2 (logic check only). `--keep DIR`
+//! keeps each dataset's embedded index in DIR and reuses it on the next run
+//! (same seed and size: the generators are deterministic).
 
 mod data;
+mod data2;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use ledger::{Draft, EventBody, Ledger, LedgerOptions, MemoryKeyStore, Persona, HUMAN_ENTITY};
 use memory::{
-    import_rows, parse_conversation, rank, Candidates, Embedder, HashingEmbedder, MemoryError, MemoryIndex, MiniLm,
-    RecallSettings, Scope,
+    import_rows, parse_conversation, rank, Candidates, Embedder, Fusion, HashingEmbedder, MemoryError, MemoryIndex,
+    MiniLm, RecallSettings, Scope,
 };
 
 struct Args {
@@ -29,6 +34,7 @@ struct Args {
     model: PathBuf,
     hash: bool,
     seed: u64,
+    keep: Option<PathBuf>,
 }
 
 fn args() -> Args {
@@ -41,6 +47,7 @@ fn args() -> Args {
             .unwrap_or_else(|| "/tmp/lm/models/all-MiniLM-L6-v2".into()),
         hash: false,
         seed: 7,
+        keep: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -52,6 +59,7 @@ fn args() -> Args {
             "--latency-messages" => { a.latency_messages = val(i).parse().unwrap_or(0); i += 1; }
             "--model" => { a.model = val(i).into(); i += 1; }
             "--seed" => { a.seed = val(i).parse().unwrap_or(7); i += 1; }
+            "--keep" => { a.keep = Some(val(i).into()); i += 1; }
             "--hash" => a.hash = true,
             "--small" => { a.messages = 1_500; a.questions = 120; a.latency_messages = 0; }
             other => eprintln!("ignoring unknown argument {other}"),
@@ -154,6 +162,55 @@ fn tune(
     best
 }
 
+/// Imports `d` into a fresh ledger and index (or reopens the kept index),
+/// embeds everything, and returns each question's candidates and evidence row.
+async fn question_candidates(
+    d: &data::Dataset,
+    embedder: Arc<dyn Embedder>,
+    keep: Option<&Path>,
+) -> Result<(Vec<(Candidates, bool)>, Vec<i64>), Box<dyn std::error::Error>> {
+    let tmp = tempfile::tempdir()?;
+    let dir = keep.unwrap_or(tmp.path());
+    let reuse = dir.join("done").is_file();
+    if keep.is_some() && !reuse && dir.exists() {
+        std::fs::remove_dir_all(dir)?; // an interrupted run: start over
+    }
+    std::fs::create_dir_all(dir)?;
+    let index = MemoryIndex::open(&dir.join("index.db")).await?;
+    index.set_embedder(embedder).await?;
+    if reuse {
+        println!("reusing the embedded index in {}", dir.display());
+    } else {
+        let (l, persona) = new_ledger(dir).await?;
+        let file = data::to_import_json(d, "Ada");
+        let t = Instant::now();
+        let rows = parse_conversation(file.as_bytes(), "Ada")?;
+        let report = import_rows(&l, &index, &persona, rows, &|_, _| {}).await?;
+        let import_s = t.elapsed().as_secs_f64();
+        println!(
+            "import (validate + sign + ledger + keyword index): {} messages in {:.2} s = {:.0} messages/s",
+            report.imported,
+            import_s,
+            report.imported as f64 / import_s
+        );
+        let t = Instant::now();
+        let embedded = index.embed_all_pending().await?;
+        let emb_s = t.elapsed().as_secs_f64();
+        println!("embedding (background in the app): {embedded} messages in {emb_s:.1} s = {:.0} /s", embedded as f64 / emb_s);
+        std::fs::write(dir.join("done"), b"")?;
+    }
+    let ids = index.public_ids().await?;
+    let row_of: std::collections::HashMap<&str, i64> = ids.iter().map(|(r, id)| (id.as_str(), *r)).collect();
+    let mut cands = Vec::new();
+    let mut evidence = Vec::new();
+    for q in &d.questions {
+        cands.push((index.candidates(&Scope::All, &q.query, 100).await?, q.tune));
+        evidence.push(row_of.get(q.evidence.as_str()).copied().unwrap_or(-1));
+    }
+    index.close().await;
+    Ok((cands, evidence))
+}
+
 fn pct(x: f64) -> String {
     format!("{:5.1} %", x * 100.0)
 }
@@ -171,49 +228,35 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     // ---------- quality ----------
-    let d = data::generate(a.seed, a.messages, a.questions);
-    println!(
-        "dataset: {} messages over 10 months, {} questions (evidence = one old human turn), seed {}",
-        d.turns.len(),
-        d.questions.len(),
-        a.seed
-    );
-    let dir = tempfile::tempdir()?;
-    let (l, persona) = new_ledger(dir.path()).await?;
-    let index = MemoryIndex::open(&dir.path().join("index.db")).await?;
-    index.set_embedder(embedder.clone()).await?;
-    let file = data::to_import_json(&d, "Ada");
-    let t = Instant::now();
-    let rows = parse_conversation(file.as_bytes(), "Ada")?;
-    let report = import_rows(&l, &index, &persona, rows, &|_, _| {}).await?;
-    let import_s = t.elapsed().as_secs_f64();
-    println!(
-        "import (validate + sign + ledger + keyword index): {} messages in {:.2} s = {:.0} messages/s",
-        report.imported,
-        import_s,
-        report.imported as f64 / import_s
-    );
-    let t = Instant::now();
-    let embedded = index.embed_all_pending().await?;
-    let emb_s = t.elapsed().as_secs_f64();
-    println!("embedding (background in the app): {embedded} messages in {emb_s:.1} s = {:.0} /s", embedded as f64 / emb_s);
-
-    let ids = index.public_ids().await?;
-    let row_of: std::collections::HashMap<&str, i64> = ids.iter().map(|(r, id)| (id.as_str(), *r)).collect();
-    let scope = Scope::for_viewer(&persona.id, false, &[]);
-    let mut cands = Vec::new();
-    let mut evidence = Vec::new();
-    for q in &d.questions {
-        cands.push((index.candidates(&scope, &q.query, 100).await?, q.tune));
-        evidence.push(row_of.get(q.evidence.as_str()).copied().unwrap_or(-1));
+    let a_set = data::generate(a.seed, a.messages, a.questions);
+    let b_set = data2::generate(a.seed, a.messages, a.questions);
+    let mut sets = Vec::new();
+    for (name, d) in [("A", &a_set), ("B", &b_set)] {
+        println!(
+            "\ndataset {name}: {} messages, {} questions (evidence = one old human turn), seed {}",
+            d.turns.len(),
+            d.questions.len(),
+            a.seed
+        );
+        let keep = a.keep.as_ref().map(|k| k.join(format!("{name}-{}-{}-{}", a.seed, a.messages, embedder.model_id())));
+        sets.push((name, question_candidates(d, embedder.clone(), keep.as_deref()).await?));
     }
-    let now = d.now_ms;
+    let (cands, evidence) = &sets[0].1;
+    let now = a_set.now_ms;
     let mut grid = Vec::new();
-    for wv in [0.1f32, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9] {
-        for k in [5.0f32, 10.0, 20.0, 40.0, 60.0] {
+    for wv in [0.3f32, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9] {
+        for sat in [2.0f32, 4.0, 8.0] {
             for r in [0.0f32, 0.05, 0.15] {
                 for n in [20usize, 50, 100] {
-                    grid.push(RecallSettings { vector_weight: wv, keyword_weight: 1.0 - wv, rrf_k: k, recency_weight: r, candidates: n });
+                    grid.push(RecallSettings {
+                        fusion: Fusion::Scores,
+                        vector_weight: wv,
+                        keyword_weight: 1.0 - wv,
+                        keyword_saturation: sat,
+                        recency_weight: r,
+                        candidates: n,
+                        ..RecallSettings::SEED
+                    });
                 }
             }
         }
@@ -222,37 +265,62 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         [0.0f32, 0.05, 0.15].iter().map(|&r| RecallSettings { recency_weight: r, ..RecallSettings::SEED }.keyword_only()).collect();
     let vec_grid: Vec<RecallSettings> =
         [0.0f32, 0.05, 0.15].iter().map(|&r| RecallSettings { recency_weight: r, ..RecallSettings::SEED }.vector_only()).collect();
-    let (best, best_tune) = tune(&cands, &evidence, now, &grid);
-    let (kw, _) = tune(&cands, &evidence, now, &kw_grid);
-    let (vv, _) = tune(&cands, &evidence, now, &vec_grid);
+    let (best, best_tune) = tune(cands, evidence, now, &grid);
+    let (kw, _) = tune(cands, evidence, now, &kw_grid);
+    let (vv, _) = tune(cands, evidence, now, &vec_grid);
     println!(
-        "tuned on {} questions: vector {:.2} / keyword {:.2}, k = {}, recency {:.2}, candidates {} (tuning split: R@5 {}, R@10 {})",
-        d.questions.iter().filter(|q| q.tune).count(),
+        "\nbest score fusion on A's {} tuning questions: vector {:.2} / keyword {:.2}, saturation {}, recency {:.2}, candidates {} (R@5 {}, R@10 {})",
+        a_set.questions.iter().filter(|q| q.tune).count(),
         best.vector_weight,
         best.keyword_weight,
-        best.rrf_k,
+        best.keyword_saturation,
         best.recency_weight,
         best.candidates,
         pct(best_tune.r5),
         pct(best_tune.r10)
     );
-    let held = d.questions.iter().filter(|q| !q.tune).count();
-    println!("\nheld-out split ({held} questions)            recall@5   recall@10");
-    for (name, s) in [
-        ("hybrid, tuned (ours)", best),
-        ("hybrid, tuned + recency 0.05", RecallSettings { recency_weight: 0.05, ..best }),
-        ("hybrid, tuned + recency 0.15 (seed)", RecallSettings { recency_weight: 0.15, ..best }),
-        ("hybrid, seed 0.7/0.3 k=60 rec=0.15", RecallSettings::SEED),
-        ("hybrid, shipped defaults", memory::DEFAULT_SETTINGS),
+    let previous = RecallSettings {
+        fusion: Fusion::Rrf,
+        vector_weight: 0.6,
+        keyword_weight: 0.4,
+        rrf_k: 5.0,
+        keyword_saturation: 4.0,
+        recency_weight: 0.05,
+        candidates: 20,
+    };
+    let rows = [
+        ("ours (shipped defaults)", memory::DEFAULT_SETTINGS),
+        ("score fusion, best on A tuning split", best),
+        ("ours + recency 0.05", RecallSettings { recency_weight: 0.05, ..memory::DEFAULT_SETTINGS }),
+        ("previous default (RRF 0.6/0.4 k=5)", previous),
+        ("seed (RRF 0.7/0.3 k=60 rec=0.15)", RecallSettings::SEED),
         ("keyword only (FTS5 bm25)", kw),
         ("embeddings only (MiniLM cosine)", vv),
-    ] {
-        let sc = evaluate(&cands, &evidence, &s, now, Some(false));
-        println!("  {name:<38} {}   {}", pct(sc.r5), pct(sc.r10));
+    ];
+    for ((name, (cands, evidence)), d) in sets.iter().zip([&a_set, &b_set]) {
+        let split = (*name == "A").then_some(false);
+        let n = d.questions.iter().filter(|q| split.is_none_or(|t| q.tune == t)).count();
+        let what = if split.is_some() { "held-out split" } else { "all, never tuned on" };
+        println!("\n{name}: {what} ({n} questions)            recall@5   recall@10");
+        for (label, s) in rows {
+            let sc = evaluate(cands, evidence, &s, d.now_ms, split);
+            println!("  {label:<38} {}   {}", pct(sc.r5), pct(sc.r10));
+        }
+        if *name == "B" {
+            for (lang, pt) in [("English", false), ("Portuguese", true)] {
+                let pick: Vec<bool> = d.questions.iter().map(|q| q.portuguese == pt).collect();
+                let sub: Vec<(Candidates, bool)> =
+                    cands.iter().zip(&pick).filter(|(_, p)| **p).map(|((c, _), _)| (c.clone(), false)).collect();
+                let ev: Vec<i64> = evidence.iter().zip(&pick).filter(|(_, p)| **p).map(|(e, _)| *e).collect();
+                print!("  {lang} questions ({}):", sub.len());
+                for (label, s) in [("ours", rows[0].1), ("previous", previous), ("keyword", kw), ("embeddings", vv)] {
+                    let sc = evaluate(&sub, &ev, &s, d.now_ms, None);
+                    print!("  {label} {} / {}", pct(sc.r5), pct(sc.r10));
+                }
+                println!();
+            }
+        }
     }
-    let all = evaluate(&cands, &evidence, &best, now, None);
-    println!("  (ours on all {} questions: {} / {})", d.questions.len(), pct(all.r5), pct(all.r10));
-    index.close().await;
 
     // ---------- latency at scale ----------
     if a.latency_messages > 0 {
@@ -260,7 +328,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let dir = tempfile::tempdir()?;
         let (l, persona) = new_ledger(dir.path()).await?;
         let index = Arc::new(MemoryIndex::open(&dir.path().join("index.db")).await?);
-        index.set_settings(best);
+        index.set_settings(memory::DEFAULT_SETTINGS);
         index
             .set_embedder(Arc::new(LatencyEmbedder { query: embedder.clone(), bulk: HashingEmbedder { dim: embedder.dim() } }))
             .await?;
@@ -286,6 +354,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 times.push(t.elapsed().as_secs_f64() * 1e3);
             }
             assert_eq!(r.mode, "hybrid");
+        }
+        if std::env::var_os("BENCH_BREAKDOWN").is_some() {
+            for (label, query) in [("vector path only", "?!"), ("both retrievers", "Where did Clara move to?")] {
+                let mut t_all = Vec::new();
+                for _ in 0..50 {
+                    let t = Instant::now();
+                    index.candidates(&scope, query, 50).await?;
+                    t_all.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                t_all.sort_by(|a, b| a.total_cmp(b));
+                println!("  breakdown: candidates ({label}): p50 {:.1} ms", t_all[25]);
+            }
         }
         times.sort_by(|a, b| a.total_cmp(b));
         let p = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
