@@ -13,6 +13,21 @@ use crate::event::EventHeader;
 use crate::store::{Draft, Ledger, HUMAN_ENTITY};
 use crate::Result;
 
+/// Rows folded into `Ledger::state_digest` (memory #4): everything a replay
+/// rebuilds for personas (groups, profile, pause, settings), messages
+/// (context status), memories, reply sources and summaries.
+pub(crate) const DIGEST_SQL: [&str; 5] = [
+    "SELECT id || '|' || group_primary || '|' || groups_visible || '|' || traits || '|' || topics || '|' || profile_source \
+     || '|' || COALESCE(paused_until, '') || '|' || heartbeat_minutes || '|' || context_window_hours FROM personas ORDER BY id",
+    "SELECT id || '|' || context_status FROM messages ORDER BY seq, id",
+    "SELECT id || '|' || kind || '|' || subject || '|' || text || '|' || group_name || '|' || learned_by || '|' || source_ids \
+     || '|' || COALESCE(quote_message_id, '') || '|' || COALESCE(quote_start, '') || '|' || COALESCE(quote_end, '') \
+     || '|' || confidence || '|' || validation || '|' || COALESCE(superseded_by, '') || '|' || exposure || '|' || learned_ts \
+     || '|' || created_seq || '|' || updated_seq FROM memories ORDER BY id",
+    "SELECT message_id || '|' || persona_id || '|' || item_ids || '|' || seq FROM reply_sources ORDER BY message_id",
+    "SELECT persona_id || '|' || text || '|' || up_to_seq || '|' || source || '|' || seq FROM summaries ORDER BY persona_id",
+];
+
 /// The group of personas (and of data) that named no group.
 pub const DEFAULT_GROUP: &str = "General";
 

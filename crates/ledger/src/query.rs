@@ -233,8 +233,11 @@ impl Ledger {
             "SELECT id || '|' || persona_id || '|' || role || '|' || content || '|' || ts || '|' || read || '|' || seq FROM messages ORDER BY seq, id",
             "SELECT name || '|' || base_url || '|' || default_model || '|' || enabled FROM accounts ORDER BY name",
             "SELECT seq || '|' || erased_by FROM erased ORDER BY seq",
+            "SELECT id || '|' || kind || '|' || title || '|' || data || '|' || COALESCE(persona_id, '') || '|' || ts || '|' || seq FROM items ORDER BY id",
+            "SELECT key || '|' || value FROM runtime_settings ORDER BY key",
         ]
         .into_iter()
+        .chain(crate::memories::DIGEST_SQL)
         .chain(crate::office::DIGEST_SQL)
         {
             h.update(sql.as_bytes());

@@ -1,4 +1,6 @@
-use ledger::{EventBody, MessageRole, EI_PERSONA_ID, HUMAN_ENTITY};
+use ledger::{
+    ContextStatus, EventBody, MemoryKind, MessageRole, PersonaTopic, QuoteSpan, Validation, EI_PERSONA_ID, HUMAN_ENTITY,
+};
 use proptest::prelude::*;
 
 use crate::{raw, Fixture};
@@ -11,6 +13,17 @@ enum Op {
     Say(u8, String),
     Reply(u8, String),
     Read(u8),
+    // memory (#4)
+    Groups(u8, u8),
+    Learn(u8, u8, String, bool),
+    Revise(u8, u8, u8),
+    Decay(u8),
+    Profile(u8, String),
+    Pause(u8, bool),
+    Settings(u8, u8),
+    Context(u8, u8),
+    Summary(u8, String),
+    Sources(u8, u8, u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -21,6 +34,24 @@ fn op() -> impl Strategy<Value = Op> {
         (0u8..4, "[a-z ]{0,20}").prop_map(|(a, s)| Op::Say(a, s)),
         (0u8..4, "[a-z ]{0,20}").prop_map(|(a, s)| Op::Reply(a, s)),
         (0u8..4).prop_map(Op::Read),
+        memory_op(),
+    ]
+}
+
+/// Memory (#4) events: groups, memories and their changes, decay, persona
+/// profile, pause, settings, context status, summaries, reply sources.
+fn memory_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0u8..4, 0u8..3).prop_map(|(a, g)| Op::Groups(a, g)),
+        (0u8..4, 0u8..4, "[a-z ]{1,20}", any::<bool>()).prop_map(|(a, m, s, q)| Op::Learn(a, m, s, q)),
+        (0u8..4, 0u8..4, 0u8..4).prop_map(|(m, how, other)| Op::Revise(m, how, other)),
+        (1u8..10).prop_map(Op::Decay),
+        (0u8..4, "[a-z]{1,8}").prop_map(|(a, s)| Op::Profile(a, s)),
+        (0u8..4, any::<bool>()).prop_map(|(a, p)| Op::Pause(a, p)),
+        (0u8..4, 0u8..60).prop_map(|(a, h)| Op::Settings(a, h)),
+        (0u8..40, 0u8..3).prop_map(|(m, st)| Op::Context(m, st)),
+        (0u8..4, "[a-z ]{0,20}").prop_map(|(a, s)| Op::Summary(a, s)),
+        (0u8..40, 0u8..4, 0u8..4).prop_map(|(m, a, k)| Op::Sources(m, a, k)),
     ]
 }
 
@@ -55,6 +86,75 @@ async fn run(f: &Fixture, ops: &[Op]) {
                 external_id: None,
             },
             Op::Read(n) => EventBody::MessagesRead { persona_id: pid(*n), up_to_seq: i64::MAX },
+            Op::Groups(n, g) => EventBody::PersonaGroupsSet {
+                persona_id: pid(*n),
+                group_primary: ["", "Work", "Family"][*g as usize].into(),
+                groups_visible: vec!["General".into(), format!("G{g}")],
+            },
+            Op::Learn(n, m, text, quoted) => EventBody::MemoryLearned {
+                memory_id: format!("mem{m}"),
+                memory_kind: if *quoted { MemoryKind::Quote } else { MemoryKind::ALL[*m as usize % 5] },
+                subject: format!("s{n}"),
+                text: text.clone(),
+                group: ["General", "Work"][*n as usize % 2].into(),
+                learned_by: pid(*n),
+                source_ids: vec![format!("m{m}")],
+                quote: quoted.then(|| QuoteSpan { message_id: format!("m{m}"), start: 0, end: 3 }),
+                confidence: 0.5 + f64::from(*m) / 10.0,
+            },
+            Op::Revise(m, how, other) => EventBody::MemoryUpdated {
+                memory_id: format!("mem{m}"),
+                text: (*how == 0).then(|| format!("edited {other}")),
+                confidence: (*how == 1).then(|| f64::from(*other) / 4.0),
+                validation: (*how == 2).then(|| [Validation::None, Validation::Ei, Validation::Human][*other as usize % 3]),
+                superseded_by: (*how == 3).then(|| format!("mem{other}")),
+                add_source_ids: vec![format!("m{other}")],
+            },
+            Op::Decay(days) => EventBody::ExposureDecayed {
+                at: format!("2026-01-{:02}T03:00:00Z", days),
+                elapsed_days: f64::from(*days),
+                half_life_days: 7.0,
+                factor: 0.5f64.powf(f64::from(*days) / 7.0),
+            },
+            Op::Profile(n, word) => EventBody::PersonaProfileSet {
+                persona_id: pid(*n),
+                traits: vec![word.clone()],
+                topics: vec![PersonaTopic {
+                    name: word.clone(),
+                    perspective: String::new(),
+                    approach: String::new(),
+                    personal_stake: String::new(),
+                    sentiment: 0.25,
+                    exposure_current: 0.1,
+                    exposure_desired: 0.7,
+                }],
+                source: "human".into(),
+            },
+            Op::Pause(n, p) => EventBody::PersonaPaused {
+                persona_id: pid(*n),
+                until: p.then(|| "2030-01-01T00:00:00Z".into()),
+            },
+            Op::Settings(n, h) => EventBody::PersonaSettingsSet {
+                persona_id: pid(*n),
+                heartbeat_minutes: u32::from(*h),
+                context_window_hours: u32::from(*h) / 2 + 1,
+            },
+            Op::Context(m, st) => EventBody::MessageContextSet {
+                persona_id: pid(*m % 4),
+                message_id: format!("m{m}"),
+                status: [ContextStatus::Default, ContextStatus::Always, ContextStatus::Never][*st as usize],
+            },
+            Op::Summary(n, text) => EventBody::SummaryWritten {
+                persona_id: pid(*n),
+                text: text.clone(),
+                up_to_seq: i as i64,
+                source: "fallback".into(),
+            },
+            Op::Sources(m, n, k) => EventBody::ReplySources {
+                message_id: format!("m{m}"),
+                persona_id: pid(*n),
+                item_ids: vec![format!("mem{k}"), format!("m{k}")],
+            },
         };
         // Invalid operations (duplicate names, unknown personas) are refused
         // and leave no trace; that is part of what replay must reproduce.
@@ -161,5 +261,39 @@ proptest! {
             prop_assert_eq!(failure.seq, seq, "{}", failure.reason);
             Ok(())
         })?;
+    }
+}
+
+/// The digest covers the memory projections: each of these events changes it
+/// (so the replay properties above compare them too).
+#[tokio::test]
+async fn every_memory_projection_is_in_the_state_digest() {
+    let f = Fixture::new().await;
+    let ops = [
+        Op::CreatePersona(1),
+        Op::Say(1, "hello there".into()), // "m0": each op below runs alone, at position 0
+        Op::Groups(1, 1),
+        Op::Learn(1, 0, "hel".into(), true),
+        Op::Learn(1, 1, "likes tea".into(), false),
+        Op::Revise(0, 0, 1),
+        Op::Revise(0, 1, 3),
+        Op::Revise(0, 2, 2),
+        Op::Revise(1, 3, 0),
+        Op::Decay(3),
+        Op::Profile(1, "gardening".into()),
+        Op::Pause(1, true),
+        Op::Settings(1, 45),
+        Op::Context(0, 2),
+        Op::Summary(1, "they said hello".into()),
+        Op::Sources(0, 1, 0),
+    ];
+    let mut seen = vec![f.ledger.state_digest().await.expect("digest")];
+    for op in ops {
+        let before = f.ledger.event_count().await.expect("count");
+        run(&f, std::slice::from_ref(&op)).await;
+        assert!(f.ledger.event_count().await.expect("count") > before, "{op:?} was refused");
+        let digest = f.ledger.state_digest().await.expect("digest");
+        assert!(!seen.contains(&digest), "{op:?} did not change the digest");
+        seen.push(digest);
     }
 }
