@@ -10,7 +10,8 @@
 //! description check (see `exploration`). Its time can be set in the app
 //! (`set_ceremony_time`, a ledger setting) over the environment's default.
 //!
-//! Not done yet: persona expiry.
+//! Before exploring, the expiry phase removes the topics a persona no
+//! longer cares about (`exploration::EXPIRE_BELOW`).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -107,9 +108,10 @@ impl Engine {
         };
         let half_life_days = memory::DEFAULT_HALF_LIFE_DAYS;
         let at = now.format(&Rfc3339).map_err(|e| AppError::invalid(e.to_string()))?;
+        let expired = self.expire_topics().await?;
         let explored = self.queue_explorations(now).await?;
-        // Nothing to decay or explore: record nothing (a fresh profile stays event-free).
-        if !has_memories && explored == 0 {
+        // Nothing to decay, expire or explore: record nothing (a fresh profile stays event-free).
+        if !has_memories && explored == 0 && expired == 0 {
             return Ok(None);
         }
         let factor = if has_memories {
@@ -170,29 +172,35 @@ impl Engine {
                 if engine.is_shutting_down() {
                     break;
                 }
-                let now = engine.ledger.now();
-                // The heartbeat shares this timer: personas quiet for their delay reach out.
-                if let Err(e) = engine.heartbeat_tick(now).await {
-                    tracing::warn!(code = e.code, "heartbeat check failed: {}", e.message);
-                }
-                let (last, at) = match (engine.last_ceremony().await, engine.ceremony_settings().await) {
-                    (Ok(last), Ok(settings)) => (last, parse_hhmm(&settings.time).unwrap_or_else(ceremony_time)),
-                    (Err(e), _) | (_, Err(e)) => {
-                        tracing::warn!(code = e.code, "ceremony: could not read its settings: {}", e.message);
-                        continue;
-                    }
-                };
-                if ceremony_due(now, last, at) {
-                    if let Err(e) = engine.run_ceremony(now).await {
-                        tracing::warn!(code = e.code, "ceremony failed: {}", e.message);
-                    }
-                }
-                // office (#5): the dreaming cycle runs on the ceremony's clock, time and idle rule.
-                if let Err(e) = engine.dream_if_due(now, at).await {
-                    tracing::warn!(code = e.code, "dreaming failed: {}", e.message);
-                }
+                engine.clock_tick().await;
             }
         })
+    }
+
+    /// One beat of the timer at the engine's clock (`Ledger::now`): the
+    /// heartbeat, the ceremony when due, the dreaming cycle. Errors are logged.
+    pub async fn clock_tick(&self) {
+        let now = self.ledger.now();
+        // The heartbeat shares this timer: personas quiet for their delay reach out.
+        if let Err(e) = self.heartbeat_tick(now).await {
+            tracing::warn!(code = e.code, "heartbeat check failed: {}", e.message);
+        }
+        let (last, at) = match (self.last_ceremony().await, self.ceremony_settings().await) {
+            (Ok(last), Ok(settings)) => (last, parse_hhmm(&settings.time).unwrap_or_else(ceremony_time)),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!(code = e.code, "ceremony: could not read its settings: {}", e.message);
+                return;
+            }
+        };
+        if ceremony_due(now, last, at) {
+            if let Err(e) = self.run_ceremony(now).await {
+                tracing::warn!(code = e.code, "ceremony failed: {}", e.message);
+            }
+        }
+        // office (#5): the dreaming cycle runs on the ceremony's clock, time and idle rule.
+        if let Err(e) = self.dream_if_due(now, at).await {
+            tracing::warn!(code = e.code, "dreaming failed: {}", e.message);
+        }
     }
 }
 

@@ -43,6 +43,9 @@ pub struct EngineConfig {
     /// writing, a tool running) may go without progress
     /// (`LEDGERMIND_STALL_TIMEOUT_SECS`, default 30 s).
     pub stall_limit: std::time::Duration,
+    /// memory (#4): the clock behind the ledger's timestamps, the heartbeat
+    /// and the ceremony (`Engine::clock_tick`); tests move a manual one.
+    pub clock: Arc<dyn ledger::Clock>,
 }
 
 impl EngineConfig {
@@ -53,7 +56,16 @@ impl EngineConfig {
             .map(std::time::Duration::from_secs)
             .unwrap_or(crate::extraction::DEFAULT_DELAY);
         let stall_limit = crate::conversation::stall_limit_from_env();
-        Self { data_dir, keystore, local_threads: 1, provider_override: None, durable: true, extraction_delay, stall_limit }
+        Self {
+            data_dir,
+            keystore,
+            local_threads: 1,
+            provider_override: None,
+            durable: true,
+            extraction_delay,
+            stall_limit,
+            clock: Arc::new(ledger::SystemClock),
+        }
     }
 }
 
@@ -107,7 +119,7 @@ impl Engine {
         opts.durable = config.durable;
         opts.default_model = default_model;
         let t0 = Instant::now();
-        let ledger = Arc::new(Ledger::open(opts, config.keystore.clone()).await?);
+        let ledger = Arc::new(Ledger::open_with_clock(opts, config.keystore.clone(), config.clock.clone()).await?);
         let opened = t0.elapsed();
         let requeued = ledger.requeue_running().await?;
         if requeued > 0 {

@@ -135,7 +135,61 @@ pub(crate) fn merge_topics(current: &[PersonaTopic], explored: &Exploration) -> 
     (topics, changed)
 }
 
+/// A topic expires (the ceremony's expiry phase, seed 002) when the persona
+/// neither talks about it nor wants to any more: both its current and its
+/// desired exposure are below this.
+pub(crate) const EXPIRE_BELOW: f64 = 0.1;
+
+/// The topics that stay after expiry, and how many expired.
+pub(crate) fn unexpired_topics(topics: &[PersonaTopic]) -> (Vec<PersonaTopic>, usize) {
+    let kept: Vec<PersonaTopic> = topics
+        .iter()
+        .filter(|t| t.exposure_current >= EXPIRE_BELOW || t.exposure_desired >= EXPIRE_BELOW)
+        .cloned()
+        .collect();
+    let expired = topics.len() - kept.len();
+    (kept, expired)
+}
+
 impl Engine {
+    /// The ceremony's expiry phase: removes the topics personas no longer
+    /// care about (see [`EXPIRE_BELOW`]), one `persona_profile_set` per
+    /// persona that lost any. Ei (static) and profiles the human wrote are
+    /// left alone; archived personas are not listed. Returns how many topics expired.
+    pub(crate) async fn expire_topics(&self) -> crate::Result<usize> {
+        let mut expired = 0;
+        for p in self.ledger.personas(false).await? {
+            if p.is_system {
+                continue;
+            }
+            let profile = self.ledger.persona_profile(&p.id).await?;
+            if profile.profile_source == "human" {
+                continue;
+            }
+            let (topics, n) = unexpired_topics(&profile.topics);
+            if n == 0 {
+                continue;
+            }
+            self.ledger
+                .append_drafts(vec![Draft::by(
+                    &p.id,
+                    EventBody::PersonaProfileSet {
+                        persona_id: p.id.clone(),
+                        traits: profile.traits.clone(),
+                        topics,
+                        source: profile.profile_source.clone(),
+                    },
+                )])
+                .await?;
+            tracing::info!(persona = %p.name, expired = n, "ceremony: topics expired");
+            if let Ok(persona) = self.ledger.persona(&p.id).await {
+                self.emit(AppEvent::PersonaChanged { persona: persona.into() });
+            }
+            expired += n;
+        }
+        Ok(expired)
+    }
+
     /// Queues the exploration of every persona that has topics to explore
     /// (not Ei, not archived, not paused); returns how many.
     pub(crate) async fn queue_explorations(&self, now: time::OffsetDateTime) -> crate::Result<usize> {

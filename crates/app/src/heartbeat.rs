@@ -3,8 +3,12 @@
 //! more than it has (desired exposure above current). Never while paused or
 //! archived; always as low-priority queued work that a reply preempts.
 //!
+//! Ei (the built-in system persona) has no heartbeat: it is skipped (seed
+//! 002 gives Ei its own heartbeat handler, about validating what the others
+//! learned, not a chat ping).
+//!
 //! Time comes in as a parameter (`heartbeat_tick(now)`, checked each minute
-//! by the ceremony's timer with the ledger's clock), so tests choose it.
+//! by the ceremony's timer, `Engine::clock_tick`, with the ledger's clock).
 
 use std::sync::Arc;
 
@@ -63,7 +67,7 @@ impl Engine {
         let queued = self.ledger.queue_items(None).await?;
         let mut count = 0;
         for p in self.ledger.personas(false).await? {
-            if queued.iter().any(|i| i.kind == HEARTBEAT_KIND && i.persona_id.as_deref() == Some(p.id.as_str())) {
+            if p.is_system || queued.iter().any(|i| i.kind == HEARTBEAT_KIND && i.persona_id.as_deref() == Some(p.id.as_str())) {
                 continue;
             }
             let profile = self.ledger.persona_profile(&p.id).await?;

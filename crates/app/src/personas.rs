@@ -148,6 +148,20 @@ pub(crate) fn fill_schema() -> serde_json::Value {
     })
 }
 
+/// The worked example shown to the model (one exchange, another persona).
+const FILL_EXAMPLE_ASK: (&str, &str) = ("Tomas", "a retired sailor who fixes old radios");
+const FILL_EXAMPLE: &str = r#"{"long_description":"Tomas spent thirty years at sea and now brings old radios back to life in his small workshop. He is patient and loves telling stories from his voyages.","traits":["patient","storyteller","practical"],"topics":[{"name":"vintage radios","perspective":"every old set deserves a second life"},{"name":"life at sea","perspective":"the ocean taught him patience"}]}"#;
+
+fn fill_ask(name: &str, description: &str) -> String {
+    format!(
+        "Name: {name}\nDescription: \"{description}\"\n\
+         Write long_description (two sentences about {name}), traits (two to four single words for \
+         {name}'s character) and topics (subjects {name} likes to talk about, each with {name}'s view of it). \
+         A topic is a subject such as a hobby, a craft or a place, never a person's name."
+    )
+}
+
+/// Few-shot: one worked example, then the persona to fill.
 fn fill_prompt(name: &str, description: &str) -> Vec<ChatMessage> {
     vec![
         ChatMessage::new(
@@ -156,16 +170,37 @@ fn fill_prompt(name: &str, description: &str) -> Vec<ChatMessage> {
              Keep to what the description says and fill in only what fits it. Answer in JSON."
                 .to_owned(),
         ),
-        ChatMessage::new(
-            Role::User,
-            format!(
-                "Name: {name}\nDescription: \"{description}\"\n\n\
-                 long_description: two or three sentences about who {name} is.\n\
-                 traits: a few words for what {name} is like.\n\
-                 topics: what {name} likes to talk about (name, and {name}'s view of it)."
-            ),
-        ),
+        ChatMessage::new(Role::User, fill_ask(FILL_EXAMPLE_ASK.0, FILL_EXAMPLE_ASK.1)),
+        ChatMessage::new(Role::Assistant, FILL_EXAMPLE.to_owned()),
+        ChatMessage::new(Role::User, fill_ask(name, description)),
     ]
+}
+
+/// Whether a trait or topic name from the model is junk for persona `name`
+/// described as `description`: the persona's own name (or a part of it),
+/// a placeholder or field name, no letters, a sentence rather than a few
+/// words, or one of the worked example's topics (specific to Tomas) without
+/// the description saying so. Traits are common words: the example's
+/// ("patient") may well fit.
+fn junk_topic(item: &str, name: &str, description: &str) -> bool {
+    let lower = item.trim().to_lowercase();
+    let example_topics: Vec<String> = serde_json::from_str::<Fill>(FILL_EXAMPLE)
+        .map(|f| f.topics.into_iter().map(|t| t.name.to_lowercase()).collect())
+        .unwrap_or_default();
+    junk_item(item, name, 5) || (example_topics.contains(&lower) && !description.to_lowercase().contains(&lower))
+}
+
+/// See [`junk_topic`]; for traits and topics alike.
+fn junk_item(item: &str, name: &str, max_words: usize) -> bool {
+    let lower = item.to_lowercase();
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
+    let name_words: Vec<String> =
+        name.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_owned).collect();
+    let placeholders = ["name", "description", "long_description", "trait", "traits", "topic", "topics", "perspective", "string", "none", "n/a"];
+    words.is_empty()
+        || words.len() > max_words
+        || words.iter().any(|w| name_words.iter().any(|n| n == w))
+        || placeholders.contains(&lower.trim())
 }
 
 /// Parses the model's fill, accepting the object wrapped in prose or a
@@ -238,11 +273,14 @@ impl From<&PersonaTopic> for TopicView {
     }
 }
 
-/// The model's fill, cleaned: traits and topics bounded, empty ones dropped.
-fn fill_profile(fill: &Fill) -> (String, Vec<String>, Vec<PersonaTopic>) {
+/// The model's fill for persona `name`, cleaned: junk traits and topics
+/// dropped (see [`junk_item`]), the rest bounded and de-duplicated.
+fn fill_profile(fill: &Fill, name: &str, description: &str) -> (String, Vec<String>, Vec<PersonaTopic>) {
+    let traits: Vec<String> = fill.traits.iter().filter(|t| !junk_item(t, name, 3)).cloned().collect();
     let topics: Vec<TopicView> = fill
         .topics
         .iter()
+        .filter(|t| !junk_topic(&t.name, name, description))
         .map(|t| TopicView {
             name: t.name.clone(),
             perspective: t.perspective.clone(),
@@ -253,7 +291,7 @@ fn fill_profile(fill: &Fill) -> (String, Vec<String>, Vec<PersonaTopic>) {
             exposure_desired: 0.5,
         })
         .collect();
-    (clean(&fill.long_description, MAX_LONG), clean_list(&fill.traits, MAX_TRAITS), clean_topics(&topics))
+    (clean(&fill.long_description, MAX_LONG), clean_list(&traits, MAX_TRAITS), clean_topics(&topics))
 }
 
 fn parse_until(until: &str) -> Result<time::OffsetDateTime> {
@@ -564,7 +602,7 @@ async fn fill(engine: &Arc<Engine>, job: &FillJob) -> std::result::Result<(), Fa
     request.json_schema = Some(fill_schema());
     let completion = crate::extraction::complete_in_background(engine, provider.as_ref(), request).await?;
     let parsed = parse_fill(&completion.text).map_err(Failure::Retry)?;
-    let (long, traits, topics) = fill_profile(&parsed);
+    let (long, traits, topics) = fill_profile(&parsed, &persona.name, &persona.short_description);
     if traits.is_empty() && topics.is_empty() {
         return Err(Failure::Retry(AppError::new("LLM_INVALID_JSON", "the persona fill named no traits and no topics")));
     }
@@ -634,12 +672,37 @@ mod tests {
                 FillTopic { name: "  ".into(), perspective: "nameless".into() },
             ],
         };
-        let (long, traits, topics) = fill_profile(&fill);
+        let (long, traits, topics) = fill_profile(&fill, "Ada", "a teacher");
         assert_eq!(long, "A patient teacher.");
         assert_eq!(traits, vec!["Kind".to_owned(), "curious".to_owned()]);
         assert_eq!(topics.len(), 1);
         assert_eq!(topics[0].perspective, "a lifelong love");
         assert!(topics[0].exposure_desired > topics[0].exposure_current);
+    }
+
+    #[test]
+    fn junk_from_a_small_model_is_dropped_from_the_fill() {
+        let topic = |name: &str| FillTopic { name: name.into(), perspective: "p".into() };
+        let fill = Fill {
+            long_description: "Noor bakes bread.".into(),
+            traits: vec!["Noor".into(), "warm".into(), "trait".into(), "she is very very kind to everyone".into(), "patient".into()],
+            topics: vec![topic("Noor"), topic("Noor Haddad"), topic("sourdough bread"), topic("vintage radios"), topic("!!"), topic("topics")],
+        };
+        let (_, traits, topics) = fill_profile(&fill, "Noor Haddad", "a baker from Beirut");
+        assert_eq!(traits, vec!["warm".to_owned(), "patient".to_owned()], "the name, a field name and a sentence go");
+        assert_eq!(topics.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), vec!["sourdough bread"]);
+        // A topic the description names is kept even when the example has it too.
+        let (_, _, topics) = fill_profile(&fill, "Noor", "a radio fan who loves vintage radios");
+        assert!(topics.iter().any(|t| t.name == "vintage radios"));
+    }
+
+    #[test]
+    fn the_fill_prompt_shows_one_worked_example_then_the_persona() {
+        let p = fill_prompt("Noor", "a baker from Beirut");
+        assert_eq!(p.len(), 4);
+        assert!(p[2].content.contains("vintage radios") && serde_json::from_str::<Fill>(&p[2].content).is_ok());
+        assert!(p[3].content.contains("Noor") && p[3].content.contains("a baker from Beirut"));
+        assert!(p[3].content.contains("never a person's name"));
     }
 
     #[test]

@@ -13,8 +13,8 @@ pub enum PersonaCmd {
         name: String,
         #[arg(long, default_value = "")]
         description: String,
-        /// Queue the local model's fill of traits, topics and a longer
-        /// description (the description itself is kept as written).
+        /// Let the local model fill traits, topics and a longer description
+        /// (the description itself is kept as written); waits for it.
         #[arg(long)]
         fill: bool,
     },
@@ -62,6 +62,9 @@ pub async fn run(ctx: &Ctx, cmd: PersonaCmd) -> ExitCode {
             match created {
                 Ok(p) => {
                     println!("{}\t{}", p.id, p.name);
+                    if fill && !description.trim().is_empty() {
+                        return wait_for_fill(ctx, &p.name).await;
+                    }
                     ExitCode::SUCCESS
                 }
                 Err(e) => fail(&e),
@@ -118,6 +121,36 @@ pub async fn run(ctx: &Ctx, cmd: PersonaCmd) -> ExitCode {
             }
             Err(e) => fail(&e),
         },
+    }
+}
+
+/// How long `persona create --fill` waits for the model before leaving
+/// the fill queued (it then finishes the next time the app or CLI runs).
+const FILL_WAIT: std::time::Duration = std::time::Duration::from_secs(900);
+
+/// Waits for the queued fill of `name`, with a progress dot per second on
+/// stderr, and prints what it made (or that it fell back).
+async fn wait_for_fill(ctx: &Ctx, name: &str) -> ExitCode {
+    eprint!("filling traits and topics with the local model");
+    let deadline = std::time::Instant::now() + FILL_WAIT;
+    loop {
+        let p = match ctx.engine.persona_profile(name).await {
+            Ok(p) => p,
+            Err(e) => return fail(&e),
+        };
+        if p.profile_source != "pending" {
+            eprintln!();
+            let topics: Vec<&str> = p.topics.iter().map(|t| t.name.as_str()).collect();
+            println!("filled by: {}\ntraits: {}\ntopics: {}", p.profile_source, p.traits.join(", "), topics.join(", "));
+            return ExitCode::SUCCESS;
+        }
+        if std::time::Instant::now() >= deadline {
+            eprintln!("\nthe fill is still queued; it finishes the next time the app or the CLI runs");
+            return ExitCode::SUCCESS;
+        }
+        eprint!(".");
+        let _ = std::io::stderr().flush();
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     }
 }
 

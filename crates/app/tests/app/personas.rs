@@ -424,7 +424,85 @@ async fn a_quiet_persona_reaches_out_once_after_its_delay_and_never_while_paused
     assert_eq!(h.engine.heartbeat_tick(now + time::Duration::hours(50)).await.expect("tick"), 0);
 }
 
+#[tokio::test]
+async fn the_engines_clock_drives_the_heartbeat_and_ei_never_reaches_out() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let provider = std::sync::Arc::new(providers::ScriptedProvider::with_replies("fake", ["Hello Ada here.", "Hello, Ei here."]));
+    // A fixed morning: the nightly ceremony and the daily dream stay out of the way.
+    let clock = std::sync::Arc::new(ledger::ManualClock::new(time::macros::datetime!(2026-01-05 10:00 UTC)));
+    let mut config = app::EngineConfig::new(app::DataDir::new(dir.path()), std::sync::Arc::new(ledger::MemoryKeyStore::default()));
+    config.provider_override = Some(provider.clone());
+    config.clock = clock.clone();
+    let engine = app::Engine::start(config).await.expect("engine starts");
+    engine.create_persona("Ada", "").await.expect("create");
+    let mut rx = engine.subscribe();
+    for name in ["Ada", "Ei"] {
+        engine.send_message(name, "hi, the garden is blooming").await.expect("send");
+        await_reply(&mut rx).await.1.expect("reply");
+    }
+    let ei_messages = engine.list_messages("Ei").await.expect("list").len();
+    let heartbeats = || async {
+        engine.ledger().queue_items(None).await.expect("queue").into_iter().filter(|i| i.kind == "heartbeat").count()
+    };
+    // The timer's beat reads the engine's clock: 29 minutes of quiet is not enough.
+    clock.advance(time::Duration::minutes(29));
+    engine.clock_tick().await;
+    assert_eq!(heartbeats().await, 0);
+    // The clock also made the conversations' extraction due: it may take
+    // (and reject as not JSON) some of these before the heartbeat runs.
+    for _ in 0..12 {
+        provider.push_reply("How is the garden?");
+    }
+    clock.advance(time::Duration::minutes(2));
+    engine.clock_tick().await;
+    eventually("Ada to reach out", || async {
+        engine.list_messages("Ada").await.expect("list").last().map(|m| m.content.clone()) == Some("How is the garden?".into())
+    })
+    .await;
+    // Ei was as quiet for as long, and has no heartbeat.
+    clock.advance(time::Duration::hours(3));
+    engine.clock_tick().await;
+    assert_eq!(heartbeats().await, 0);
+    assert_eq!(engine.list_messages("Ei").await.expect("list").len(), ei_messages);
+    engine.shutdown().await;
+}
+
 // ---- ceremony: topic exploration, description check, time ---------------------------
+
+#[tokio::test]
+async fn the_ceremony_expires_the_topics_a_persona_no_longer_cares_about() {
+    let h = Harness::new(&[]).await;
+    h.engine.pause_queue().await; // keep the explorations it queues from running
+    let topic = |name: &str, current: f64, desired: f64| ledger::PersonaTopic {
+        name: name.into(),
+        perspective: String::new(),
+        approach: String::new(),
+        personal_stake: String::new(),
+        sentiment: 0.0,
+        exposure_current: current,
+        exposure_desired: desired,
+    };
+    let set = |id: &str, source: &str| {
+        Draft::by(
+            id,
+            EventBody::PersonaProfileSet {
+                persona_id: id.into(),
+                traits: vec!["warm".into()],
+                topics: vec![topic("opera", 0.05, 0.02), topic("bread", 0.0, 0.6), topic("rain", 0.4, 0.05)],
+                source: source.into(),
+            },
+        )
+    };
+    let marta = h.engine.create_persona("Marta", "").await.expect("create");
+    let rui = h.engine.create_persona("Rui", "").await.expect("create");
+    h.engine.ledger().append_drafts(vec![set(&marta.id, "llm"), set(&rui.id, "human")]).await.expect("profiles");
+    let now = h.engine.ledger().now();
+    h.engine.run_ceremony(now).await.expect("ceremony").expect("it ran");
+    let names = |p: app::PersonaProfileView| p.topics.into_iter().map(|t| t.name).collect::<Vec<_>>();
+    assert_eq!(names(h.engine.persona_profile("Marta").await.expect("p")), ["bread", "rain"], "opera expired");
+    assert_eq!(h.engine.persona_profile("Marta").await.expect("p").profile_source, "llm");
+    assert_eq!(names(h.engine.persona_profile("Rui").await.expect("p")), ["opera", "bread", "rain"], "the human's own topics stay");
+}
 
 #[tokio::test]
 async fn the_ceremony_explores_topics_and_checks_descriptions_only_when_the_queue_is_idle() {
