@@ -60,6 +60,14 @@ async function memoryButton(ctx, id, testid) {
 const READ_ROLES = `
   return Array.from(document.querySelectorAll('[data-testid="message"]')).map(function (el) { return el.getAttribute('data-role'); });`;
 
+/**
+ * A reply on a shared 2-core machine can take minutes (a long answer from
+ * the local model): waits are on the app's state (the reply in progress is
+ * gone, a new message or a failure is there), never on the model's words,
+ * with a budget generous enough for the longest reply the model may write.
+ */
+const REPLY_TIMEOUT_MS = 600_000;
+
 /** Sends `text`; true when a persona reply follows it, false for anything else (e.g. a tool's note). */
 async function askOnce(ctx, text) {
   const before = (await ctx.session.execute(READ_ROLES)).length;
@@ -72,10 +80,11 @@ async function askOnce(ctx, text) {
   const roles = await waitFor(
     async () => {
       const failed = await ctx.session.findElements(css("message-failed"));
+      const streaming = await ctx.session.findElements(css("message-streaming"));
       const now = await ctx.session.execute(READ_ROLES);
-      return now.length >= before + 2 || failed.length > 0 ? now : null;
+      return streaming.length === 0 && (now.length >= before + 2 || failed.length > 0) ? now : null;
     },
-    { timeout: 180_000, interval: 250, message: "an answer to the follow-up" },
+    { timeout: REPLY_TIMEOUT_MS, interval: 250, message: "the answer to be complete" },
   );
   log(`  answered with a ${roles.at(-1)} message`);
   return roles.at(-1) === "persona";
@@ -122,8 +131,13 @@ async function scenario(ctx) {
     answered = await askOnce(ctx, SECONDS[attempt]);
   }
   check(answered, "no persona reply to the follow-up questions in three tries");
-  const toggles = await ctx.session.findElements(css("memories-used-toggle"));
-  check(toggles.length >= 1, `a "Memories used" toggle under the reply (found ${toggles.length})`);
+  const toggles = await waitFor(
+    async () => {
+      const found = await ctx.session.findElements(css("memories-used-toggle"));
+      return found.length >= 1 ? found : null;
+    },
+    { timeout: 15_000, message: 'a "Memories used" toggle under the reply' },
+  );
   await toggles.at(-1).click();
   const used = await waitFor(
     async () => {
@@ -241,7 +255,7 @@ async function personaScenario(ctx) {
   await (await ctx.session.findElement(css("send-button"))).click();
   await ctx.session.waitForElement(css("message", '[data-role="human"]'));
   await selectPersona(ctx, "Ei");
-  const badge = await ctx.session.waitForElement(`${personaItem(NOOR.name)} ${css("unread-badge")}`, 240_000);
+  const badge = await ctx.session.waitForElement(`${personaItem(NOOR.name)} ${css("unread-badge")}`, REPLY_TIMEOUT_MS);
   log(`  unread badge on Noor: ${JSON.stringify(await badge.text())}`);
   await shot(ctx, "unread-count");
   await selectPersona(ctx, NOOR.name);

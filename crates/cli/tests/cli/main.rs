@@ -339,3 +339,110 @@ fn a_full_disk_fails_clearly_and_loses_nothing() {
     let (rc, text) = step("verify_again");
     assert_eq!(rc, 0, "{text}");
 }
+
+// ----- memory (#4): personas, recall -----
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_str(stdout(o).trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)))
+}
+
+#[test]
+fn persona_create_with_fill_keeps_the_words_and_the_model_fills_the_rest() {
+    let home = Home::new();
+    let description = "a baker from Beirut who loves sourdough and long walks by the sea";
+    let out = home.run(&["persona", "create", "Noor", "--description", description, "--fill"]);
+    assert!(out.status.success());
+    let printed = stdout(&out);
+    assert!(printed.contains("filled by: "), "{printed}");
+    let p = json(&home.run(&["persona", "show", "Noor", "--json"]));
+    eprintln!("SmolLM2's fill: traits {} topics {} long {}", p["traits"], p["topics"], p["long_description"]);
+    assert_eq!(p["short_description"], description, "the human's words are kept verbatim");
+    let source = p["profile_source"].as_str().expect("source");
+    assert!(source == "llm" || source == "fallback", "{source}");
+    let names = |key: &str| -> Vec<String> {
+        p[key].as_array().expect("array").iter().map(|t| t["name"].as_str().or(t.as_str()).unwrap_or("").to_lowercase()).collect()
+    };
+    if source == "llm" {
+        assert!(!names("traits").is_empty() || !names("topics").is_empty(), "{p}");
+    }
+    for item in names("traits").iter().chain(&names("topics")) {
+        assert!(!item.split_whitespace().any(|w| w == "noor"), "the persona's name is no trait or topic: {p}");
+    }
+    // Without a description there is nothing to fill: it returns at once.
+    let plain = home.run(&["persona", "create", "Ilse", "--fill"]);
+    assert!(plain.status.success() && !stdout(&plain).contains("filled by"));
+}
+
+#[test]
+fn persona_show_and_pause_until_then_resume() {
+    let home = Home::new();
+    assert!(home.run(&["persona", "create", "Ada", "--description", "A patient tutor"]).status.success());
+    let p = json(&home.run(&["persona", "show", "Ada", "--json"]));
+    assert_eq!((p["name"].as_str(), p["short_description"].as_str()), (Some("Ada"), Some("A patient tutor")));
+    assert_eq!((p["heartbeat_minutes"].as_u64(), p["context_window_hours"].as_u64()), (Some(30), Some(8)));
+    assert!(p["paused_until"].is_null());
+    let text = stdout(&home.run(&["persona", "show", "Ada"]));
+    assert!(text.starts_with("Ada (") && text.contains("heartbeat: 30 min"), "{text}");
+
+    let paused = home.run(&["persona", "pause", "Ada", "--until", "2031-05-01T12:00:00Z"]);
+    assert!(paused.status.success());
+    assert!(stdout(&paused).contains("2031-05-01T12:00:00Z"));
+    assert_eq!(json(&home.run(&["persona", "show", "Ada", "--json"]))["paused_until"], "2031-05-01T12:00:00Z");
+    assert!(stdout(&home.run(&["persona", "show", "Ada"])).contains("paused until 2031-05-01T12:00:00Z"));
+
+    let resumed = home.run(&["persona", "pause", "Ada", "--resume"]);
+    assert!(resumed.status.success() && stdout(&resumed).contains("resumed"));
+    assert!(json(&home.run(&["persona", "show", "Ada", "--json"]))["paused_until"].is_null());
+
+    // Bad input fails clearly and changes nothing.
+    let bad = home.run(&["persona", "pause", "Ada", "--until", "next tuesday"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).starts_with("error ["), "{}", String::from_utf8_lossy(&bad.stderr));
+    assert!(json(&home.run(&["persona", "show", "Ada", "--json"]))["paused_until"].is_null());
+    assert!(!home.run(&["persona", "pause", "Ada"]).status.success(), "--until or --resume is required");
+    let missing = home.run(&["persona", "show", "Nobody"]);
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("PERSONA_NOT_FOUND"));
+}
+
+#[test]
+fn recall_prints_the_issue_json_shapes_for_one_query_and_a_queries_file() {
+    let home = Home::new();
+    assert!(home.run(&["persona", "create", "Ada"]).status.success());
+    let rows: Vec<serde_json::Value> = (0..40)
+        .map(|i| {
+            let text = match i {
+                7 => "My sister Greta moved to Trondheim last spring.".to_owned(),
+                21 => "The dentist moved my appointment to Friday.".to_owned(),
+                _ if i % 2 == 0 => format!("Just chatting about lunch, turn {i}."),
+                _ => format!("Nice, tell me more about turn {i}."),
+            };
+            let speaker = if i % 2 == 0 || i == 7 || i == 21 { "human" } else { "Ada" };
+            serde_json::json!({"id": format!("x-{i}"), "speaker": speaker, "text": text, "timestamp": 1_700_000_000 + i * 60})
+        })
+        .collect();
+    let file = home.path().join("conv.json");
+    std::fs::write(&file, serde_json::to_string(&rows).expect("json")).expect("write");
+    assert!(home.run(&["import-conversation", "Ada", file.to_str().expect("path")]).status.success());
+
+    let one = json(&home.run(&["recall", "Ada", "Where does Greta live now?", "--k", "3", "--json"]));
+    let keys = |v: &serde_json::Value| v.as_object().expect("object").keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&one), ["query", "results"]);
+    assert_eq!(one["query"], "Where does Greta live now?");
+    let results = one["results"].as_array().expect("results");
+    assert!(!results.is_empty() && results.len() <= 3);
+    assert_eq!(keys(&results[0]), ["id", "kind", "score", "source_ids", "text"]);
+    assert_eq!((results[0]["id"].as_str(), results[0]["kind"].as_str()), (Some("x-7"), Some("message")), "the external id");
+    assert!(results[0]["score"].as_f64().is_some() && results[0]["source_ids"].is_array());
+
+    let queries = home.path().join("q.jsonl");
+    std::fs::write(&queries, "{\"query\": \"Greta Trondheim\"}\n{\"query\": \"dentist appointment\"}\n").expect("write");
+    let out = home.run(&["recall", "Ada", "--queries", queries.to_str().expect("path"), "--k", "2", "--json"]);
+    assert!(out.status.success());
+    let lines: Vec<serde_json::Value> =
+        stdout(&out).lines().map(|l| serde_json::from_str(l).expect("one JSON object per line")).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[1]["query"], "dentist appointment");
+    assert_eq!(lines[0]["results"][0]["id"], "x-7");
+    assert_eq!(lines[1]["results"][0]["id"], "x-21");
+    assert!(lines.iter().all(|l| l["results"].as_array().is_some_and(|r| r.len() <= 2)));
+}
