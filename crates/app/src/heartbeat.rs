@@ -208,15 +208,7 @@ mod tests {
 
     #[test]
     fn the_preferred_topic_is_the_one_most_wanted_beyond_what_it_had() {
-        let topic = |name: &str, current: f64, desired: f64| ledger::PersonaTopic {
-            name: name.into(),
-            perspective: String::new(),
-            approach: String::new(),
-            personal_stake: String::new(),
-            sentiment: 0.0,
-            exposure_current: current,
-            exposure_desired: desired,
-        };
+        let topic = ledger::PersonaTopic::with_exposure;
         let mut p = profile(30, None);
         p.topics = vec![topic("rain", 0.4, 0.5), topic("tomatoes", 0.1, 0.9), topic("soil", 0.9, 0.2)];
         assert_eq!(preferred_topic(&p).map(|t| t.name.as_str()), Some("tomatoes"));

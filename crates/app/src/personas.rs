@@ -190,6 +190,24 @@ fn junk_topic(item: &str, name: &str, description: &str) -> bool {
     junk_item(item, name, 5) || (example_topics.contains(&lower) && !description.to_lowercase().contains(&lower))
 }
 
+/// A trait said as a sentence about the persona ("Noor is kind") without
+/// the name and its verb ("kind").
+fn without_name(item: &str, name: &str) -> String {
+    let names: Vec<String> = name.to_lowercase().split_whitespace().map(str::to_owned).collect();
+    let words: Vec<&str> = item.split_whitespace().collect();
+    let starts_with_name = words.first().is_some_and(|w| names.contains(&w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase()));
+    if !starts_with_name {
+        return item.to_owned();
+    }
+    words
+        .iter()
+        .skip_while(|w| names.contains(&w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase()))
+        .skip_while(|w| ["is", "was", "has", "a", "an", "very", "'s"].contains(&w.to_lowercase().as_str()))
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// See [`junk_topic`]; for traits and topics alike.
 fn junk_item(item: &str, name: &str, max_words: usize) -> bool {
     let lower = item.to_lowercase();
@@ -276,7 +294,8 @@ impl From<&PersonaTopic> for TopicView {
 /// The model's fill for persona `name`, cleaned: junk traits and topics
 /// dropped (see [`junk_item`]), the rest bounded and de-duplicated.
 fn fill_profile(fill: &Fill, name: &str, description: &str) -> (String, Vec<String>, Vec<PersonaTopic>) {
-    let traits: Vec<String> = fill.traits.iter().filter(|t| !junk_item(t, name, 3)).cloned().collect();
+    let traits: Vec<String> =
+        fill.traits.iter().map(|t| without_name(t, name)).filter(|t| !junk_item(t, name, 3)).collect();
     let topics: Vec<TopicView> = fill
         .topics
         .iter()
@@ -601,6 +620,7 @@ async fn fill(engine: &Arc<Engine>, job: &FillJob) -> std::result::Result<(), Fa
     request.temperature = 0.4;
     request.json_schema = Some(fill_schema());
     let completion = crate::extraction::complete_in_background(engine, provider.as_ref(), request).await?;
+    tracing::debug!(persona = %persona.name, raw = %completion.text, "persona fill: the model's answer");
     let parsed = parse_fill(&completion.text).map_err(Failure::Retry)?;
     let (long, traits, topics) = fill_profile(&parsed, &persona.name, &persona.short_description);
     if traits.is_empty() && topics.is_empty() {
@@ -685,11 +705,11 @@ mod tests {
         let topic = |name: &str| FillTopic { name: name.into(), perspective: "p".into() };
         let fill = Fill {
             long_description: "Noor bakes bread.".into(),
-            traits: vec!["Noor".into(), "warm".into(), "trait".into(), "she is very very kind to everyone".into(), "patient".into()],
+            traits: vec!["Noor".into(), "warm".into(), "trait".into(), "she is very very kind to everyone".into(), "patient".into(), "Noor is a curious".into()],
             topics: vec![topic("Noor"), topic("Noor Haddad"), topic("sourdough bread"), topic("vintage radios"), topic("!!"), topic("topics")],
         };
         let (_, traits, topics) = fill_profile(&fill, "Noor Haddad", "a baker from Beirut");
-        assert_eq!(traits, vec!["warm".to_owned(), "patient".to_owned()], "the name, a field name and a sentence go");
+        assert_eq!(traits, ["warm", "patient", "curious"], "the name, a field name and a sentence go; \"Noor is a curious\" is \"curious\"");
         assert_eq!(topics.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), vec!["sourdough bread"]);
         // A topic the description names is kept even when the example has it too.
         let (_, _, topics) = fill_profile(&fill, "Noor", "a radio fan who loves vintage radios");

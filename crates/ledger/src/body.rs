@@ -272,6 +272,21 @@ fn half() -> f64 {
     0.5
 }
 
+impl PersonaTopic {
+    /// A topic with only a name and its exposures (the rest empty, neutral).
+    pub fn with_exposure(name: &str, current: f64, desired: f64) -> Self {
+        Self {
+            name: name.to_owned(),
+            perspective: String::new(),
+            approach: String::new(),
+            personal_stake: String::new(),
+            sentiment: 0.0,
+            exposure_current: current,
+            exposure_desired: desired,
+        }
+    }
+}
+
 /// Whether a message goes into the reply prompt: within the context window
 /// (default), whatever its age (always), or not at all (never).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

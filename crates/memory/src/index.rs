@@ -111,11 +111,28 @@ struct VectorCache {
     owners: Vec<u32>,
     scales: Vec<f32>,
     data: Vec<i8>,
+    /// One bit per dimension (its sign), `dim.div_ceil(64)` words per row.
+    signs: Vec<u64>,
     owner_ids: HashMap<String, u32>,
     position: HashMap<i64, usize>,
 }
 
 const GONE: u32 = u32::MAX;
+/// Above this many vectors in scope, a search first keeps the
+/// [`SHORTLIST`] rows nearest by sign bits (Hamming distance, a few
+/// instructions per row), then ranks those by the int8 cosine.
+const PREFILTER_ABOVE: usize = 20_000;
+const SHORTLIST: usize = 2_000;
+
+fn sign_bits(v: &[f32]) -> Vec<u64> {
+    let mut bits = vec![0u64; v.len().div_ceil(64)];
+    for (i, x) in v.iter().enumerate() {
+        if *x > 0.0 {
+            bits[i / 64] |= 1 << (i % 64);
+        }
+    }
+    bits
+}
 
 impl VectorCache {
     fn owner(&mut self, persona: &str) -> u32 {
@@ -132,11 +149,14 @@ impl VectorCache {
         }
         let owner = self.owner(persona);
         let (scale, q) = quantise(v);
+        let bits = sign_bits(v);
+        let words = bits.len();
         match self.position.get(&row) {
             Some(&at) => {
                 self.owners[at] = owner;
                 self.scales[at] = scale;
                 self.data[at * self.dim..(at + 1) * self.dim].copy_from_slice(&q);
+                self.signs[at * words..(at + 1) * words].copy_from_slice(&bits);
             }
             None => {
                 self.position.insert(row, self.rows.len());
@@ -144,6 +164,7 @@ impl VectorCache {
                 self.owners.push(owner);
                 self.scales.push(scale);
                 self.data.extend_from_slice(&q);
+                self.signs.extend_from_slice(&bits);
             }
         }
     }
@@ -170,13 +191,23 @@ impl VectorCache {
             a
         };
         let (q_scale, q) = quantise(query);
-        let mut scored: Vec<(f32, usize)> = Vec::with_capacity(self.rows.len());
-        for (i, (&owner, chunk)) in self.owners.iter().zip(self.data.chunks_exact(self.dim)).enumerate() {
-            if owner == GONE || !allowed[owner as usize] {
-                continue;
-            }
+        let mut in_scope: Vec<usize> = (0..self.rows.len())
+            .filter(|&i| self.owners[i] != GONE && allowed[self.owners[i] as usize])
+            .collect();
+        if in_scope.len() > PREFILTER_ABOVE {
+            let q_bits = sign_bits(query);
+            let words = q_bits.len();
+            let hamming = |i: usize| -> u32 {
+                self.signs[i * words..(i + 1) * words].iter().zip(&q_bits).map(|(a, b)| (a ^ b).count_ones()).sum()
+            };
+            let keep = SHORTLIST.max(n * 20).min(in_scope.len());
+            in_scope.select_nth_unstable_by_key(keep - 1, |&i| hamming(i));
+            in_scope.truncate(keep);
+        }
+        let mut scored: Vec<(f32, usize)> = Vec::with_capacity(in_scope.len());
+        for i in in_scope {
             // Per-row scales differ: compare on the dequantised value.
-            scored.push((dot_i8(chunk, &q) as f32 * self.scales[i], i));
+            scored.push((dot_i8(&self.data[i * self.dim..(i + 1) * self.dim], &q) as f32 * self.scales[i], i));
         }
         let n = n.min(scored.len());
         if n == 0 {
@@ -817,6 +848,36 @@ fn push_scope(q: &mut QueryBuilder<'_, sqlx::Sqlite>, scope: &Scope) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn above_the_prefilter_size_the_sign_bits_shortlist_keeps_the_nearest() {
+        // Deterministic pseudo-random unit vectors (SplitMix64).
+        let mut state = 7u64;
+        let mut next = || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) % 2001) as f32 / 1000.0 - 1.0
+        };
+        let dim = 64;
+        let mut cache = VectorCache::default();
+        let mut all = Vec::new();
+        for row in 0..(PREFILTER_ABOVE as i64 + 5_000) {
+            let v = crate::embed::normalise((0..dim).map(|_| next()).collect());
+            cache.insert(row, "p", &v);
+            all.push(v);
+        }
+        for _ in 0..5 {
+            let q = crate::embed::normalise((0..dim).map(|_| next()).collect());
+            let mut exact: Vec<(f32, i64)> =
+                all.iter().enumerate().map(|(r, v)| (v.iter().zip(&q).map(|(a, b)| a * b).sum(), r as i64)).collect();
+            exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+            let found: Vec<i64> = cache.search(&Scope::All, &q, 10).into_iter().map(|h| h.0).collect();
+            let kept = exact.iter().take(10).filter(|(_, r)| found.contains(r)).count();
+            assert!(kept >= 9, "{kept} of the exact top 10 found");
+        }
+    }
 
     #[test]
     fn quantised_dot_ranks_like_float_cosine() {

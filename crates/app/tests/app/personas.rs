@@ -473,15 +473,7 @@ async fn the_engines_clock_drives_the_heartbeat_and_ei_never_reaches_out() {
 async fn the_ceremony_expires_the_topics_a_persona_no_longer_cares_about() {
     let h = Harness::new(&[]).await;
     h.engine.pause_queue().await; // keep the explorations it queues from running
-    let topic = |name: &str, current: f64, desired: f64| ledger::PersonaTopic {
-        name: name.into(),
-        perspective: String::new(),
-        approach: String::new(),
-        personal_stake: String::new(),
-        sentiment: 0.0,
-        exposure_current: current,
-        exposure_desired: desired,
-    };
+    let topic = ledger::PersonaTopic::with_exposure;
     let set = |id: &str, source: &str| {
         Draft::by(
             id,

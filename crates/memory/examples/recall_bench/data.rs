@@ -26,6 +26,16 @@ impl Rng {
     pub fn chance(&mut self, p: f64) -> bool {
         (self.next() % 10_000) as f64 / 10_000.0 < p
     }
+    /// `0..n` shuffled (Fisher–Yates), the first `keep` of them.
+    pub fn shuffled(&mut self, n: usize, keep: usize) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..order.len()).rev() {
+            let j = self.below(i + 1);
+            order.swap(i, j);
+        }
+        order.truncate(keep.min(n));
+        order
+    }
 }
 
 pub struct Turn {
@@ -231,12 +241,7 @@ pub fn generate(seed: u64, target_messages: usize, max_questions: usize) -> Data
         frame_of.push(None);
     }
     // Interleave so the split sees both kinds.
-    let mut order: Vec<usize> = (0..facts.len()).collect();
-    for i in (1..order.len()).rev() {
-        let j = rng.below(i + 1);
-        order.swap(i, j);
-    }
-    order.truncate(max_questions.min(order.len()));
+    let order = rng.shuffled(facts.len(), max_questions);
 
     let day_ms = 86_400_000i64;
     let start_ms = 1_735_689_600_000i64; // 2025-01-01

@@ -177,12 +177,7 @@ pub fn generate(seed: u64, target_messages: usize, max_questions: usize) -> Data
             });
         }
     }
-    let mut order: Vec<usize> = (0..facts.len()).collect();
-    for i in (1..order.len()).rev() {
-        let j = rng.below(i + 1);
-        order.swap(i, j);
-    }
-    order.truncate(max_questions.min(order.len()));
+    let order = rng.shuffled(facts.len(), max_questions);
 
     let day_ms = 86_400_000i64;
     let start_ms = 1_704_067_200_000i64; // 2024-01-01

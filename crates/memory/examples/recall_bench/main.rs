@@ -370,7 +370,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         times.sort_by(|a, b| a.total_cmp(b));
         let p = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
         println!(
-            "  recall latency over {} queries (FTS5 + query embedding + int8 brute force over {} vectors + fusion): p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms",
+            "  recall latency over {} queries (FTS5 + query embedding + sign-bit shortlist and int8 cosine over {} vectors + both scores + fusion): p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms",
             times.len(),
             report.imported,
             p(0.5),
