@@ -61,7 +61,7 @@ pub(crate) struct LocalPlan {
     /// The command being planned now (0-based).
     next: usize,
     /// What the planner is shown of the finished steps, one line each.
-    results: Vec<ChatMessage>,
+    results: Vec<String>,
 }
 
 impl LocalPlan {
@@ -72,7 +72,7 @@ impl LocalPlan {
     /// The current command is done: its result is what the planner sees
     /// when it plans the next one.
     fn step_done(&mut self, step: usize, summary: &str) {
-        self.results.push(ChatMessage { role: ChatRole::System, content: format!("Result of step {step}: {summary}") });
+        self.results.push(format!("- Step {step}: {summary}"));
         self.next += 1;
     }
 
@@ -81,13 +81,22 @@ impl LocalPlan {
     }
 
     /// The request for the next command: the base without the whole
-    /// message, the results so far, and the command itself.
+    /// message, the results so far in the system prompt (a small model
+    /// copies text that sits next to the command into its arguments), and
+    /// the command itself last.
     fn next_request(&self) -> CompletionRequest {
         let mut request = self.base.clone();
         if let Some(last) = request.messages.iter().rposition(|m| m.role == ChatRole::User) {
             request.messages.truncate(last);
         }
-        request.messages.extend(self.results.iter().cloned());
+        let done = format!("Steps already done for this request:\n{}", self.results.join("\n"));
+        match request.messages.iter_mut().find(|m| m.role == ChatRole::System) {
+            Some(system) => {
+                system.content.push_str("\n\n");
+                system.content.push_str(&done);
+            }
+            None => request.messages.insert(0, ChatMessage { role: ChatRole::System, content: done }),
+        }
         let part = self.parts.get(self.next).cloned().unwrap_or_default();
         request.messages.push(ChatMessage { role: ChatRole::User, content: part });
         request
