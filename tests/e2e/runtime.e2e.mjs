@@ -12,7 +12,12 @@
 //      account gets the tools as `tools`; one function call saves a movie; a
 //      three-step plan runs step 1, shows "Step 2 of 3" on the card, runs the
 //      rest after Confirm; a plan whose last step fails undoes the earlier
-//      steps with their compensating tools.
+//      steps with their compensating tools;
+//   7. plans from the local model (its JSON protocol gives one action per
+//      reply): "save the movie Heat and then save a note: buy popcorn" runs
+//      two steps, the second planned after the first one's result; a plan
+//      with a delete in the middle stops on a "Step 2" card, and after
+//      Confirm the model plans step 3 in a new reply job.
 //
 // Run with a short confirmation lifetime (test-only variable):
 //   LEDGERMIND_TEST_CONFIRMATION_TTL_SECS=25 E2E_PORT=4470 LEDGERMIND_E2E_SPECS=runtime \
@@ -358,11 +363,51 @@ export async function planScenario(ctx) {
   }
 }
 
+// ---- 7. plans from the local model ------------------------------------------
+
+export async function localPlanScenario(ctx) {
+  await selectPersona(ctx, "Ei");
+  await openTab(ctx, "chat");
+  const started = Date.now();
+  await send(ctx, "save the movie Heat and then save a note: buy popcorn");
+  await waitForLine(ctx, "Step 2:", MODEL_TIMEOUT_MS);
+  const report = (await readMessages(ctx)).filter((m) => m.role === "system").at(-1)?.text ?? "";
+  log(`  two-step local plan in ${((Date.now() - started) / 1000).toFixed(1)} s: ${JSON.stringify(report)}`);
+  check(report.includes("Step 1: Saved movie") && report.includes("Step 2: Saved note"), `unexpected plan report ${report}`);
+  await shot(ctx, "local-plan-two-steps");
+  let titles = await savedItems(ctx);
+  log(`  saved items: ${JSON.stringify(titles)}`);
+  check(titles.some((t) => t.includes("Heat")), "Heat is not in Saved items");
+  check(titles.some((t) => t.toLowerCase().includes("popcorn")), "the popcorn note is not in Saved items");
+  await openTab(ctx, "chat");
+
+  // A delete in the middle: the plan waits on its own card ("Step 2"), then
+  // goes on with step 3 after Confirm.
+  await send(ctx, "save a note: plan started, then delete the movie Heat and then save a note: plan done");
+  const card = await ctx.session.waitForElement(css("proposal-card"), MODEL_TIMEOUT_MS);
+  const step = (await (await card.find(css("proposal-step"))).text()).trim();
+  const tool = await card.attribute("data-tool");
+  log(`  local plan card: ${step}, ${tool} ${(await (await card.find(css("proposal-args"))).text()).replace(/\s+/g, " ")}`);
+  check(step === "Step 2", `the card says ${JSON.stringify(step)}`);
+  check(tool === "delete_memory" || tool === "forget", `step 2 proposes ${tool}`);
+  await shot(ctx, "local-plan-step-2");
+  await confirmCard(ctx);
+  await waitForLine(ctx, "Step 3:", MODEL_TIMEOUT_MS);
+  const after = (await readMessages(ctx)).filter((m) => m.role === "system").at(-1)?.text ?? "";
+  log(`  after Confirm: ${JSON.stringify(after)}`);
+  await shot(ctx, "local-plan-step-3");
+  titles = await savedItems(ctx);
+  log(`  saved items after the plan: ${JSON.stringify(titles)}`);
+  check(titles.some((t) => t.toLowerCase().includes("plan done")), "step 3 did not save its note");
+  await openTab(ctx, "chat");
+}
+
 async function main() {
   const cfg = config();
   const ctx = await startSession(cfg, "runtime");
   try {
     await runtimeScenario(ctx);
+    await localPlanScenario(ctx);
     await planScenario(ctx);
     log("runtime scenario PASSED");
   } catch (error) {

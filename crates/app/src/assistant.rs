@@ -395,6 +395,11 @@ impl Engine {
                 if targeted {
                     s["properties"]["args"]["properties"]["item_id"] = serde_json::json!({"enum": ids});
                 }
+                // A small local model copies or invents arguments: for a
+                // command, they are taken from the command's own words.
+                if routing.must_call && !native && s["properties"]["action"]["const"] == "CALL_TOOL" {
+                    runtime::router::ground_args(&mut s["properties"]["args"], routed);
+                }
                 if let Some(p) = s["properties"].as_object_mut() {
                     // A short reply in the tool call's message only slows the model.
                     if p.get("action").is_some_and(|a| a["const"] == "CALL_TOOL") {

@@ -223,6 +223,121 @@ pub fn command_parts(message: &str) -> Vec<String> {
     }
 }
 
+/// Words that say what to do rather than what with: never part of an
+/// argument taken from a command.
+const COMMAND_WORDS: &[&str] = &[
+    "save", "saves", "saving", "add", "keep", "store", "put", "salva", "salve", "salvar", "adiciona", "adicione",
+    "adicionar", "guarda", "guarde", "guardar", "coloca", "coloque", "anota", "anote", "anotar", "movie", "movies",
+    "film", "films", "filme", "filmes", "note", "notes", "nota", "notas", "show", "series", "serie", "seriado",
+    "video", "videos", "link", "links", "remember", "memorize", "lembre", "lembra", "memoriza", "remind",
+    "reminder", "lembrete", "delete", "remove", "erase", "apaga", "apague", "apagar", "remova", "exclua", "deleta",
+    "forget", "esquece", "esqueca", "look", "lookup", "search", "find", "busca", "procura", "bookmark", "please",
+    "pls", "favor",
+];
+
+/// Words an argument does not start or end with.
+const EDGE_WORDS: &[&str] = &[
+    "the", "a", "an", "of", "from", "to", "that", "and", "then", "about", "for", "in", "on", "at", "with", "o", "os",
+    "as", "um", "uma", "de", "do", "da", "dos", "das", "que", "e", "em", "no", "na", "para", "pra", "com", "sobre",
+    "me", "this", "isso", "esse", "essa", "up",
+];
+
+/// Most spans offered for one argument; a longer command is not narrowed.
+const MAX_SPANS: usize = 160;
+/// Longest span, in words.
+const MAX_SPAN_WORDS: usize = 16;
+
+/// The spans of a command's own words an argument may be: contiguous
+/// words, without the command's verbs and object words, not starting or
+/// ending with an article or preposition, edge punctuation trimmed.
+/// "save a note: buy popcorn" → ["buy", "buy popcorn", "popcorn"].
+pub fn argument_spans(command: &str) -> Vec<String> {
+    let trim = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
+    let words: Vec<(usize, usize)> = {
+        let mut out = Vec::new();
+        let mut start = None;
+        for (i, c) in command.char_indices() {
+            match (c.is_whitespace(), start) {
+                (false, None) => start = Some(i),
+                (true, Some(s)) => {
+                    out.push((s, i));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = start {
+            out.push((s, command.len()));
+        }
+        out
+    };
+    let folded: Vec<String> = words.iter().map(|&(s, e)| fold_words(&command[s..e])).collect();
+    let command_word = |i: usize| folded[i].split(' ').any(|w| COMMAND_WORDS.contains(&w));
+    let edge = |i: usize| folded[i].is_empty() || EDGE_WORDS.contains(&folded[i].as_str());
+    let mut spans: Vec<String> = Vec::new();
+    for i in 0..words.len() {
+        if command_word(i) || edge(i) {
+            continue;
+        }
+        for j in i..words.len().min(i + MAX_SPAN_WORDS) {
+            if command_word(j) {
+                break;
+            }
+            if edge(j) {
+                continue;
+            }
+            let span = trim(&command[words[i].0..words[j].1]);
+            if !span.is_empty() && !spans.contains(&span) {
+                spans.push(span);
+            }
+        }
+    }
+    spans
+}
+
+/// The numbers written in a command.
+fn numbers(command: &str) -> Vec<i64> {
+    command
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|d| !d.is_empty() && d.len() <= 12)
+        .filter_map(|d| d.parse().ok())
+        .collect()
+}
+
+/// Text arguments a small model writes from the user's words.
+const GROUNDED_TEXT: &[&str] = &["title", "content", "fact", "text", "description", "query", "label", "topic"];
+
+/// Narrows a tool's argument schema to what the command itself says, for a
+/// small local model that otherwise copies or invents text: a text
+/// argument must be one of the command's [`argument_spans`], a number one
+/// of its numbers, and an optional number the command has none for is
+/// left out (it cannot invent a year). Validation still uses the tool's
+/// own schema.
+pub fn ground_args(args_schema: &mut serde_json::Value, command: &str) {
+    let spans = argument_spans(command);
+    let numbers = numbers(command);
+    let required: Vec<String> = args_schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    let Some(props) = args_schema["properties"].as_object_mut() else {
+        return;
+    };
+    let names: Vec<String> = props.keys().cloned().collect();
+    for name in names {
+        let Some(prop) = props.get_mut(&name) else { continue };
+        let is_plain_text = prop["type"] == "string" && prop.get("format").is_none() && prop.get("enum").is_none();
+        let is_number = prop["type"] == "integer" || prop["type"] == "number";
+        if is_plain_text && GROUNDED_TEXT.contains(&name.as_str()) && !spans.is_empty() && spans.len() <= MAX_SPANS {
+            prop["enum"] = serde_json::json!(spans);
+        } else if is_number && !numbers.is_empty() {
+            prop["enum"] = serde_json::json!(numbers);
+        } else if is_number && !required.contains(&name) {
+            props.remove(&name);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,5 +438,45 @@ mod tests {
         ] {
             assert_eq!(command_parts(m), [m], "{m}");
         }
+    }
+
+    #[test]
+    fn arguments_are_spans_of_the_command_without_its_verbs_and_articles() {
+        assert_eq!(argument_spans("save a note: buy popcorn"), ["buy", "buy popcorn", "popcorn"]);
+        assert_eq!(argument_spans("save the movie Heat from 1995"), ["Heat", "Heat from 1995", "1995"]);
+        assert_eq!(
+            argument_spans("salva o filme Central do Brasil"),
+            ["Central", "Central do Brasil", "Brasil"]
+        );
+        assert!(argument_spans("remember that my sister is Ana").contains(&"my sister is Ana".to_owned()));
+        assert!(argument_spans("save the movie").is_empty());
+    }
+
+    #[test]
+    fn a_schema_is_narrowed_to_the_commands_words_and_numbers() {
+        let schema = || {
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string", "maxLength": 200},
+                    "year": {"type": "integer"},
+                    "tmdb_id": {"type": "integer"},
+                    "url": {"type": "string", "format": "uri"}
+                },
+                "required": ["title"]
+            })
+        };
+        let mut s = schema();
+        ground_args(&mut s, "save the movie Heat");
+        assert_eq!(s["properties"]["title"]["enum"], serde_json::json!(["Heat"]));
+        assert!(s["properties"].get("year").is_none() && s["properties"].get("tmdb_id").is_none(), "{s}");
+        assert!(s["properties"]["url"].get("enum").is_none());
+        let mut s = schema();
+        ground_args(&mut s, "save the movie Heat from 1995");
+        assert_eq!(s["properties"]["year"]["enum"], serde_json::json!([1995]));
+        // Nothing to take from: left as it is.
+        let mut s = schema();
+        ground_args(&mut s, "save the movie");
+        assert!(s["properties"]["title"].get("enum").is_none());
     }
 }

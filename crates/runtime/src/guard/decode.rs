@@ -72,10 +72,31 @@ fn decode_percent(run: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// Whether `text` has at least `min` bytes of `class` in a row: a cheap
+/// necessary condition checked before a run's regex scans the text.
+fn has_run(text: &str, min: usize, class: impl Fn(u8) -> bool) -> bool {
+    let mut run = 0;
+    for &b in text.as_bytes() {
+        run = if class(b) { run + 1 } else { 0 };
+        if run >= min {
+            return true;
+        }
+    }
+    false
+}
+
 /// Every readable payload hidden in `text`.
 pub fn payloads(text: &str) -> Vec<Decoded> {
     let mut out = Vec::new();
-    if let Some(re) = HEX_RUN.as_ref() {
+    // A hex run has 16+ hex digits (with optional ' ' / ':' between pairs)
+    // or `\x` escapes; a base64 run 16+ alphabet characters; percent
+    // encoding a '%'. Most text has none: no regex runs over it.
+    let hex = text.contains("\\x")
+        || text.contains("\\X")
+        || has_run(text, 16, |b| b.is_ascii_hexdigit() || b == b' ' || b == b':');
+    let base64 = has_run(text, 16, |b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-'));
+    let percent = text.contains('%');
+    if let Some(re) = HEX_RUN.as_ref().filter(|_| hex) {
         for m in re.find_iter(text) {
             if let Some(s) = decode_hex(m.as_str()).and_then(readable) {
                 out.push(Decoded {
@@ -87,7 +108,7 @@ pub fn payloads(text: &str) -> Vec<Decoded> {
             }
         }
     }
-    if let Some(re) = BASE64_RUN.as_ref() {
+    if let Some(re) = BASE64_RUN.as_ref().filter(|_| base64) {
         for m in re.find_iter(text) {
             if out.iter().any(|d| m.start() < d.end && d.start < m.end()) {
                 continue;
@@ -106,7 +127,7 @@ pub fn payloads(text: &str) -> Vec<Decoded> {
             }
         }
     }
-    if let Some(re) = PERCENT_RUN.as_ref() {
+    if let Some(re) = PERCENT_RUN.as_ref().filter(|_| percent) {
         for m in re.find_iter(text) {
             if let Some(s) = decode_percent(m.as_str()).and_then(readable) {
                 out.push(Decoded {
@@ -140,6 +161,10 @@ mod tests {
             "ignore all"
         );
 
+        assert_eq!(payloads(r"\x69\x67\x6e\x6f\x72\x65\x20\x61\x6c\x6c")[0].text, "ignore all");
+        assert_eq!(payloads("69 67 6e 6f 72 65 20 61 6c 6c")[0].text, "ignore all");
+        assert!(has_run("a-b_c+d/e0123456789", 16, |b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-')));
+        assert!(!has_run("short words only here", 16, |b| b.is_ascii_alphanumeric()));
         for benign in [
             "5d41402abc4b2a76b9719d911017c592",
             "internationalization",

@@ -8,7 +8,7 @@ use regex::{Captures, Regex};
 
 use super::lexicon::*;
 use super::{Category, Finding, Span};
-use crate::text::fold;
+use crate::text::{fold, fold_into};
 
 /// A text prepared for the detectors.
 pub struct View<'a> {
@@ -39,7 +39,7 @@ impl<'a> View<'a> {
             }
             starts.push(words.len());
             spans.push((s, e));
-            words.push_str(&fold(&text[s..e]));
+            fold_into(&text[s..e], words);
         };
         for (i, c) in text.char_indices() {
             if c.is_alphanumeric() {
@@ -85,6 +85,12 @@ impl<'a> View<'a> {
             chars: text,
             chars_are_raw: false,
         }
+    }
+
+    /// The same words and folded text as `other`: every word and
+    /// folded-text detector finds the same on both.
+    pub fn same_words_as(&self, other: &View<'_>) -> bool {
+        self.words == other.words && self.flat == other.flat
     }
 
     pub fn word_count(&self) -> usize {
@@ -261,10 +267,21 @@ pub static RULES: LazyLock<Result<Rules, regex::Error>> = LazyLock::new(compile)
 impl Rules {
     /// Every detector over one view.
     pub fn scan(&self, v: &View<'_>, out: &mut Vec<Finding>) {
-        self.role_override(v, out);
-        self.leaks(v, out);
-        self.privilege(v, out);
-        self.exfiltration(v, out);
+        self.scan_parts(v, out, true);
+    }
+
+    /// The detectors over one view; without `words`, only those that read
+    /// its characters (the word and folded-text detectors are skipped: the
+    /// caller knows they would find what they found on another view with
+    /// the same words and folded text).
+    pub fn scan_parts(&self, v: &View<'_>, out: &mut Vec<Finding>, words: bool) {
+        if words {
+            self.role_override(v, out);
+            self.leaks(v, out);
+            self.privilege(v, out);
+            self.exfiltration(v, out);
+        }
+        self.exfiltration_images(v, out);
         self.delimiters(v, out);
     }
 
@@ -502,6 +519,10 @@ impl Rules {
             };
             out.push(finding(cat, detail, score, None));
         }
+    }
+
+    fn exfiltration_images(&self, v: &View<'_>, out: &mut Vec<Finding>) {
+        let cat = Category::DataExfiltration;
         for m in self.exfil_image.find_iter(v.chars) {
             out.push(finding(
                 cat,

@@ -151,6 +151,11 @@ fn max_score(findings: &[Finding], cat: Category) -> f32 {
 
 /// Findings of one text: raw pass, normalised pass, decoded payloads.
 fn scan(text: &str, depth: u8, out: &mut Vec<Finding>) {
+    scan_view(text, &detect::View::raw(text), depth, out);
+}
+
+/// [`scan`] with the raw view of `text` already built.
+fn scan_view(text: &str, raw: &detect::View<'_>, depth: u8, out: &mut Vec<Finding>) {
     let rules = match detect::RULES.as_ref() {
         Ok(r) => r,
         Err(e) => {
@@ -165,17 +170,23 @@ fn scan(text: &str, depth: u8, out: &mut Vec<Finding>) {
         }
     };
     let start = out.len();
-    rules.scan(&detect::View::raw(text), out);
+    rules.scan(raw, out);
 
     let deep = normalize::deep(text);
     let mut hidden = Vec::new();
-    rules.scan(&detect::View::normalised(&deep), &mut hidden);
-    let found_in_words = hidden.iter().any(|f| {
+    let normalised = detect::View::normalised(&deep);
+    // Normalising changed no word (the usual case): the word detectors
+    // would find again exactly what the raw pass found; only the character
+    // detectors run on the normalised text.
+    let same_words = normalised.same_words_as(raw);
+    rules.scan_parts(&normalised, &mut hidden, !same_words);
+    let in_words = |f: &Finding| {
         matches!(
             f.category,
             Category::RoleOverride | Category::SystemPromptLeak
         ) && score_of(f) >= 0.45
-    });
+    };
+    let found_in_words = hidden.iter().any(in_words) || (same_words && out[start..].iter().any(in_words));
     if !found_in_words && has_letter_spacing(text) {
         rules.scan_compact(&deep, &mut hidden);
     }
@@ -258,8 +269,7 @@ fn has_letter_spacing(text: &str) -> bool {
     false
 }
 
-fn repetition(text: &str, out: &mut Vec<Finding>) {
-    let view = detect::View::raw(text);
+fn repetition(text: &str, view: &detect::View<'_>, out: &mut Vec<Finding>) {
     let n = view.word_count();
     if n >= 30 {
         let mut counts: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
@@ -326,8 +336,10 @@ pub fn analyze_with(text: &str, options: GuardOptions) -> GuardReport {
             });
         }
     }
-    scan(text, 0, &mut findings);
-    repetition(text, &mut findings);
+    // One raw view for the detectors and the repetition check.
+    let raw = detect::View::raw(text);
+    scan_view(text, &raw, 0, &mut findings);
+    repetition(text, &raw, &mut findings);
     let risk_level = level(combined_score(&findings));
     let report = GuardReport {
         risk_level,

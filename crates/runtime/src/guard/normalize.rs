@@ -200,15 +200,32 @@ fn join_spaced_letters(text: &str) -> String {
 
 /// The fully normalised, lowercase form used by the second detection pass.
 pub fn deep(text: &str) -> String {
-    let visible: String = text
-        .chars()
-        .filter_map(|c| match tag_to_ascii(c) {
-            Some(a) => Some(a),
-            None if is_invisible(c) => None,
-            None => Some(c),
-        })
-        .collect();
-    let nfkc: String = visible.nfkc().map(|c| homoglyph(c).unwrap_or(c)).collect();
+    if text.is_ascii() {
+        // No invisible, tag, full-width or look-alike characters: NFKC and
+        // the homoglyph map change nothing.
+        let folded = text.to_ascii_lowercase();
+        return join_spaced_letters(&drop_inner_separators(&unleet(&folded)));
+    }
+    let hidden = text.chars().any(|c| tag_to_ascii(c).is_some() || is_invisible(c));
+    let visible: std::borrow::Cow<'_, str> = if hidden {
+        text.chars()
+            .filter_map(|c| match tag_to_ascii(c) {
+                Some(a) => Some(a),
+                None if is_invisible(c) => None,
+                None => Some(c),
+            })
+            .collect::<String>()
+            .into()
+    } else {
+        text.into()
+    };
+    // Most text (precomposed accents included) is already NFKC: the quick
+    // check spares the decompose-recompose round.
+    let nfkc: String = if unicode_normalization::is_nfkc_quick(visible.chars()) == unicode_normalization::IsNormalized::Yes {
+        visible.chars().map(|c| homoglyph(c).unwrap_or(c)).collect()
+    } else {
+        visible.nfkc().map(|c| homoglyph(c).unwrap_or(c)).collect()
+    };
     let folded = fold(&nfkc);
     let unleeted = unleet(&folded);
     let joined = drop_inner_separators(&unleeted);
