@@ -399,6 +399,8 @@ export async function localPlanScenario(ctx) {
   titles = await savedItems(ctx);
   log(`  saved items after the plan: ${JSON.stringify(titles)}`);
   check(titles.some((t) => t.toLowerCase().includes("plan done")), "step 3 did not save its note");
+  check(titles.some((t) => t.toLowerCase().includes("plan started")), "step 1's note is gone");
+  check(!titles.some((t) => t === "Heat"), "step 2 did not delete Heat");
   await openTab(ctx, "chat");
 }
 

@@ -369,7 +369,7 @@ impl Engine {
         // Deleting needs an id the model cannot know: the newest items are
         // listed in the prompt and the grammar allows only their ids.
         let targets = if routing.tools.iter().any(|t| TARGETED.contains(t)) {
-            self.ledger.items(None, TARGET_ITEMS).await.unwrap_or_default()
+            named_targets(self.ledger.items(None, TARGET_ITEMS).await.unwrap_or_default(), routed)
         } else {
             Vec::new()
         };
@@ -822,6 +822,20 @@ impl Engine {
     pub async fn tools_for(&self, persona: &str) -> Result<Vec<String>> {
         let p = self.ledger.find_persona(persona).await?;
         Ok(self.offered_tools(&p).await.into_iter().map(|t| t.name).collect())
+    }
+}
+
+/// The items a delete may name: those whose title the command mentions
+/// (a word of three letters or more), else all the newest. A small model
+/// otherwise picks the first id listed.
+fn named_targets(items: Vec<ledger::Item>, command: &str) -> Vec<ledger::Item> {
+    let said: HashSet<String> = runtime::text::fold_words(command).split(' ').map(str::to_owned).collect();
+    let named = |title: &str| runtime::text::fold_words(title).split(' ').any(|w| w.chars().count() >= 3 && said.contains(w));
+    let mentioned: Vec<ledger::Item> = items.iter().filter(|i| named(&i.title)).cloned().collect();
+    if mentioned.is_empty() {
+        items
+    } else {
+        mentioned
     }
 }
 

@@ -360,7 +360,6 @@ impl Watchdog {
         let limit = engine.assistant.conversations.stall_limit();
         let every = (limit / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
         let (engine, persona_id, cancel, flag) = (engine.clone(), persona_id.to_owned(), cancel.clone(), stalled.clone());
-        engine.assistant.conversations.progress(&persona_id);
         let task = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
@@ -381,8 +380,9 @@ impl Watchdog {
             AppError::new(
                 "LLM_TIMEOUT",
                 format!(
-                    "The model made no progress for {} s, so the reply was stopped. Nothing was retried; send the message again to try once more.",
-                    self.limit.as_secs()
+                    "The model made no progress (no new token for {} s, or {} s before the first one), so the reply was stopped. Nothing was retried; send the message again to try once more.",
+                    self.limit.as_secs(),
+                    self.limit.as_secs() * u64::from(runtime::state::FIRST_PROGRESS_FACTOR.unsigned_abs())
                 ),
             )
         } else {

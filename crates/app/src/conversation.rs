@@ -11,7 +11,8 @@
 //! by the seed's timeouts whenever the conversation is next touched. The
 //! working states (PROCESSING_INTENT, EXECUTING, RESPONDING) time out on a
 //! lack of progress: no token and no finished step for the stall limit
-//! (the seed's 30 s by default, `LEDGERMIND_STALL_TIMEOUT_SECS`). A slow
+//! (the seed's 30 s by default, `LEDGERMIND_STALL_TIMEOUT_SECS`; four times
+//! that before the model's first token, while it reads the prompt). A slow
 //! CPU model that keeps writing is never cut off; a model or tool that
 //! stops moving is (`LLM_TIMEOUT` / `TOOL_TIMEOUT`, shown to the user), the
 //! machine goes back by its Timeout transition, and the turn is not retried,
@@ -65,6 +66,14 @@ impl Conversations {
         let now = self.clock.now();
         if let Some(c) = self.lock().get_mut(id) {
             c.touch(now);
+        }
+    }
+
+    /// Another model call starts in this turn (the next step of a plan).
+    pub(crate) fn model_call(&self, id: &str) {
+        let now = self.clock.now();
+        if let Some(c) = self.lock().get_mut(id) {
+            c.model_call(now);
         }
     }
 
@@ -229,6 +238,9 @@ mod tests {
         clock.advance(time::Duration::minutes(1));
         assert_eq!(c.state("p"), St::Idle, "TOOL_PROPOSED lasts 5 minutes");
         c.apply("p", Ev::UserMessage).expect("message");
+        clock.advance(time::Duration::seconds(100));
+        assert_eq!(c.check_stall("p"), None, "the prompt is still being read");
+        c.progress("p");
         for _ in 0..6 {
             clock.advance(time::Duration::seconds(25));
             assert_eq!(c.check_stall("p"), None);

@@ -405,6 +405,7 @@ impl Engine {
                     conversations.progress(&pid);
                 }
             });
+            self.assistant.conversations.model_call(&persona.id);
             let completion = turn.provider.complete(request.clone(), Some(tx)).await;
             let _ = progress.await;
             let completion = completion?;

@@ -151,6 +151,9 @@ pub fn next_conversation_state(
     Ok(to)
 }
 
+/// How many stall limits a model may take before its first token.
+pub const FIRST_PROGRESS_FACTOR: i32 = 4;
+
 /// A conversation's state with the instant it entered it and the last
 /// sign of progress in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,15 +172,29 @@ impl Conversation {
         }
     }
 
+    /// A new model call in the same working state: it reads its prompt
+    /// before its first token, like the first call.
+    pub fn model_call(&mut self, now: OffsetDateTime) {
+        if self.state.is_working() {
+            self.since = now;
+            self.progress = now;
+        }
+    }
+
     /// Progress in a working state: a token written, a step finished.
     pub fn touch(&mut self, now: OffsetDateTime) {
         self.progress = self.progress.max(now);
     }
 
     /// A working state with no progress for `limit` times out (applied and
-    /// returned). The waiting states are left to [`Conversation::tick`].
+    /// returned). Before the first sign of progress in PROCESSING_INTENT or
+    /// RESPONDING the model is still reading its prompt, which a slow CPU
+    /// does without a token to show: it gets [`FIRST_PROGRESS_FACTOR`]
+    /// times the limit. The waiting states are left to [`Conversation::tick`].
     pub fn stall(&mut self, now: OffsetDateTime, limit: Duration) -> Option<ConversationState> {
-        if self.state.is_working() && now - self.progress >= limit {
+        let reading = self.progress <= self.since && self.state != ConversationState::Executing;
+        let allowed = if reading { limit * FIRST_PROGRESS_FACTOR } else { limit };
+        if self.state.is_working() && now - self.progress >= allowed {
             self.apply(ConversationEvent::Timeout, now).ok()
         } else {
             None
@@ -405,6 +422,16 @@ mod tests {
         let last = t0 + Duration::seconds(300);
         assert_eq!(c.stall(last + Duration::seconds(29), limit), None);
         assert_eq!(c.stall(last + Duration::seconds(30), limit), Some(CS::Idle));
+        // Before the first token (the prompt being read): four limits.
+        c.apply(CE::UserMessage, last).unwrap();
+        assert_eq!(c.stall(last + Duration::seconds(119), limit), None);
+        assert_eq!(c.stall(last + Duration::seconds(120), limit), Some(CS::Idle));
+        // A second model call in the same turn reads its prompt too.
+        c.apply(CE::UserMessage, last).unwrap();
+        c.touch(last + Duration::seconds(10));
+        c.model_call(last + Duration::seconds(20));
+        assert_eq!(c.stall(last + Duration::seconds(139), limit), None);
+        assert_eq!(c.stall(last + Duration::seconds(140), limit), Some(CS::Idle));
         // EXECUTING cannot be abandoned: its timeout is reported (RESPONDING).
         c.apply(CE::UserMessage, last).unwrap();
         c.apply(CE::ActionProposed, last).unwrap();
