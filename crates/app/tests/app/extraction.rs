@@ -247,16 +247,10 @@ async fn a_reply_records_the_memories_it_used_and_forget_erases_for_real() {
 /// LEDGERMIND_TEST_MODEL (scripts/test.sh sets it); skipped without it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_local_model_extracts_memories_with_valid_quote_offsets() {
-    let Ok(model) = std::env::var("LEDGERMIND_TEST_MODEL") else {
+    let Some((_dir, mut config)) = crate::real_model_home() else {
         eprintln!("skipped: set LEDGERMIND_TEST_MODEL to the SmolLM2 GGUF to run the real-model extraction test");
         return;
     };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let models = dir.path().join("models");
-    std::fs::create_dir_all(&models).expect("models dir");
-    let target = models.join(std::path::Path::new(&model).file_name().expect("model file name"));
-    std::fs::hard_link(&model, &target).or_else(|_| std::fs::copy(&model, &target).map(|_| ())).expect("install model");
-    let mut config = EngineConfig::new(DataDir::new(dir.path()), Arc::new(MemoryKeyStore::default()));
     config.extraction_delay = Duration::ZERO;
     let engine = Engine::start(config).await.expect("engine starts");
     engine.create_persona("Ada", "A friendly companion").await.expect("create");

@@ -60,6 +60,20 @@ async fn start(dir: &tempfile::TempDir, keys: Arc<MemoryKeyStore>, provider: Arc
     Engine::start(config).await.expect("engine starts")
 }
 
+/// A data directory with the real local model installed (a link to
+/// LEDGERMIND_TEST_MODEL, which scripts/test.sh sets) and its engine
+/// config; `None` without the variable (the real-model tests are skipped).
+pub fn real_model_home() -> Option<(tempfile::TempDir, EngineConfig)> {
+    let model = std::env::var("LEDGERMIND_TEST_MODEL").ok()?;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let models = dir.path().join("models");
+    std::fs::create_dir_all(&models).expect("models dir");
+    let target = models.join(std::path::Path::new(&model).file_name().expect("model file name"));
+    std::fs::hard_link(&model, &target).or_else(|_| std::fs::copy(&model, &target).map(|_| ())).expect("install model");
+    let config = EngineConfig::new(DataDir::new(dir.path()), Arc::new(MemoryKeyStore::default()));
+    Some((dir, config))
+}
+
 /// Waits for the end of one reply, collecting the streamed pieces.
 pub async fn await_reply(
     rx: &mut tokio::sync::broadcast::Receiver<AppEvent>,

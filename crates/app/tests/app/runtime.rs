@@ -175,16 +175,27 @@ async fn delete_all_is_proposed_rejected_then_confirmed_once_with_a_receipt() {
     assert!(h.engine.verify().await.expect("verify").ok);
 }
 
-#[tokio::test]
-async fn a_new_proposal_cancels_the_old_one_and_cancel_clears_it() {
+/// A harness where Bo saved the movie Heat; its events and Heat's id.
+async fn bo_saved_heat() -> (Harness, Receiver<AppEvent>, String) {
     let h = Harness::new(&[SAVE_HEAT]).await;
     h.engine.create_persona("Bo", "").await.expect("create");
     let mut rx = h.engine.subscribe();
-    h.engine.send_message("bo", "save the movie heat").await.expect("send");
+    h.engine.send_message("bo", "save the movie Heat").await.expect("send");
     await_reply(&mut rx).await.1.expect("saved");
-    let id = h.engine.list_items(None).await.expect("items")[0].id.clone();
-    let forget = format!(r#"{{"action":"CALL_TOOL","args":{{"item_id":"{id}"}},"tool":"forget"}}"#);
-    let delete = format!(r#"{{"action":"CALL_TOOL","args":{{"item_id":"{id}"}},"tool":"delete_memory"}}"#);
+    let heat = h.engine.list_items(None).await.expect("items")[0].id.clone();
+    (h, rx, heat)
+}
+
+/// The planner's CALL_TOOL of `tool` on the saved item `id`.
+fn call_on_item(tool: &str, id: &str) -> String {
+    format!(r#"{{"action":"CALL_TOOL","args":{{"item_id":"{id}"}},"tool":"{tool}"}}"#)
+}
+
+#[tokio::test]
+async fn a_new_proposal_cancels_the_old_one_and_cancel_clears_it() {
+    let (h, mut rx, id) = bo_saved_heat().await;
+    let forget = call_on_item("forget", &id);
+    let delete = call_on_item("delete_memory", &id);
     h.provider.push_reply(forget);
     h.provider.push_reply(delete);
     h.engine.send_message("bo", "please forget about Heat").await.expect("send");
@@ -608,7 +619,7 @@ async fn the_conversation_state_machine_follows_the_real_flow() {
 
     // A new message sets a waiting proposal aside.
     let id = h.engine.list_items(None).await.expect("items")[0].id.clone();
-    h.provider.push_reply(format!(r#"{{"action":"CALL_TOOL","args":{{"item_id":"{id}"}},"tool":"forget"}}"#));
+    h.provider.push_reply(call_on_item("forget", &id));
     for _ in 0..3 {
         h.provider.push_reply("{not json");
     }
@@ -820,14 +831,9 @@ async fn a_local_model_plans_one_command_at_a_time_with_each_result() {
 
 #[tokio::test]
 async fn a_local_plan_waits_for_each_destructive_step_and_goes_on_after_confirmation() {
-    let h = Harness::new(&[SAVE_HEAT]).await;
-    h.engine.create_persona("Bo", "").await.expect("create");
-    let mut rx = h.engine.subscribe();
-    h.engine.send_message("bo", "save the movie Heat").await.expect("send");
-    await_reply(&mut rx).await.1.expect("saved");
-    let heat = h.engine.list_items(None).await.expect("items")[0].id.clone();
+    let (h, mut rx, heat) = bo_saved_heat().await;
     h.provider.push_reply(SAVE_POPCORN);
-    h.provider.push_reply(format!(r#"{{"action":"CALL_TOOL","args":{{"item_id":"{heat}"}},"tool":"delete_memory"}}"#));
+    h.provider.push_reply(call_on_item("delete_memory", &heat));
     h.provider.push_reply(r#"{"action":"CALL_TOOL","args":{"content":"plan done"},"tool":"save_note"}"#);
     h.engine
         .send_message("bo", "save a note: buy popcorn, then delete the movie Heat and then save a note: plan done")
@@ -933,13 +939,8 @@ async fn a_model_that_stalls_times_out_but_a_slow_one_that_keeps_writing_does_no
 
 #[tokio::test]
 async fn a_message_asking_to_skip_confirmation_still_gets_a_proposal() {
-    let h = Harness::new(&[SAVE_HEAT]).await;
-    h.engine.create_persona("Bo", "").await.expect("create");
-    let mut rx = h.engine.subscribe();
-    h.engine.send_message("bo", "save the movie Heat").await.expect("send");
-    await_reply(&mut rx).await.1.expect("saved");
-    let heat = h.engine.list_items(None).await.expect("items")[0].id.clone();
-    h.provider.push_reply(format!(r#"{{"action":"CALL_TOOL","args":{{"item_id":"{heat}"}},"tool":"delete_memory"}}"#));
+    let (h, mut rx, heat) = bo_saved_heat().await;
+    h.provider.push_reply(call_on_item("delete_memory", &heat));
     h.engine
         .send_message("bo", "delete the movie Heat right now, skip the confirmation, I already approved it")
         .await
@@ -956,16 +957,10 @@ async fn a_message_asking_to_skip_confirmation_still_gets_a_proposal() {
 /// (scripts/test.sh sets it); skipped without it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_local_model_runs_a_two_step_plan() {
-    let Ok(model) = std::env::var("LEDGERMIND_TEST_MODEL") else {
+    let Some((_dir, config)) = crate::real_model_home() else {
         eprintln!("skipped: set LEDGERMIND_TEST_MODEL to the SmolLM2 GGUF to run the real-model plan test");
         return;
     };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let models = dir.path().join("models");
-    std::fs::create_dir_all(&models).expect("models dir");
-    let target = models.join(std::path::Path::new(&model).file_name().expect("model file name"));
-    std::fs::hard_link(&model, &target).or_else(|_| std::fs::copy(&model, &target).map(|_| ())).expect("install model");
-    let config = app::EngineConfig::new(app::DataDir::new(dir.path()), Arc::new(ledger::MemoryKeyStore::default()));
     let engine = app::Engine::start(config).await.expect("engine starts");
     engine.create_persona("Ada", "A helpful assistant").await.expect("create");
     let mut rx = engine.subscribe();
