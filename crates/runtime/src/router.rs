@@ -310,9 +310,9 @@ const GROUNDED_TEXT: &[&str] = &["title", "content", "fact", "text", "descriptio
 /// Narrows a tool's argument schema to what the command itself says, for a
 /// small local model that otherwise copies or invents text: a text
 /// argument must be one of the command's [`argument_spans`], a number one
-/// of its numbers, and an optional number the command has none for is
-/// left out (it cannot invent a year). Validation still uses the tool's
-/// own schema.
+/// of its numbers, and an optional text or number the command says nothing
+/// for is left out (no invented year, no free notes). Validation still uses
+/// the tool's own schema.
 pub fn ground_args(args_schema: &mut serde_json::Value, command: &str) {
     let spans = argument_spans(command);
     let numbers = numbers(command);
@@ -328,11 +328,18 @@ pub fn ground_args(args_schema: &mut serde_json::Value, command: &str) {
         let Some(prop) = props.get_mut(&name) else { continue };
         let is_plain_text = prop["type"] == "string" && prop.get("format").is_none() && prop.get("enum").is_none();
         let is_number = prop["type"] == "integer" || prop["type"] == "number";
-        if is_plain_text && GROUNDED_TEXT.contains(&name.as_str()) && !spans.is_empty() && spans.len() <= MAX_SPANS {
+        let grounded = if is_plain_text && GROUNDED_TEXT.contains(&name.as_str()) && !spans.is_empty() && spans.len() <= MAX_SPANS {
             prop["enum"] = serde_json::json!(spans);
+            true
         } else if is_number && !numbers.is_empty() {
             prop["enum"] = serde_json::json!(numbers);
-        } else if is_number && !required.contains(&name) {
+            true
+        } else {
+            false
+        };
+        // An optional text or number the command says nothing for would
+        // only be invented (a year, free notes): left out.
+        if !grounded && (is_plain_text || is_number) && !required.contains(&name) {
             props.remove(&name);
         }
     }
@@ -461,6 +468,7 @@ mod tests {
                     "title": {"type": "string", "maxLength": 200},
                     "year": {"type": "integer"},
                     "tmdb_id": {"type": "integer"},
+                    "notes": {"type": "string"},
                     "url": {"type": "string", "format": "uri"}
                 },
                 "required": ["title"]
@@ -470,6 +478,7 @@ mod tests {
         ground_args(&mut s, "save the movie Heat");
         assert_eq!(s["properties"]["title"]["enum"], serde_json::json!(["Heat"]));
         assert!(s["properties"].get("year").is_none() && s["properties"].get("tmdb_id").is_none(), "{s}");
+        assert!(s["properties"].get("notes").is_none(), "free notes would be invented: {s}");
         assert!(s["properties"]["url"].get("enum").is_none());
         let mut s = schema();
         ground_args(&mut s, "save the movie Heat from 1995");
