@@ -66,7 +66,8 @@ async function once(app) {
     .execute(`const n = performance.getEntriesByType("navigation")[0];
       const mark = (m) => performance.getEntriesByName(m)[0]?.startTime ?? null;
       return { html: n?.responseEnd ?? null, dom: n?.domContentLoadedEventEnd ?? null,
-               start: mark("ledgermind:start"), personas: mark("ledgermind:personas"), now: performance.now() };`)
+               script: mark("ledgermind:script"), mounted: mark("ledgermind:mounted"), frame: mark("ledgermind:first-frame"), start: mark("ledgermind:start"),
+               personas: mark("ledgermind:personas"), painted: mark("ledgermind:painted"), now: performance.now() };`)
     .catch(() => null);
   await sleep(4_000); // settle to idle
   const pid = findPid(app.path);
@@ -107,6 +108,9 @@ for (const app of apps) {
   };
   // "before the page" = from asking the driver for a session to the page's own time origin.
   const before = median(results[app.name].filter((x) => x.page).map((x) => x.readyMs - x.page.now));
-  console.log(`${app.name.padEnd(11)} before the page ${before.toFixed(0)} ms; in the page: html ${med("html")}  scripts run ${med("dom")}  app start ${med("start")}  personas shown ${med("personas")}  ready seen ${med("now")} ms`);
+  console.log(
+    `${app.name.padEnd(11)} before the page ${before.toFixed(0)} ms; in the page: html ${med("html")}  bundle run ${med("script")}` +
+      `  mounted ${med("mounted")}  first frame ${med("frame")}  scripts done ${med("dom")}  app start ${med("start")}  personas ${med("personas")}  painted ${med("painted")}  ready seen ${med("now")} ms`,
+  );
 }
 console.log(`ratio ledgermind/minimal: ready ${(a.ready_ms / b.ready_ms).toFixed(2)}x  RSS ${(a.rss_mb / b.rss_mb).toFixed(2)}x  PSS ${(a.pss_mb / b.pss_mb).toFixed(2)}x`);

@@ -121,6 +121,8 @@ export class AppState {
       for (const persona of await personas) this.upsertPersona(persona);
       this.ready = true;
       performance.mark("ledgermind:personas");
+      // The next frame shows them.
+      requestAnimationFrame(() => performance.mark("ledgermind:painted"));
       const [statusView, modelList] = await rest;
       this.applyStatus(statusView);
       this.models = modelList;
