@@ -46,6 +46,10 @@ pub struct EngineConfig {
     /// memory (#4): the clock behind the ledger's timestamps, the heartbeat
     /// and the ceremony (`Engine::clock_tick`); tests move a manual one.
     pub clock: Arc<dyn ledger::Clock>,
+    /// The background timers (auto-save, ceremony and heartbeat, idle
+    /// sessions). Engine tests switch them off and call the ticks themselves,
+    /// so that nothing is appended behind their backs.
+    pub timers: bool,
 }
 
 impl EngineConfig {
@@ -65,6 +69,7 @@ impl EngineConfig {
             extraction_delay,
             stall_limit,
             clock: Arc::new(ledger::SystemClock),
+            timers: true,
         }
     }
 }
@@ -157,9 +162,11 @@ impl Engine {
             *w = Some(handle);
         }
         // The auto-save timer holds only a weak reference and stops with shutdown.
-        drop(engine.spawn_autosave());
-        drop(engine.spawn_ceremony());
-        drop(engine.spawn_session_timer());
+        if config.timers {
+            drop(engine.spawn_autosave());
+            drop(engine.spawn_ceremony());
+            drop(engine.spawn_session_timer());
+        }
         Ok(engine)
     }
 

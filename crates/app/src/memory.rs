@@ -35,7 +35,7 @@ impl From<MemoryError> for AppError {
             }
             MemoryError::Load(inner) | MemoryError::Save(inner) => {
                 tracing::error!(error = %inner, "search index failed");
-                AppError::new("STORAGE_LOAD_FAILED", "The search index could not be used; it is rebuilt from the ledger on the next start if you delete index.db.")
+                AppError::new("STORAGE_LOAD_FAILED", "The search index could not be used. Restart Ledgermind: a damaged index is rebuilt from the ledger when the app starts.")
             }
             other => AppError::new(other.code(), other.to_string()),
         }
@@ -93,7 +93,25 @@ pub(crate) async fn open_index(data_dir: &DataDir, ledger: &Ledger) -> Result<Ar
             e.into()
         }
     };
-    let index = MemoryIndex::open(&data_dir.root().join("index.db")).await.map_err(full)?;
+    let path = data_dir.root().join("index.db");
+    let index = match MemoryIndex::open(&path).await {
+        Ok(index) => index,
+        Err(e) if ledger::no_room_in(data_dir.root()) => return Err(full(e)),
+        // The index is derived from the ledger: a damaged one is rebuilt.
+        Err(e) => {
+            tracing::warn!(error = %e, "the search index could not be opened; rebuilding it from the ledger");
+            for suffix in ["", "-wal", "-shm"] {
+                let mut file = path.as_os_str().to_owned();
+                file.push(suffix);
+                if let Err(e) = std::fs::remove_file(&file) {
+                    if e.kind() != std::io::ErrorKind::NotFound {
+                        return Err(AppError::new("STORAGE_LOAD_FAILED", format!("cannot remove the damaged search index {file:?}: {e}")));
+                    }
+                }
+            }
+            MemoryIndex::open(&path).await.map_err(full)?
+        }
+    };
     let added = index.sync_from_ledger(ledger).await.map_err(full)?;
     if added > 0 {
         tracing::info!(added, "search index caught up with the ledger");

@@ -34,6 +34,7 @@ pub use clock::{Clock, SystemClock};
 #[cfg(any(test, feature = "test-support"))]
 pub use clock::ManualClock;
 pub use error::{is_corrupt, is_disk_full, no_room_in, LedgerError};
+pub use store::close_pool;
 pub use event::{EventHeader, HASH_LEN};
 #[cfg(any(test, feature = "test-support"))]
 pub use keys::MemoryKeyStore;

@@ -546,7 +546,7 @@ impl Ledger {
     /// Closes the database cleanly (the WAL is checkpointed into the file),
     /// for callers that move the file afterwards.
     pub async fn close(self) {
-        self.pool.close().await;
+        close_pool(&self.pool).await;
         let writer = self.writer.into_inner();
         if let Err(e) = writer.conn.close().await {
             tracing::warn!(error = %e, "closing the ledger's writer connection");
@@ -664,4 +664,18 @@ async fn read_profile_id(conn: &mut SqliteConnection) -> Result<String> {
         Ok(EventBody::LedgerCreated { profile_id, .. }) => Ok(profile_id),
         _ => Err(LedgerError::Corrupt { seq: 1, reason: "unreadable ledger_created payload".into() }),
     }
+}
+
+/// Closes a pool so that every connection is really closed on return.
+/// sqlx hands a dropped connection back from a spawned task; `Pool::close`
+/// called before those tasks ran returns with a connection still open (sqlx
+/// issue 3217): the `-wal` and `-shm` files outlive it, and a file moved
+/// afterwards would leave its last writes behind. So wait (at most 5 s) until
+/// every connection is back in the pool, then close it.
+pub async fn close_pool(pool: &sqlx::SqlitePool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while pool.num_idle() < pool.size() as usize && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
+    pool.close().await;
 }

@@ -302,6 +302,19 @@ impl MemoryIndex {
             std::fs::create_dir_all(dir)
                 .map_err(|e| MemoryError::Invalid(format!("cannot create {}: {e}", dir.display())))?;
         }
+        // A `-wal` or `-shm` left beside a deleted index belongs to that old
+        // file: SQLite would replay it into the new one (or fail to read it).
+        if !path.exists() {
+            for suffix in ["-wal", "-shm"] {
+                let mut side = path.as_os_str().to_owned();
+                side.push(suffix);
+                match std::fs::remove_file(&side) {
+                    Ok(()) => tracing::info!(file = ?side, "removed a stale file of a deleted search index"),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(MemoryError::Invalid(format!("cannot remove {side:?}: {e}"))),
+                }
+            }
+        }
         let url = format!("sqlite://{}", path.display());
         let opts = SqliteConnectOptions::from_str(&url)
             .map_err(MemoryError::Load)?
@@ -814,7 +827,7 @@ impl MemoryIndex {
 
     pub async fn close(&self) {
         self.stop();
-        self.pool.close().await;
+        ledger::close_pool(&self.pool).await;
     }
 }
 

@@ -125,6 +125,7 @@ async fn the_index_rebuilds_from_the_ledger() {
         std::fs::write(&f, conversation("Ada", "a", "the spare key is under the blue flowerpot")).expect("test step");
         import_file(&l, &index, &ada, &f, &|_, _| {}).await.expect("test step");
         index.close().await;
+        assert!(!dir.path().join("index.db-wal").exists(), "a closed index leaves no -wal behind");
     }
     // Messages typed later, and a lost index: sync re-derives everything.
     l.append(

@@ -40,6 +40,7 @@ impl Harness {
         let mut config = EngineConfig::new(DataDir::new(dir.path()), keys.clone());
         config.provider_override = Some(provider.clone());
         config.stall_limit = limit;
+        config.timers = false;
         let engine = Engine::start(config).await.expect("engine starts");
         Self { dir, keys, provider, engine }
     }
@@ -57,6 +58,7 @@ impl Harness {
 async fn start(dir: &tempfile::TempDir, keys: Arc<MemoryKeyStore>, provider: Arc<ScriptedProvider>) -> Arc<Engine> {
     let mut config = EngineConfig::new(DataDir::new(dir.path()), keys);
     config.provider_override = Some(provider);
+    config.timers = false;
     Engine::start(config).await.expect("engine starts")
 }
 

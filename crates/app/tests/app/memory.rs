@@ -154,3 +154,37 @@ async fn an_erased_message_leaves_every_file_of_the_profile_including_the_search
     assert!(files_containing(h.dir.path(), marker.as_bytes()).is_empty());
     assert!(h.engine.recall("Ei", marker, 5).await.expect("recall").results.is_empty());
 }
+
+#[tokio::test]
+async fn a_damaged_or_deleted_search_index_is_rebuilt_from_the_ledger() {
+    let marker = "harpsichordmarker";
+    let h = Harness::new(&["noted"]).await;
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message("Ei", &format!("I play the {marker} on sundays")).await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let h = h.restart(&[]).await;
+    assert!(!h.engine.recall("Ei", marker, 5).await.expect("recall").results.is_empty());
+    h.engine.shutdown().await;
+
+    // Garbage over the index file, its journal gone.
+    let index = h.dir.path().join("index.db");
+    let side = |suffix: &str| h.dir.path().join(format!("index.db{suffix}"));
+    std::fs::write(&index, vec![0x5a_u8; 64 * 1024]).expect("damage the index");
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(side(suffix));
+    }
+    let h = h.restart(&[]).await;
+    let found = h.engine.recall("Ei", marker, 5).await.expect("recall after the rebuild");
+    assert!(found.results.iter().any(|r| r.text.contains(marker)), "re-derived from the ledger");
+    h.engine.shutdown().await;
+
+    // The index file deleted; a damaged -wal and -shm stay behind.
+    std::fs::remove_file(&index).expect("delete the index");
+    let side = |suffix: &str| h.dir.path().join(format!("index.db{suffix}"));
+    for suffix in ["-wal", "-shm"] {
+        std::fs::write(side(suffix), vec![0xa5_u8; 40 * 1024]).expect("stale journal");
+    }
+    let h = h.restart(&[]).await;
+    let found = h.engine.recall("Ei", marker, 5).await.expect("recall after the rebuild");
+    assert!(found.results.iter().any(|r| r.text.contains(marker)), "re-derived from the ledger");
+}

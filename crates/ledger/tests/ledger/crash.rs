@@ -59,3 +59,27 @@ async fn sigkill_during_appends_loses_no_acknowledged_event() {
     }
     assert!(max_acked > 50, "the writer made too little progress ({max_acked})");
 }
+
+/// A closed ledger has checkpointed its WAL into the file and released it:
+/// a caller may move `ledger.db` alone. (sqlx's `Pool::close` could return
+/// with a reader still open; then the `-wal` stayed and held the last writes.)
+#[tokio::test]
+async fn a_closed_ledger_leaves_no_wal_behind() {
+    for round in 0..20 {
+        let f = crate::Fixture::new().await;
+        let before = f.ledger.event_count().await.expect("count");
+        for i in 0..20 {
+            f.ledger.append(ledger::HUMAN_ENTITY, crate::say("p", &format!("m{i}"), "hello")).await.expect("append");
+        }
+        // Reads on several pooled connections, dropped just before the close.
+        let l = &f.ledger;
+        let counts = tokio::join!(l.event_count(), l.event_count(), l.event_count(), l.event_count());
+        for n in [counts.0, counts.1, counts.2, counts.3] {
+            assert_eq!(n.expect("count"), before + 20);
+        }
+        let path = f.db_path();
+        f.ledger.close().await;
+        let wal = path.with_file_name("ledger.db-wal");
+        assert!(!wal.exists() || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0) == 0, "round {round}: -wal left");
+    }
+}
