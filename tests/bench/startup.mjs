@@ -58,7 +58,9 @@ function memoryKb(pids) {
 async function once(app) {
   const t0 = performance.now();
   const session = await Session.create(driver, { alwaysMatch: { "tauri:options": { application: app.path } } });
-  await session.waitForElement(app.ready, 60_000);
+  // Polled every 5 ms: a coarser poll adds up to its interval to whichever
+  // app is not ready at the first look.
+  await session.waitForElement(app.ready, 60_000, 5);
   const readyMs = performance.now() - t0;
   // Where the time went inside the page, from the navigation's start:
   // the HTML, the scripts having run (DOMContentLoaded), and our own marks.

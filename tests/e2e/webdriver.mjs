@@ -168,9 +168,9 @@ export class Session {
     return value.map((v) => new Element(this, v[ELEMENT_KEY], css));
   }
 
-  /** Waits until `css` matches an element and returns it. */
-  waitForElement(css, timeout = 10_000) {
-    return waitFor(() => this.findElement(css), { timeout, message: `element ${css}` });
+  /** Waits until `css` matches an element and returns it (polling every `interval` ms). */
+  waitForElement(css, timeout = 10_000, interval = 100) {
+    return waitFor(() => this.findElement(css), { timeout, interval, message: `element ${css}` });
   }
 
   /** Runs `script` (a function body; use `arguments[i]`) in the page. Element args are passed as references. */

@@ -231,11 +231,38 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
     Ok(())
 }
 
-/// `apply` for a run of `MessageAdded` drafts, as one statement.
-pub(crate) async fn insert_messages(tx: &mut Tx<'_>, headers: &[EventHeader], drafts: &[crate::store::Draft]) -> Result<()> {
+/// Rows of one multi-row insert (7 bound values each, well under SQLite's limit).
+pub(crate) const INSERT_CHUNK: usize = 400;
+
+/// `apply` for events in order: runs of plain messages go in as multi-row
+/// inserts (the same rows `apply` writes), everything else one by one. A
+/// replay (`replay = true`) skips updates of personas whose creation was erased.
+pub(crate) async fn apply_in_order(tx: &mut Tx<'_>, events: &[(&EventHeader, &EventBody)], replay: bool) -> Result<()> {
+    let mut i = 0;
+    while i < events.len() {
+        let run =
+            events[i..].iter().take(INSERT_CHUNK).take_while(|(_, b)| matches!(b, EventBody::MessageAdded { .. })).count();
+        if run >= 2 {
+            insert_messages(tx, &events[i..i + run]).await?;
+            i += run;
+            continue;
+        }
+        let (h, body) = events[i];
+        match apply(tx, h, body).await {
+            // The persona's creation was erased: its updates have nothing to update.
+            Err(LedgerError::PersonaNotFound(_)) if replay => {}
+            other => other?,
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// `apply` for a run of `MessageAdded` events, as one statement.
+async fn insert_messages(tx: &mut Tx<'_>, events: &[(&EventHeader, &EventBody)]) -> Result<()> {
     let mut q = sqlx::QueryBuilder::new("INSERT INTO messages (id, persona_id, role, content, ts, read, seq) ");
-    q.push_values(headers.iter().zip(drafts), |mut b, (h, d)| {
-        if let EventBody::MessageAdded { message_id, persona_id, role, content, .. } = &d.body {
+    q.push_values(events, |mut b, (h, body)| {
+        if let EventBody::MessageAdded { message_id, persona_id, role, content, .. } = body {
             b.push_bind(message_id)
                 .push_bind(persona_id)
                 .push_bind(role.as_str())
@@ -311,6 +338,7 @@ pub(crate) async fn rebuild_all(tx: &mut Tx<'_>) -> Result<()> {
         .fetch_all(&mut **tx)
         .await
         .map_err(LedgerError::Load)?;
+        let mut events = Vec::with_capacity(rows.len());
         for row in rows {
             let seq: i64 = row.get(0);
             let body: Vec<u8> = row.get(8);
@@ -329,12 +357,10 @@ pub(crate) async fn rebuild_all(tx: &mut Tx<'_>) -> Result<()> {
                 payload_hash: to_hash(&row.get::<Vec<u8>, _>(6)).unwrap_or([0; HASH_LEN]),
                 prev_hash: to_hash(&row.get::<Vec<u8>, _>(7)).unwrap_or([0; HASH_LEN]),
             };
-            match apply(tx, &header, &body).await {
-                // The persona's creation was erased: its updates have nothing to update.
-                Err(LedgerError::PersonaNotFound(_)) => {}
-                other => other?,
-            }
+            events.push((header, body));
         }
+        let refs: Vec<(&EventHeader, &EventBody)> = events.iter().map(|(h, b)| (h, b)).collect();
+        apply_in_order(tx, &refs, true).await?;
     }
     for (target, by) in erasures {
         sqlx::query("INSERT OR REPLACE INTO erased (seq, erased_by) VALUES (?, ?)")

@@ -33,7 +33,6 @@ pub const HUMAN_ENTITY: &str = "human";
 pub const EI_PERSONA_ID: &str = "ei";
 const GENESIS_PREV: [u8; HASH_LEN] = [0; HASH_LEN];
 const FORMAT: u32 = 1;
-const INSERT_CHUNK: usize = 400;
 
 #[derive(Debug, Clone)]
 pub struct LedgerOptions {
@@ -436,7 +435,7 @@ impl Ledger {
         // the payloads and projections, then each chunk's event rows as soon as
         // its signatures arrive (see `signing`).
         let chunks: Vec<std::ops::Range<usize>> =
-            (0..headers.len()).step_by(INSERT_CHUNK).map(|a| a..(a + INSERT_CHUNK).min(headers.len())).collect();
+            (0..headers.len()).step_by(project::INSERT_CHUNK).map(|a| a..(a + project::INSERT_CHUNK).min(headers.len())).collect();
         let mut signed = Signed::start(drafts.iter().map(|d| d.signer.clone()).collect(), &hashes, keys)?;
 
         // Everything between BEGIN and COMMIT, so a failure anywhere (a full
@@ -452,7 +451,8 @@ impl Ledger {
                 q.build().execute(&mut *tx).await.map_err(LedgerError::Save)?;
             }
             if !rebuild {
-                apply_projections(&mut tx, &headers, &drafts).await?;
+                let events: Vec<(&EventHeader, &EventBody)> = headers.iter().zip(&drafts).map(|(h, d)| (h, &d.body)).collect();
+                project::apply_in_order(&mut tx, &events, false).await?;
             }
             let mut signatures: Vec<[u8; 64]> = Vec::with_capacity(headers.len());
             for r in &chunks {
@@ -593,28 +593,6 @@ impl Ledger {
     pub fn now(&self) -> time::OffsetDateTime {
         self.clock.now()
     }
-}
-
-/// Projections for freshly appended events: runs of plain messages go in as
-/// multi-row inserts (the same rows `project::apply` writes), everything
-/// else one by one.
-async fn apply_projections(tx: &mut project::Tx<'_>, headers: &[EventHeader], drafts: &[Draft]) -> Result<()> {
-    let mut i = 0;
-    while i < drafts.len() {
-        let run = drafts[i..]
-            .iter()
-            .take(INSERT_CHUNK)
-            .take_while(|d| matches!(d.body, EventBody::MessageAdded { .. }))
-            .count();
-        if run >= 2 {
-            project::insert_messages(tx, &headers[i..i + run], &drafts[i..i + run]).await?;
-            i += run;
-        } else {
-            project::apply(tx, &headers[i], &drafts[i].body).await?;
-            i += 1;
-        }
-    }
-    Ok(())
 }
 
 /// Reads this database's installation id, creating it on first open. A

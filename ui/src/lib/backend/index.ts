@@ -1,5 +1,4 @@
 import type { Backend } from "./backend";
-import { MockBackend } from "./mock";
 import { TauriBackend } from "./tauri";
 
 declare global {
@@ -8,12 +7,17 @@ declare global {
   }
 }
 
-/** The Tauri backend inside the desktop shell, the in-memory fake in a plain browser. */
-export function createBackend(): Backend {
+/**
+ * The Tauri backend inside the desktop shell; in a plain browser, the
+ * in-memory fake (`preview`), loaded only there: the desktop bundle's first
+ * screen does not carry it.
+ */
+export async function createBackend(): Promise<{ backend: Backend; preview: boolean }> {
   if (typeof window !== "undefined" && window.__TAURI_INTERNALS__) {
-    return new TauriBackend();
+    return { backend: new TauriBackend(), preview: false };
   }
-  return new MockBackend({ seed: true });
+  const { MockBackend } = await import("./mock");
+  return { backend: new MockBackend({ seed: true }), preview: true };
 }
 
 export type { Backend, DragDropEvent } from "./backend";
