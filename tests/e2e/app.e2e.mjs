@@ -356,6 +356,22 @@ export async function chooseModelFile(ctx) {
   await shot(ctx, "model-chosen");
 }
 
+/**
+ * Switches the interface language in Settings and waits for the words to
+ * change (Portuguese is loaded on first use). The choice is kept in the web
+ * view's storage: the next start renders in it from the first frame.
+ */
+export async function setLanguage(ctx, code, chatLabel) {
+  log(`switching the interface to ${code}`);
+  await openTab(ctx, "settings");
+  const select = await ctx.session.waitForElement(css("language-select"));
+  await select.click();
+  await (await ctx.session.findElement(`[data-testid="language-select"] option[value="${code}"]`)).click();
+  const nav = await ctx.session.findElement(css("nav-chat"));
+  await waitFor(async () => (await nav.text()).includes(chatLabel), { timeout: 10_000, message: `the tabs to read ${chatLabel}` });
+  await shot(ctx, `language-${code}`);
+}
+
 // ---- checkpoints ---------------------------------------------------------------
 
 const slotCss = (testid, slot) => css(testid, `[data-slot="${slot}"]`);
@@ -473,13 +489,18 @@ export async function firstRun(ctx) {
   await verifyLedger(ctx);
   await addAccount(ctx, SCENARIO.account);
   await chooseModelFile(ctx);
+  await setLanguage(ctx, "pt-BR", "Conversa");
 }
 
 /** After a restart: the history is still there (with the undone restore's persona) and still verifies. */
 export async function restartRun(ctx) {
+  // Started in Portuguese, the language chosen before the restart.
+  const nav = await ctx.session.waitForElement(css("nav-chat"), STARTUP_TIMEOUT_MS);
+  check((await nav.text()).includes("Conversa"), `the app did not start in Portuguese: ${await nav.text()}`);
   await checkHistory(ctx);
   await waitForPersona(ctx, SCENARIO.checkpoint.persona.name, 15_000);
   await verifyLedger(ctx);
+  await setLanguage(ctx, "en", "Chat");
 }
 
 async function withSession(cfg, label, body) {

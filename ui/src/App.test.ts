@@ -26,7 +26,8 @@ describe("App", () => {
     await user.click(screen.getByTestId("nav-settings"));
     await user.selectOptions(await screen.findByTestId("language-select"), "pt-BR");
 
-    expect(screen.getByTestId("nav-chat")).toHaveTextContent("Conversa");
+    // Portuguese is loaded on first use.
+    await waitFor(() => expect(screen.getByTestId("nav-chat")).toHaveTextContent("Conversa"));
     expect(screen.getByTestId("nav-settings")).toHaveTextContent("Configurações");
     expect(screen.getByTestId("new-persona-button")).toHaveTextContent("Nova persona");
     expect(screen.getByLabelText("Idioma")).toBeInTheDocument();

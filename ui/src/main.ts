@@ -5,6 +5,8 @@ import "./app.css";
 import { mount } from "svelte";
 import App from "./App.svelte";
 import { createBackend } from "./lib/backend";
+import { loadDictionary } from "./lib/i18n/i18n";
+import { prefs } from "./lib/prefs/prefs.svelte";
 
 // Before the first render: the font stack depends on it (see app.css).
 if (/Linux/.test(navigator.userAgent) && !/Android/.test(navigator.userAgent)) {
@@ -14,7 +16,8 @@ if (/Linux/.test(navigator.userAgent) && !/Android/.test(navigator.userAgent)) {
 const target = document.getElementById("app");
 if (!target) throw new Error("#app is missing from index.html");
 
-const { backend, preview } = await createBackend();
+// The dictionary of the chosen language, and the backend, before the first render.
+const [{ backend, preview }] = await Promise.all([createBackend(), loadDictionary(prefs.lang)]);
 const app = mount(App, { target, props: { backend, preview } });
 performance.mark("ledgermind:mounted");
 requestAnimationFrame(() => performance.mark("ledgermind:first-frame"));

@@ -3,11 +3,10 @@
 
 import { prefs, type Lang } from "../prefs/prefs.svelte";
 import { en, type MessageKey } from "./en";
-import { ptBR } from "./pt-BR";
+import { dictionaries, loadDictionary } from "./dictionaries.svelte";
 
 export type { MessageKey };
-
-const dictionaries: Record<Lang, Record<MessageKey, string>> = { en, "pt-BR": ptBR };
+export { loadDictionary };
 
 export type Params = Record<string, string | number>;
 
@@ -24,7 +23,7 @@ function formatValue(value: string | number): string {
 
 /** The text for `key` in the current language, with `{name}` placeholders filled. */
 export function t(key: MessageKey, params?: Params): string {
-  const dict = dictionaries[prefs.lang] ?? en;
+  const dict = dictionaries.get(prefs.lang) ?? en;
   return fill(dict[key] ?? en[key] ?? key, params);
 }
 
