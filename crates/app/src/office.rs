@@ -756,6 +756,9 @@ pub struct SimulationView {
     pub kind: String,
     pub risk: f64,
     pub critical: bool,
+    /// The persona has never carried out an action of this kind: a
+    /// simulation is recommended (seed 000, decision #6).
+    pub first_time: bool,
     /// `required`, `recommended`, `optional` or `skipped`.
     pub level: String,
     /// Whether the simulation ran (required and recommended ones do).
@@ -893,7 +896,9 @@ impl Engine {
             .get(&proposal.tool)
             .cloned()
             .ok_or_else(|| AppError::new("TOOL_UNKNOWN", format!("unknown tool `{}`", proposal.tool)))?;
-        let risk = assess(ToolFacts { name: &spec.name, category: spec.category, base_risk: spec.risk }, &proposal.args);
+        let kind = ::office::simulation::kind_of(&proposal.tool, &proposal.args);
+        let first_time = self.ledger.action_executions(&persona.id, &kind).await? == 0;
+        let risk = assess(ToolFacts { name: &spec.name, category: spec.category, base_risk: spec.risk }, &proposal.args, first_time);
         let (_, mode) = parse_session(self.ledger.session_mode(&persona.id).await?);
         let mut view = SimulationView {
             nonce: nonce.to_owned(),
@@ -901,6 +906,7 @@ impl Engine {
             kind: risk.kind.clone(),
             risk: f64::from((risk.score * 100.0).round() / 100.0),
             critical: risk.critical,
+            first_time: risk.first_time,
             level: serde_json::to_value(risk.level).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
             ran: false,
             mode: mode.as_str().to_owned(),

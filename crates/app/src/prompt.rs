@@ -2,28 +2,17 @@
 //! obligations, its memory, its constitution last) as the system message,
 //! then the recent conversation.
 
-use ledger::{Message, MessageRole};
-use providers::{ChatMessage, Role};
-
 /// How many past messages go into a reply's prompt.
 pub const HISTORY: u32 = 12;
 
-pub fn reply_prompt(narrative: &str, history: &[Message]) -> Vec<ChatMessage> {
-    let mut out = vec![ChatMessage::new(Role::System, narrative.to_owned())];
-    for m in history {
-        let role = match m.role {
-            MessageRole::Human => Role::User,
-            MessageRole::Persona => Role::Assistant,
-            MessageRole::System => continue,
-        };
-        out.push(ChatMessage::new(role, m.content.clone()));
-    }
-    out
-}
+/// One implementation for replies and handovers: the office's.
+pub use ::office::reply_prompt;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ledger::{Message, MessageRole};
+    use providers::Role;
 
     #[test]
     fn the_prompt_starts_with_the_narrative_and_keeps_turn_order() {

@@ -31,8 +31,6 @@ pub(crate) struct AppTools {
     metadata: Arc<MetadataService>,
     /// correlation id → the conversation (persona) the call belongs to.
     conversations: Mutex<HashMap<String, String>>,
-    /// Simulations run (office): keys of `simulation_key`.
-    simulated: Mutex<std::collections::HashSet<String>>,
 }
 
 impl AppTools {
@@ -42,7 +40,7 @@ impl AppTools {
         handle: Handle,
         metadata: Arc<MetadataService>,
     ) -> Self {
-        Self { ledger, events, handle, metadata, conversations: Mutex::new(HashMap::new()), simulated: Mutex::default() }
+        Self { ledger, events, handle, metadata, conversations: Mutex::new(HashMap::new()) }
     }
 
     pub(crate) fn bind(&self, correlation_id: &str, persona_id: &str) {
@@ -251,11 +249,6 @@ fn sha256_hex(v: &Value) -> String {
     hex::encode(Sha256::digest(v.to_string().as_bytes()))
 }
 
-/// What a simulation is remembered by: persona, kind and exact arguments.
-pub(crate) fn simulation_key(persona_id: &str, tool: &str, args: &Value) -> String {
-    sha256_hex(&json!([persona_id, ::office::simulation::kind_of(tool, args), args]))
-}
-
 impl AppTools {
     /// The persona's session type and mode (stored, else the type's default).
     pub(crate) fn session_of(&self, persona_id: &str) -> (::office::SessionType, ::office::SessionMode) {
@@ -287,18 +280,45 @@ impl AppTools {
             }
             ::office::SessionRule::Run => {
                 let facts = ::office::simulation::ToolFacts { name: tool, category: spec.category, base_risk: spec.risk };
-                let risk = ::office::simulation::assess(facts, args);
+                // Whether it is the first time only moves a level to "recommended".
+                let risk = ::office::simulation::assess(facts, args, false);
                 if risk.level != ::office::simulation::SimulationLevel::Required {
                     return Ok(None);
                 }
-                // One simulation clears one run: the next time, the state may differ.
-                let key = simulation_key(&persona_id, tool, args);
-                let simulated = self.simulated.lock().map(|mut s| s.remove(&key)).unwrap_or(false);
-                if !simulated {
+                // Satisfied by a recorded simulation (also one from before a
+                // restart) of the same action and arguments in the same state:
+                // once the state changed, the simulation no longer describes it.
+                let state = block(&self.handle, self.ledger.simulation_state())?;
+                let recorded =
+                    block(&self.handle, self.ledger.simulation_recorded(&persona_id, &risk.kind, &sha256_hex(args), &state))?;
+                if !recorded {
                     return Ok(Some(::office::affordances::simulation_required(&risk.kind).to_result()));
                 }
                 Ok(None)
             }
+        }
+    }
+
+    /// Whether the persona has never carried out an action of this kind.
+    pub(crate) fn first_time(&self, persona_id: &str, kind: &str) -> Result<bool, ToolError> {
+        Ok(block(&self.handle, self.ledger.action_executions(persona_id, kind))? == 0)
+    }
+
+    /// Records a persona's action that was carried out for real (an
+    /// `action_executed` event): from now on it is not the first of its kind.
+    /// Reads, safe kinds, refusals and simulations are not recorded.
+    fn record_action(&self, tool: &str, args: &Value, correlation_id: &str, result: &Result<Value, ToolError>) {
+        let Ok(answer) = result else { return };
+        let Some(persona_id) = self.persona_of(correlation_id) else { return };
+        let Some(spec) = runtime::ToolRegistry::builtin().get(tool).cloned() else { return };
+        let kind = ::office::simulation::kind_of(tool, args);
+        let refused = matches!(answer["status"].as_str(), Some("rejected" | "simulated"));
+        if refused || !::office::simulation::tracks_first_time(&kind, spec.category) {
+            return;
+        }
+        let body = EventBody::ActionExecuted { persona_id: persona_id.clone(), action: kind, correlation_id: correlation_id.to_owned() };
+        if let Err(e) = self.append(&persona_id, body) {
+            tracing::warn!(correlation_id, tool, "the executed action could not be recorded: {e}");
         }
     }
 
@@ -312,10 +332,14 @@ impl AppTools {
             return Err(ToolError::Failed(format!("invalid arguments for `{tool}`: {}", why.join("; "))));
         }
         let facts = ::office::simulation::ToolFacts { name: tool, category: spec.category, base_risk: spec.risk };
-        let risk = ::office::simulation::assess(facts, args);
+        let first_time = self.first_time(persona_id, &::office::simulation::kind_of(tool, args))?;
+        let risk = ::office::simulation::assess(facts, args, first_time);
         let (changes, rejected) = match self.drafts_for(persona_id, tool, args) {
             Ok(drafts) => (block(&self.handle, self.ledger.simulate_events(&drafts))?, None),
-            Err(token) => (ledger::SimulatedChanges::default(), Some(token)),
+            Err(token) => {
+                let state_hash = block(&self.handle, self.ledger.simulation_state())?;
+                (ledger::SimulatedChanges { state_hash, ..Default::default() }, Some(token))
+            }
         };
         let lines = ::office::simulation::change_lines(&changes);
         let level = serde_json::to_value(risk.level).unwrap_or_default();
@@ -328,14 +352,9 @@ impl AppTools {
                 risk_permille: (risk.score * 1000.0).round() as u32,
                 level: level.as_str().unwrap_or_default().to_owned(),
                 changes: lines.clone(),
+                state_hash: Some(changes.state_hash.clone()),
             },
         )?;
-        if let Ok(mut s) = self.simulated.lock() {
-            if s.len() > 10_000 {
-                s.clear();
-            }
-            s.insert(simulation_key(persona_id, tool, args));
-        }
         let outcome = match &rejected {
             Some(t) => format!("it would be rejected ({}): {}", t.code, t.message),
             None if lines.is_empty() => "nothing in the ledger would change".to_owned(),
@@ -347,6 +366,7 @@ impl AppTools {
             "kind": risk.kind,
             "risk": risk.score,
             "critical": risk.critical,
+            "first_time": risk.first_time,
             "level": level,
             "changes": lines,
             "effects": changes,
@@ -571,7 +591,7 @@ impl ToolExecutor for AppTools {
         if let Some(answer) = self.office_gate(tool, args, correlation_id)? {
             return Ok(answer);
         }
-        match tool {
+        let result = match tool {
             "save_note" => self.save("note", text(args, "content"), args, correlation_id),
             "save_movie" => self.save("movie", text(args, "title"), args, correlation_id),
             "save_tv_show" => self.save("tv_show", text(args, "title"), args, correlation_id),
@@ -595,7 +615,10 @@ impl ToolExecutor for AppTools {
             }
             t if AFFORDANCES.contains(&t) => self.affordance(t, args, correlation_id),
             other => Err(ToolError::Unavailable(format!("`{other}` has no executor in this app"))),
-        }
+        };
+        // The office: the first action of a kind is recommended a simulation.
+        self.record_action(tool, args, correlation_id, &result);
+        result
     }
 }
 

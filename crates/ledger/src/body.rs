@@ -184,7 +184,16 @@ pub enum EventBody {
         risk_permille: u32,
         level: String,
         changes: Vec<String>,
+        /// The state the simulation ran against (see `Ledger::simulation_state`);
+        /// absent before session 5. A later run of the same action and
+        /// arguments is covered by this simulation only in the same state.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state_hash: Option<String>,
     },
+    /// A persona's tool call carried out for real (not simulated, not
+    /// refused): `action` is its kind (`tool`, or `submit:<intent>`). The
+    /// first action of a kind is recommended a simulation.
+    ActionExecuted { persona_id: String, action: String, correlation_id: String },
     // --- end office
     // ----- memory (#4): persona groups, the human's memories, reply sources -----
     /// A persona sees data filed under `group_primary ∪ groups_visible`; what
@@ -445,6 +454,7 @@ impl EventBody {
             Self::StatementSigned { .. } => "statement_signed",
             Self::ClarificationRequested { .. } => "clarification_requested",
             Self::SimulationRun { .. } => "simulation_run",
+            Self::ActionExecuted { .. } => "action_executed",
             Self::PersonaGroupsSet { .. } => "persona_groups_set",
             Self::MemoryLearned { .. } => "memory_learned",
             Self::MemoryUpdated { .. } => "memory_updated",

@@ -16,7 +16,7 @@ use crate::Result;
 
 type Tx<'a> = Transaction<'a, Sqlite>;
 
-pub(crate) const TABLES: [&str; 12] = [
+pub(crate) const TABLES: [&str; 14] = [
     "reminders",
     "bookmarks",
     "handovers",
@@ -29,17 +29,36 @@ pub(crate) const TABLES: [&str; 12] = [
     "persona_languages",
     "reply_frames",
     "session_modes",
+    "simulations",
+    "office_actions",
 ];
 
-/// Rows folded into `Ledger::state_digest`.
-pub(crate) const DIGEST_SQL: [&str; 7] = [
-    "SELECT id || '|' || persona_id || '|' || text || '|' || COALESCE(due_at, '') || '|' || obligation || '|' || COALESCE(done_seq, '') FROM reminders ORDER BY id",
-    "SELECT id || '|' || persona_id || '|' || target_id || '|' || label FROM bookmarks ORDER BY id",
-    "SELECT seq || '|' || persona_id || '|' || text || '|' || author FROM handovers ORDER BY seq",
-    "SELECT persona_id || '|' || version || '|' || core_directive || '|' || overrides FROM constitutions ORDER BY persona_id, version",
-    "SELECT seq || '|' || persona_id || '|' || summary FROM periods ORDER BY seq",
+/// Rows folded into `Ledger::state_digest`: every office table a replay
+/// rebuilds, every column. One exception, for speed: a reply frame is
+/// folded in by its `frame_hash` (the SHA-256 its builder computed over the
+/// frame) and its length, not its text — frames are kilobytes each, one
+/// per reply, and the text is a verbatim copy of the signed event's payload,
+/// which `verify` checks.
+pub(crate) const DIGEST_SQL: [&str; 14] = [
+    "SELECT id || '|' || persona_id || '|' || text || '|' || COALESCE(due_at, '') || '|' || obligation || '|' || created_seq \
+     || '|' || created_ts || '|' || COALESCE(done_seq, '') || '|' || COALESCE(done_ts, '') FROM reminders ORDER BY id",
+    "SELECT id || '|' || persona_id || '|' || target_id || '|' || label || '|' || seq || '|' || ts FROM bookmarks ORDER BY id",
+    "SELECT seq || '|' || persona_id || '|' || session_id || '|' || text || '|' || author || '|' || reason || '|' || ts \
+     FROM handovers ORDER BY seq",
+    "SELECT seq || '|' || persona_id || '|' || handover_seq || '|' || note || '|' || findings || '|' || ts FROM governance_notes ORDER BY seq",
+    "SELECT persona_id || '|' || version || '|' || core_directive || '|' || overrides || '|' || seq || '|' || ts \
+     FROM constitutions ORDER BY persona_id, version",
+    "SELECT seq || '|' || persona_id || '|' || period_start || '|' || period_end || '|' || summary FROM periods ORDER BY seq",
+    "SELECT seq || '|' || persona_id || '|' || text || '|' || ts FROM baselines ORDER BY seq",
+    "SELECT seq || '|' || entity_id || '|' || day || '|' || prompt_tokens || '|' || completion_tokens FROM token_usage ORDER BY seq",
+    "SELECT entity_id || '|' || daily_limit || '|' || seq FROM token_quotas ORDER BY entity_id",
     "SELECT persona_id || '|' || language FROM persona_languages ORDER BY persona_id",
-    "SELECT persona_id || '|' || session_type || '|' || mode FROM session_modes ORDER BY persona_id",
+    "SELECT message_id || '|' || persona_id || '|' || frame_hash || '|' || length(frame) || '|' || seq FROM reply_frames ORDER BY message_id",
+    "SELECT persona_id || '|' || session_type || '|' || mode || '|' || seq FROM session_modes ORDER BY persona_id",
+    "SELECT seq || '|' || persona_id || '|' || action || '|' || args_hash || '|' || COALESCE(state_hash, '') || '|' || level \
+     FROM simulations ORDER BY seq",
+    "SELECT persona_id || '|' || action || '|' || executions || '|' || first_seq || '|' || last_seq FROM office_actions \
+     ORDER BY persona_id, action",
 ];
 
 pub(crate) async fn clear(tx: &mut Tx<'_>) -> Result<()> {
@@ -169,6 +188,22 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
         .bind(persona_id)
         .bind(session_type)
         .bind(mode)
+        .bind(seq),
+        EventBody::SimulationRun { persona_id, action, args_hash, level, state_hash, .. } => sqlx::query(
+            "INSERT INTO simulations (seq, persona_id, action, args_hash, state_hash, level) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(seq)
+        .bind(persona_id)
+        .bind(action)
+        .bind(args_hash)
+        .bind(state_hash)
+        .bind(level),
+        EventBody::ActionExecuted { persona_id, action, .. } => sqlx::query(
+            "INSERT INTO office_actions (persona_id, action, executions, first_seq, last_seq) VALUES (?1, ?2, 1, ?3, ?3) \
+             ON CONFLICT (persona_id, action) DO UPDATE SET executions = executions + 1, last_seq = excluded.last_seq",
+        )
+        .bind(persona_id)
+        .bind(action)
         .bind(seq),
         _ => return Ok(()),
     };
@@ -315,7 +350,7 @@ fn handover_row(r: &SqliteRow) -> Handover {
 
 const NARRATED_ELSEWHERE: &str = "'reply_framed', 'tokens_used', 'token_quota_set', 'handover_written', 'governance_note_added', \
      'period_synthesized', 'baseline_narrative_set', 'constitution_set', 'persona_language_set', 'entity_key_registered', \
-     'session_mode_set'";
+     'session_mode_set', 'action_executed'";
 const REMINDER_COLS: &str = "id, persona_id, text, due_at, obligation, created_seq, created_ts, done_ts";
 const HANDOVER_COLS: &str = "seq, persona_id, session_id, text, author, reason, ts";
 
@@ -662,6 +697,9 @@ pub struct SimulatedChanges {
     pub obligations_added: Vec<String>,
     pub obligations_closed: Vec<String>,
     pub bookmarks_added: Vec<String>,
+    /// The state the simulation ran against (see [`Ledger::simulation_state`]).
+    #[serde(default)]
+    pub state_hash: String,
 }
 
 /// The parts of the state a simulation reports on, keyed by id.
@@ -687,6 +725,26 @@ async fn scratch(tx: &mut Tx<'_>) -> Result<Scratch> {
         .await?,
         bookmarks: scratch_rows(tx, "SELECT id, '“' || label || '”' FROM bookmarks").await?,
     })
+}
+
+impl Scratch {
+    /// SHA-256 over every row, length-prefixed: equal exactly when the
+    /// parts of the state a simulation reads and reports on are equal.
+    fn hash(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for (name, rows) in [("items", &self.items), ("open", &self.open), ("bookmarks", &self.bookmarks)] {
+            h.update(name.as_bytes());
+            h.update((rows.len() as u64).to_be_bytes());
+            for (k, v) in rows {
+                for s in [k, v] {
+                    h.update((s.len() as u64).to_be_bytes());
+                    h.update(s.as_bytes());
+                }
+            }
+        }
+        hex::encode(h.finalize())
+    }
 }
 
 fn added(before: &std::collections::BTreeMap<String, String>, after: &std::collections::BTreeMap<String, String>) -> Vec<String> {
@@ -735,6 +793,45 @@ impl Ledger {
             obligations_added: added(&before.open, &after.open),
             obligations_closed: added(&after.open, &before.open),
             bookmarks_added: added(&before.bookmarks, &after.bookmarks),
+            state_hash: before.hash(),
         })
+    }
+
+    /// The hash of the state simulations run against: saved items, open
+    /// obligations and bookmarks (what they read and report on). Equal to
+    /// the `state_hash` a simulation records when nothing there changed since.
+    pub async fn simulation_state(&self) -> Result<String> {
+        let mut tx = self.pool().begin().await.map_err(LedgerError::Load)?;
+        let state = scratch(&mut tx).await?;
+        tx.rollback().await.map_err(LedgerError::Load)?;
+        Ok(state.hash())
+    }
+
+    /// Whether a simulation of this action with these arguments (by hash)
+    /// was recorded for the persona against the state `state_hash`.
+    pub async fn simulation_recorded(&self, persona_id: &str, action: &str, args_hash: &str, state_hash: &str) -> Result<bool> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM simulations WHERE persona_id = ? AND action = ? AND args_hash = ? AND state_hash = ?",
+        )
+        .bind(persona_id)
+        .bind(action)
+        .bind(args_hash)
+        .bind(state_hash)
+        .fetch_one(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        Ok(n > 0)
+    }
+
+    /// How many times the persona carried out an action of this kind
+    /// (`action_executed` events).
+    pub async fn action_executions(&self, persona_id: &str, action: &str) -> Result<u64> {
+        let n: Option<i64> = sqlx::query_scalar("SELECT executions FROM office_actions WHERE persona_id = ? AND action = ?")
+            .bind(persona_id)
+            .bind(action)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(n.unwrap_or(0).max(0) as u64)
     }
 }

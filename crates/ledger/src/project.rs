@@ -210,13 +210,14 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
         | EventBody::TokenQuotaSet { .. }
         | EventBody::PersonaLanguageSet { .. }
         | EventBody::ReplyFramed { .. }
-        | EventBody::SessionModeSet { .. } => crate::office::apply(tx, h, body).await?,
+        | EventBody::SessionModeSet { .. }
+        | EventBody::SimulationRun { .. }
+        | EventBody::ActionExecuted { .. } => crate::office::apply(tx, h, body).await?,
         EventBody::IntentSubmitted { .. }
         | EventBody::ReasoningLogged { .. }
         | EventBody::NoteWritten { .. }
         | EventBody::StatementSigned { .. }
-        | EventBody::ClarificationRequested { .. }
-        | EventBody::SimulationRun { .. } => {}
+        | EventBody::ClarificationRequested { .. } => {}
         EventBody::PersonaGroupsSet { .. }
         | EventBody::MemoryLearned { .. }
         | EventBody::MemoryUpdated { .. }

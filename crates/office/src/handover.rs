@@ -58,15 +58,7 @@ pub fn request(model: &str, narrative: &str, session: &[Message], lang: Language
                            aconteceu, o que você prometeu, o que continua em aberto. Escreva pelo menos duas frases \
                            completas. Responda em JSON: {\"handover\": \"...\"}",
     };
-    let mut messages = vec![ChatMessage::new(Role::System, narrative.to_owned())];
-    for m in session {
-        let role = match m.role {
-            MessageRole::Human => Role::User,
-            MessageRole::Persona => Role::Assistant,
-            MessageRole::System => continue,
-        };
-        messages.push(ChatMessage::new(role, m.content.clone()));
-    }
+    let mut messages = crate::narrator::reply_prompt(narrative, session);
     messages.push(ChatMessage::new(Role::User, ask.to_owned()));
     let mut req = CompletionRequest::chat(model.to_owned(), messages);
     req.max_tokens = MAX_TOKENS;

@@ -6,6 +6,8 @@
 //! and the identity, situation, sanity note and constitution are only
 //! shortened, never dropped.
 
+use ledger::{Message, MessageRole};
+use providers::{ChatMessage, Role};
 use serde::Serialize;
 use time::{OffsetDateTime, Weekday};
 
@@ -462,4 +464,21 @@ fn human_time(t: OffsetDateTime, lang: Language) -> String {
         Language::En => format!("{day}, {date} at {:02}:{:02} UTC", t.hour(), t.minute()),
         Language::PtBr => format!("{day}, {date}, às {:02}:{:02} UTC", t.hour(), t.minute()),
     }
+}
+
+/// The messages an LLM call of the persona starts with: the narrative as
+/// the system message, then the conversation in turn order (system lines,
+/// which the person saw but the persona did not say, are left out). Used
+/// for replies and for the handover request.
+pub fn reply_prompt(narrative: &str, history: &[Message]) -> Vec<ChatMessage> {
+    let mut out = vec![ChatMessage::new(Role::System, narrative.to_owned())];
+    for m in history {
+        let role = match m.role {
+            MessageRole::Human => Role::User,
+            MessageRole::Persona => Role::Assistant,
+            MessageRole::System => continue,
+        };
+        out.push(ChatMessage::new(role, m.content.clone()));
+    }
+    out
 }

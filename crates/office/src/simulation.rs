@@ -39,6 +39,8 @@ pub struct RiskAssessment {
     pub kind: String,
     pub score: f32,
     pub critical: bool,
+    /// The persona has never carried out an action of this kind.
+    pub first_time: bool,
     pub level: SimulationLevel,
 }
 
@@ -86,24 +88,42 @@ pub fn risk_score(tool: ToolFacts<'_>, args: &Value) -> f32 {
     score.clamp(0.0, 1.0)
 }
 
-/// The seed's policy: required above 0.7 or for a critical kind,
-/// recommended above 0.5, skipped below 0.3 or for a safe kind.
-pub fn policy(kind: &str, score: f32) -> SimulationLevel {
+/// The seed's policy: required above 0.7 or for a critical kind;
+/// skipped for a safe kind; recommended above 0.5 or the first time the
+/// persona does this kind of action; skipped below 0.3.
+pub fn policy(kind: &str, score: f32, first_time: bool) -> SimulationLevel {
     if score > REQUIRED_ABOVE || CRITICAL_KINDS.contains(&kind) {
         SimulationLevel::Required
-    } else if SAFE_KINDS.contains(&kind) || score < SKIP_BELOW {
+    } else if SAFE_KINDS.contains(&kind) {
         SimulationLevel::Skipped
-    } else if score > RECOMMENDED_ABOVE {
+    } else if score > RECOMMENDED_ABOVE || first_time {
         SimulationLevel::Recommended
+    } else if score < SKIP_BELOW {
+        SimulationLevel::Skipped
     } else {
         SimulationLevel::Optional
     }
 }
 
-pub fn assess(tool: ToolFacts<'_>, args: &Value) -> RiskAssessment {
+/// Whether the first action of this kind is told apart: reads and safe
+/// kinds change nothing binding, so they are never "the first time".
+pub fn tracks_first_time(kind: &str, category: ToolCategory) -> bool {
+    category != ToolCategory::Read && !SAFE_KINDS.contains(&kind)
+}
+
+/// `first_time`: the persona has no executed action of this kind yet (the
+/// app reads it from the ledger's `action_executed` events).
+pub fn assess(tool: ToolFacts<'_>, args: &Value, first_time: bool) -> RiskAssessment {
     let kind = kind_of(tool.name, args);
     let score = risk_score(tool, args);
-    RiskAssessment { critical: CRITICAL_KINDS.contains(&kind.as_str()), level: policy(&kind, score), kind, score }
+    let first_time = first_time && tracks_first_time(&kind, tool.category);
+    RiskAssessment {
+        critical: CRITICAL_KINDS.contains(&kind.as_str()),
+        level: policy(&kind, score, first_time),
+        first_time,
+        kind,
+        score,
+    }
 }
 
 pub use ledger::SimulatedChanges;
@@ -141,33 +161,49 @@ mod tests {
 
     #[test]
     fn the_policy_thresholds_are_the_seeds() {
-        assert_eq!(policy("x", 0.71), SimulationLevel::Required);
-        assert_eq!(policy("x", 0.7), SimulationLevel::Recommended);
-        assert_eq!(policy("x", 0.51), SimulationLevel::Recommended);
-        assert_eq!(policy("x", 0.5), SimulationLevel::Optional);
-        assert_eq!(policy("x", 0.3), SimulationLevel::Optional);
-        assert_eq!(policy("x", 0.29), SimulationLevel::Skipped);
+        assert_eq!(policy("x", 0.71, false), SimulationLevel::Required);
+        assert_eq!(policy("x", 0.7, false), SimulationLevel::Recommended);
+        assert_eq!(policy("x", 0.51, false), SimulationLevel::Recommended);
+        assert_eq!(policy("x", 0.5, false), SimulationLevel::Optional);
+        assert_eq!(policy("x", 0.3, false), SimulationLevel::Optional);
+        assert_eq!(policy("x", 0.29, false), SimulationLevel::Skipped);
         // Critical kinds are required at any score, safe kinds skipped.
-        assert_eq!(policy("delete_all_memories", 0.0), SimulationLevel::Required);
-        assert_eq!(policy("submit:withdraw", 0.1), SimulationLevel::Required);
-        assert_eq!(policy("write_note", 0.6), SimulationLevel::Skipped);
+        assert_eq!(policy("delete_all_memories", 0.0, false), SimulationLevel::Required);
+        assert_eq!(policy("submit:withdraw", 0.1, false), SimulationLevel::Required);
+        assert_eq!(policy("write_note", 0.6, false), SimulationLevel::Skipped);
+    }
+
+    #[test]
+    fn the_first_time_of_a_kind_is_recommended_a_simulation() {
+        // "Recomendada se: risk > 0.5 OU primeira vez fazendo ação".
+        assert_eq!(policy("x", 0.5, true), SimulationLevel::Recommended);
+        assert_eq!(policy("x", 0.1, true), SimulationLevel::Recommended);
+        // Required stays required; a safe kind is never worth simulating.
+        assert_eq!(policy("x", 0.9, true), SimulationLevel::Required);
+        assert_eq!(policy("query", 0.0, true), SimulationLevel::Skipped);
+        let submit = facts("submit", ToolCategory::Write, 0.5);
+        let fulfil = json!({"intent": "fulfil", "payload": {"obligation_id": "r1"}});
+        let first = assess(submit, &fulfil, true);
+        assert_eq!((first.level, first.first_time), (SimulationLevel::Recommended, true));
+        let again = assess(submit, &fulfil, false);
+        assert_eq!((again.level, again.first_time), (SimulationLevel::Optional, false));
     }
 
     #[test]
     fn scores_follow_category_kind_and_arguments() {
         let none = json!({});
-        assert_eq!(assess(facts("search_items", ToolCategory::Read, 0.0), &none).level, SimulationLevel::Skipped);
-        assert_eq!(assess(facts("save_movie", ToolCategory::Write, 0.2), &json!({"title": "Heat"})).level, SimulationLevel::Skipped);
-        let delete = assess(facts("delete_memory", ToolCategory::Destructive, 0.6), &json!({"item_id": "a"}));
+        assert_eq!(assess(facts("search_items", ToolCategory::Read, 0.0), &none, false).level, SimulationLevel::Skipped);
+        assert_eq!(assess(facts("save_movie", ToolCategory::Write, 0.2), &json!({"title": "Heat"}), false).level, SimulationLevel::Skipped);
+        let delete = assess(facts("delete_memory", ToolCategory::Destructive, 0.6), &json!({"item_id": "a"}), false);
         assert_eq!(delete.level, SimulationLevel::Recommended);
-        let all = assess(facts("delete_all_memories", ToolCategory::Destructive, 0.95), &none);
+        let all = assess(facts("delete_all_memories", ToolCategory::Destructive, 0.95), &none, false);
         assert!(all.critical && all.level == SimulationLevel::Required);
         let submit = facts("submit", ToolCategory::Write, 0.5);
-        let withdraw = assess(submit, &json!({"intent": "withdraw", "payload": {"obligation_id": "r1", "reason": "no"}}));
+        let withdraw = assess(submit, &json!({"intent": "withdraw", "payload": {"obligation_id": "r1", "reason": "no"}}), false);
         assert_eq!((withdraw.kind.as_str(), withdraw.level), ("submit:withdraw", SimulationLevel::Required));
-        let commit = assess(submit, &json!({"intent": "commit", "payload": {"text": "Call Ana", "due": "2030-01-01T00:00:00Z"}}));
+        let commit = assess(submit, &json!({"intent": "commit", "payload": {"text": "Call Ana", "due": "2030-01-01T00:00:00Z"}}), false);
         assert_eq!(commit.level, SimulationLevel::Recommended);
-        let fulfil = assess(submit, &json!({"intent": "fulfil", "payload": {"obligation_id": "r1"}}));
+        let fulfil = assess(submit, &json!({"intent": "fulfil", "payload": {"obligation_id": "r1"}}), false);
         assert_eq!(fulfil.level, SimulationLevel::Optional);
         // A long binding text raises the score.
         let long = json!({"content": "word ".repeat(80)});

@@ -439,3 +439,102 @@ async fn the_person_adds_obligations_as_the_same_event_the_tool_writes() {
     assert_eq!(frame.obligations.len(), 2);
     assert_eq!(frame.state.mode, "commitment");
 }
+
+// ----- session 5: the first time of an action; simulations recorded in the ledger -----
+
+async fn count(h: &Harness, kind: &str) -> usize {
+    kinds(h).await.iter().filter(|k| *k == kind).count()
+}
+
+#[tokio::test]
+async fn the_first_action_of_a_kind_is_recommended_a_simulation() {
+    let h = Harness::new(&[]).await;
+    let ada = h.engine.create_persona("Ada", "").await.expect("create");
+    h.engine.create_persona("Bob", "").await.expect("create");
+    let pay = h.engine.add_obligation("Ada", "Pay the tickets", None, "commitment").await.expect("add");
+    let book = h.engine.add_obligation("Ada", "Book the hotel", None, "commitment").await.expect("add");
+    let fulfil = |id: &str| call("submit", serde_json::json!({"intent": "fulfil", "payload": {"obligation_id": id}}));
+
+    // Fulfilling scores 0.5 (no simulation needed above it), but Ada never did it: recommended, and run.
+    h.provider.push_reply(fulfil(&pay.id).to_string());
+    h.engine.send_message("Ada", "I fulfilled the tickets commitment").await.expect("send");
+    let proposal = proposed(&h, "Ada").await;
+    let sim = h.engine.simulate_proposal("Ada", &proposal.nonce).await.expect("simulate");
+    assert_eq!((sim.kind.as_str(), sim.level.as_str(), sim.first_time, sim.ran), ("submit:fulfil", "recommended", true, true));
+    assert!((sim.risk - 0.5).abs() < 1e-6, "{}", sim.risk);
+    assert_eq!(sim.obligations_closed, ["“Pay the tickets”"]);
+    assert_eq!(count(&h, "action_executed").await, 0, "a simulation is not an executed action");
+    let done = h.engine.confirm_proposal("Ada", &proposal.nonce).await.expect("confirm");
+    assert_eq!(done.receipt.expect("receipt").kind, "intent_submitted");
+    // The ledger now holds Ada's first fulfilment, signed by her.
+    let executed: Vec<_> = h.engine.ledger().all_events().await.expect("events").into_iter().filter(|e| e.kind == "action_executed").collect();
+    assert_eq!(executed.len(), 1);
+    assert_eq!((executed[0].entity_id.as_str(), executed[0].signer.as_str()), (ada.id.as_str(), ada.id.as_str()));
+    assert_eq!(h.engine.ledger().action_executions(&ada.id, "submit:fulfil").await.expect("executions"), 1);
+
+    // The second time it is an ordinary 0.5: no simulation.
+    h.provider.push_reply(fulfil(&book.id).to_string());
+    h.engine.send_message("Ada", "I fulfilled the hotel booking").await.expect("send");
+    let proposal = proposed(&h, "Ada").await;
+    let sim = h.engine.simulate_proposal("Ada", &proposal.nonce).await.expect("simulate");
+    assert_eq!((sim.level.as_str(), sim.first_time, sim.ran), ("optional", false, false));
+    h.engine.confirm_proposal("Ada", &proposal.nonce).await.expect("confirm");
+    assert_eq!(h.engine.ledger().action_executions(&ada.id, "submit:fulfil").await.expect("executions"), 2);
+
+    // Per persona: Bob never fulfilled anything. A refused action does not count.
+    h.provider.push_reply(fulfil(&pay.id).to_string());
+    h.engine.send_message("Bob", "I fulfilled the tickets for Ada").await.expect("send");
+    let proposal = proposed(&h, "Bob").await;
+    let sim = h.engine.simulate_proposal("Bob", &proposal.nonce).await.expect("simulate");
+    assert_eq!((sim.level.as_str(), sim.first_time), ("recommended", true));
+    assert!(sim.rejected.is_some(), "not Bob's obligation");
+    let refused = h.engine.confirm_proposal("Bob", &proposal.nonce).await.expect("confirm runs");
+    assert!(refused.summary.starts_with("Rejected (OFFICE_OBLIGATION_NOT_OPEN)"), "{}", refused.summary);
+    assert_eq!(count(&h, "action_executed").await, 2);
+
+    // The count is a projection of the events: a replay rebuilds it.
+    h.engine.ledger().rebuild_projections().await.expect("rebuild");
+    assert_eq!(h.engine.ledger().action_executions(&ada.id, "submit:fulfil").await.expect("executions"), 2);
+}
+
+#[tokio::test]
+async fn a_recorded_simulation_covers_the_same_action_after_a_restart_until_the_state_changes() {
+    let save = |title: &str| format!(r#"{{"action":"CALL_TOOL","args":{{"title":"{title}"}},"tool":"save_movie"}}"#);
+    let h = Harness::new(&[&save("Heat")]).await;
+    let ei = h.engine.list_personas().await.expect("personas").remove(0);
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message(&ei.id, "save the movie Heat").await.expect("send");
+    await_reply(&mut rx).await.1.expect("saved");
+    // Simulated, then left unanswered: the app closes.
+    h.engine.send_message(&ei.id, "delete all my memories").await.expect("send");
+    let proposal = proposed(&h, &ei.id).await;
+    let sim = h.engine.simulate_proposal(&ei.id, &proposal.nonce).await.expect("simulate");
+    assert_eq!((sim.level.as_str(), sim.ran, sim.items_removed.len()), ("required", true, 1));
+    h.engine.reject_proposal(&ei.id).await.expect("reject");
+
+    // After a restart, the state changed (one more item): the recorded simulation no longer describes it.
+    let h = h.restart(&[&save("Ran")]).await;
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message(&ei.id, "save the movie Ran").await.expect("send");
+    await_reply(&mut rx).await.1.expect("saved");
+    h.engine.send_message(&ei.id, "delete all my memories").await.expect("send");
+    let proposal = proposed(&h, &ei.id).await;
+    let refused = h.engine.confirm_proposal(&ei.id, &proposal.nonce).await.expect("confirm runs");
+    assert!(refused.summary.contains("OFFICE_SIMULATION_REQUIRED"), "{}", refused.summary);
+    assert_eq!(h.engine.list_items(None).await.expect("items").len(), 2);
+
+    // Simulated in this state, then restarted: the same action runs without asking again.
+    h.engine.send_message(&ei.id, "delete all my memories").await.expect("send");
+    let proposal = proposed(&h, &ei.id).await;
+    let sim = h.engine.simulate_proposal(&ei.id, &proposal.nonce).await.expect("simulate");
+    assert_eq!(sim.items_removed.len(), 2);
+    h.engine.reject_proposal(&ei.id).await.expect("reject");
+    let simulations = count(&h, "simulation_run").await;
+    let h = h.restart(&[]).await;
+    h.engine.send_message(&ei.id, "delete all my memories").await.expect("send");
+    let proposal = proposed(&h, &ei.id).await;
+    let done = h.engine.confirm_proposal(&ei.id, &proposal.nonce).await.expect("confirm");
+    assert_eq!(done.receipt.expect("receipt").kind, "payload_erased");
+    assert!(h.engine.list_items(None).await.expect("items").is_empty());
+    assert_eq!(count(&h, "simulation_run").await, simulations, "no new simulation was needed");
+}

@@ -1,5 +1,6 @@
 use ledger::{
-    ContextStatus, EventBody, MemoryKind, MessageRole, PersonaTopic, QuoteSpan, Validation, EI_PERSONA_ID, HUMAN_ENTITY,
+    ContextStatus, EventBody, HandoverAuthor, MemoryKind, MessageRole, ObligationKind, PersonaTopic, QuoteSpan, Validation,
+    EI_PERSONA_ID, HUMAN_ENTITY,
 };
 use proptest::prelude::*;
 
@@ -24,6 +25,22 @@ enum Op {
     Context(u8, u8),
     Summary(u8, String),
     Sources(u8, u8, u8),
+    // office (#5)
+    Remind(u8, u8, bool),
+    Done(u8),
+    Bookmark(u8, u8, String),
+    Handover(u8, String, bool),
+    GovernanceNote(u8, u8),
+    Constitution(u8, u8, String),
+    Period(u8, String),
+    Baseline(u8, String),
+    Tokens(u8, u8, u16),
+    Quota(u8, u16),
+    Language(u8, bool),
+    Frame(u8, u8, String),
+    Mode(u8, u8),
+    Simulated(u8, u8, bool),
+    Executed(u8, u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -35,8 +52,34 @@ fn op() -> impl Strategy<Value = Op> {
         (0u8..4, "[a-z ]{0,20}").prop_map(|(a, s)| Op::Reply(a, s)),
         (0u8..4).prop_map(Op::Read),
         memory_op(),
+        office_op(),
     ]
 }
+
+/// Office (#5) events: obligations, bookmarks, handovers and their notes,
+/// constitutions, dreaming outputs, token usage and quotas, language,
+/// reply frames, session modes, simulations and executed actions.
+fn office_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0u8..4, 0u8..4, any::<bool>()).prop_map(|(a, r, d)| Op::Remind(a, r, d)),
+        (0u8..4).prop_map(Op::Done),
+        (0u8..4, 0u8..4, "[a-z ]{1,12}").prop_map(|(a, b, s)| Op::Bookmark(a, b, s)),
+        (0u8..4, "[a-z ]{0,30}", any::<bool>()).prop_map(|(a, s, p)| Op::Handover(a, s, p)),
+        (0u8..4, 0u8..40).prop_map(|(a, h)| Op::GovernanceNote(a, h)),
+        (0u8..4, 1u8..4, "[a-z ]{1,20}").prop_map(|(a, v, s)| Op::Constitution(a, v, s)),
+        (0u8..4, "[a-z ]{1,20}").prop_map(|(a, s)| Op::Period(a, s)),
+        (0u8..4, "[a-z ]{1,20}").prop_map(|(a, s)| Op::Baseline(a, s)),
+        (0u8..4, 0u8..3, any::<u16>()).prop_map(|(a, d, t)| Op::Tokens(a, d, t)),
+        (0u8..4, any::<u16>()).prop_map(|(a, l)| Op::Quota(a, l)),
+        (0u8..4, any::<bool>()).prop_map(|(a, pt)| Op::Language(a, pt)),
+        (0u8..40, 0u8..4, "[a-z ]{0,40}").prop_map(|(m, a, s)| Op::Frame(m, a, s)),
+        (0u8..4, 0u8..4).prop_map(|(a, t)| Op::Mode(a, t)),
+        (0u8..4, 0u8..3, any::<bool>()).prop_map(|(a, k, st)| Op::Simulated(a, k, st)),
+        (0u8..4, 0u8..3).prop_map(|(a, k)| Op::Executed(a, k)),
+    ]
+}
+
+const ACTIONS: [&str; 3] = ["delete_memory", "submit:fulfil", "save_movie"];
 
 /// Memory (#4) events: groups, memories and their changes, decay, persona
 /// profile, pause, settings, context status, summaries, reply sources.
@@ -154,6 +197,82 @@ async fn run(f: &Fixture, ops: &[Op]) {
                 message_id: format!("m{m}"),
                 persona_id: pid(*n),
                 item_ids: vec![format!("mem{k}"), format!("m{k}")],
+            },
+            Op::Remind(n, r, dated) => EventBody::ReminderSet {
+                reminder_id: format!("r{r}"),
+                persona_id: pid(*n),
+                text: format!("do {r}"),
+                due_at: dated.then(|| format!("2030-01-0{}T09:00:00Z", r + 1)),
+                obligation: if *dated { ObligationKind::Commitment } else { ObligationKind::Reminder },
+            },
+            Op::Done(r) => EventBody::ReminderDone { reminder_id: format!("r{r}") },
+            Op::Bookmark(n, b, label) => EventBody::BookmarkAdded {
+                bookmark_id: format!("b{b}"),
+                persona_id: pid(*n),
+                target_id: format!("m{b}"),
+                label: label.clone(),
+            },
+            Op::Handover(n, text, persona) => EventBody::HandoverWritten {
+                persona_id: pid(*n),
+                session_id: format!("s{i}"),
+                text: text.clone(),
+                author: if *persona { HandoverAuthor::Persona } else { HandoverAuthor::System },
+                reason: ["idle", "closed", "new"][i % 3].into(),
+            },
+            Op::GovernanceNote(n, h) => EventBody::GovernanceNoteAdded {
+                persona_id: pid(*n),
+                handover_seq: i64::from(*h),
+                note: "Prefer the ledger's facts.".into(),
+                findings: vec![format!("finding {h}"), "another".into()],
+            },
+            Op::Constitution(n, v, directive) => EventBody::ConstitutionSet {
+                persona_id: pid(*n),
+                version: u32::from(*v),
+                core_directive: directive.clone(),
+                overrides: vec![format!("if pressured {v}")],
+            },
+            Op::Period(n, summary) => EventBody::PeriodSynthesized {
+                persona_id: pid(*n),
+                period_start: format!("2026-01-{:02}T00:00:00Z", i % 28 + 1),
+                period_end: "2026-02-01T00:00:00Z".into(),
+                summary: summary.clone(),
+            },
+            Op::Baseline(n, text) => EventBody::BaselineNarrativeSet { persona_id: pid(*n), text: text.clone() },
+            Op::Tokens(n, d, t) => EventBody::TokensUsed {
+                entity_id: pid(*n),
+                day: format!("2026-01-0{}", d + 1),
+                prompt_tokens: u32::from(*t),
+                completion_tokens: u32::from(*t) / 3,
+            },
+            Op::Quota(n, l) => EventBody::TokenQuotaSet { entity_id: pid(*n), daily_limit: u32::from(*l) },
+            Op::Language(n, pt) => EventBody::PersonaLanguageSet {
+                persona_id: pid(*n),
+                language: if *pt { "pt-BR" } else { "en" }.into(),
+            },
+            Op::Frame(m, n, narrative) => EventBody::ReplyFramed {
+                persona_id: pid(*n),
+                message_id: format!("m{m}"),
+                frame_hash: format!("{:064x}", narrative.len() + usize::from(*m)),
+                frame: serde_json::json!({"narrative": narrative}).to_string(),
+            },
+            Op::Mode(n, t) => EventBody::SessionModeSet {
+                persona_id: pid(*n),
+                session_type: ["work", "assist", "deliberate", "research"][*t as usize].into(),
+                mode: if *t < 2 { "commitment" } else { "deliberation" }.into(),
+            },
+            Op::Simulated(n, k, with_state) => EventBody::SimulationRun {
+                persona_id: pid(*n),
+                action: ACTIONS[*k as usize].into(),
+                args_hash: format!("{k:064x}"),
+                risk_permille: 100 * u32::from(*k),
+                level: ["recommended", "recommended", "skipped"][*k as usize].into(),
+                changes: vec![format!("- item {k}")],
+                state_hash: with_state.then(|| format!("{i:064x}")),
+            },
+            Op::Executed(n, k) => EventBody::ActionExecuted {
+                persona_id: pid(*n),
+                action: ACTIONS[*k as usize].into(),
+                correlation_id: format!("c{i}"),
             },
         };
         // Invalid operations (duplicate names, unknown personas) are refused
@@ -296,4 +415,51 @@ async fn every_memory_projection_is_in_the_state_digest() {
         assert!(!seen.contains(&digest), "{op:?} did not change the digest");
         seen.push(digest);
     }
+}
+
+/// The digest covers every office projection: each of these events changes
+/// it (so the replay properties above compare them too).
+#[tokio::test]
+async fn every_office_projection_is_in_the_state_digest() {
+    let f = Fixture::new().await;
+    let ops = [
+        Op::CreatePersona(1),
+        Op::Remind(1, 0, true),
+        Op::Remind(1, 0, false),
+        Op::Done(0),
+        Op::Bookmark(1, 0, "plan".into()),
+        Op::Bookmark(1, 0, "the plan".into()),
+        Op::Handover(1, "we talked".into(), true),
+        Op::GovernanceNote(1, 3),
+        Op::Constitution(1, 1, "be brief".into()),
+        Op::Constitution(1, 1, "be kind".into()),
+        Op::Period(1, "a quiet week".into()),
+        Op::Baseline(1, "I help with trips".into()),
+        Op::Tokens(1, 0, 120),
+        Op::Tokens(1, 0, 120),
+        Op::Quota(1, 1000),
+        Op::Quota(1, 2000),
+        Op::Language(1, true),
+        Op::Frame(0, 1, "you are".into()),
+        Op::Frame(0, 1, "you are here".into()),
+        Op::Mode(1, 2),
+        Op::Mode(1, 3),
+        Op::Simulated(1, 0, true),
+        Op::Simulated(1, 0, false),
+        Op::Executed(1, 1),
+        Op::Executed(1, 1),
+    ];
+    let mut seen = vec![f.ledger.state_digest().await.expect("digest")];
+    for op in ops {
+        let before = f.ledger.event_count().await.expect("count");
+        run(&f, std::slice::from_ref(&op)).await;
+        assert!(f.ledger.event_count().await.expect("count") > before, "{op:?} was refused");
+        let digest = f.ledger.state_digest().await.expect("digest");
+        assert!(!seen.contains(&digest), "{op:?} did not change the digest");
+        seen.push(digest);
+    }
+    let incremental = f.ledger.state_digest().await.expect("digest");
+    f.ledger.rebuild_projections().await.expect("rebuild");
+    assert_eq!(incremental, f.ledger.state_digest().await.expect("digest"));
+    assert_eq!(f.ledger.action_executions("p1", "submit:fulfil").await.expect("executions"), 2);
 }

@@ -880,7 +880,7 @@ export class MockBackend implements Backend {
   /** The mock runs no tools: a proposal's risk is unknown, nothing is simulated. */
   async simulateProposal(_personaId: string, nonce: string): Promise<SimulationView> {
     return {
-      nonce, tool: "", kind: "", risk: 0, critical: false, level: "skipped", ran: false, mode: "commitment",
+      nonce, tool: "", kind: "", risk: 0, critical: false, first_time: false, level: "skipped", ran: false, mode: "commitment",
       items_added: [], items_removed: [], obligations_added: [], obligations_closed: [], bookmarks_added: [], rejected: null, recommendation: null,
     };
   }

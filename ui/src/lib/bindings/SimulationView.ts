@@ -10,6 +10,11 @@ export type SimulationView = { nonce: string, tool: string,
  */
 kind: string, risk: number, critical: boolean, 
 /**
+ * The persona has never carried out an action of this kind: a
+ * simulation is recommended (seed 000, decision #6).
+ */
+first_time: boolean, 
+/**
  * `required`, `recommended`, `optional` or `skipped`.
  */
 level: string, 

@@ -572,6 +572,9 @@ export const en = {
   "office.simulation.abandon": "Recommendation: abandon.",
   "office.simulation.deliberation": "Deliberation mode: confirming will only simulate. Switch to commitment to execute.",
   "office.simulation.more": "… and {n} more",
+  // ----- office (#5), session 5: the first time of an action -----
+  "office.simulation.firstTime": "first time",
+  "office.simulation.firstTimeWhy": "This persona has never done this kind of action before: a simulation is recommended the first time.",
 } as const;
 
 export type MessageKey = keyof typeof en;

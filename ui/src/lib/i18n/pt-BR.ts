@@ -574,4 +574,7 @@ export const ptBR: Record<MessageKey, string> = {
   "office.simulation.abandon": "Recomendação: desistir.",
   "office.simulation.deliberation": "Modo de deliberação: confirmar apenas simula. Mude para compromisso para executar.",
   "office.simulation.more": "… e mais {n}",
+  // ----- office (#5), session 5: a primeira vez de uma ação -----
+  "office.simulation.firstTime": "primeira vez",
+  "office.simulation.firstTimeWhy": "Esta persona nunca fez este tipo de ação: na primeira vez, recomenda-se uma simulação.",
 };

@@ -248,7 +248,7 @@ describe("office UI", () => {
     await screen.findByTestId("simulation-running");
     expect(screen.getByTestId("proposal-confirm")).toBeDisabled();
     answer({
-      nonce: "n9", tool: "delete_all_memories", kind: "delete_all_memories", risk: 0.95, critical: true, level: "required", ran: true, mode: "commitment",
+      nonce: "n9", tool: "delete_all_memories", kind: "delete_all_memories", risk: 0.95, critical: true, first_time: false, level: "required", ran: true, mode: "commitment",
       items_added: [], items_removed: ["movie “Heat”", "note “milk”"], obligations_added: [], obligations_closed: [], bookmarks_added: [],
       rejected: null, recommendation: "modify",
     });
@@ -259,6 +259,31 @@ describe("office UI", () => {
     expect(within(sim).getByTestId("simulation-changes")).toHaveTextContent("movie “Heat”");
     expect(sim).toHaveTextContent("Would remove 2 item(s):");
     expect(within(sim).getByTestId("simulation-recommendation")).toHaveTextContent("look again");
+    expect(screen.getByTestId("proposal-confirm")).toBeEnabled();
+    expect(within(sim).queryByTestId("simulation-first-time")).toBeNull();
+  });
+
+  it("the first time a persona does a kind of action, the card recommends a simulation and says why", async () => {
+    const { backend, app, context } = await startApp();
+    const ei = app.selectedId!;
+    vi.spyOn(backend, "simulateProposal").mockResolvedValue({
+      nonce: "n7", tool: "submit", kind: "submit:fulfil", risk: 0.5, critical: false, first_time: true, level: "recommended", ran: true,
+      mode: "commitment", items_added: [], items_removed: [], obligations_added: [], obligations_closed: ["“Pay the tickets”"],
+      bookmarks_added: [], rejected: null, recommendation: "proceed",
+    });
+    render(ChatView, { context });
+    const now = Date.now();
+    backend.emit({
+      type: "tool_proposed",
+      proposal: { persona_id: ei, nonce: "n7", tool: "submit", args: "{}", created_at: new Date(now).toISOString(),
+        expires_at: new Date(now + 300_000).toISOString(), correlation_id: "c7", step: null, steps: null },
+    });
+    const sim = await screen.findByTestId("simulation");
+    expect(sim).toHaveAttribute("data-level", "recommended");
+    expect(within(sim).getByTestId("simulation-level")).toHaveTextContent("Simulation recommended (risk 0.50)");
+    expect(within(sim).getByTestId("simulation-first-time")).toHaveTextContent("first time");
+    expect(within(sim).getByTestId("simulation-first-time-why")).toHaveTextContent("never done this kind of action");
+    expect(sim).toHaveTextContent("Would close the obligation:");
     expect(screen.getByTestId("proposal-confirm")).toBeEnabled();
   });
 });
