@@ -138,9 +138,8 @@ mod tests {
         assert_eq!(accept("2026-11-22 22:29:00.344197-3-12.0.0.0-14.14.17.0.0-14.14.0.1-14.14.0.1-14.14.0.1"), None, "not prose");
     }
 
-    #[test]
-    fn the_fallback_reads_naturally_and_quotes_on_one_line() {
-        let msg = |role, content: &str| Message {
+    fn msg(role: MessageRole, content: &str) -> Message {
+        Message {
             id: "m".into(),
             persona_id: "p".into(),
             role,
@@ -149,7 +148,24 @@ mod tests {
             read: true,
             seq: 1,
             context_status: Default::default(),
-        };
+        }
+    }
+
+    #[test]
+    fn the_prompt_starts_with_the_narrative_and_keeps_turn_order() {
+        let history = [msg(MessageRole::Human, "hi"), msg(MessageRole::System, "note"), msg(MessageRole::Persona, "hello")];
+        let p = crate::reply_prompt("You are Ada.", &history);
+        assert_eq!(p.len(), 3);
+        assert_eq!((p[0].role, p[0].content.as_str()), (Role::System, "You are Ada."));
+        assert_eq!((p[1].role, p[2].role), (Role::User, Role::Assistant));
+        // The handover request is the same conversation, then the ask.
+        let req = request("m", "You are Ada.", &history, Language::En);
+        assert_eq!(req.messages[..3], p[..]);
+        assert_eq!((req.messages.len(), req.messages[3].role), (4, Role::User));
+    }
+
+    #[test]
+    fn the_fallback_reads_naturally_and_quotes_on_one_line() {
         let session = [msg(MessageRole::Human, "Plan Porto?"), msg(MessageRole::Persona, "Sure.\n\nFriday works.")];
         let en = fallback(&session, &[], Language::En);
         assert!(en.starts_with("In this session we exchanged 2 messages: the person wrote once and I replied once."), "{en}");
