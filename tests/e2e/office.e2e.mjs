@@ -11,7 +11,8 @@
 //      simulates a save (nothing committed), commitment mode runs it; the
 //      model logs its reasoning through the log_reasoning affordance;
 //   6. "delete all my memories": the proposal card shows the required
-//      simulation (what would be removed) before Confirm; Reject;
+//      simulation (what would be removed) before Confirm, marked as the
+//      persona's first time; Reject;
 //   7. the obligations panel: add a commitment from the keyboard;
 //   8. Settings shows today's tokens for the persona;
 //   9. the window is closed through the app's own close path (a window
@@ -257,6 +258,9 @@ async function simulationOnTheCard(ctx) {
   log(`  simulation: ${level}, ran ${ran}: ${JSON.stringify(text.slice(0, 200))}`);
   check(level === "required" && ran === "true", `delete-all needs a simulation, and it ran (${level}, ${ran})`);
   check(/Heat/.test(text), `the simulation names what would be removed: ${text}`);
+  // Never done before by this persona: the card says it is the first time.
+  const firstTime = await sim.findAll(css("simulation-first-time"));
+  check(firstTime.length === 1, "the card marks the persona's first delete-all as the first time");
   const confirm = await card.find(css("proposal-confirm"));
   check(await confirm.enabled(), "Confirm is available once the simulation is shown");
   await scrollTo(ctx, card);
@@ -329,7 +333,13 @@ async function checkLedger(cfg, seen) {
   const modes = events.filter((e) => e.kind === "session_mode_set").map((e) => e.payload.mode);
   check(modes.join(",") === "deliberation,commitment", `the mode switches are events (${modes})`);
   check(events.some((e) => e.kind === "simulation_run" && e.payload.action === "save_movie"), "deliberation recorded the save's simulation");
-  check(events.some((e) => e.kind === "simulation_run" && e.payload.action === "delete_all_memories" && e.payload.level === "required"), "the card's simulation is recorded");
+  const cardSimulation = events.find((e) => e.kind === "simulation_run" && e.payload.action === "delete_all_memories" && e.payload.level === "required");
+  check(cardSimulation, "the card's simulation is recorded");
+  check(/^[0-9a-f]{64}$/.test(cardSimulation.payload.state_hash ?? ""), "the simulation records the state it ran against");
+  // Executed actions are recorded (what makes the next one not the first); the simulated save is not one.
+  const executed = events.filter((e) => e.kind === "action_executed");
+  check(executed.filter((e) => e.payload.action === "save_movie").length === 1, `one executed save, the committed one (${executed.map((e) => e.payload.action)})`);
+  check(!executed.some((e) => e.payload.action === "delete_all_memories"), "the rejected delete-all was not executed");
   check(events.some((e) => e.kind === "reminder_set" && e.payload.text === OBLIGATION && e.payload.obligation === "commitment"), "the added obligation is a reminder_set event");
   const reasoning = events.find((e) => e.kind === "reasoning_logged");
   check(reasoning && reasoning.signer !== "human", "the persona's logged reasoning is its own signed event");
