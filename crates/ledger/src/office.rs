@@ -648,25 +648,31 @@ impl Ledger {
         Ok((row.get::<i64, _>(0).max(0) as u64, row.get::<i64, _>(1).max(0) as u64))
     }
 
-    /// Office records (frames, handovers, notes, periods, baselines) whose
-    /// payload quotes one of these messages: an erasure must take them too.
-    /// A quote is found by the message's first characters, escaped the way
-    /// the payload stores it (once, or twice inside a recorded frame).
+    /// Office records whose payload quotes what is erased: an erasure must
+    /// take them too. Frames, handovers, notes, periods and baselines quote
+    /// messages, found by their first characters, escaped the way the
+    /// payload stores them (once, or twice inside a recorded frame);
+    /// simulations name the items they would add or remove (`kind “title”`).
     pub(crate) async fn office_records_quoting(&self, erased: &[EventBody]) -> Result<Vec<i64>> {
         let mut out = Vec::new();
         for body in erased {
-            let EventBody::MessageAdded { content, .. } = body else { continue };
-            let needle: String = content.trim().chars().take(QUOTE_CHARS).collect();
-            if needle.chars().count() < 8 {
-                continue;
-            }
+            let (needle, kinds) = match body {
+                EventBody::MessageAdded { content, .. } => {
+                    let needle: String = content.trim().chars().take(QUOTE_CHARS).collect();
+                    if needle.chars().count() < 8 {
+                        continue;
+                    }
+                    (needle, "'reply_framed', 'handover_written', 'governance_note_added', 'period_synthesized', 'baseline_narrative_set'")
+                }
+                EventBody::ItemSaved { item_kind, title, .. } => (format!("{item_kind} “{title}”"), "'simulation_run'"),
+                _ => continue,
+            };
             let once = json_escaped(&needle);
             let twice = json_escaped(&once);
-            let seqs: Vec<i64> = sqlx::query_scalar(
-                "SELECT e.seq FROM events e JOIN payloads p ON p.seq = e.seq \
-                 WHERE e.kind IN ('reply_framed', 'handover_written', 'governance_note_added', 'period_synthesized', 'baseline_narrative_set') \
-                 AND (instr(CAST(p.body AS TEXT), ?) > 0 OR instr(CAST(p.body AS TEXT), ?) > 0)",
-            )
+            let seqs: Vec<i64> = sqlx::query_scalar(&format!(
+                "SELECT e.seq FROM events e JOIN payloads p ON p.seq = e.seq WHERE e.kind IN ({kinds}) \
+                 AND (instr(CAST(p.body AS TEXT), ?) > 0 OR instr(CAST(p.body AS TEXT), ?) > 0)"
+            ))
             .bind(&once)
             .bind(&twice)
             .fetch_all(self.pool())

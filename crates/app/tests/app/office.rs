@@ -407,6 +407,12 @@ async fn delete_all_must_be_simulated_on_a_copy_before_it_runs() {
     let done = h.engine.confirm_proposal(&ei.id, &proposal.nonce).await.expect("confirm");
     assert_eq!(done.receipt.expect("receipt").kind, "payload_erased");
     assert!(h.engine.list_items(None).await.expect("items").is_empty());
+    // The simulation named the items: its record is erased with them.
+    let events = h.engine.ledger().all_events().await.expect("events");
+    let simulation = events.iter().find(|e| e.kind == "simulation_run").expect("the simulation's event stays in the chain");
+    assert!(simulation.payload.is_none(), "{:?}", simulation.payload);
+    assert!(events.iter().filter_map(|e| e.payload.as_ref()).all(|p| !p.to_string().contains("Heat")), "nothing names Heat any more");
+    assert!(h.engine.verify().await.expect("verify").ok);
 
     // Without a simulation, a required one refuses to run.
     h.provider.push_reply(r#"{"action":"CALL_TOOL","args":{"title":"Ran"},"tool":"save_movie"}"#);
