@@ -361,7 +361,12 @@ impl AppTools {
             None => lines.join("; "),
         };
         Ok(json!({
-            "message": format!("Simulated `{tool}` (risk {:.2}, simulation {}): {outcome}. Nothing was committed.", risk.score, level.as_str().unwrap_or_default()),
+            "message": format!(
+                "Simulated `{tool}` (risk {:.2}, simulation {}{}): {outcome}. Nothing was committed.",
+                risk.score,
+                level.as_str().unwrap_or_default(),
+                if risk.first_time { ", the first time this persona does it" } else { "" }
+            ),
             "status": "simulated",
             "kind": risk.kind,
             "risk": risk.score,

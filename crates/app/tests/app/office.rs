@@ -312,7 +312,7 @@ async fn the_office_affordances_run_as_tools_with_receipts_and_error_tokens() {
     assert_eq!(h.engine.obligations("Ada").await.expect("obligations").iter().filter(|o| !o.done).count(), 1);
     // Simulate (the tool), then it goes through.
     let line = planned(&h, "Ada", "simulate the withdrawal", call("simulate", serde_json::json!({"tool": "submit", "args": withdraw.clone()}))).await;
-    assert!(line.contains("risk 0.90") && line.contains("required") && line.contains("obligation closed"), "{line}");
+    assert!(line.contains("risk 0.90") && line.contains("required, the first time this persona does it") && line.contains("obligation closed"), "{line}");
     h.provider.push_reply(call("submit", withdraw.clone()).to_string());
     h.engine.send_message("Ada", "withdraw the commitment").await.expect("send");
     let proposal = proposed(&h, "Ada").await;
@@ -503,42 +503,40 @@ async fn the_first_action_of_a_kind_is_recommended_a_simulation() {
     assert_eq!(h.engine.ledger().action_executions(&ada.id, "submit:fulfil").await.expect("executions"), 2);
 }
 
+/// Saves the movie `title` (if any), then asks to delete everything: the proposal.
+async fn save_then_delete_all(h: &Harness, persona: &str, title: Option<&str>) -> app::ProposalView {
+    if let Some(title) = title {
+        planned(h, persona, &format!("save the movie {title}"), call("save_movie", serde_json::json!({"title": title}))).await;
+    }
+    h.engine.send_message(persona, "delete all my memories").await.expect("send");
+    proposed(h, persona).await
+}
+
 #[tokio::test]
 async fn a_recorded_simulation_covers_the_same_action_after_a_restart_until_the_state_changes() {
-    let save = |title: &str| format!(r#"{{"action":"CALL_TOOL","args":{{"title":"{title}"}},"tool":"save_movie"}}"#);
-    let h = Harness::new(&[&save("Heat")]).await;
+    let h = Harness::new(&[]).await;
     let ei = h.engine.list_personas().await.expect("personas").remove(0);
-    let mut rx = h.engine.subscribe();
-    h.engine.send_message(&ei.id, "save the movie Heat").await.expect("send");
-    await_reply(&mut rx).await.1.expect("saved");
     // Simulated, then left unanswered: the app closes.
-    h.engine.send_message(&ei.id, "delete all my memories").await.expect("send");
-    let proposal = proposed(&h, &ei.id).await;
+    let proposal = save_then_delete_all(&h, &ei.id, Some("Heat")).await;
     let sim = h.engine.simulate_proposal(&ei.id, &proposal.nonce).await.expect("simulate");
     assert_eq!((sim.level.as_str(), sim.ran, sim.items_removed.len()), ("required", true, 1));
     h.engine.reject_proposal(&ei.id).await.expect("reject");
 
     // After a restart, the state changed (one more item): the recorded simulation no longer describes it.
-    let h = h.restart(&[&save("Ran")]).await;
-    let mut rx = h.engine.subscribe();
-    h.engine.send_message(&ei.id, "save the movie Ran").await.expect("send");
-    await_reply(&mut rx).await.1.expect("saved");
-    h.engine.send_message(&ei.id, "delete all my memories").await.expect("send");
-    let proposal = proposed(&h, &ei.id).await;
+    let h = h.restart(&[]).await;
+    let proposal = save_then_delete_all(&h, &ei.id, Some("Ran")).await;
     let refused = h.engine.confirm_proposal(&ei.id, &proposal.nonce).await.expect("confirm runs");
     assert!(refused.summary.contains("OFFICE_SIMULATION_REQUIRED"), "{}", refused.summary);
     assert_eq!(h.engine.list_items(None).await.expect("items").len(), 2);
 
     // Simulated in this state, then restarted: the same action runs without asking again.
-    h.engine.send_message(&ei.id, "delete all my memories").await.expect("send");
-    let proposal = proposed(&h, &ei.id).await;
+    let proposal = save_then_delete_all(&h, &ei.id, None).await;
     let sim = h.engine.simulate_proposal(&ei.id, &proposal.nonce).await.expect("simulate");
     assert_eq!(sim.items_removed.len(), 2);
     h.engine.reject_proposal(&ei.id).await.expect("reject");
     let simulations = count(&h, "simulation_run").await;
     let h = h.restart(&[]).await;
-    h.engine.send_message(&ei.id, "delete all my memories").await.expect("send");
-    let proposal = proposed(&h, &ei.id).await;
+    let proposal = save_then_delete_all(&h, &ei.id, None).await;
     let done = h.engine.confirm_proposal(&ei.id, &proposal.nonce).await.expect("confirm");
     assert_eq!(done.receipt.expect("receipt").kind, "payload_erased");
     assert!(h.engine.list_items(None).await.expect("items").is_empty());

@@ -233,18 +233,23 @@ describe("office UI", () => {
     expect(within(panel).getByTestId("obligation-add-text")).toHaveValue("");
   });
 
+  /** A pending proposal arrives, as the engine announces it. */
+  function propose(backend: Awaited<ReturnType<typeof startApp>>["backend"], personaId: string, nonce: string, tool: string) {
+    const now = Date.now();
+    backend.emit({
+      type: "tool_proposed",
+      proposal: { persona_id: personaId, nonce, tool, args: "{}", created_at: new Date(now).toISOString(),
+        expires_at: new Date(now + 300_000).toISOString(), correlation_id: `c-${nonce}`, step: null, steps: null },
+    });
+  }
+
   it("a proposal card shows the required simulation before Confirm", async () => {
     const { backend, app, context } = await startApp();
     const ei = app.selectedId!;
     let answer: (v: Awaited<ReturnType<typeof backend.simulateProposal>>) => void = () => {};
     const simulate = vi.spyOn(backend, "simulateProposal").mockImplementation(() => new Promise((r) => (answer = r)));
     render(ChatView, { context });
-    const now = Date.now();
-    backend.emit({
-      type: "tool_proposed",
-      proposal: { persona_id: ei, nonce: "n9", tool: "delete_all_memories", args: "{}", created_at: new Date(now).toISOString(),
-        expires_at: new Date(now + 300_000).toISOString(), correlation_id: "c9", step: null, steps: null },
-    });
+    propose(backend, ei, "n9", "delete_all_memories");
     await screen.findByTestId("simulation-running");
     expect(screen.getByTestId("proposal-confirm")).toBeDisabled();
     answer({
@@ -272,12 +277,7 @@ describe("office UI", () => {
       bookmarks_added: [], rejected: null, recommendation: "proceed",
     });
     render(ChatView, { context });
-    const now = Date.now();
-    backend.emit({
-      type: "tool_proposed",
-      proposal: { persona_id: ei, nonce: "n7", tool: "submit", args: "{}", created_at: new Date(now).toISOString(),
-        expires_at: new Date(now + 300_000).toISOString(), correlation_id: "c7", step: null, steps: null },
-    });
+    propose(backend, ei, "n7", "submit");
     const sim = await screen.findByTestId("simulation");
     expect(sim).toHaveAttribute("data-level", "recommended");
     expect(within(sim).getByTestId("simulation-level")).toHaveTextContent("Simulation recommended (risk 0.50)");
