@@ -546,7 +546,7 @@ export const en = {
   "office.sessionMode.commitment": "Commitment",
   "office.sessionMode.deliberationHint": "Deliberation: nothing is committed; actions are only simulated.",
   "office.sessionMode.commitmentHint": "Commitment: actions are signed and binding; risky ones are simulated first and confirmed.",
-  "office.sessionMode.changed": "{name} is now in a {type} session, {mode} mode.",
+  "office.sessionMode.changed": "{name} now works in: {type} session, {mode} mode.",
   "office.obligations.addTitle": "Add an obligation",
   "office.obligations.addText": "What",
   "office.obligations.addDue": "Deadline (optional)",
