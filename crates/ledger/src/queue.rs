@@ -115,9 +115,7 @@ impl Ledger {
         persona_id: Option<&str>,
         body: &serde_json::Value,
     ) -> Result<QueueItem> {
-        let job = NewJob { kind: kind.to_owned(), priority, persona_id: persona_id.map(str::to_owned), body: body.clone() };
-        let mut conn = self.writer_conn().await;
-        insert_job(&mut conn, &job, self.now()).await
+        self.enqueue_at(kind, priority, persona_id, body, self.now()).await
     }
 
     /// Queues work that must not start before `not_before`.

@@ -191,18 +191,10 @@ impl VectorCache {
             a
         };
         let (q_scale, q) = quantise(query);
-        let mut in_scope: Vec<usize> = (0..self.rows.len())
-            .filter(|&i| self.owners[i] != GONE && allowed[self.owners[i] as usize])
-            .collect();
+        let visible = |i: usize| self.owners[i] != GONE && allowed[self.owners[i] as usize];
+        let mut in_scope: Vec<usize> = (0..self.rows.len()).filter(|&i| visible(i)).collect();
         if in_scope.len() > PREFILTER_ABOVE {
-            let q_bits = sign_bits(query);
-            let words = q_bits.len();
-            let hamming = |i: usize| -> u32 {
-                self.signs[i * words..(i + 1) * words].iter().zip(&q_bits).map(|(a, b)| (a ^ b).count_ones()).sum()
-            };
-            let keep = SHORTLIST.max(n * 20).min(in_scope.len());
-            in_scope.select_nth_unstable_by_key(keep - 1, |&i| hamming(i));
-            in_scope.truncate(keep);
+            in_scope = self.shortlist(&in_scope, query, SHORTLIST.max(n * 20));
         }
         let mut scored: Vec<(f32, usize)> = Vec::with_capacity(in_scope.len());
         for i in in_scope {
@@ -217,6 +209,48 @@ impl VectorCache {
         scored.truncate(n);
         scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(self.rows[b.1].cmp(&self.rows[a.1])));
         scored.into_iter().map(|(score, i)| (self.rows[i], score * q_scale)).collect()
+    }
+
+    /// The `keep` rows of `rows` nearest to `query` by sign bits (Hamming
+    /// distance), in row order. One pass computes every distance (at most
+    /// `dim`, so a histogram finds the cut-off), a second keeps the rows
+    /// under it: no sort, no distance computed twice.
+    fn shortlist(&self, rows: &[usize], query: &[f32], keep: usize) -> Vec<usize> {
+        let q_bits = sign_bits(query);
+        let words = q_bits.len();
+        let distances: Vec<u16> = rows
+            .iter()
+            .map(|&i| {
+                let bits = &self.signs[i * words..(i + 1) * words];
+                bits.iter().zip(&q_bits).map(|(a, b)| (a ^ b).count_ones() as u16).sum()
+            })
+            .collect();
+        let mut histogram = vec![0usize; words * 64 + 1];
+        for &d in &distances {
+            histogram[d as usize] += 1;
+        }
+        // The smallest distance `cut` with at least `keep` rows at or under it.
+        let mut below = 0;
+        let mut cut = histogram.len();
+        for (d, &count) in histogram.iter().enumerate() {
+            if below + count >= keep {
+                cut = d;
+                break;
+            }
+            below += count;
+        }
+        // All rows under the cut, and the first rows at it up to `keep`.
+        let mut at_cut = keep.saturating_sub(below);
+        let mut kept = Vec::with_capacity(keep);
+        for (&i, &d) in rows.iter().zip(&distances) {
+            if (d as usize) < cut {
+                kept.push(i);
+            } else if d as usize == cut && at_cut > 0 {
+                at_cut -= 1;
+                kept.push(i);
+            }
+        }
+        kept
     }
 
     /// The cosine of each given row that has a vector (rows already in scope).
@@ -326,6 +360,10 @@ impl MemoryIndex {
             .busy_timeout(Duration::from_secs(10))
             // Freed pages are zeroed: erased text must not linger in the file.
             .pragma("secure_delete", "ON")
+            // Recall looks up every keyword match's row: map the file
+            // instead of copying each page through a small per-connection
+            // cache (the default 2 MB held a tenth of a 100 000-message index).
+            .pragma("mmap_size", "268435456")
             .disable_statement_logging();
         let pool = SqlitePoolOptions::new().max_connections(4).connect_with(opts).await.map_err(MemoryError::Load)?;
         sqlx::migrate!("./migrations").run(&pool).await?;
@@ -348,8 +386,9 @@ impl MemoryIndex {
     async fn load_vectors(&self) -> Result<()> {
         let mut cache = VectorCache::default();
         {
-            let mut rows = sqlx::query("SELECT rowid, persona_id, embedding FROM items WHERE embedding IS NOT NULL")
-                .fetch(&self.pool);
+            let mut rows =
+                sqlx::query("SELECT v.rowid, i.persona_id, v.embedding FROM vectors v JOIN items i ON i.rowid = v.rowid")
+                    .fetch(&self.pool);
             while let Some(r) = rows.try_next().await.map_err(MemoryError::Load)? {
                 let blob: Vec<u8> = r.get(2);
                 cache.insert(r.get(0), r.get::<&str, _>(1), &from_blob(&blob));
@@ -376,10 +415,11 @@ impl MemoryIndex {
         if stored.as_deref() != Some(id.as_str()) {
             if stored.is_some() {
                 tracing::info!(old = ?stored, new = %id, "embedding model changed; re-embedding the index");
-                sqlx::query("UPDATE items SET embedding = NULL WHERE embedding IS NOT NULL")
-                    .execute(&self.pool)
-                    .await
-                    .map_err(MemoryError::Save)?;
+                let mut tx = self.pool.begin().await.map_err(MemoryError::Save)?;
+                for sql in ["DELETE FROM vectors", "UPDATE items SET embedded = 0 WHERE embedded = 1"] {
+                    sqlx::query(sql).execute(&mut *tx).await.map_err(MemoryError::Save)?;
+                }
+                tx.commit().await.map_err(MemoryError::Save)?;
                 self.load_vectors().await?;
             }
             sqlx::query("INSERT OR REPLACE INTO meta (key, value) VALUES ('embed_model', ?)")
@@ -509,7 +549,7 @@ impl MemoryIndex {
 
     /// Replaces an item's text (an edited memory); its vector is re-made.
     pub async fn update_text(&self, item_id: &str, text: &str) -> Result<()> {
-        let rows: Vec<i64> = sqlx::query_scalar("UPDATE items SET text = ?, embedding = NULL WHERE item_id = ? RETURNING rowid")
+        let rows: Vec<i64> = sqlx::query_scalar("UPDATE items SET text = ?, embedded = 0 WHERE item_id = ? RETURNING rowid")
             .bind(text)
             .bind(item_id)
             .fetch_all(&self.pool)
@@ -624,7 +664,7 @@ impl MemoryIndex {
     pub async fn embed_pending_step(&self) -> Result<usize> {
         let Some(embedder) = self.embedder() else { return Ok(0) };
         let _one_at_a_time = self.embed_lock.lock().await;
-        let rows = sqlx::query("SELECT rowid, persona_id, text FROM items WHERE embedding IS NULL ORDER BY rowid LIMIT ?")
+        let rows = sqlx::query("SELECT rowid, persona_id, text FROM items WHERE embedded = 0 ORDER BY rowid LIMIT ?")
             .bind(EMBED_STEP as i64)
             .fetch_all(&self.pool)
             .await
@@ -644,24 +684,36 @@ impl MemoryIndex {
         Ok(ids.len())
     }
 
-    /// Stores vectors for rows (row id, persona id).
+    /// Stores vectors for rows (row id, persona id). A row deleted or
+    /// given new text since it was read keeps no vector (it is embedded
+    /// again if it is still there).
     pub async fn store_vectors(&self, ids: &[(i64, String)], vectors: &[Vec<f32>]) -> Result<()> {
         let mut tx = self.pool.begin().await.map_err(MemoryError::Save)?;
-        for ((row, _), v) in ids.iter().zip(vectors) {
-            sqlx::query("UPDATE items SET embedding = ? WHERE rowid = ?")
-                .bind(to_blob(v))
+        let mut stored = Vec::with_capacity(ids.len());
+        for ((row, persona), v) in ids.iter().zip(vectors) {
+            let marked = sqlx::query("UPDATE items SET embedded = 1 WHERE rowid = ? AND embedded = 0")
                 .bind(row)
                 .execute(&mut *tx)
                 .await
                 .map_err(MemoryError::Save)?;
+            if marked.rows_affected() == 0 {
+                continue;
+            }
+            sqlx::query("INSERT OR REPLACE INTO vectors (rowid, embedding) VALUES (?, ?)")
+                .bind(row)
+                .bind(to_blob(v))
+                .execute(&mut *tx)
+                .await
+                .map_err(MemoryError::Save)?;
+            stored.push((*row, persona.as_str(), v));
         }
         tx.commit().await.map_err(MemoryError::Save)?;
         if let Ok(mut cache) = self.vectors.write() {
-            for ((row, persona), v) in ids.iter().zip(vectors) {
+            for (row, persona, v) in &stored {
                 cache.insert(*row, persona, v);
             }
         }
-        self.embedded.fetch_add(ids.len() as u64, Ordering::Relaxed);
+        self.embedded.fetch_add(stored.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
@@ -708,21 +760,26 @@ impl MemoryIndex {
     /// scores of every candidate (a keyword hit's cosine, a vector hit's
     /// BM25). The keyword query and the query embedding run at the same time.
     pub async fn candidates(&self, scope: &Scope, query: &str, n: usize) -> Result<Candidates> {
+        Ok(self.candidate_rows(scope, query, n).await?.0)
+    }
+
+    /// [`MemoryIndex::candidates`], with every candidate's row read on the
+    /// way: two SQL round trips per recall (keyword hits; the vector hits'
+    /// rows and BM25) instead of one more for the final hits.
+    async fn candidate_rows(&self, scope: &Scope, query: &str, n: usize) -> Result<(Candidates, HashMap<i64, Hit>)> {
         let mut c = Candidates::default();
+        let mut rows: HashMap<i64, Hit> = HashMap::new();
         let fts = fts_query(query);
         let keyword = async {
             let Some(fts) = &fts else { return Ok(Vec::new()) };
-            let mut q = QueryBuilder::new(
-                "SELECT i.rowid, i.ts_ms, -bm25(items_fts) FROM items_fts JOIN items i ON i.rowid = items_fts.rowid \
-                 WHERE items_fts MATCH ",
-            );
+            let mut q = QueryBuilder::new(format!(
+                "SELECT {HIT_COLUMNS}, -bm25(items_fts) FROM items_fts JOIN items i ON i.rowid = items_fts.rowid \
+                 WHERE items_fts MATCH "
+            ));
             q.push_bind(fts.clone());
             push_scope(&mut q, scope);
             q.push(" ORDER BY bm25(items_fts), i.rowid DESC LIMIT ").push_bind(n as i64);
-            let rows = q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)?;
-            Ok::<_, MemoryError>(
-                rows.iter().map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1), r.get::<f64, _>(2) as f32)).collect::<Vec<_>>(),
-            )
+            q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)
         };
         let vector = async {
             let Some(embedder) = self.embedder() else { return Ok(None) };
@@ -733,10 +790,12 @@ impl MemoryIndex {
             Ok::<_, MemoryError>(qv.into_iter().next())
         };
         let (keyword, vector) = tokio::join!(keyword, vector);
-        for (row, ts, score) in keyword? {
+        for r in keyword? {
+            let (row, hit) = hit_from_row(&r);
             c.keyword.push(row);
-            c.ts_ms.insert(row, ts);
-            c.keyword_score.insert(row, score);
+            c.ts_ms.insert(row, hit.ts_ms);
+            c.keyword_score.insert(row, r.get::<f64, _>(HIT_COLUMN_COUNT) as f32);
+            rows.insert(row, hit);
         }
         if let Some(qv) = vector? {
             c.vector_available = true;
@@ -748,23 +807,37 @@ impl MemoryIndex {
                 c.cosine.extend(v.cosines(&c.keyword, &qv));
             }
         }
-        // The vector hits' timestamps and BM25 scores (0 when no query word is in them).
-        let missing: Vec<i64> = c.vector.iter().copied().filter(|r| !c.ts_ms.contains_key(r)).collect();
+        // The vector hits' rows and BM25 scores (none when no query word is in them).
+        let missing: Vec<i64> = c.vector.iter().copied().filter(|r| !rows.contains_key(r)).collect();
         for chunk in missing.chunks(INSERT_CHUNK) {
-            let mut q = QueryBuilder::new("SELECT rowid, ts_ms FROM items WHERE rowid IN (");
-            push_rows(&mut q, chunk);
-            for r in q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)? {
-                c.ts_ms.insert(r.get(0), r.get(1));
+            let mut q = QueryBuilder::new(format!("SELECT {HIT_COLUMNS}, "));
+            match &fts {
+                // `+rowid`: the row filter is applied to one pass over the
+                // matches. Handed to FTS5 it would run the query (and
+                // BM25's term statistics, a scan of every match) once per row.
+                Some(fts) => {
+                    q.push("f.score FROM items i LEFT JOIN (SELECT rowid AS r, -bm25(items_fts) AS score FROM items_fts \
+                            WHERE items_fts MATCH ");
+                    q.push_bind(fts.clone()).push(" AND +rowid IN (");
+                    push_rows(&mut q, chunk);
+                    q.push(") f ON f.r = i.rowid");
+                }
+                None => {
+                    q.push("NULL FROM items i");
+                }
             }
-            let Some(fts) = &fts else { continue };
-            let mut q = QueryBuilder::new("SELECT rowid, -bm25(items_fts) FROM items_fts WHERE items_fts MATCH ");
-            q.push_bind(fts.clone()).push(" AND rowid IN (");
+            q.push(" WHERE i.rowid IN (");
             push_rows(&mut q, chunk);
             for r in q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)? {
-                c.keyword_score.insert(r.get(0), r.get::<f64, _>(1) as f32);
+                let (row, hit) = hit_from_row(&r);
+                c.ts_ms.insert(row, hit.ts_ms);
+                if let Some(score) = r.get::<Option<f64>, _>(HIT_COLUMN_COUNT) {
+                    c.keyword_score.insert(row, score as f32);
+                }
+                rows.insert(row, hit);
             }
         }
-        Ok(c)
+        Ok((c, rows))
     }
 
     /// The one retrieval function: hybrid candidates, weighted RRF, recency
@@ -773,47 +846,13 @@ impl MemoryIndex {
         let settings = self.settings();
         // More results than candidates per retriever: widen both lists.
         let settings = RecallSettings { candidates: settings.candidates.max(k), ..settings };
-        let c = self.candidates(scope, query, settings.candidates).await?;
-        let ranked = rank(&c, &settings, now_ms);
-        let top: Vec<(i64, f32)> = ranked.into_iter().take(k).collect();
-        let hits = self.hits(&top).await?;
-        Ok(Recall { hits, mode: if c.vector_available { "hybrid" } else { "keyword" } })
-    }
-
-    /// Loads ranked rows as hits, keeping the order.
-    pub async fn hits(&self, ranked: &[(i64, f32)]) -> Result<Vec<Hit>> {
-        if ranked.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut q = QueryBuilder::new(
-            "SELECT rowid, item_id, kind, persona_id, external_id, source_ids, text, ts_ms FROM items WHERE rowid IN (",
-        );
-        push_rows(&mut q, &ranked.iter().map(|(r, _)| *r).collect::<Vec<_>>());
-        let rows = q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)?;
-        let mut by_row: HashMap<i64, Hit> = rows
-            .iter()
-            .map(|r| {
-                let kind: String = r.get(2);
-                let sources: String = r.get(5);
-                (
-                    r.get::<i64, _>(0),
-                    Hit {
-                        item_id: r.get(1),
-                        kind: if kind == "memory" { ItemKind::Memory } else { ItemKind::Message },
-                        persona_id: r.get(3),
-                        external_id: r.get(4),
-                        source_ids: serde_json::from_str(&sources).unwrap_or_default(),
-                        text: r.get(6),
-                        ts_ms: r.get(7),
-                        score: 0.0,
-                    },
-                )
-            })
+        let (c, mut rows) = self.candidate_rows(scope, query, settings.candidates).await?;
+        let hits = rank(&c, &settings, now_ms)
+            .into_iter()
+            .filter_map(|(row, score)| rows.remove(&row).map(|h| Hit { score, ..h }))
+            .take(k)
             .collect();
-        Ok(ranked
-            .iter()
-            .filter_map(|(r, s)| by_row.remove(r).map(|h| Hit { score: *s, ..h }))
-            .collect())
+        Ok(Recall { hits, mode: if c.vector_available { "hybrid" } else { "keyword" } })
     }
 
     /// Row id → public id (external id, else item id), for benchmarks.
@@ -829,6 +868,29 @@ impl MemoryIndex {
         self.stop();
         ledger::close_pool(&self.pool).await;
     }
+}
+
+/// The columns [`hit_from_row`] reads, first in a query (items aliased `i`).
+const HIT_COLUMNS: &str = "i.rowid, i.item_id, i.kind, i.persona_id, i.external_id, i.source_ids, i.text, i.ts_ms";
+const HIT_COLUMN_COUNT: usize = 8;
+
+/// A row that starts with [`HIT_COLUMNS`], as (row id, hit with score 0).
+fn hit_from_row(r: &sqlx::sqlite::SqliteRow) -> (i64, Hit) {
+    let kind: &str = r.get(2);
+    let sources: &str = r.get(5);
+    (
+        r.get(0),
+        Hit {
+            item_id: r.get(1),
+            kind: if kind == "memory" { ItemKind::Memory } else { ItemKind::Message },
+            persona_id: r.get(3),
+            external_id: r.get(4),
+            source_ids: serde_json::from_str(sources).unwrap_or_default(),
+            text: r.get(6),
+            ts_ms: r.get(7),
+            score: 0.0,
+        },
+    )
 }
 
 /// `rowid, rowid, …)` for an `IN (` list.
@@ -889,6 +951,27 @@ mod tests {
             let found: Vec<i64> = cache.search(&Scope::All, &q, 10).into_iter().map(|h| h.0).collect();
             let kept = exact.iter().take(10).filter(|(_, r)| found.contains(r)).count();
             assert!(kept >= 9, "{kept} of the exact top 10 found");
+        }
+    }
+
+    #[test]
+    fn the_shortlist_keeps_exactly_the_nearest_rows_by_sign_bits() {
+        let mut cache = VectorCache::default();
+        // Row r differs from the query's signs in its first r % 50 dimensions.
+        let query: Vec<f32> = (0..128).map(|_| 1.0).collect();
+        for row in 0..1_000usize {
+            let v: Vec<f32> = (0..128).map(|d| if d < row % 50 { -1.0 } else { 1.0 }).collect();
+            cache.insert(row as i64, "p", &v);
+        }
+        let all: Vec<usize> = (0..1_000).collect();
+        let distance = |i: usize| i % 50;
+        for keep in [1, 20, 35, 999, 1_000, 5_000] {
+            let kept = cache.shortlist(&all, &query, keep);
+            assert_eq!(kept.len(), keep.min(1_000));
+            let worst_kept = kept.iter().map(|&i| distance(i)).max().unwrap_or(0);
+            let best_dropped = all.iter().filter(|i| !kept.contains(i)).map(|&i| distance(i)).min().unwrap_or(usize::MAX);
+            assert!(worst_kept <= best_dropped, "keep {keep}: kept up to {worst_kept}, dropped {best_dropped}");
+            assert!(kept.windows(2).all(|w| w[0] < w[1]), "row order");
         }
     }
 

@@ -159,6 +159,75 @@ async fn the_index_rebuilds_from_the_ledger() {
     let _ = parse_conversation(b"[]", "Ada").expect("test step");
 }
 
+/// An index written before embeddings moved to their own table (schema 1,
+/// a vector in every `items` row) is migrated in place when opened: no
+/// vector is lost or re-made, and recall answers exactly as before.
+#[tokio::test]
+async fn an_index_from_before_the_vectors_table_keeps_its_vectors() {
+    let dir = tempfile::tempdir().expect("test step");
+    let path = dir.path().join("index.db");
+    let embedder = HashingEmbedder::default();
+    let texts = ["my sister Greta lives in Trondheim", "the spare key is under the blue flowerpot", "lunch was fine"];
+    {
+        let opts = sqlx::sqlite::SqliteConnectOptions::new().filename(&path).create_if_missing(true);
+        let pool = sqlx::SqlitePool::connect_with(opts).await.expect("test step");
+        let all = sqlx::migrate!("./migrations");
+        let first = sqlx::migrate::Migrator {
+            migrations: std::borrow::Cow::Owned(all.migrations.iter().filter(|m| m.version == 1).cloned().collect()),
+            ..sqlx::migrate::Migrator::DEFAULT
+        };
+        first.run(&pool).await.expect("test step");
+        sqlx::query("INSERT INTO meta (key, value) VALUES ('embed_model', ?)")
+            .bind(embedder.model_id())
+            .execute(&pool)
+            .await
+            .expect("test step");
+        for (i, text) in texts.iter().enumerate() {
+            let v = embedder.embed(&[text]).expect("test step").remove(0);
+            let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            // The last row was never embedded.
+            sqlx::query(
+                "INSERT INTO items (item_id, kind, persona_id, text, ts_ms, embedding) VALUES (?, 'message', 'p', ?, ?, ?)",
+            )
+            .bind(format!("m{i}"))
+            .bind(*text)
+            .bind(1_700_000_000_000i64 + i as i64)
+            .bind((i < 2).then_some(blob))
+            .execute(&pool)
+            .await
+            .expect("test step");
+        }
+        pool.close().await;
+    }
+    let index = MemoryIndex::open(&path).await.expect("test step");
+    assert_eq!((index.progress().embedded, index.progress().total), (2, 3));
+    index.set_embedder(Arc::new(HashingEmbedder::default())).await.expect("test step");
+    let scope = Scope::Keys(vec!["p".into()]);
+    let now = memory::now_ms();
+    // "flowerpot key" matches row m1 by keyword; its cosine comes from the migrated vector.
+    let hits = index.recall(&scope, "the spare key is under the blue flowerpot", 3, now).await.expect("test step");
+    assert_eq!(hits.mode, "hybrid");
+    assert_eq!(hits.hits[0].item_id, "m1");
+    assert!(hits.hits[0].score > 0.5, "the stored vector is used: {:?}", hits.hits[0]);
+    // Only the row without a vector is embedded now; its text change drops its vector again.
+    assert_eq!(index.embed_all_pending().await.expect("test step"), 1);
+    index.update_text("m0", "my brother Olaf lives in Bergen").await.expect("test step");
+    assert_eq!(index.embed_all_pending().await.expect("test step"), 1);
+    let hits = index.recall(&scope, "Olaf Bergen", 1, now).await.expect("test step");
+    assert_eq!(hits.hits[0].item_id, "m0");
+    index.remove_item("m0").await.expect("test step");
+    let left: i64 = {
+        index.close().await;
+        let pool = sqlx::SqlitePool::connect_with(sqlx::sqlite::SqliteConnectOptions::new().filename(&path))
+            .await
+            .expect("test step");
+        let n = sqlx::query_scalar("SELECT COUNT(*) FROM vectors").fetch_one(&pool).await.expect("test step");
+        pool.close().await;
+        n
+    };
+    assert_eq!(left, 2, "a removed item's vector goes with it");
+}
+
 fn model_dir() -> Option<std::path::PathBuf> {
     let dir = std::env::var_os("LEDGERMIND_MINILM_DIR")
         .map(std::path::PathBuf::from)
