@@ -158,7 +158,9 @@ impl Ledger {
         }
         let co = connect_options(&opts.path, opts.durable)?;
         let mut conn = co.connect().await.map_err(LedgerError::Load)?;
+        let schema_before = schema_version(&mut conn).await?;
         sqlx::migrate!("./migrations").run(&mut conn).await?;
+        let upgraded = schema_version(&mut conn).await? > schema_before;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(co.clone().read_only(true))
@@ -178,6 +180,16 @@ impl Ledger {
             }
             None => (0, GENESIS_PREV),
         };
+        // A new version's migrations can add projections (tables empty until
+        // their events are replayed) or change how one is derived: an
+        // upgraded database rebuilds them all from its events, once.
+        if upgraded && seq > 0 {
+            let started = std::time::Instant::now();
+            let mut tx = conn.begin().await.map_err(LedgerError::Save)?;
+            project::rebuild_all(&mut tx).await?;
+            tx.commit().await.map_err(LedgerError::Save)?;
+            tracing::info!(events = seq, ms = started.elapsed().as_millis() as u64, "upgraded database: projections rebuilt from the events");
+        }
         let profile_id = if seq == 0 {
             uuid::Uuid::now_v7().to_string()
         } else {
@@ -593,6 +605,22 @@ impl Ledger {
     pub fn now(&self) -> time::OffsetDateTime {
         self.clock.now()
     }
+}
+
+/// The latest migration applied to this database (0 for a new file).
+async fn schema_version(conn: &mut SqliteConnection) -> Result<i64> {
+    let tracked: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations')")
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(LedgerError::Load)?;
+    if !tracked {
+        return Ok(0);
+    }
+    sqlx::query_scalar("SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations WHERE success")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(LedgerError::Load)
 }
 
 /// Reads this database's installation id, creating it on first open. A
