@@ -31,16 +31,28 @@ async fn sigkill_during_appends_loses_no_acknowledged_event() {
             .spawn()
             .expect("spawn the writer");
         let stdout = child.stdout.take().expect("stdout");
+        let (first_tx, first_rx) = std::sync::mpsc::channel();
         let reader = std::thread::spawn(move || {
             let mut acked = Vec::new();
             for line in BufReader::new(stdout).lines() {
                 match line.ok().and_then(|l| l.trim().parse::<i64>().ok()) {
-                    Some(seq) => acked.push(seq),
+                    Some(seq) => {
+                        if acked.is_empty() {
+                            let _ = first_tx.send(());
+                        }
+                        acked.push(seq);
+                    }
                     None => break,
                 }
             }
             acked
         });
+        // Odd rounds kill at any moment from the start (opening, migrating,
+        // appending); even rounds once appends are under way, so the burst
+        // makes progress however loaded the machine is.
+        if round % 2 == 0 {
+            let _ = first_rx.recv_timeout(Duration::from_secs(60));
+        }
         std::thread::sleep(Duration::from_millis(rng.gen_range(30..250)));
         child.kill().expect("SIGKILL"); // Child::kill is SIGKILL on Unix
         let _ = child.wait();
