@@ -17,7 +17,8 @@
 //      reply): "save the movie Heat and then save a note: buy popcorn" runs
 //      two steps, the second planned after the first one's result; a plan
 //      with a delete in the middle stops on a "Step 2" card, and after
-//      Confirm the model plans step 3 in a new reply job.
+//      Confirm the model plans step 3 in a new reply job; "save the movie
+//      Alien and the show Dark" is two saves (the verb carries over).
 //
 // Run with a short confirmation lifetime (test-only variable):
 //   LEDGERMIND_TEST_CONFIRMATION_TTL_SECS=25 E2E_PORT=4470 LEDGERMIND_E2E_SPECS=runtime \
@@ -379,6 +380,19 @@ export async function localPlanScenario(ctx) {
   log(`  saved items: ${JSON.stringify(titles)}`);
   check(titles.some((t) => t.includes("Heat")), "Heat is not in Saved items");
   check(titles.some((t) => t.toLowerCase().includes("popcorn")), "the popcorn note is not in Saved items");
+  await openTab(ctx, "chat");
+
+  // The verb carries over: "… and the show Dark" is a second save.
+  const carried = Date.now();
+  await send(ctx, "save the movie Alien and the show Dark");
+  await waitForLine(ctx, "Step 2:", MODEL_TIMEOUT_MS);
+  const carriedReport = (await readMessages(ctx)).filter((m) => m.role === "system").at(-1)?.text ?? "";
+  log(`  verb carried over in ${((Date.now() - carried) / 1000).toFixed(1)} s: ${JSON.stringify(carriedReport)}`);
+  check(carriedReport.includes("Step 1: Saved movie") && carriedReport.includes("Step 2: Saved TV show"), `unexpected plan report ${carriedReport}`);
+  await shot(ctx, "local-plan-verb-carried");
+  titles = await savedItems(ctx);
+  check(titles.some((t) => t.includes("Alien")), "Alien is not in Saved items");
+  check(titles.some((t) => t.includes("Dark")), "Dark is not in Saved items");
   await openTab(ctx, "chat");
 
   // A delete in the middle: the plan waits on its own card ("Step 2"), then

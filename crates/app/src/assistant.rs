@@ -17,7 +17,7 @@ use ledger::{EventBody, Ledger, MessageRole, Persona};
 use providers::{ChatMessage, Completion, CompletionRequest, FinishReason, Role as ChatRole, ToolCall, ToolDefinition};
 use runtime::plan::PlanStep;
 use runtime::{
-    CallContext, DeterministicIntent, Outcome, Pipeline, PipelineError, Proposal, Role, SystemClock,
+    CallContext, DeterministicIntent, Outcome, Pipeline, PipelineError, Proposal, Role, Stoppable,
     ToolRegistry, ToolSpec,
 };
 use serde::{Deserialize, Serialize};
@@ -129,17 +129,41 @@ pub(crate) struct Assistant {
     pub(crate) conversations: Arc<Conversations>,
     pub(crate) tools: Arc<AppTools>,
     pub(crate) metadata: Arc<MetadataService>,
+    /// Runs each tool call on its own thread and stops it at the stall limit.
+    stoppable: Arc<Stoppable>,
 }
+
+/// The ledger's clock (the engine's: tests move a manual one) as the
+/// runtime's, for proposal lifetimes and conversation timeouts.
+struct LedgerClock(Arc<Ledger>);
+
+impl runtime::Clock for LedgerClock {
+    fn now(&self) -> time::OffsetDateTime {
+        self.0.now()
+    }
+}
+
+/// The most tool runs and compensations one pipeline operation may hold
+/// (a plan: each step and its undo), each bounded by the stall limit.
+const CALLS_PER_OPERATION: u32 = 2 * runtime::plan::MAX_PLAN_STEPS as u32 + 1;
 
 impl Assistant {
     /// Must be called inside the tokio runtime.
-    pub(crate) fn new(ledger: Arc<Ledger>, events: broadcast::Sender<AppEvent>, stall_limit: std::time::Duration) -> Self {
+    pub(crate) fn new(
+        ledger: Arc<Ledger>,
+        events: broadcast::Sender<AppEvent>,
+        stall_limit: std::time::Duration,
+        metadata_timeout: std::time::Duration,
+    ) -> Self {
         let handle = Handle::current();
-        let metadata = Arc::new(MetadataService::new(ledger.clone()));
+        let metadata = Arc::new(MetadataService::new(ledger.clone(), metadata_timeout));
         let tools = Arc::new(AppTools::new(ledger.clone(), events, handle.clone(), metadata.clone()));
         let audit = Arc::new(LedgerAudit::new(ledger.clone(), handle));
-        let mut pipeline =
-            Pipeline::new(Arc::new(ToolRegistry::builtin()), Arc::new(SystemClock), audit, tools.clone());
+        // A tool without an answer for the stall limit is stopped (its
+        // later writes refused), not only reported.
+        let stoppable = Arc::new(Stoppable::new(tools.clone(), stall_limit));
+        let clock: Arc<dyn runtime::Clock> = Arc::new(LedgerClock(ledger.clone()));
+        let mut pipeline = Pipeline::new(Arc::new(ToolRegistry::builtin()), clock.clone(), audit, stoppable.clone());
         if let Some(secs) = std::env::var(CONFIRMATION_TTL_ENV).ok().and_then(|v| v.parse::<i64>().ok()) {
             tracing::warn!(secs, "confirmation lifetime overridden for tests");
             pipeline = pipeline.with_confirmation_ttl(time::Duration::seconds(secs.max(1)));
@@ -148,9 +172,10 @@ impl Assistant {
             ledger,
             pipeline: Arc::new(pipeline),
             plans: Plans::default(),
-            conversations: Arc::new(Conversations::new(Arc::new(SystemClock), stall_limit)),
+            conversations: Arc::new(Conversations::new(clock, stall_limit)),
             tools,
             metadata,
+            stoppable,
         }
     }
 
@@ -172,23 +197,41 @@ impl Assistant {
             let ctx = CallContext { enabled: &enabled, ..CallContext::new(&persona_id, role, &correlation_id) };
             op(&pipeline, &ctx)
         });
-        // A tool reports no progress while it runs: the stall limit bounds
-        // the whole call. It cannot be abandoned (it finishes and is
-        // recorded), so the timeout is reported and nothing is retried.
+        // Each tool call inside is stopped at the stall limit and fails like
+        // any failure (a plan's earlier steps are undone), so a running
+        // operation is progress for the conversation's watchdog. The whole
+        // operation is bounded too, as a backstop (the ledger writes of
+        // its audit could hang): then it cannot be abandoned, and the
+        // timeout is reported, never retried.
         let limit = self.conversations.stall_limit();
-        match tokio::time::timeout(limit, task).await {
+        let backstop = limit * CALLS_PER_OPERATION;
+        let every = (limit / 4).max(std::time::Duration::from_millis(50));
+        let mut task = std::pin::pin!(tokio::time::timeout(backstop, task));
+        let joined = loop {
+            tokio::select! {
+                joined = &mut task => break joined,
+                () = tokio::time::sleep(every) => self.conversations.progress(&conversation),
+            }
+        };
+        match joined {
             Ok(joined) => joined.map_err(|e| AppError::new("TOOL_FAILED", format!("the tool runner stopped: {e}"))),
             Err(_) => {
                 self.conversations.time_out(&conversation);
                 Err(AppError::new(
                     "TOOL_TIMEOUT",
                     format!(
-                        "The action made no progress for {} s. It was not retried; if it finishes, its result is recorded in the ledger.",
-                        limit.as_secs()
+                        "The action did not finish in {} s. It was not retried; if it finishes, its result is recorded in the ledger.",
+                        backstop.as_secs()
                     ),
                 ))
             }
         }
+    }
+
+    /// Tool threads still running, stopped ones included (tests wait for
+    /// a stopped call's thread to end).
+    pub(crate) fn tools_running(&self) -> usize {
+        self.stoppable.running()
     }
 }
 
@@ -816,6 +859,12 @@ impl Engine {
         self.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
         tracing::info!(tool, enabled, "tool setting changed");
         self.tool_settings().await
+    }
+
+    /// Tool threads still running, stopped ones included: a stopped call's
+    /// thread may still wait on the network, but writes nothing more.
+    pub fn tools_running(&self) -> usize {
+        self.assistant.tools_running()
     }
 
     /// The registry as offered to a persona (for the CLI and tests).

@@ -16,13 +16,18 @@
 //! CPU model that keeps writing is never cut off; a model or tool that
 //! stops moving is (`LLM_TIMEOUT` / `TOOL_TIMEOUT`, shown to the user), the
 //! machine goes back by its Timeout transition, and the turn is not retried,
-//! so nothing runs twice.
+//! so nothing runs twice. A tool is stopped by the pipeline's executor
+//! (`runtime::Stoppable`): its later writes are refused, its action ends
+//! FAILED, and a plan's earlier steps are undone.
+//!
+//! A proposal left unanswered for its 5 minutes is expired by a timer
+//! ([`Engine::expire_proposals`]): its card is settled and the chat says so.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use runtime::state::{Conversation, ConversationEvent as Ev, ConversationState as St, InvalidTransition};
-use runtime::Clock;
+use runtime::{Clock, Role};
 
 use crate::engine::Engine;
 use crate::error::AppError;
@@ -209,6 +214,46 @@ impl Engine {
         self.assistant.conversations.apply(persona_id, event).map(|_| ()).map_err(|e| state_error(&e))
     }
 
+    /// Proposals left unanswered past their 5 minutes expire: the plan
+    /// they belong to stops, the conversation leaves TOOL_PROPOSED, the
+    /// card is settled as "expired" and the chat says so. Returns how many.
+    pub async fn expire_proposals(&self) -> Result<usize> {
+        // The audit sink blocks on the ledger: off the async threads.
+        let pipeline = self.assistant.pipeline.clone();
+        let expired = tokio::task::spawn_blocking(move || pipeline.expire_proposals(Role::Human))
+            .await
+            .map_err(|e| AppError::new("TOOL_FAILED", format!("the proposal timer stopped: {e}")))?;
+        for p in &expired {
+            let persona_id = &p.conversation_id;
+            let plan = self.assistant.plans.cancel(persona_id);
+            self.assistant.conversations.apply_from(persona_id, St::ToolProposed, Ev::Timeout);
+            tracing::info!(persona = %persona_id, tool = %p.tool, correlation_id = %p.correlation_id, "proposal expired unanswered");
+            self.emit(AppEvent::ProposalSettled { persona_id: persona_id.clone(), nonce: p.nonce.clone(), outcome: "expired".into() });
+            if self.ledger.persona(persona_id).await.is_ok() {
+                self.post_system(persona_id, &expired_line(&p.tool, plan, p.expires_at - p.created_at)).await?;
+            }
+        }
+        Ok(expired.len())
+    }
+
+    /// Expires unanswered proposals every few seconds (stops with the engine).
+    pub(crate) fn spawn_proposal_timer(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let engine = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+            loop {
+                tick.tick().await;
+                let Some(engine) = engine.upgrade() else { break };
+                if engine.is_shutting_down() {
+                    break;
+                }
+                if let Err(e) = engine.expire_proposals().await {
+                    tracing::warn!(code = e.code, "could not expire proposals: {}", e.message);
+                }
+            }
+        })
+    }
+
     /// A confirmed action ended: the next plan step waits, or the result is
     /// the response.
     pub(crate) fn action_ended(&self, persona_id: &str, ok: bool) {
@@ -220,6 +265,20 @@ impl Engine {
         };
         let _logged_when_rejected = self.assistant.conversations.apply(persona_id, event);
     }
+}
+
+/// What the chat says when a proposal expires after `lifetime`.
+fn expired_line(tool: &str, plan: Option<(usize, usize)>, lifetime: time::Duration) -> String {
+    let what = match plan {
+        Some((step, total)) => format!("Step {step} of {total} (`{tool}`)"),
+        None => format!("The proposal to run `{tool}`"),
+    };
+    let after = match lifetime.whole_minutes() {
+        0 => format!("{} s", lifetime.whole_seconds()),
+        1 => "1 minute".to_owned(),
+        m => format!("{m} minutes"),
+    };
+    format!("{what} expired after {after} without an answer, so nothing was done. Ask again if you still want it.")
 }
 
 #[cfg(test)]

@@ -43,6 +43,9 @@ pub struct EngineConfig {
     /// writing, a tool running) may go without progress
     /// (`LEDGERMIND_STALL_TIMEOUT_SECS`, default 30 s).
     pub stall_limit: std::time::Duration,
+    /// runtime (#6): one request to the metadata service
+    /// (`LEDGERMIND_METADATA_TIMEOUT_MS`, default 8 s).
+    pub metadata_timeout: std::time::Duration,
     /// memory (#4): the clock behind the ledger's timestamps, the heartbeat
     /// and the ceremony (`Engine::clock_tick`); tests move a manual one.
     pub clock: Arc<dyn ledger::Clock>,
@@ -68,6 +71,7 @@ impl EngineConfig {
             durable: true,
             extraction_delay,
             stall_limit,
+            metadata_timeout: crate::metadata::timeout_from_env(),
             clock: Arc::new(ledger::SystemClock),
             timers: true,
         }
@@ -134,7 +138,7 @@ impl Engine {
         tracing::debug!(ledger_ms = opened.as_millis() as u64, total_ms = t0.elapsed().as_millis() as u64, "engine opened");
         let (events, _) = broadcast::channel(1024);
         let (shutdown, shutdown_rx) = watch::channel(false);
-        let assistant = crate::assistant::Assistant::new(ledger.clone(), events.clone(), config.stall_limit);
+        let assistant = crate::assistant::Assistant::new(ledger.clone(), events.clone(), config.stall_limit, config.metadata_timeout);
         let engine = Arc::new(Self {
             ledger,
             #[cfg(feature = "local")]
@@ -166,6 +170,7 @@ impl Engine {
             drop(engine.spawn_autosave());
             drop(engine.spawn_ceremony());
             drop(engine.spawn_session_timer());
+            drop(engine.spawn_proposal_timer()); // runtime (#6)
         }
         Ok(engine)
     }

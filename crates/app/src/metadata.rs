@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ledger::{EventBody, Ledger, HUMAN_ENTITY};
-use runtime::ToolError;
+use runtime::{CancelToken, ToolError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use ts_rs::TS;
@@ -33,6 +33,20 @@ pub struct MetadataServiceView {
     pub has_key: bool,
 }
 
+/// A lookup's answer, and the guard's record of a flagged answer, to write.
+pub(crate) struct Enriched {
+    pub outcome: Result<Value, ToolError>,
+    pub flag: Option<ledger::Draft>,
+}
+
+/// The per-request timeout: `LEDGERMIND_METADATA_TIMEOUT_MS`, else 8 s.
+pub(crate) fn timeout_from_env() -> Duration {
+    std::env::var("LEDGERMIND_METADATA_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
+}
+
 pub(crate) struct MetadataService {
     ledger: Arc<Ledger>,
     http: reqwest::Client,
@@ -40,11 +54,7 @@ pub(crate) struct MetadataService {
 }
 
 impl MetadataService {
-    pub(crate) fn new(ledger: Arc<Ledger>) -> Self {
-        let timeout = std::env::var("LEDGERMIND_METADATA_TIMEOUT_MS")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+    pub(crate) fn new(ledger: Arc<Ledger>, timeout: Duration) -> Self {
         Self { ledger, http: reqwest::Client::new(), timeout }
     }
 
@@ -85,7 +95,24 @@ impl MetadataService {
         self.view().await
     }
 
-    pub(crate) async fn enrich(&self, tool: &str, args: &Value, correlation_id: &str) -> Result<Value, ToolError> {
+    /// Looks the item up. A flagged answer comes back with its
+    /// `guard_flagged` record for the caller to write through the call's
+    /// gate (a stopped call writes nothing); `cancel`: a stopped call sends
+    /// no more requests.
+    pub(crate) async fn enrich(&self, tool: &str, args: &Value, correlation_id: &str, cancel: &CancelToken) -> Enriched {
+        let mut flag = None;
+        let outcome = self.look_up(tool, args, correlation_id, cancel, &mut flag).await;
+        Enriched { outcome, flag }
+    }
+
+    async fn look_up(
+        &self,
+        tool: &str,
+        args: &Value,
+        correlation_id: &str,
+        cancel: &CancelToken,
+        flag: &mut Option<ledger::Draft>,
+    ) -> Result<Value, ToolError> {
         let base = self.ledger.runtime_setting(BASE_URL_KEY).await.map_err(|e| ToolError::Failed(e.to_string()))?;
         let Some(base) = base else {
             return Err(ToolError::Unavailable(
@@ -106,6 +133,9 @@ impl MetadataService {
         let url = format!("{base}/{path}");
         let mut last = ToolError::Timeout;
         for attempt in 1..=ATTEMPTS {
+            if cancel.is_cancelled() {
+                return Err(ToolError::Cancelled);
+            }
             let mut req = self.http.get(&url).query(&query).timeout(self.timeout);
             if let Some(k) = &key {
                 req = req.bearer_auth(String::from_utf8_lossy(k));
@@ -116,7 +146,7 @@ impl MetadataService {
                         .json()
                         .await
                         .map_err(|e| ToolError::Failed(format!("the metadata service sent unreadable data: {e}")))?;
-                    self.screen(tool, correlation_id, &mut data).await?;
+                    Self::screen(tool, correlation_id, &mut data, flag)?;
                     return Ok(json!({"message": summary(&data), "metadata": data}));
                 }
                 Ok(resp) if resp.status().as_u16() == 404 => {
@@ -149,8 +179,8 @@ impl MetadataService {
     /// The metadata service's answer is outside text that is shown, stored
     /// and indexed (so it can reach a prompt): every string in it passes the
     /// injection guard. Medium risk: the flagged parts are removed; high:
-    /// the answer is refused. Either is a `guard_flagged` event.
-    async fn screen(&self, tool: &str, correlation_id: &str, data: &mut Value) -> Result<(), ToolError> {
+    /// the answer is refused. Either is a `guard_flagged` event (`flag`).
+    fn screen(tool: &str, correlation_id: &str, data: &mut Value, flag: &mut Option<ledger::Draft>) -> Result<(), ToolError> {
         let mut worst: Option<runtime::GuardReport> = None;
         let mut blocked = false;
         for_each_string(data, &mut |text| {
@@ -168,8 +198,7 @@ impl MetadataService {
         });
         let Some(report) = worst else { return Ok(()) };
         tracing::warn!(correlation_id, tool, risk = ?report.risk_level, "guard: metadata answer flagged");
-        let draft = crate::screening::flagged(correlation_id, crate::screening::SOURCE_METADATA, Some(tool), &report);
-        self.ledger.append_drafts(vec![draft]).await.map_err(|e| ToolError::Failed(e.to_string()))?;
+        *flag = Some(crate::screening::flagged(correlation_id, crate::screening::SOURCE_METADATA, Some(tool), &report));
         if blocked {
             return Err(ToolError::Failed(
                 "the metadata service's answer looks like a prompt-injection attempt; it was not used".into(),

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use ledger::{Draft, EventBody, Ledger, Receipt, HUMAN_ENTITY};
-use runtime::{AuditRecord, AuditSink, ToolError, ToolExecutor};
+use runtime::{AuditRecord, AuditSink, CancelToken, ToolError, ToolExecutor};
 use serde_json::{json, Value};
 use tokio::runtime::Handle;
 use tokio::sync::broadcast;
@@ -65,9 +65,11 @@ impl AppTools {
     }
 
     fn append(&self, entity: &str, body: EventBody) -> Result<Receipt, ToolError> {
-        let receipt = self.handle.block_on(self.ledger.append(entity, body)).map_err(|e| {
-            tracing::error!(error = %e, "a tool's event could not be written");
-            ToolError::Failed(crate::error::AppError::from(e).message)
+        let receipt = gated(|| {
+            self.handle.block_on(self.ledger.append(entity, body)).map_err(|e| {
+                tracing::error!(error = %e, "a tool's event could not be written");
+                ToolError::Failed(crate::error::AppError::from(e).message)
+            })
         })?;
         self.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind.clone() });
         Ok(receipt)
@@ -143,10 +145,11 @@ impl AppTools {
 
     fn forget(&self, args: &Value) -> Result<Value, ToolError> {
         let item = self.existing_item(args)?;
-        let erasure = self
-            .handle
-            .block_on(self.ledger.erase_item(&item.id, "forgotten at the user's request"))
-            .map_err(|e| ToolError::Failed(crate::error::AppError::from(e).message))?;
+        let erasure = gated(|| {
+            self.handle
+                .block_on(self.ledger.erase_item(&item.id, "forgotten at the user's request"))
+                .map_err(|e| ToolError::Failed(crate::error::AppError::from(e).message))
+        })?;
         self.emit(AppEvent::ItemsChanged {});
         let receipt = erasure.receipts.into_iter().last().map(receipt_json);
         Ok(json!({
@@ -157,10 +160,11 @@ impl AppTools {
     }
 
     fn delete_all(&self) -> Result<Value, ToolError> {
-        let erasure = self
-            .handle
-            .block_on(self.ledger.delete_all_memories())
-            .map_err(|e| ToolError::Failed(crate::error::AppError::from(e).message))?;
+        let erasure = gated(|| {
+            self.handle
+                .block_on(self.ledger.delete_all_memories())
+                .map_err(|e| ToolError::Failed(crate::error::AppError::from(e).message))
+        })?;
         self.emit(AppEvent::ItemsChanged {});
         let n = erasure.erased.len();
         let receipt = erasure.receipts.into_iter().last().map(receipt_json);
@@ -589,9 +593,47 @@ fn text<'a>(args: &'a Value, key: &str) -> &'a str {
     args.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
+// ----- runtime (#6): a stopped call writes nothing more -----
+
+thread_local! {
+    /// The token of the tool call running on this thread (each call has a
+    /// thread of its own: `runtime::Stoppable`).
+    static CALL: std::cell::RefCell<Option<CancelToken>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Sets this thread's call token for the duration of a call.
+struct CallScope;
+
+impl CallScope {
+    fn enter(token: &CancelToken) -> Self {
+        CALL.with(|c| *c.borrow_mut() = Some(token.clone()));
+        Self
+    }
+}
+
+impl Drop for CallScope {
+    fn drop(&mut self) {
+        CALL.with(|c| *c.borrow_mut() = None);
+    }
+}
+
+/// One write of a tool's effects: refused once the call was stopped (and
+/// a stop waits for a write in progress). Outside a call it just runs.
+pub(crate) fn gated<T>(write: impl FnOnce() -> Result<T, ToolError>) -> Result<T, ToolError> {
+    match CALL.with(|c| c.borrow().clone()) {
+        Some(token) => token.write(write).inspect_err(|e| {
+            if *e == ToolError::Cancelled {
+                tracing::warn!("a stopped tool tried to write; refused");
+            }
+        }),
+        None => write(),
+    }
+}
+
 impl ToolExecutor for AppTools {
-    fn execute(&self, tool: &str, args: &Value, correlation_id: &str) -> Result<Value, ToolError> {
+    fn execute(&self, tool: &str, args: &Value, correlation_id: &str, cancel: &CancelToken) -> Result<Value, ToolError> {
         tracing::info!(correlation_id, tool, "executing tool");
+        let _scope = CallScope::enter(cancel);
         // The office's session rules and simulation policy come first.
         if let Some(answer) = self.office_gate(tool, args, correlation_id)? {
             return Ok(answer);
@@ -616,7 +658,13 @@ impl ToolExecutor for AppTools {
             "forget" => self.forget(args),
             "delete_all_memories" => self.delete_all(),
             "enrich_movie" | "enrich_tv_show" | "enrich_video" => {
-                self.handle.block_on(self.metadata.enrich(tool, args, correlation_id))
+                let enriched = self.handle.block_on(self.metadata.enrich(tool, args, correlation_id, cancel));
+                if let Some(flag) = enriched.flag {
+                    gated(|| {
+                        self.handle.block_on(self.ledger.append_drafts(vec![flag])).map_err(|e| ToolError::Failed(e.to_string()))
+                    })?;
+                }
+                enriched.outcome
             }
             t if AFFORDANCES.contains(&t) => self.affordance(t, args, correlation_id),
             other => Err(ToolError::Unavailable(format!("`{other}` has no executor in this app"))),

@@ -8,12 +8,14 @@
 //! detection, PII scrubbing and data classification, output validation.
 //!
 //! **Must never**: call an LLM, touch the disk, the network or the ledger
-//! directly, or read the wall clock outside [`clock::SystemClock`]. The
+//! directly, or read the wall clock outside [`clock::SystemClock`] (a
+//! stopped tool is timed by a monotonic wait in [`cancel::Stoppable`]). The
 //! outside world is reached only through the traits [`clock::Clock`],
 //! [`pipeline::AuditSink`] and [`pipeline::ToolExecutor`], so every rule here
 //! is a pure, testable function of its inputs. It must never execute a tool
 //! that requires confirmation without a valid, unexpired, unused nonce.
 
+pub mod cancel;
 pub mod clock;
 pub mod confirm;
 pub mod guard;
@@ -30,6 +32,7 @@ pub mod state;
 pub mod text;
 pub mod tools;
 
+pub use cancel::{CancelToken, Stoppable};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use confirm::{ConfirmError, ConfirmationBook, Proposal};
 pub use guard::{analyze, analyze_document, sanitize, sanitize_document, Action, Category, Finding, GuardReport, RiskLevel};

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 use time::{Duration, OffsetDateTime};
 
+use crate::cancel::CancelToken;
 use crate::clock::Clock;
 use crate::confirm::{ConfirmError, ConfirmationBook, Proposal};
 use crate::planner::{parse_planner_reply, PlannerError, PlannerReply};
@@ -29,12 +30,27 @@ pub enum ToolError {
     Unavailable(String),
     #[error("the tool timed out")]
     Timeout,
+    /// Stopped after `after_secs` without an answer: nothing it does from
+    /// then on is written ([`crate::cancel`]).
+    #[error("the tool made no progress for {after_secs} s and was stopped; nothing it does from now on is written{}", stopped_writes(*written))]
+    Stopped { after_secs: u64, written: u32 },
+    /// A write of a stopped call, refused.
+    #[error("the tool was stopped; this write was refused")]
+    Cancelled,
+}
+
+fn stopped_writes(written: u32) -> String {
+    match written {
+        0 => String::new(),
+        n => format!(" ({n} write(s) it made before the stop remain)"),
+    }
 }
 
 /// Runs tools for real (the app wires this to the ledger, the metadata
-/// provider, the document index…).
+/// provider, the document index…). Every write of a call's effects goes
+/// through `cancel.write`, so a stopped call writes nothing more.
 pub trait ToolExecutor: Send + Sync {
-    fn execute(&self, tool: &str, args: &Value, correlation_id: &str) -> Result<Value, ToolError>;
+    fn execute(&self, tool: &str, args: &Value, correlation_id: &str, cancel: &CancelToken) -> Result<Value, ToolError>;
 }
 
 /// Where audit records go (the app turns them into ledger events).
@@ -178,6 +194,7 @@ impl PipelineError {
             Self::Disabled(_) => "TOOL_DISABLED",
             Self::RateLimited { .. } => "TOOL_RATE_LIMITED",
             Self::Confirmation(e) => e.code(),
+            Self::Execution { error: ToolError::Stopped { .. } | ToolError::Timeout, .. } => "TOOL_TIMEOUT",
             Self::Execution { .. } => "TOOL_FAILED",
         }
     }
@@ -524,6 +541,19 @@ impl Pipeline {
         Some(p)
     }
 
+    /// Retires every proposal left unanswered past its lifetime (a timer
+    /// calls this): each is audited under its own correlation id and its
+    /// action ends CANCELLED (PROPOSED's timeout). Returns them.
+    pub fn expire_proposals(&self, role: Role) -> Vec<Proposal> {
+        let expired = self.confirmations.expire_due();
+        for p in &expired {
+            let ctx = CallContext::new(&p.conversation_id, role, &p.correlation_id);
+            let end = self.transition(&ctx, Some(&p.tool), ActionState::Proposed, ActionEvent::Timeout);
+            self.audit(&ctx, Step::Confirm, Some(&p.tool), format!("proposal expired unanswered; action {end:?}"));
+        }
+        expired
+    }
+
     /// Runs a compensating tool for an undone plan step (no confirmation:
     /// it restores what the user already approved).
     pub(crate) fn compensate(
@@ -548,7 +578,7 @@ impl Pipeline {
             };
             return self.fail(ctx, Step::Compensate, t, err);
         }
-        match self.executor.execute(tool, args, ctx.correlation_id) {
+        match self.executor.execute(tool, args, ctx.correlation_id, &CancelToken::default()) {
             Ok(v) => {
                 self.audit(ctx, Step::Compensate, t, "compensation ran");
                 Ok(v)
@@ -575,7 +605,7 @@ impl Pipeline {
         let tool = spec.name.as_str();
         let t = Some(tool);
         let started = self.clock.now();
-        match self.executor.execute(tool, args, ctx.correlation_id) {
+        match self.executor.execute(tool, args, ctx.correlation_id, &CancelToken::default()) {
             Ok(result) => {
                 let took = self.clock.now() - started;
                 let _ = self.transition(ctx, t, state, ActionEvent::Succeed);
@@ -599,16 +629,18 @@ impl Pipeline {
                 })
             }
             Err(error) => {
-                let _ = self.transition(ctx, t, state, ActionEvent::Fail);
-                self.fail(
-                    ctx,
-                    Step::Execute,
-                    t,
-                    PipelineError::Execution {
-                        tool: tool.to_owned(),
-                        error,
-                    },
-                )
+                // A stopped tool is EXECUTING's timeout (→ FAILED).
+                let event = match error {
+                    ToolError::Stopped { .. } => ActionEvent::Timeout,
+                    _ => ActionEvent::Fail,
+                };
+                let end = self.transition(ctx, t, state, event);
+                let err = PipelineError::Execution {
+                    tool: tool.to_owned(),
+                    error,
+                };
+                self.audit(ctx, Step::Execute, t, format!("rejected {}: {err}; action {end:?}", err.code()));
+                Err(err)
             }
         }
     }
@@ -673,7 +705,7 @@ mod tests {
     }
 
     impl ToolExecutor for FakeExecutor {
-        fn execute(&self, tool: &str, _args: &Value, _c: &str) -> Result<Value, ToolError> {
+        fn execute(&self, tool: &str, _args: &Value, _c: &str, _: &CancelToken) -> Result<Value, ToolError> {
             self.runs.fetch_add(1, Ordering::SeqCst);
             if self.fail == Some(tool) {
                 return Err(ToolError::Failed("boom".into()));
@@ -840,6 +872,28 @@ mod tests {
             r.pipe.confirm(&c, &proposal.nonce).unwrap_err().code(),
             "CONFIRMATION_EXPIRED"
         );
+        assert_eq!(r.exec.runs.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn an_unanswered_proposal_expires_once_and_its_action_is_cancelled() {
+        let r = rig();
+        let c = ctx(Role::Persona);
+        let Outcome::Proposed { proposal, .. } = r
+            .pipe
+            .call(&c, "forget", args(json!({"item_id": "f1"})), None)
+            .unwrap()
+        else {
+            panic!("expected a proposal")
+        };
+        r.clock.advance(Duration::seconds(299));
+        assert!(r.pipe.expire_proposals(Role::Persona).is_empty());
+        r.clock.advance(Duration::seconds(1));
+        let expired = r.pipe.expire_proposals(Role::Persona);
+        assert_eq!(expired.iter().map(|p| p.nonce.as_str()).collect::<Vec<_>>(), [proposal.nonce.as_str()]);
+        assert!(r.pipe.expire_proposals(Role::Persona).is_empty(), "once");
+        assert!(r.audit.records().iter().any(|a| a.detail == "proposal expired unanswered; action Cancelled"));
+        assert_eq!(r.pipe.confirm(&c, &proposal.nonce).unwrap_err().code(), "CONFIRMATION_EXPIRED");
         assert_eq!(r.exec.runs.load(Ordering::SeqCst), 0);
     }
 

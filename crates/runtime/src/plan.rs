@@ -380,7 +380,7 @@ mod tests {
     }
 
     impl ToolExecutor for Recorder {
-        fn execute(&self, tool: &str, args: &Value, _: &str) -> Result<Value, ToolError> {
+        fn execute(&self, tool: &str, args: &Value, _: &str, _: &crate::cancel::CancelToken) -> Result<Value, ToolError> {
             self.calls.lock().unwrap().push(format!("{tool} {args}"));
             if self.fail == Some(tool) {
                 return Err(ToolError::Failed("nope".into()));

@@ -178,8 +178,8 @@ pub fn route<'a>(message: &str, offered: &[&'a str]) -> Routing<'a> {
 }
 
 /// Where one command may end and the next begin: "…, then", "… and then",
-/// "… and", "…; depois", "… e depois", "… e" (the next words must be a
-/// command for a split to happen).
+/// "… and also", "…, e também", "… e depois", "… and", "…,". Whether a
+/// part does begin there depends on the words after it ([`command_parts`]).
 static CONNECTIVE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
         r"(?i)\s*[,;]\s*(?:(?:and|e)\s+)?(?:then\s+|also\s+|after\s+that\s+|depois\s+|tamb[eé]m\s+|em\s+seguida\s+)?|\s+(?:and|e)\s+(?:then\s+|also\s+|after\s+that\s+|depois\s+|tamb[eé]m\s+|em\s+seguida\s+)?|\s+(?:then|afterwards|after\s+that|depois|em\s+seguida)\s+",
@@ -187,17 +187,112 @@ static CONNECTIVE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
-fn is_command(text: &str) -> bool {
-    COMMAND.as_ref().is_some_and(|r| r.is_match(&fold_words(text)))
+/// A connective that says "next" even inside a note's own words.
+static STRONG: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i);|\b(?:then|also|after\s+that|afterwards|depois|tamb[eé]m|em\s+seguida)\b").ok());
+
+const POLITE: &str = r"(?:(?:please|pls|ok|okay|hey|ei|oi|por favor|can you|could you|would you|voce pode|pode|poderia|quero que voce)\s+)*";
+
+/// A verb that carries over to the next object named without one ("save
+/// the movie Heat and the show Dark"), on folded words.
+static CARRIED_VERB: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(&format!(
+        r"^{POLITE}(?P<verb>{SAVE}|delete|remove|erase|apaga|apague|exclua|exclui|deleta|forget|esquece|esqueca)\b"
+    ))
+    .ok()
+});
+
+/// Words after a connective that name another object: "the show Dark",
+/// "a série Dark", "a note: …" (on folded words).
+static OBJECT_START: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?:(?:the|a|an|my|this|o|os|as|um|uma|meu|minha|meus|minhas)\s+)?(?:tv show|movies?|films?|shows?|series|serie|seriados?|videos?|links?|notes?|notas?|filmes?)\b",
+    )
+    .ok()
+});
+
+/// A command whose words are the user's own text (a note, a fact, a
+/// reminder): inside it only a strong connective starts a new part, so "save
+/// a note: buy milk and eggs" stays one note. On [`fold`]ed text (keeps ':').
+static FREE_TEXT: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(&format!(
+        r"^{POLITE}(?:(?:anota|anote|anotar|remember|memorize|lembre|lembra|memoriza|remind me|me lembre|me lembra)\b|(?:{SAVE})\b.*(?::|\b(?:note|notes|nota|notas|lembrete)\b))"
+    ))
+    .ok()
+});
+
+/// "save the movies Heat, Alien and Dune": a save verb, a plural object
+/// word and a list (on the original text, accents allowed).
+static PLURAL_LIST: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)^(?:(?:please|pls|por\s+favor)\s+)*(?P<verb>[\p{L}]+)\s+(?:(?:the|my|these|those|os|as|meus|minhas|estes|estas|esses|essas)\s+)?(?P<object>tv\s+shows|movies|films|shows|series|s[ée]ries|videos|v[íi]deos|links|notes|notas|filmes)\s*:?\s+(?P<list>.+)$",
+    )
+    .ok()
+});
+
+/// Where a list's items part: ", ", ", and ", " and ", " e ".
+static LIST_SEPARATOR: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?i)\s*,\s*(?:(?:and|e)\s+)?|\s+(?:and|e)\s+").ok());
+
+fn matches(re: &LazyLock<Option<Regex>>, text: &str) -> bool {
+    re.as_ref().is_some_and(|r| r.is_match(text))
 }
 
-/// The commands in one message, in order: "save the movie Heat and then
-/// save a note: buy popcorn" → ["save the movie Heat", "save a note: buy
-/// popcorn"]. A message is split only where a connective is followed by
-/// another command and the message itself starts with one; otherwise it is
-/// one part (the whole message). A local model's JSON protocol gives one
-/// action per reply: each part is one step of a plan, planned after the
-/// previous step's result.
+fn is_command(text: &str) -> bool {
+    matches(&COMMAND, &fold_words(text))
+}
+
+/// The verb of `part` that carries over to a next object, if any.
+fn carried_verb(part: &str) -> Option<String> {
+    let words = fold_words(part);
+    CARRIED_VERB.as_ref()?.captures(&words).and_then(|c| c.name("verb")).map(|m| m.as_str().to_owned())
+}
+
+/// The singular of a plural object word, lowercased.
+fn singular(object: &str) -> String {
+    let lower = object.to_lowercase();
+    match lower.as_str() {
+        "series" => lower,
+        "séries" => "série".to_owned(),
+        _ => lower.strip_suffix('s').map_or_else(|| lower.clone(), str::to_owned),
+    }
+}
+
+/// "save the movies Heat, Alien and Dune" → "save movie Heat", "save movie
+/// Alien", "save movie Dune"; any other part stays as it is.
+fn expand_list(part: String) -> Vec<String> {
+    let (Some(re), Some(sep)) = (PLURAL_LIST.as_ref(), LIST_SEPARATOR.as_ref()) else {
+        return vec![part];
+    };
+    let Some(c) = re.captures(&part) else { return vec![part] };
+    let (Some(verb), Some(object), Some(list)) = (c.name("verb"), c.name("object"), c.name("list")) else {
+        return vec![part];
+    };
+    if !matches(&SAVE_VERB, &fold_words(verb.as_str())) {
+        return vec![part];
+    }
+    let items: Vec<&str> = sep.split(list.as_str()).map(str::trim).filter(|i| !i.is_empty()).collect();
+    if items.len() < 2 {
+        return vec![part];
+    }
+    let object = singular(object.as_str());
+    let colon = if object.starts_with("not") { ":" } else { "" };
+    items.iter().map(|item| format!("{} {object}{colon} {item}", verb.as_str())).collect()
+}
+
+/// The commands in one message, in order, for a local model whose JSON
+/// protocol gives one action per reply (each part is one step of a plan,
+/// planned after the previous step's result). The message must start with
+/// a command; a new part begins at a connective followed by
+/// - another command ("… and then list all", "…, remember that …"), or
+/// - another object, the verb carrying over ("save the movie Heat and the
+///   show Dark" → "save the movie Heat", "save the show Dark");
+///
+/// and a plural list makes one part per item ("save the movies Heat and
+/// Alien"). Inside a note's or a fact's own words only a strong connective
+/// ("then", "also", "depois", "também", ";") starts a part: "save a note:
+/// buy milk and eggs" is one note, "save a note: buy milk, then list all"
+/// two commands. Otherwise the message is one part.
 pub fn command_parts(message: &str) -> Vec<String> {
     let whole = vec![message.trim().to_owned()];
     let Some(re) = CONNECTIVE.as_ref() else {
@@ -206,16 +301,33 @@ pub fn command_parts(message: &str) -> Vec<String> {
     if !is_command(message) {
         return whole;
     }
-    let mut parts = Vec::new();
+    let mut parts: Vec<String> = Vec::new();
     let mut start = 0;
+    // The current part, with a carried verb when it was named without one.
+    let mut verb_prefix = String::new();
     for m in re.find_iter(message) {
-        if m.start() > start && is_command(&message[m.end()..]) {
-            parts.push(message[start..m.start()].trim().to_owned());
-            start = m.end();
+        if m.start() <= start {
+            continue;
         }
+        let current = format!("{verb_prefix}{}", &message[start..m.start()]);
+        let rest = &message[m.end()..];
+        let strong = matches(&STRONG, m.as_str());
+        if matches(&FREE_TEXT, &crate::text::fold(current.trim())) && !strong {
+            continue;
+        }
+        let next_prefix = if is_command(rest) {
+            String::new()
+        } else if let (true, Some(verb)) = (matches(&OBJECT_START, &fold_words(rest)), carried_verb(&current)) {
+            format!("{verb} ")
+        } else {
+            continue;
+        };
+        parts.push(current.trim().to_owned());
+        start = m.end();
+        verb_prefix = next_prefix;
     }
-    parts.push(message[start..].trim().to_owned());
-    parts.retain(|p| !p.is_empty());
+    parts.push(format!("{verb_prefix}{}", &message[start..]).trim().to_owned());
+    let parts: Vec<String> = parts.into_iter().filter(|p| !p.is_empty()).flat_map(expand_list).collect();
     if parts.is_empty() {
         whole
     } else {
@@ -438,10 +550,49 @@ mod tests {
         );
         // One command, or no command: one part, the whole message.
         for m in [
-            "save the movie Heat and the movie Alien",
             "save a note: bread and butter",
             "I watched Heat and then save it",
             "tom and jerry",
+        ] {
+            assert_eq!(command_parts(m), [m], "{m}");
+        }
+    }
+
+    #[test]
+    fn the_verb_carries_over_lists_split_and_a_notes_own_words_stay_whole() {
+        let cases: &[(&str, &[&str])] = &[
+            ("save the movie Heat and the show Dark", &["save the movie Heat", "save the show Dark"]),
+            ("save the movie Heat and the movie Alien", &["save the movie Heat", "save the movie Alien"]),
+            ("save a note: buy milk, then list all", &["save a note: buy milk", "list all"]),
+            ("save the movies Heat, Alien and Dune", &["save movie Heat", "save movie Alien", "save movie Dune"]),
+            ("save the movie Heat and also remember that I like tea", &["save the movie Heat", "remember that I like tea"]),
+            (
+                "please save the movie Heat, the show Dark and a note: buy milk and eggs",
+                &["please save the movie Heat", "save the show Dark", "save a note: buy milk and eggs"],
+            ),
+            ("delete the note about milk and the movie Heat", &["delete the note about milk", "delete the movie Heat"]),
+            ("save the notes: buy milk, call mom", &["save note: buy milk", "save note: call mom"]),
+            ("save a note: buy milk and eggs, then the movie Heat", &["save a note: buy milk and eggs", "save the movie Heat"]),
+            ("salva o filme Heat e a série Dark", &["salva o filme Heat", "salva a série Dark"]),
+            ("salva o filme Heat e também a série Dark", &["salva o filme Heat", "salva a série Dark"]),
+            ("anota comprar leite e ovos, depois lista tudo", &["anota comprar leite e ovos", "lista tudo"]),
+            ("salva os filmes Heat, Alien e Duna", &["salva filme Heat", "salva filme Alien", "salva filme Duna"]),
+            ("salva o filme Heat depois apaga a nota sobre leite", &["salva o filme Heat", "apaga a nota sobre leite"]),
+            ("guarda as séries Dark e Lost", &["guarda série Dark", "guarda série Lost"]),
+        ];
+        for (message, parts) in cases {
+            assert_eq!(command_parts(message), *parts, "{message}");
+        }
+        // A note's or a fact's own words, a title with "and": one part.
+        for m in [
+            "save a note: buy milk and eggs",
+            "save a note: call mom and find the charger",
+            "save a note: buy milk, eggs and bread",
+            "remember that I like the movie Heat and the show Dark",
+            "save the movie Tom and Jerry",
+            "salva uma nota: comprar pão e manteiga",
+            "salva o filme Romeu e Julieta",
+            "lembre que eu gosto de chá e café",
         ] {
             assert_eq!(command_parts(m), [m], "{m}");
         }

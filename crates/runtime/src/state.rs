@@ -449,6 +449,55 @@ mod tests {
     }
 
     #[test]
+    fn every_timeout_of_the_seed_ends_its_state_on_a_fake_clock() {
+        let t0 = time::macros::datetime!(2025-01-01 00:00 UTC);
+        let limit = Duration::seconds(30);
+        // PROCESSING_INTENT, after its first sign of progress: 30 s.
+        let mut c = Conversation::new(t0);
+        c.apply(CE::UserMessage, t0).unwrap();
+        c.touch(t0 + Duration::seconds(1));
+        assert_eq!(c.stall(t0 + Duration::seconds(30), limit), None);
+        assert_eq!(c.stall(t0 + Duration::seconds(31), limit), Some(CS::Idle));
+        // RESPONDING: the reply being written, 30 s without a token.
+        let mut c = Conversation::new(t0);
+        c.apply(CE::UserMessage, t0).unwrap();
+        c.apply(CE::ReplyReady, t0).unwrap();
+        c.touch(t0 + Duration::seconds(5));
+        assert_eq!(c.stall(t0 + Duration::seconds(34), limit), None);
+        assert_eq!(c.stall(t0 + Duration::seconds(35), limit), Some(CS::Idle));
+        // EXECUTING: 30 s, no grace for a prompt; reported as RESPONDING.
+        let mut c = Conversation::new(t0);
+        c.apply(CE::UserMessage, t0).unwrap();
+        c.apply(CE::ActionProposed, t0).unwrap();
+        c.apply(CE::Confirmed, t0).unwrap();
+        assert_eq!(c.stall(t0 + Duration::seconds(29), limit), None);
+        assert_eq!(c.stall(t0 + Duration::seconds(30), limit), Some(CS::Responding));
+        // TOOL_PROPOSED: 5 minutes.
+        let mut c = Conversation::new(t0);
+        c.apply(CE::UserMessage, t0).unwrap();
+        c.apply(CE::ActionProposed, t0).unwrap();
+        assert_eq!(c.tick(t0 + Duration::seconds(299)), None);
+        assert_eq!(c.tick(t0 + Duration::seconds(300)), Some(CS::Idle));
+        // AWAITING_INPUT: the inactivity TTL (10 minutes), then IDLE; an
+        // answer before it goes on.
+        let mut c = Conversation::new(t0);
+        c.apply(CE::UserMessage, t0).unwrap();
+        c.apply(CE::NeedInput, t0).unwrap();
+        assert_eq!(c.stall(t0 + Duration::hours(1), limit), None, "waiting for the user is not a stall");
+        assert_eq!(c.tick(t0 + Duration::seconds(599)), None);
+        assert_eq!(c.state(), CS::AwaitingInput);
+        assert_eq!(c.tick(t0 + Duration::minutes(10)), Some(CS::Idle));
+        let mut c = Conversation::new(t0);
+        c.apply(CE::UserMessage, t0).unwrap();
+        c.apply(CE::NeedInput, t0).unwrap();
+        assert_eq!(c.apply(CE::UserMessage, t0 + Duration::minutes(9)), Ok(CS::ProcessingIntent));
+        // IDLE's inactivity expiry stays IDLE and restarts its clock.
+        let mut c = Conversation::new(t0);
+        assert_eq!(c.tick(t0 + Duration::minutes(10)), Some(CS::Idle));
+        assert_eq!(c.since(), t0 + Duration::minutes(10));
+    }
+
+    #[test]
     fn a_rejected_transition_leaves_the_state_unchanged() {
         let t0 = time::macros::datetime!(2025-01-01 00:00 UTC);
         let mut c = Conversation::new(t0);

@@ -34,13 +34,18 @@ impl Harness {
 
     /// runtime (#6): with a short stall limit for the working states.
     pub async fn with_stall_limit(replies: &[&str], limit: std::time::Duration) -> Self {
+        Self::configured(replies, |config| config.stall_limit = limit).await
+    }
+
+    /// runtime (#6): with the engine's config changed by `tweak`.
+    pub async fn configured(replies: &[&str], tweak: impl FnOnce(&mut EngineConfig)) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let keys = Arc::new(MemoryKeyStore::default());
         let provider = Arc::new(ScriptedProvider::with_replies("fake", replies.iter().copied()));
         let mut config = EngineConfig::new(DataDir::new(dir.path()), keys.clone());
         config.provider_override = Some(provider.clone());
-        config.stall_limit = limit;
         config.timers = false;
+        tweak(&mut config);
         let engine = Engine::start(config).await.expect("engine starts");
         Self { dir, keys, provider, engine }
     }

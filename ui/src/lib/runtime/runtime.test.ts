@@ -87,6 +87,29 @@ describe("runtime in the chat", () => {
     expect(screen.queryByTestId("proposal-card")).not.toBeInTheDocument();
   });
 
+  it("offers only Dismiss after a confirmed call was stopped for making no progress", async () => {
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const ei = app.selectedId!;
+    render(ChatView, { context });
+    backend.emit({ type: "tool_proposed", proposal: proposal(ei) });
+    vi.spyOn(backend, "confirmProposal").mockRejectedValue(
+      new BackendError({ code: "TOOL_TIMEOUT", message: "`forget` failed: the tool made no progress for 30 s and was stopped" }),
+    );
+    await fireEvent.click(await screen.findByTestId("proposal-confirm"));
+    expect(await screen.findByTestId("proposal-error")).toHaveAttribute("data-code", "TOOL_TIMEOUT");
+    expect(screen.queryByTestId("proposal-confirm")).not.toBeInTheDocument();
+  });
+
+  it("drops the card when the core expires an unanswered proposal", async () => {
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const ei = app.selectedId!;
+    render(ChatView, { context });
+    backend.emit({ type: "tool_proposed", proposal: proposal(ei) });
+    await screen.findByTestId("proposal-card");
+    backend.emit({ type: "proposal_settled", persona_id: ei, nonce: "n1", outcome: "expired" });
+    await vi.waitFor(() => expect(screen.queryByTestId("proposal-card")).not.toBeInTheDocument());
+  });
+
   it("rejects with Escape from the card's buttons", async () => {
     const { app, backend, context } = await startApp({ autoReply: false });
     const ei = app.selectedId!;
