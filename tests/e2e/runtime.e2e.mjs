@@ -384,9 +384,13 @@ export async function localPlanScenario(ctx) {
 
   // The verb carries over: "… and the show Dark" is a second save.
   const carried = Date.now();
+  const before = (await readMessages(ctx)).filter((m) => m.role === "system").length;
   await send(ctx, "save the movie Alien and the show Dark");
-  await waitForLine(ctx, "Step 2:", MODEL_TIMEOUT_MS);
-  const carriedReport = (await readMessages(ctx)).filter((m) => m.role === "system").at(-1)?.text ?? "";
+  await waitFor(
+    async () => (await readMessages(ctx)).filter((m) => m.role === "system").slice(before).some((m) => m.text.includes("Step 2:")) || null,
+    { timeout: MODEL_TIMEOUT_MS, interval: 100, message: "the carried-over plan's report" },
+  );
+  const carriedReport = await lastSystemLine(ctx);
   log(`  verb carried over in ${((Date.now() - carried) / 1000).toFixed(1)} s: ${JSON.stringify(carriedReport)}`);
   check(carriedReport.includes("Step 1: Saved movie") && carriedReport.includes("Step 2: Saved TV show"), `unexpected plan report ${carriedReport}`);
   await shot(ctx, "local-plan-verb-carried");
