@@ -489,7 +489,8 @@ impl AppTools {
     }
 
     fn append_all(&self, drafts: Vec<Draft>) -> Result<Vec<Receipt>, ToolError> {
-        let receipts = block(&self.handle, self.ledger.append_drafts(drafts))?;
+        // Refused once the call was stopped, like every other tool write.
+        let receipts = gated(|| block(&self.handle, self.ledger.append_drafts(drafts)))?;
         for r in &receipts {
             self.emit(AppEvent::LedgerAppended { seq: r.seq, kind: r.kind.clone() });
         }
