@@ -24,6 +24,13 @@ for spec in $specs; do
   E2E_HOME=$(mktemp -d /tmp/ledgermind-e2e.XXXXXX)
   scripts/install-models.sh "$E2E_HOME"
   export LEDGERMIND_HOME="$E2E_HOME" E2E_SPEC="tests/e2e/$spec.e2e.mjs"
+  # The runtime scenario also lets a proposal expire: a short lifetime
+  # (test-only variable) for it alone.
+  if [ "$spec" = runtime ]; then
+    export LEDGERMIND_TEST_CONFIRMATION_TTL_SECS="${E2E_CONFIRMATION_TTL_SECS:-25}"
+  else
+    unset LEDGERMIND_TEST_CONFIRMATION_TTL_SECS
+  fi
   export LEDGERMIND_ARTIFACTS="$ARTIFACTS_ROOT$( [ "$spec" = app ] || echo "/$spec")"
   mkdir -p "$LEDGERMIND_ARTIFACTS"
   xvfb-run -a -s "-screen 0 1280x800x24" bash -c '
