@@ -160,21 +160,9 @@ impl Engine {
         Ok([decay, run].into_iter().flatten().filter_map(|s| OffsetDateTime::parse(&s, &Rfc3339).ok()).max())
     }
 
-    /// Checks once a minute whether the ceremony is due; holds only a weak
-    /// reference and stops with shutdown.
+    /// Checks once a minute whether the ceremony is due (first at start).
     pub fn spawn_ceremony(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let engine = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(CHECK_EVERY);
-            loop {
-                tick.tick().await;
-                let Some(engine) = engine.upgrade() else { break };
-                if engine.is_shutting_down() {
-                    break;
-                }
-                engine.clock_tick().await;
-            }
-        })
+        self.spawn_timer(CHECK_EVERY, false, |engine| async move { engine.clock_tick().await })
     }
 
     /// One beat of the timer at the engine's clock (`Ledger::now`): the

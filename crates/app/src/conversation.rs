@@ -238,18 +238,9 @@ impl Engine {
 
     /// Expires unanswered proposals every few seconds (stops with the engine).
     pub(crate) fn spawn_proposal_timer(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let engine = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
-            loop {
-                tick.tick().await;
-                let Some(engine) = engine.upgrade() else { break };
-                if engine.is_shutting_down() {
-                    break;
-                }
-                if let Err(e) = engine.expire_proposals().await {
-                    tracing::warn!(code = e.code, "could not expire proposals: {}", e.message);
-                }
+        self.spawn_timer(std::time::Duration::from_secs(5), false, |engine| async move {
+            if let Err(e) = engine.expire_proposals().await {
+                tracing::warn!(code = e.code, "could not expire proposals: {}", e.message);
             }
         })
     }

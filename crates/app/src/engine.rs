@@ -175,6 +175,31 @@ impl Engine {
         Ok(engine)
     }
 
+    /// Runs `tick` every `period` (the first at once, or after one period
+    /// when `skip_first`) while the engine lives: the timer holds only a weak
+    /// reference and stops at shutdown. The background timers use it.
+    pub(crate) fn spawn_timer<F, Fut>(self: &Arc<Self>, period: std::time::Duration, skip_first: bool, tick: F) -> JoinHandle<()>
+    where
+        F: Fn(Arc<Engine>) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let engine = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut interval = tokio::time::interval(period);
+            if skip_first {
+                interval.tick().await;
+            }
+            loop {
+                interval.tick().await;
+                let Some(engine) = engine.upgrade() else { break };
+                if engine.is_shutting_down() {
+                    break;
+                }
+                tick(engine).await;
+            }
+        })
+    }
+
     /// Stops the worker after the current step; queued work stays queued.
     pub async fn shutdown(&self) {
         if let Some(flag) = self.current_cancel.lock().ok().and_then(|c| c.clone()) {

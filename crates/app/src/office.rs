@@ -432,25 +432,16 @@ impl Engine {
     /// Ends idle sessions in the background: every minute, sessions quiet
     /// for `LEDGERMIND_SESSION_IDLE_SECS` (default 30 minutes) get their handover.
     pub fn spawn_session_timer(self: &std::sync::Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let engine = std::sync::Arc::downgrade(self);
         let idle_secs = std::env::var("LEDGERMIND_SESSION_IDLE_SECS").ok().and_then(|s| s.parse::<u64>().ok()).unwrap_or(1_800);
         let idle = time::Duration::seconds(i64::try_from(idle_secs).unwrap_or(1_800));
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(std::time::Duration::from_secs(idle_secs.clamp(1, 60)));
-            tick.tick().await; // the first tick is immediate: skip it
-            loop {
-                tick.tick().await;
-                let Some(engine) = engine.upgrade() else { break };
-                if engine.is_shutting_down() {
-                    break;
-                }
-                // Never during an invocation: wait for the reply worker to be idle.
-                if engine.busy.load(std::sync::atomic::Ordering::SeqCst) {
-                    continue;
-                }
-                if let Err(e) = engine.end_idle_sessions(idle).await {
-                    tracing::warn!(code = e.code, "ending idle sessions failed: {}", e.message);
-                }
+        let period = std::time::Duration::from_secs(idle_secs.clamp(1, 60));
+        self.spawn_timer(period, true, move |engine| async move {
+            // Never during an invocation: wait for the reply worker to be idle.
+            if engine.busy.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            if let Err(e) = engine.end_idle_sessions(idle).await {
+                tracing::warn!(code = e.code, "ending idle sessions failed: {}", e.message);
             }
         })
     }

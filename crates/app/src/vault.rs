@@ -77,20 +77,11 @@ impl Engine {
         Ok(saved)
     }
 
-    /// Spawns the 60 s auto-save timer (stops with the engine's runtime).
+    /// Spawns the auto-save timer: every 15 s it saves if the 60 s policy says so.
     pub fn spawn_autosave(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
-        let engine = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(std::time::Duration::from_secs(15));
-            loop {
-                tick.tick().await;
-                let Some(engine) = engine.upgrade() else { break };
-                if engine.is_shutting_down() {
-                    break;
-                }
-                if let Err(e) = engine.autosave_tick().await {
-                    tracing::warn!(error = %e, "auto-save failed");
-                }
+        self.spawn_timer(std::time::Duration::from_secs(15), false, |engine| async move {
+            if let Err(e) = engine.autosave_tick().await {
+                tracing::warn!(error = %e, "auto-save failed");
             }
         })
     }

@@ -721,6 +721,14 @@ mod tests {
         pipe: Pipeline,
     }
 
+    /// A persona asks to forget item f1: the call stops at a proposal.
+    fn propose_forget(r: &Rig, c: &CallContext<'_>) -> Box<Proposal> {
+        match r.pipe.call(c, "forget", args(json!({"item_id": "f1"})), None).unwrap() {
+            Outcome::Proposed { proposal, .. } => proposal,
+            _ => panic!("expected a proposal"),
+        }
+    }
+
     fn rig() -> Rig {
         let clock = Arc::new(ManualClock::at_epoch());
         let audit = Arc::new(MemoryAudit::default());
@@ -879,13 +887,7 @@ mod tests {
     fn an_unanswered_proposal_expires_once_and_its_action_is_cancelled() {
         let r = rig();
         let c = ctx(Role::Persona);
-        let Outcome::Proposed { proposal, .. } = r
-            .pipe
-            .call(&c, "forget", args(json!({"item_id": "f1"})), None)
-            .unwrap()
-        else {
-            panic!("expected a proposal")
-        };
+        let proposal = propose_forget(&r, &c);
         r.clock.advance(Duration::seconds(299));
         assert!(r.pipe.expire_proposals(Role::Persona).is_empty());
         r.clock.advance(Duration::seconds(1));
@@ -901,13 +903,7 @@ mod tests {
     fn concurrent_confirms_execute_exactly_once() {
         let r = Arc::new(rig());
         let c = ctx(Role::Persona);
-        let Outcome::Proposed { proposal, .. } = r
-            .pipe
-            .call(&c, "forget", args(json!({"item_id": "f1"})), None)
-            .unwrap()
-        else {
-            panic!("expected a proposal")
-        };
+        let proposal = propose_forget(&r, &c);
         let threads: Vec<_> = (0..8)
             .map(|_| {
                 let (r, nonce) = (r.clone(), proposal.nonce.clone());
