@@ -25,5 +25,8 @@ export default defineConfig({
     environment: "jsdom",
     setupFiles: ["./src/test-setup.ts"],
     include: ["src/**/*.test.ts"],
+    // The UI tests take 1-4 s each on a quiet machine; on 2 shared cores
+    // under a build they took over 5 s and timed out without failing.
+    testTimeout: 30_000,
   },
 });

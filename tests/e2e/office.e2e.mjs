@@ -7,7 +7,9 @@
 //   4. edit the constitution (version 2), chat again: the new reply's
 //      "Why" shows the handover in force, woven into its narrative, and
 //      the new constitution;
-//   5. the session switch in the chat header: deliberation mode only
+//   5. the session switch in the chat header: an assist chat starts in
+//      deliberation and escalates to commitment for a save the person asks
+//      for; deliberation they chose only
 //      simulates a save (nothing committed), commitment mode runs it; the
 //      model logs its reasoning through the log_reasoning affordance;
 //   6. "delete all my memories": the proposal card shows the required
@@ -224,15 +226,26 @@ async function pickSession(ctx, testid, value, attr) {
     "arguments[0].focus(); arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('change', { bubbles: true })); return true;",
     [select, value],
   );
-  const box = await ctx.session.findElement(css("session-mode"));
-  await waitFor(async () => (await box.attribute(attr)) === value, { timeout: 15_000, message: `the session ${attr} to become ${value}` });
+  // Found again on each look: the switch is drawn anew when its mode is read again.
+  await waitFor(async () => (await (await ctx.session.findElement(css("session-mode"))).attribute(attr)) === value, {
+    timeout: 15_000,
+    message: `the session ${attr} to become ${value}`,
+  });
 }
 
 /** Deliberation only simulates a save; commitment runs it. */
 async function sessionModes(ctx) {
   log("session type and mode in the chat header");
   const box = await ctx.session.waitForElement(css("session-mode"));
-  check((await box.attribute("data-type")) === "assist" && (await box.attribute("data-mode")) === "commitment", "a chat starts as an assist session in commitment mode");
+  check((await box.attribute("data-type")) === "assist" && (await box.attribute("data-mode")) === "deliberation", "a chat starts as an assist session in deliberation mode");
+  // Seed: assist "may escalate": the save the person asks for switches it to commitment, and runs.
+  const escalated = await sendForSystemLine(ctx, "save the movie Alien");
+  check(escalated.startsWith("Saved movie"), `the asked-for save runs: ${escalated}`);
+  await waitFor(async () => (await (await ctx.session.findElement(css("session-mode"))).attribute("data-mode")) === "commitment", {
+    timeout: 15_000,
+    message: "the header to show the escalation to commitment",
+  });
+  await shot(ctx, "session-escalated");
   await pickSession(ctx, "session-mode-select", "deliberation", "data-mode");
   await shot(ctx, "session-deliberation");
   const simulated = await sendForSystemLine(ctx, "save the movie Heat");
@@ -243,7 +256,7 @@ async function sessionModes(ctx) {
   // An office affordance, chosen by the real model through the planner.
   const reasoning = await sendForSystemLine(ctx, "log your reasoning: the ferry leaves before the train");
   check(reasoning === "Reasoning logged.", `log_reasoning ran as a tool: ${reasoning}`);
-  return { simulated, saved, reasoning };
+  return { escalated, simulated, saved, reasoning };
 }
 
 /** The proposal card shows the required simulation before Confirm. */
@@ -330,15 +343,22 @@ async function checkLedger(cfg, seen) {
   check(closed && closed.seq > seen.second.seq, "closing the window wrote the closing handover after the second session");
   check(seen.reopened === closed.payload.text.trim() || closed.payload.text.trim() === "", "the reopened chat showed the closing handover the ledger holds");
   log(`  closing handover: written at seq ${closed.seq} by ${closed.payload.author}`);
-  const modes = events.filter((e) => e.kind === "session_mode_set").map((e) => e.payload.mode);
-  check(modes.join(",") === "deliberation,commitment", `the mode switches are events (${modes})`);
+  const sets = events.filter((e) => e.kind === "session_mode_set");
+  const modes = sets.map((e) => `${e.payload.mode} by ${e.signer === "human" ? "human" : "persona"}`);
+  check(
+    modes.join(",") === "commitment by persona,deliberation by human,commitment by human",
+    `the escalation and the person's two switches are events (${modes})`,
+  );
   check(events.some((e) => e.kind === "simulation_run" && e.payload.action === "save_movie"), "deliberation recorded the save's simulation");
   const cardSimulation = events.find((e) => e.kind === "simulation_run" && e.payload.action === "delete_all_memories" && e.payload.level === "required");
   check(cardSimulation, "the card's simulation is recorded");
   check(/^[0-9a-f]{64}$/.test(cardSimulation.payload.state_hash ?? ""), "the simulation records the state it ran against");
   // Executed actions are recorded (what makes the next one not the first); the simulated save is not one.
   const executed = events.filter((e) => e.kind === "action_executed");
-  check(executed.filter((e) => e.payload.action === "save_movie").length === 1, `one executed save, the committed one (${executed.map((e) => e.payload.action)})`);
+  check(
+    executed.filter((e) => e.payload.action === "save_movie").length === 2,
+    `two executed saves, the escalated and the committed one; not the simulated one (${executed.map((e) => e.payload.action)})`,
+  );
   check(!executed.some((e) => e.payload.action === "delete_all_memories"), "the rejected delete-all was not executed");
   check(events.some((e) => e.kind === "reminder_set" && e.payload.text === OBLIGATION && e.payload.obligation === "commitment"), "the added obligation is a reminder_set event");
   const reasoning = events.find((e) => e.kind === "reasoning_logged");

@@ -372,8 +372,23 @@ impl Engine {
                 .await?;
             Some(note)
         };
+        self.reset_escalation(&persona.id).await?;
         let h = self.ledger.last_handover(&persona.id).await?;
         Ok(h.map(|h| handover_view(h, sanity_note)))
+    }
+
+    /// An assist session the persona escalated to commitment ends there:
+    /// the next one starts in deliberation again (seed 000, decision #9).
+    /// A mode the person chose stays as they set it.
+    async fn reset_escalation(&self, persona_id: &str) -> Result<()> {
+        let current = parse_session(self.ledger.session_mode(persona_id).await?);
+        let escalated = self.ledger.session_mode_signer(persona_id).await?.is_some_and(|s| s == persona_id);
+        if escalated && current == (SessionType::Assist, SessionMode::Commitment) {
+            let body = crate::tools_exec::session_mode_body(persona_id, SessionType::Assist, SessionType::Assist.default_mode());
+            let receipt = self.ledger.append(persona_id, body).await?;
+            self.emit(crate::views::AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
+        }
+        Ok(())
     }
 
     /// A persona's handovers, oldest first (the last `limit`), each with its
@@ -814,11 +829,7 @@ impl Engine {
             .append_drafts(vec![Draft {
                 entity_id: persona.id.clone(),
                 signer: HUMAN_ENTITY.into(),
-                body: EventBody::SessionModeSet {
-                    persona_id: persona.id.clone(),
-                    session_type: t.as_str().to_owned(),
-                    mode: m.as_str().to_owned(),
-                },
+                body: crate::tools_exec::session_mode_body(&persona.id, t, m),
             }])
             .await?;
         for r in receipts {

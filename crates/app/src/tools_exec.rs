@@ -241,6 +241,15 @@ impl AppTools {
 const AFFORDANCES: &[&str] =
     &["submit", "query", "verify", "sign", "log_reasoning", "write_note", "request_clarification", "simulate"];
 
+/// The event that puts a persona's session in `(session, mode)`.
+pub(crate) fn session_mode_body(persona_id: &str, session: ::office::SessionType, mode: ::office::SessionMode) -> EventBody {
+    EventBody::SessionModeSet {
+        persona_id: persona_id.to_owned(),
+        session_type: session.as_str().to_owned(),
+        mode: mode.as_str().to_owned(),
+    }
+}
+
 /// Most rows a `query` returns.
 const QUERY_LIMIT: u64 = 50;
 
@@ -266,8 +275,15 @@ impl AppTools {
         let Some(persona_id) = self.persona_of(correlation_id) else { return Ok(None) };
         let registry = runtime::ToolRegistry::builtin();
         let Some(spec) = registry.get(tool) else { return Ok(None) };
-        let (session, mode) = self.session_of(&persona_id);
+        let (session, mut mode) = self.session_of(&persona_id);
         let writes = matches!(spec.category, runtime::ToolCategory::Write | runtime::ToolCategory::Destructive);
+        let chosen_by_person =
+            block(&self.handle, self.ledger.session_mode_signer(&persona_id))?.is_some_and(|s| s == HUMAN_ENTITY);
+        if ::office::session::escalates(session, mode, tool, writes, chosen_by_person) {
+            mode = ::office::SessionMode::Commitment;
+            self.append(&persona_id, session_mode_body(&persona_id, session, mode))?;
+            tracing::info!(correlation_id, tool, "the assist session escalated to commitment before a binding act");
+        }
         match ::office::session::rule(session, mode, tool, writes) {
             ::office::SessionRule::Refuse => {
                 Ok(Some(::office::affordances::session_refused(tool, session.as_str()).to_result()))

@@ -771,6 +771,17 @@ impl Ledger {
         Ok(row.map(|r| (r.get(0), r.get(1))))
     }
 
+    /// Who signed the persona's current session type and mode: `human`
+    /// when the person chose it, the persona when it escalated or reset it
+    /// itself; None when nothing was ever set (the type's default).
+    pub async fn session_mode_signer(&self, persona_id: &str) -> Result<Option<String>> {
+        sqlx::query_scalar("SELECT e.signer FROM session_modes s JOIN events e ON e.seq = s.seq WHERE s.persona_id = ?")
+            .bind(persona_id)
+            .fetch_optional(self.pool())
+            .await
+            .map_err(LedgerError::Load)
+    }
+
     /// What appending `drafts` would change, computed on a scratch copy of
     /// the state: their projections are applied inside a transaction that is
     /// always rolled back. Nothing is appended, signed or committed.

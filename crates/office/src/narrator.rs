@@ -242,7 +242,14 @@ fn sections(f: &ContextFrame, lang: Language) -> Vec<Section> {
         (t, false) => format!("It is {when}. This is {} session", article_en(t)),
         (t, true) => format!("Agora é {when}. Esta é uma sessão de {}", session_pt(t)),
     };
+    let assist = s.session_type == SessionType::Assist;
     lead.push_str(match (s.mode.as_str(), pt) {
+        ("deliberation", false) if assist => {
+            " in deliberation mode: think aloud; nothing binds you until the person asks you to act, which switches you to commitment."
+        }
+        ("deliberation", true) if assist => {
+            " em modo de deliberação: pense em voz alta; nada compromete você até a pessoa pedir uma ação, que passa você para o modo de compromisso."
+        }
         ("deliberation", false) => " in deliberation mode: think aloud, nothing you say binds you yet.",
         ("deliberation", true) => " em modo de deliberação: pense em voz alta, nada do que disser compromete você ainda.",
         (_, false) => " in commitment mode: what you promise here counts.",

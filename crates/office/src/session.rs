@@ -39,14 +39,13 @@ impl SessionType {
         Self::ALL.into_iter().find(|t| t.as_str() == s.trim().to_lowercase())
     }
 
-    /// The mode a session of this type starts in. The seed starts `assist`
-    /// in deliberation "and may escalate"; here the person is at the
-    /// keyboard and confirms every binding act on a card, so an assist
-    /// session starts escalated (commitment) and can be switched back.
+    /// The mode a session of this type starts in (seed 000, decision #9):
+    /// `work` in commitment, `assist` in deliberation "and may escalate"
+    /// (see [`escalates`]), `deliberate` and `research` in deliberation.
     pub fn default_mode(self) -> SessionMode {
         match self {
-            Self::Work | Self::Assist => SessionMode::Commitment,
-            Self::Deliberate | Self::Research => SessionMode::Deliberation,
+            Self::Work => SessionMode::Commitment,
+            Self::Assist | Self::Deliberate | Self::Research => SessionMode::Deliberation,
         }
     }
 
@@ -132,6 +131,20 @@ pub fn rule(session: SessionType, mode: SessionMode, tool: &str, writes: bool) -
     }
 }
 
+/// Whether a call escalates an assist session from deliberation to
+/// commitment before it runs. The seed starts `assist` in deliberation,
+/// "may escalate", and "must switch to commitment before submit()". A
+/// persona's tool call always comes from a turn the person started at the
+/// keyboard (critical acts still wait for their Confirm), so a binding act
+/// there escalates: the switch is recorded as an event signed by the
+/// persona, and the next session starts in deliberation again. A mode the
+/// person chose themselves (`chosen_by_person`) is never overridden.
+pub fn escalates(session: SessionType, mode: SessionMode, tool: &str, writes: bool, chosen_by_person: bool) -> bool {
+    session == SessionType::Assist
+        && !chosen_by_person
+        && rule(session, mode, tool, writes) == SessionRule::SimulateOnly
+}
+
 /// The language a persona is narrated in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum Language {
@@ -170,6 +183,7 @@ mod tests {
             assert!(t.allowed_modes().contains(&t.default_mode()), "{t:?}");
         }
         assert_eq!(SessionType::Work.default_mode(), SessionMode::Commitment);
+        assert_eq!(SessionType::Assist.default_mode(), SessionMode::Deliberation);
         assert_eq!(SessionType::Deliberate.allowed_modes(), &[SessionMode::Deliberation]);
         assert_eq!(SessionType::Research.allowed_modes(), &[SessionMode::Deliberation]);
         assert_eq!(SessionMode::parse(" Commitment "), Some(SessionMode::Commitment));
@@ -188,5 +202,20 @@ mod tests {
         assert_eq!(rule(SessionType::Research, d, "save_movie", true), Refuse);
         assert_eq!(rule(SessionType::Research, d, "query", false), Run);
         assert_eq!(rule(SessionType::Work, c, "delete_memory", true), Run);
+    }
+
+    #[test]
+    fn an_assist_session_escalates_for_a_binding_act_unless_the_person_chose_deliberation() {
+        let (a, d, c) = (SessionType::Assist, SessionMode::Deliberation, SessionMode::Commitment);
+        assert!(escalates(a, d, "save_movie", true, false));
+        assert!(escalates(a, d, "delete_all_memories", true, false));
+        // Drafts, reads and lookups need no commitment.
+        assert!(!escalates(a, d, "write_note", true, false));
+        assert!(!escalates(a, d, "search_items", false, false));
+        // Already committed, chosen by the person, or another session type.
+        assert!(!escalates(a, c, "save_movie", true, false));
+        assert!(!escalates(a, d, "save_movie", true, true));
+        assert!(!escalates(SessionType::Deliberate, d, "save_movie", true, false));
+        assert!(!escalates(SessionType::Research, d, "save_movie", true, false));
     }
 }

@@ -335,17 +335,36 @@ async fn session_modes_set_the_rules_the_frame_and_the_narrative() {
     let h = Harness::new(&[]).await;
     let ada = h.engine.create_persona("Ada", "").await.expect("create");
     let s = h.engine.session_mode("Ada").await.expect("mode");
+    assert_eq!((s.session_type.as_str(), s.mode.as_str()), ("assist", "deliberation"));
+    let frame = h.engine.frame("Ada", app::SessionType::Assist).await.expect("frame");
+    assert!(frame.narrative.contains("nothing binds you until the person asks you to act"), "{}", frame.narrative);
+
+    // Seed: an assist session starts in deliberation and may escalate. A
+    // binding act asked for in a turn switches it to commitment first (an
+    // event signed by the persona), and the act runs.
+    let line = planned(&h, "Ada", "save the movie Alien", call("save_movie", serde_json::json!({"title": "Alien"}))).await;
+    assert!(line.starts_with("Saved movie"), "{line}");
+    let s = h.engine.session_mode("Ada").await.expect("mode");
     assert_eq!((s.session_type.as_str(), s.mode.as_str()), ("assist", "commitment"));
+    let escalation = h.engine.ledger().all_events().await.expect("events").into_iter().rfind(|e| e.kind == "session_mode_set");
+    assert_eq!(escalation.expect("escalated").signer, ada.id);
+    // The escalation ends with the session: the next one deliberates again.
+    h.engine.end_session("Ada", app::SessionEnd::New).await.expect("end");
+    let s = h.engine.session_mode("Ada").await.expect("mode");
+    assert_eq!((s.session_type.as_str(), s.mode.as_str()), ("assist", "deliberation"));
+
     let bad = h.engine.set_session_mode("Ada", "deliberate", "commitment").await.expect_err("not allowed");
     assert_eq!(bad.code, "INVALID_INPUT");
     assert!(h.engine.set_session_mode("Ada", "holiday", "commitment").await.is_err());
 
-    // Deliberation: writes are simulated, nothing is committed.
+    // Deliberation the person chose: writes are simulated, nothing is
+    // committed, and the session does not escalate.
     let s = h.engine.set_session_mode("Ada", "assist", "deliberation").await.expect("set");
     assert_eq!(s.allowed_modes, ["deliberation", "commitment"]);
     let line = planned(&h, "Ada", "save the movie Heat", call("save_movie", serde_json::json!({"title": "Heat"}))).await;
     assert!(line.starts_with("Deliberation mode: nothing was committed.") && line.contains("movie “Heat”"), "{line}");
-    assert!(h.engine.list_items(None).await.expect("items").is_empty());
+    assert!(h.engine.list_items(None).await.expect("items").iter().all(|i| i.title != "Heat"));
+    assert_eq!(h.engine.session_mode("Ada").await.expect("mode").mode, "deliberation");
     assert!(kinds(&h).await.iter().any(|k| k == "simulation_run"));
     // Drafts still run in deliberation.
     let line = planned(&h, "Ada", "leave a note for yourself: Heat is long", call("write_note", serde_json::json!({"content": "Heat is long"}))).await;
@@ -377,7 +396,8 @@ async fn session_modes_set_the_rules_the_frame_and_the_narrative() {
     let line = planned(&h, "Ada", "save the movie Heat", call("save_movie", serde_json::json!({"title": "Heat"}))).await;
     assert!(line.starts_with("Saved movie"), "{line}");
     let sets = h.engine.ledger().all_events().await.expect("events").into_iter().filter(|e| e.kind == "session_mode_set").count();
-    assert_eq!(sets, 3);
+    // The escalation and its reset (signed by the persona), then the person's three choices.
+    assert_eq!(sets, 5);
     assert_eq!(h.engine.ledger().session_mode(&ada.id).await.expect("mode"), Some(("work".into(), "commitment".into())));
 }
 

@@ -224,7 +224,7 @@ fn a_session_ends_with_a_handover_that_the_next_frame_carries() {
 fn the_session_type_and_mode_are_switched_and_the_frame_follows_them() {
     let home = Home::new();
     let shown: serde_json::Value = serde_json::from_slice(&home.run(&["session", "Ei", "--json"]).stdout).expect("json");
-    assert_eq!((shown["session_type"].as_str(), shown["mode"].as_str()), (Some("assist"), Some("commitment")));
+    assert_eq!((shown["session_type"].as_str(), shown["mode"].as_str()), (Some("assist"), Some("deliberation")));
     let out = home.run(&["session", "Ei", "--type", "deliberate", "--json"]);
     assert!(out.status.success());
     let set: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");

@@ -22,6 +22,11 @@ fn model_path() -> PathBuf {
     path
 }
 
+/// The tests share one engine and two CPU cores: they run side by side,
+/// except the one that times a call against another, which runs alone (a
+/// call queued behind another test's long prompt is not what it measures).
+static MODEL_USE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 /// One engine for all tests, so the model loads once.
 fn engine() -> (&'static LocalEngine, String) {
     static ENGINE: OnceLock<LocalEngine> = OnceLock::new();
@@ -63,6 +68,7 @@ fn drain(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>) -> Vec<String> {
 
 #[tokio::test]
 async fn short_chat_streams_pieces() {
+    let _side_by_side = MODEL_USE.read().await;
     let (engine, stem) = engine();
     assert!(
         engine.list_models().contains(&stem),
@@ -98,6 +104,7 @@ async fn short_chat_streams_pieces() {
 
 #[tokio::test]
 async fn max_tokens_gives_length() {
+    let _side_by_side = MODEL_USE.read().await;
     let (engine, stem) = engine();
     let mut req = chat(
         &stem,
@@ -111,6 +118,7 @@ async fn max_tokens_gives_length() {
 
 #[tokio::test]
 async fn json_schema_output_parses() {
+    let _side_by_side = MODEL_USE.read().await;
     let (engine, stem) = engine();
     let schema = serde_json::json!({
         "type": "object",
@@ -139,6 +147,7 @@ async fn json_schema_output_parses() {
 
 #[tokio::test]
 async fn cancel_stops_generation() {
+    let _side_by_side = MODEL_USE.read().await;
     let (engine, stem) = engine();
     let mut req = chat(
         &stem,
@@ -179,6 +188,7 @@ async fn cancel_stops_generation() {
 /// caller's "no progress" limit does not cut off a slow CPU.
 #[tokio::test]
 async fn a_long_prompt_reports_progress_before_its_first_token() {
+    let _side_by_side = MODEL_USE.read().await;
     let (engine, stem) = engine();
     let text = "Every message, memory and decision is kept in a signed chain of events. ".repeat(30);
     let mut req = chat(&stem, &format!("Summarise this: {text}"));
@@ -197,6 +207,7 @@ async fn a_long_prompt_reports_progress_before_its_first_token() {
 /// at once, and the next call starts beside the old one's last batch.
 #[tokio::test]
 async fn a_cancelled_long_prompt_does_not_hold_up_the_next_call() {
+    let _alone = MODEL_USE.write().await;
     let (engine, stem) = engine();
     let long_text = "The ledger keeps every message, memory and decision in a signed chain. ".repeat(30);
     let long = || {

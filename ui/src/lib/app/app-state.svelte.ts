@@ -72,6 +72,8 @@ export class AppState {
   queue = $state({ busy: false, pending: 0 });
   /** The highest ledger seq seen, i.e. the number of events. */
   eventCount = $state(0);
+  /** Seq of the last `session_mode_set` seen: the header's switch reads the mode again (an assist session escalates itself). */
+  sessionModeSeq = $state(0);
   dragging = $state(false);
 
   sortedPersonas = $derived(this.personas.filter((p) => !p.archived).sort(byPersonaOrder));
@@ -221,6 +223,7 @@ export class AppState {
       case "ledger_appended":
         this.eventCount = Math.max(this.eventCount, event.seq);
         this.ledger.noteAppended(event.seq);
+        if (event.kind === "session_mode_set") this.sessionModeSeq = event.seq;
         break;
     }
   }

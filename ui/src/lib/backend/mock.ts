@@ -856,7 +856,7 @@ export class MockBackend implements Backend {
   private sessions = new Map<string, { session_type: string; mode: string }>();
   async sessionMode(personaId: string): Promise<SessionModeView> {
     const persona = this.persona(personaId);
-    const s = this.sessions.get(persona.id) ?? { session_type: "assist", mode: "commitment" };
+    const s = this.sessions.get(persona.id) ?? { session_type: "assist", mode: "deliberation" };
     const onlyDeliberation = s.session_type === "deliberate" || s.session_type === "research";
     return { persona_id: persona.id, ...s, allowed_modes: onlyDeliberation ? ["deliberation"] : ["deliberation", "commitment"] };
   }

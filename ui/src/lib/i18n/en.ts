@@ -544,7 +544,7 @@ export const en = {
   "office.sessionMode.research": "Research",
   "office.sessionMode.deliberation": "Deliberation",
   "office.sessionMode.commitment": "Commitment",
-  "office.sessionMode.deliberationHint": "Deliberation: nothing is committed; actions are only simulated.",
+  "office.sessionMode.deliberationHint": "Deliberation: nothing is committed; actions are only simulated. An assist session switches to commitment by itself when you ask for an action, until the session ends.",
   "office.sessionMode.commitmentHint": "Commitment: actions are signed and binding; risky ones are simulated first and confirmed.",
   "office.sessionMode.changed": "{name} now works in: {type} session, {mode} mode.",
   "office.obligations.addTitle": "Add an obligation",

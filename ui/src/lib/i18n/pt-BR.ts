@@ -546,7 +546,7 @@ export const ptBR: Record<MessageKey, string> = {
   "office.sessionMode.research": "Pesquisa",
   "office.sessionMode.deliberation": "Deliberação",
   "office.sessionMode.commitment": "Compromisso",
-  "office.sessionMode.deliberationHint": "Deliberação: nada é efetivado; as ações são apenas simuladas.",
+  "office.sessionMode.deliberationHint": "Deliberação: nada é efetivado; as ações são apenas simuladas. Uma sessão de assistência passa sozinha para compromisso quando você pede uma ação, até a sessão terminar.",
   "office.sessionMode.commitmentHint": "Compromisso: as ações são assinadas e valem; as arriscadas são simuladas antes e confirmadas.",
   "office.sessionMode.changed": "{name} agora está numa sessão de {type}, modo {mode}.",
   "office.obligations.addTitle": "Adicionar uma obrigação",

@@ -203,7 +203,11 @@ describe("office UI", () => {
     render(ChatView, { context });
     const box = await screen.findByTestId("session-mode");
     expect(box).toHaveAttribute("data-type", "assist");
-    expect(box).toHaveAttribute("data-mode", "commitment");
+    expect(box).toHaveAttribute("data-mode", "deliberation");
+    // The core escalates an assist session by itself (a `session_mode_set`
+    // event): the header follows without being touched.
+    await backend.setSessionMode(id, "assist", "commitment");
+    await waitFor(() => expect(screen.getByTestId("session-mode")).toHaveAttribute("data-mode", "commitment"));
     await user.selectOptions(screen.getByTestId("session-mode-select"), "deliberation");
     await waitFor(() => expect(screen.getByTestId("session-mode")).toHaveAttribute("data-mode", "deliberation"));
     expect((await backend.sessionMode(id)).mode).toBe("deliberation");
