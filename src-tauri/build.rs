@@ -38,6 +38,7 @@ fn main() {
         // runtime (issue #6)
         "list_items",
         "pending_proposal",
+        "awaiting_input",
         "confirm_proposal",
         "reject_proposal",
         "get_metadata_service",

@@ -11,7 +11,7 @@ use app::{
 };
 use app::{ConstitutionView, HandoverView, ObligationView, SessionEnd, SessionModeView, SimulationView, TokenUsageView, WhyView};
 // runtime (#6)
-use app::ToolSettingView;
+use app::{AwaitingInputView, ToolSettingView};
 use tauri::ipc::Channel;
 use tauri::State;
 
@@ -175,6 +175,12 @@ pub async fn list_items(state: State<'_, Backend>, query: Option<String>) -> Rep
 #[tauri::command]
 pub async fn pending_proposal(state: State<'_, Backend>, persona_id: String) -> Reply<Option<ProposalView>> {
     view(engine(&state).await?.pending_proposal(&persona_id).await)
+}
+
+/// The question this conversation waits on (AWAITING_INPUT), if any.
+#[tauri::command]
+pub async fn awaiting_input(state: State<'_, Backend>, persona_id: String) -> Reply<Option<AwaitingInputView>> {
+    view(engine(&state).await?.awaiting_input(&persona_id).await)
 }
 
 #[tauri::command]

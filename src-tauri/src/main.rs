@@ -95,6 +95,7 @@ fn main() {
             commands::get_receipt,
             commands::list_items,
             commands::pending_proposal,
+            commands::awaiting_input,
             commands::confirm_proposal,
             commands::reject_proposal,
             commands::get_metadata_service,

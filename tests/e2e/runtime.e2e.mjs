@@ -18,7 +18,11 @@
 //      two steps, the second planned after the first one's result; a plan
 //      with a delete in the middle stops on a "Step 2" card, and after
 //      Confirm the model plans step 3 in a new reply job; "save the movie
-//      Alien and the show Dark" is two saves (the verb carries over).
+//      Alien and the show Dark" is two saves (the verb carries over);
+//   8. slot filling (AWAITING_INPUT): "save a movie" names no title, so the
+//      persona asks for it (no model needed for the ask) and the chat shows a
+//      "waiting for your answer" chip; the answer saves the movie once, with
+//      a receipt; "salva um filme" asks in Portuguese and "cancela" drops it.
 //
 // Run with a short confirmation lifetime (test-only variable):
 //   LEDGERMIND_TEST_CONFIRMATION_TTL_SECS=25 E2E_PORT=4470 LEDGERMIND_E2E_SPECS=runtime \
@@ -422,11 +426,52 @@ export async function localPlanScenario(ctx) {
   await openTab(ctx, "chat");
 }
 
+// ---- 8. slot filling (AWAITING_INPUT) ---------------------------------------------
+
+async function awaitChip(ctx, shown) {
+  await waitFor(async () => ((await count(ctx, css("awaiting-input-chip"))) > 0) === shown || null, {
+    timeout: 15_000,
+    message: shown ? "the waiting-for-your-answer chip" : "the chip to go",
+  });
+}
+
+async function lastPersonaLine(ctx) {
+  return (await readMessages(ctx)).filter((m) => m.role === "persona").at(-1)?.text ?? "";
+}
+
+export async function slotFillingScenario(ctx) {
+  await send(ctx, "save a movie");
+  await awaitChip(ctx, true);
+  const question = await lastPersonaLine(ctx);
+  const chip = (await (await ctx.session.findElement(css("awaiting-input"))).text()).trim();
+  log(`  asked: ${JSON.stringify(question)}; chip: ${JSON.stringify(chip)}`);
+  check(question.startsWith("Which movie should I save?"), `unexpected question ${JSON.stringify(question)}`);
+  await shot(ctx, "awaiting-input");
+  const { summary } = await commandWithReceipt(ctx, "The Matrix", "save_movie");
+  check(summary.includes("The Matrix"), `the answer did not become the title: ${summary}`);
+  await awaitChip(ctx, false);
+  await shot(ctx, "awaiting-input-answered");
+  const titles = await savedItems(ctx);
+  check(titles.filter((t) => t === "The Matrix").length === 1, `The Matrix is not saved once: ${JSON.stringify(titles)}`);
+  await openTab(ctx, "chat");
+
+  await send(ctx, "salva um filme");
+  await awaitChip(ctx, true);
+  const pergunta = await lastPersonaLine(ctx);
+  log(`  perguntou: ${JSON.stringify(pergunta)}`);
+  check(pergunta.startsWith("Qual filme devo salvar?"), `unexpected question ${JSON.stringify(pergunta)}`);
+  await send(ctx, "cancela");
+  await waitForLine(ctx, "Cancelado: parei de esperar o título do filme", 15_000);
+  await awaitChip(ctx, false);
+  await shot(ctx, "awaiting-input-cancelled");
+}
+
 async function main() {
   const cfg = config();
   const ctx = await startSession(cfg, "runtime");
   try {
     await runtimeScenario(ctx);
+    await slotFillingScenario(ctx);
     await localPlanScenario(ctx);
     await planScenario(ctx);
     log("runtime scenario PASSED");

@@ -131,6 +131,8 @@ pub(crate) struct Assistant {
     pub(crate) metadata: Arc<MetadataService>,
     /// Runs each tool call on its own thread and stops it at the stall limit.
     stoppable: Arc<Stoppable>,
+    /// Writes of the waiting questions to the ledger, one at a time.
+    pub(crate) awaiting_writes: tokio::sync::Mutex<()>,
 }
 
 /// The ledger's clock (the engine's: tests move a manual one) as the
@@ -176,6 +178,7 @@ impl Assistant {
             tools,
             metadata,
             stoppable,
+            awaiting_writes: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -558,6 +561,12 @@ impl Engine {
             Ok(Outcome::Responded { message }) => Ok(Planned { content: self.checked_output(message).await, role: MessageRole::Persona }),
             Ok(Outcome::Noop) => Err(AppError::new("LLM_INVALID_JSON", "the model chose to say nothing")),
             Ok(other) => Ok(self.announce(&persona.id, &correlation_id, other).await),
+            // Only required arguments missing: the user is asked for them.
+            Err(PipelineError::MissingArgs { tool, args, missing }) => {
+                let lang = self.user_language(&persona.id).await;
+                let question = self.ask_for(&persona.id, &correlation_id, &tool, args, missing, lang, None).await?;
+                Ok(Planned { content: question, role: MessageRole::Persona })
+            }
             Err(PipelineError::Planner(e)) if e.code() != "TOOL_UNKNOWN" => {
                 tracing::warn!(correlation_id, error = %e, "planner reply rejected");
                 Err(AppError::new("LLM_INVALID_JSON", format!("the model's reply was not a valid planner object: {e}")))
@@ -590,7 +599,7 @@ impl Engine {
 
     /// Tells the UI about a proposal or an executed call; returns the
     /// chat line that records it.
-    async fn announce(&self, persona_id: &str, correlation_id: &str, outcome: Outcome) -> Planned {
+    pub(crate) async fn announce(&self, persona_id: &str, correlation_id: &str, outcome: Outcome) -> Planned {
         match outcome {
             Outcome::Proposed { proposal, superseded, .. } => {
                 let view = ProposalView::from(proposal.as_ref());
@@ -604,6 +613,10 @@ impl Engine {
                 }
             }
             Outcome::Executed { tool, result, summary } => {
+                if tool == "request_clarification" {
+                    // The persona's own question: the conversation waits for the answer.
+                    self.await_answer(persona_id, correlation_id, &summary).await;
+                }
                 let receipt = receipt_of(&result);
                 self.emit(AppEvent::ToolExecuted {
                     result: ToolResultView {
@@ -622,6 +635,12 @@ impl Engine {
     }
 
     pub(crate) async fn post_system(&self, persona_id: &str, content: &str) -> Result<MessageView> {
+        self.post_message(persona_id, MessageRole::System, content).await
+    }
+
+    /// A line in the chat written by the runtime (`System`) or, for a
+    /// question the runtime asks on its behalf, the persona.
+    pub(crate) async fn post_message(&self, persona_id: &str, role: MessageRole, content: &str) -> Result<MessageView> {
         let message_id = uuid::Uuid::now_v7().to_string();
         let receipt = self
             .ledger
@@ -630,7 +649,7 @@ impl Engine {
                 EventBody::MessageAdded {
                     message_id: message_id.clone(),
                     persona_id: persona_id.to_owned(),
-                    role: MessageRole::System,
+                    role,
                     content: content.to_owned(),
                     external_id: None,
                 },
@@ -652,6 +671,10 @@ impl Engine {
     /// without the model. Returns false when the message is not one.
     pub(crate) async fn handle_intent(&self, persona: &Persona, content: &str) -> Result<bool> {
         let Some(intent) = runtime::detect_intent(content) else { return Ok(false) };
+        // "cancel" drops a question waiting for its answer (AWAITING_INPUT → IDLE).
+        if intent == DeterministicIntent::Cancel && self.cancel_wait(&persona.id).await? {
+            return Ok(true);
+        }
         let correlation_id = runtime::pipeline::new_correlation_id();
         tracing::info!(correlation_id, ?intent, "deterministic intent");
         let pid = persona.id.clone();
@@ -898,7 +921,7 @@ fn rejected_line(tool: &str, plan: Option<(usize, usize)>) -> String {
     }
 }
 
-fn refusal(e: &PipelineError) -> String {
+pub(crate) fn refusal(e: &PipelineError) -> String {
     match e {
         PipelineError::Execution { .. } => format!("The tool call failed ({}): {e}", e.code()),
         _ => format!("The tool call was refused ({}): {e}", e.code()),

@@ -22,12 +22,19 @@
 //!
 //! A proposal left unanswered for its 5 minutes is expired by a timer
 //! ([`Engine::expire_proposals`]): its card is settled and the chat says so.
+//!
+//! AWAITING_INPUT: a call that lacks a required argument waits here for the
+//! user's answer ([`Awaiting`], see `awaiting.rs`); the same timer ends the
+//! wait after the inactivity TTL.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use runtime::state::{Conversation, ConversationEvent as Ev, ConversationState as St, InvalidTransition};
+use runtime::slots::Lang;
 use runtime::{Clock, Role};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::engine::Engine;
 use crate::error::AppError;
@@ -53,12 +60,85 @@ pub(crate) struct Conversations {
     clock: Arc<dyn Clock>,
     map: Mutex<HashMap<String, Conversation>>,
     stall_limit: time::Duration,
+    /// The calls waiting for the user's answer, by conversation.
+    awaiting: Mutex<HashMap<String, Awaiting>>,
+}
+
+/// A call waiting for the user's answer (AWAITING_INPUT): the tool, the
+/// arguments it has, the ones it lacks, and the question asked. `tool` is
+/// None for a question the persona asked itself (`request_clarification`):
+/// its answer goes to the model like any message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Awaiting {
+    pub tool: Option<String>,
+    pub args: Map<String, Value>,
+    pub missing: Vec<String>,
+    pub question: String,
+    pub correlation_id: String,
+    pub lang: Lang,
+    /// RFC 3339; the inactivity TTL counts from here.
+    pub asked_at: String,
+}
+
+impl Awaiting {
+    pub(crate) fn asked_at(&self) -> Option<time::OffsetDateTime> {
+        time::OffsetDateTime::parse(&self.asked_at, &time::format_description::well_known::Rfc3339).ok()
+    }
+
+    /// When the wait ends unanswered.
+    pub(crate) fn expires_at(&self) -> Option<time::OffsetDateTime> {
+        self.asked_at().map(|t| t + St::AwaitingInput.timeout())
+    }
 }
 
 impl Conversations {
     pub(crate) fn new(clock: Arc<dyn Clock>, stall_limit: std::time::Duration) -> Self {
         let stall_limit = time::Duration::try_from(stall_limit).unwrap_or(time::Duration::seconds(30));
-        Self { clock, map: Mutex::new(HashMap::new()), stall_limit }
+        Self { clock, map: Mutex::new(HashMap::new()), stall_limit, awaiting: Mutex::new(HashMap::new()) }
+    }
+
+    fn awaiting_map(&self) -> MutexGuard<'_, HashMap<String, Awaiting>> {
+        self.awaiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The call this conversation waits on, if any.
+    pub(crate) fn awaiting(&self, id: &str) -> Option<Awaiting> {
+        self.awaiting_map().get(id).cloned()
+    }
+
+    pub(crate) fn set_awaiting(&self, id: &str, waiting: Awaiting) {
+        self.awaiting_map().insert(id.to_owned(), waiting);
+    }
+
+    pub(crate) fn take_awaiting(&self, id: &str) -> Option<Awaiting> {
+        self.awaiting_map().remove(id)
+    }
+
+    /// The waits whose inactivity TTL has passed, taken out.
+    pub(crate) fn take_due(&self) -> Vec<(String, Awaiting)> {
+        let now = self.clock.now();
+        let mut map = self.awaiting_map();
+        let due: Vec<String> =
+            map.iter().filter(|(_, w)| w.expires_at().is_none_or(|end| end <= now)).map(|(id, _)| id.clone()).collect();
+        due.into_iter().filter_map(|id| map.remove(&id).map(|w| (id, w))).collect()
+    }
+
+    /// Every wait as one JSON object (None when nothing waits), for the ledger.
+    pub(crate) fn awaiting_snapshot(&self) -> Option<String> {
+        let map = self.awaiting_map();
+        (!map.is_empty()).then(|| serde_json::to_string(&*map).unwrap_or_default())
+    }
+
+    /// After a restart: the waits recorded in the ledger, each conversation
+    /// back in AWAITING_INPUT since its question.
+    pub(crate) fn restore(&self, waits: HashMap<String, Awaiting>) {
+        let mut map = self.lock();
+        for (id, w) in &waits {
+            let since = w.asked_at().unwrap_or_else(|| self.clock.now());
+            map.insert(id.clone(), Conversation::awaiting_since(since));
+        }
+        drop(map);
+        self.awaiting_map().extend(waits);
     }
 
     /// How long a working state may go without progress.
@@ -189,10 +269,16 @@ impl Engine {
         }
     }
 
-    /// The planner has decided: a proposal waits, or the reply is ready.
+    /// The planner has decided: the user is asked for what is missing, a
+    /// proposal waits, or the reply is ready.
     pub(crate) fn turn_decided(&self, persona_id: &str) {
         let waiting = self.assistant.pipeline.confirmations().pending(persona_id).is_some();
-        let event = if waiting { Ev::ActionProposed } else { Ev::ReplyReady };
+        let asking = self.assistant.conversations.awaiting(persona_id).is_some();
+        let event = match (asking, waiting) {
+            (true, _) => Ev::NeedInput,
+            (false, true) => Ev::ActionProposed,
+            (false, false) => Ev::ReplyReady,
+        };
         let _logged_when_rejected = self.assistant.conversations.apply(persona_id, event);
     }
 
@@ -236,11 +322,15 @@ impl Engine {
         Ok(expired.len())
     }
 
-    /// Expires unanswered proposals every few seconds (stops with the engine).
+    /// Expires unanswered proposals and questions every few seconds (stops
+    /// with the engine).
     pub(crate) fn spawn_proposal_timer(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         self.spawn_timer(std::time::Duration::from_secs(5), false, |engine| async move {
             if let Err(e) = engine.expire_proposals().await {
                 tracing::warn!(code = e.code, "could not expire proposals: {}", e.message);
+            }
+            if let Err(e) = engine.expire_awaiting_inputs().await {
+                tracing::warn!(code = e.code, "could not end unanswered questions: {}", e.message);
             }
         })
     }

@@ -161,6 +161,7 @@ impl Engine {
             paused: AtomicBool::new(false),
             dreams: Default::default(), // office (#5)
         });
+        engine.restore_awaiting().await; // runtime (#6): questions waiting across a restart
         let handle = tokio::spawn(chat::run_worker(engine.clone(), shutdown_rx));
         if let Ok(mut w) = engine.worker.lock() {
             *w = Some(handle);
@@ -388,9 +389,11 @@ impl Engine {
             content: content.to_owned(),
             external_id: None,
         };
-        // Delete all, list all, cancel are answered without the model.
-        let intent = runtime::detect_intent(content).is_some();
-        let (receipt, request_id) = if intent {
+        // runtime (#6): delete all, list all, cancel, the answer to a question
+        // a tool call asked, and a command missing its argument ("save a
+        // movie") are handled without the model.
+        let direct = self.direct_turn(&p, content).await?;
+        let (receipt, request_id) = if direct.is_some() {
             (self.ledger.append(HUMAN_ENTITY, body).await?, String::new())
         } else {
             // The reply's retrieval needs this text's embedding: start it now,
@@ -426,8 +429,8 @@ impl Engine {
         let view = self.ledger.messages(&view.persona_id, Some(1)).await?.pop().map(MessageView::from).unwrap_or(view);
         self.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
         self.emit(AppEvent::MessageAdded { message: view.clone() });
-        if intent {
-            self.handle_intent(&p, content).await?;
+        if let Some(direct) = direct {
+            self.handle_direct(&p, content, direct).await?;
         }
         self.emit_queue().await;
         Ok((view, request_id))

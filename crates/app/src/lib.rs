@@ -29,11 +29,13 @@ mod queue_control;
 mod screening;
 mod plans;
 mod conversation;
+mod awaiting;
 mod vault;
 mod tools_exec;
 mod views;
 
 pub use assistant::{ProposalView, ToolResultView, ToolSettingView, CONFIRMATION_TTL_ENV};
+pub use awaiting::AwaitingInputView;
 pub use screening::{ConversationImport, ImportScreening};
 pub use browse::{browse, FolderEntryView, FolderView, PlaceView};
 pub use chat::ReplyTiming;

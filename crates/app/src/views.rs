@@ -185,6 +185,10 @@ pub enum AppEvent {
     ProposalSettled { persona_id: String, nonce: String, outcome: String },
     ToolExecuted { result: crate::ToolResultView },
     ItemsChanged {},
+    /// The persona waits for the user's answer (AWAITING_INPUT).
+    InputAwaited { awaiting: crate::AwaitingInputView },
+    /// The wait ended: `outcome` answered, cancelled, expired or superseded.
+    InputSettled { persona_id: String, correlation_id: String, outcome: String },
     // ----- memory (#4) -----
     /// What the personas know about the human changed: reload memory lists.
     MemoriesChanged { persona_id: Option<String> },

@@ -28,6 +28,7 @@ pub mod planner;
 pub mod respond_stream;
 pub mod router;
 pub mod schema;
+pub mod slots;
 pub mod state;
 pub mod text;
 pub mod tools;

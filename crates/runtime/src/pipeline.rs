@@ -17,6 +17,7 @@ use crate::clock::Clock;
 use crate::confirm::{ConfirmError, ConfirmationBook, Proposal};
 use crate::planner::{parse_planner_reply, PlannerError, PlannerReply};
 use crate::schema::{validate, SchemaViolation};
+use crate::slots::missing_args;
 use crate::state::{next_action_state, ActionEvent, ActionState};
 use crate::text::{fold, short_hash};
 use crate::tools::{Role, ToolRegistry, ToolSpec};
@@ -73,6 +74,9 @@ pub enum Step {
     Format,
     /// Where a multi-step plan stands after one of its steps.
     Plan,
+    /// A call lacking arguments waits for the user's answer (asked,
+    /// answered, cancelled, expired, superseded).
+    AwaitInput,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -169,6 +173,14 @@ pub enum PipelineError {
         tool: String,
         violations: Vec<SchemaViolation>,
     },
+    /// Only required arguments are missing: the user is asked for them
+    /// (`args` are the ones given).
+    #[error("`{tool}` needs {}", .missing.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", "))]
+    MissingArgs {
+        tool: String,
+        args: Map<String, Value>,
+        missing: Vec<String>,
+    },
     #[error("`{tool}` asked to skip confirmation ({reason}); refused")]
     ConfirmationBypass { tool: String, reason: String },
     #[error("role {role:?} may not use `{tool}`")]
@@ -189,6 +201,7 @@ impl PipelineError {
             Self::Planner(e) => e.code(),
             Self::UnknownTool(_) => "TOOL_UNKNOWN",
             Self::InvalidArgs { .. } => "TOOL_INVALID_ARGS",
+            Self::MissingArgs { .. } => "TOOL_INPUT_MISSING",
             Self::ConfirmationBypass { .. } => "TOOL_CONFIRMATION_BYPASS",
             Self::Forbidden { .. } => "TOOL_FORBIDDEN",
             Self::Disabled(_) => "TOOL_DISABLED",
@@ -415,6 +428,14 @@ impl Pipeline {
             return self.fail(ctx, Step::Validate, t, err);
         }
         if let Err(violations) = validate(&spec.args_schema, &args) {
+            // Only required arguments missing: the user is asked for them,
+            // if the call would be allowed at all.
+            if let Some((given, missing)) = args.as_object().and_then(|a| missing_args(&spec.args_schema, a)) {
+                self.authorize(ctx, spec)?;
+                let err = PipelineError::MissingArgs { tool: tool.to_owned(), args: given, missing };
+                self.audit(ctx, Step::Validate, t, format!("incomplete {}: {err}", err.code()));
+                return Err(err);
+            }
             let err = PipelineError::InvalidArgs {
                 tool: tool.to_owned(),
                 violations,
@@ -428,25 +449,7 @@ impl Pipeline {
             format!("args ok sha256:{}", short_hash(&args.to_string())),
         );
         // 3. Authorize.
-        if !spec.allowed_roles.contains(&ctx.role) {
-            return self.fail(
-                ctx,
-                Step::Authorize,
-                t,
-                PipelineError::Forbidden {
-                    tool: tool.to_owned(),
-                    role: ctx.role,
-                },
-            );
-        }
-        if !(ctx.enabled)(tool) {
-            return self.fail(
-                ctx,
-                Step::Authorize,
-                t,
-                PipelineError::Disabled(tool.to_owned()),
-            );
-        }
+        self.authorize(ctx, spec)?;
         self.audit(
             ctx,
             Step::Authorize,
@@ -502,6 +505,26 @@ impl Pipeline {
         self.audit(ctx, Step::Classify, t, "runs without confirmation");
         let state = self.transition(ctx, t, state, ActionEvent::ExecuteDirectly);
         self.execute(ctx, spec, &args, state)
+    }
+
+    /// Step 3: the caller's role may use the tool and the user's settings
+    /// have it on (a refusal is audited).
+    fn authorize(&self, ctx: &CallContext<'_>, spec: &ToolSpec) -> Result<(), PipelineError> {
+        let tool = spec.name.as_str();
+        if !spec.allowed_roles.contains(&ctx.role) {
+            let err = PipelineError::Forbidden { tool: tool.to_owned(), role: ctx.role };
+            return self.fail(ctx, Step::Authorize, Some(tool), err);
+        }
+        if !(ctx.enabled)(tool) {
+            return self.fail(ctx, Step::Authorize, Some(tool), PipelineError::Disabled(tool.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Records what became of a call waiting for the user's answer (asked,
+    /// answered, cancelled, expired, superseded), under its correlation id.
+    pub fn record_input(&self, ctx: &CallContext<'_>, tool: Option<&str>, detail: &str) {
+        self.audit(ctx, Step::AwaitInput, tool, detail);
     }
 
     /// The user's yes: executes the pending proposal exactly once.
@@ -730,9 +753,13 @@ mod tests {
     }
 
     fn rig() -> Rig {
+        rig_with(FakeExecutor::default())
+    }
+
+    fn rig_with(exec: FakeExecutor) -> Rig {
         let clock = Arc::new(ManualClock::at_epoch());
         let audit = Arc::new(MemoryAudit::default());
-        let exec = Arc::new(FakeExecutor::default());
+        let exec = Arc::new(exec);
         let pipe = Pipeline::new(
             Arc::new(ToolRegistry::builtin()),
             clock.clone(),
@@ -821,6 +848,39 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.code(), "LLM_INVALID_JSON");
         assert_eq!(r.exec.runs.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_call_missing_only_required_arguments_asks_for_them_and_runs_nothing() {
+        let r = rig();
+        let c = ctx(Role::Persona);
+        let e = r
+            .pipe
+            .call(&c, "save_movie", args(json!({"year": 1995, "title": ""})), None)
+            .unwrap_err();
+        let PipelineError::MissingArgs { tool, args: given, missing } = &e else {
+            panic!("expected missing arguments, got {e:?}")
+        };
+        assert_eq!((tool.as_str(), missing.as_slice()), ("save_movie", ["title".to_owned()].as_slice()));
+        assert_eq!(given, &args(json!({"year": 1995})));
+        assert_eq!(e.code(), "TOOL_INPUT_MISSING");
+        assert_eq!(e.to_string(), "`save_movie` needs `title`");
+        let last = r.audit.records().pop().expect("audited");
+        assert_eq!((last.step, last.detail.as_str()), (Step::Validate, "incomplete TOOL_INPUT_MISSING: `save_movie` needs `title`"));
+        // A tool the caller may not use is refused, not asked about.
+        let e = r.pipe.call(&ctx(Role::Persona), "delete_memory", Map::new(), None);
+        assert_eq!(e.map(|_| ()).unwrap_err().code(), "TOOL_INPUT_MISSING", "item ids are asked for too");
+        let off = |name: &str| name != "save_movie";
+        let c = CallContext { enabled: &off, ..ctx(Role::Persona) };
+        assert_eq!(r.pipe.call(&c, "save_movie", Map::new(), None).unwrap_err().code(), "TOOL_DISABLED");
+        let e = r.pipe.call(&ctx(Role::Persona), "delete_all_memories", args(json!({"x": 1})), None).unwrap_err();
+        assert_eq!(e.code(), "TOOL_INVALID_ARGS");
+        // Missing and wrong at once: refused.
+        let e = r.pipe.call(&ctx(Role::Persona), "save_movie", args(json!({"year": "x"})), None).unwrap_err();
+        assert_eq!(e.code(), "TOOL_INVALID_ARGS");
+        assert_eq!(r.exec.runs.load(Ordering::SeqCst), 0);
+        r.pipe.record_input(&ctx(Role::Persona), Some("save_movie"), "asked the user for `title`");
+        assert_eq!(r.audit.records().pop().map(|a| a.step), Some(Step::AwaitInput));
     }
 
     #[test]
@@ -1021,19 +1081,12 @@ mod tests {
 
     #[test]
     fn execution_failures_are_typed_and_audited() {
-        let clock = Arc::new(ManualClock::at_epoch());
-        let audit = Arc::new(MemoryAudit::default());
-        let exec = Arc::new(FakeExecutor {
+        let r = rig_with(FakeExecutor {
             fail: Some("save_note"),
             ..Default::default()
         });
-        let pipe = Pipeline::new(
-            Arc::new(ToolRegistry::builtin()),
-            clock,
-            audit.clone(),
-            exec,
-        );
-        let e = pipe
+        let e = r
+            .pipe
             .call(
                 &ctx(Role::Persona),
                 "save_note",
@@ -1042,7 +1095,8 @@ mod tests {
             )
             .unwrap_err();
         assert_eq!(e.code(), "TOOL_FAILED");
-        assert!(audit
+        assert!(r
+            .audit
             .records()
             .iter()
             .any(|a| a.step == Step::Execute && a.detail.contains("TOOL_FAILED")));

@@ -19,7 +19,7 @@ struct Route {
     cue: &'static str,
 }
 
-const SAVE: &str = r"(?:save|saves|saving|add|keep|store|put|salva|salve|salvar|adiciona|adicione|adicionar|guarda|guarde|guardar|coloca|coloque|anota|anote|anotar)";
+pub(crate) const SAVE: &str = r"(?:save|saves|saving|add|keep|store|put|salva|salve|salvar|adiciona|adicione|adicionar|guarda|guarde|guardar|coloca|coloque|anota|anote|anotar)";
 
 const ROUTES: &[Route] = &[
     Route {
@@ -191,7 +191,7 @@ static CONNECTIVE: LazyLock<Option<Regex>> = LazyLock::new(|| {
 static STRONG: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?i);|\b(?:then|also|after\s+that|afterwards|depois|tamb[eé]m|em\s+seguida)\b").ok());
 
-const POLITE: &str = r"(?:(?:please|pls|ok|okay|hey|ei|oi|por favor|can you|could you|would you|voce pode|pode|poderia|quero que voce)\s+)*";
+pub(crate) const POLITE: &str = r"(?:(?:please|pls|ok|okay|hey|ei|oi|por favor|can you|could you|would you|voce pode|pode|poderia|quero que voce)\s+)*";
 
 /// A verb that carries over to the next object named without one ("save
 /// the movie Heat and the show Dark"), on folded words.

@@ -172,6 +172,16 @@ impl Conversation {
         }
     }
 
+    /// A conversation restored after a restart, waiting for the user's
+    /// answer since `since`: its inactivity TTL counts from then.
+    pub fn awaiting_since(since: OffsetDateTime) -> Self {
+        Self {
+            state: ConversationState::AwaitingInput,
+            since,
+            progress: since,
+        }
+    }
+
     /// A new model call in the same working state: it reads its prompt
     /// before its first token, like the first call.
     pub fn model_call(&mut self, now: OffsetDateTime) {
@@ -491,6 +501,10 @@ mod tests {
         c.apply(CE::UserMessage, t0).unwrap();
         c.apply(CE::NeedInput, t0).unwrap();
         assert_eq!(c.apply(CE::UserMessage, t0 + Duration::minutes(9)), Ok(CS::ProcessingIntent));
+        // Restored after a restart: the TTL still counts from the question.
+        let mut c = Conversation::awaiting_since(t0);
+        assert_eq!(c.tick(t0 + Duration::seconds(599)), None);
+        assert_eq!(c.tick(t0 + Duration::minutes(10)), Some(CS::Idle));
         // IDLE's inactivity expiry stays IDLE and restarts its clock.
         let mut c = Conversation::new(t0);
         assert_eq!(c.tick(t0 + Duration::minutes(10)), Some(CS::Idle));

@@ -15,6 +15,7 @@ import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
 import type { ToolSettingView } from "../bindings/ToolSettingView";
 import type { ProposalView } from "../bindings/ProposalView";
+import type { AwaitingInputView } from "../bindings/AwaitingInputView";
 import type { ToolResultView } from "../bindings/ToolResultView";
 import type { MemoryView } from "../bindings/MemoryView";
 import type { MessageView } from "../bindings/MessageView";
@@ -109,6 +110,8 @@ export interface Backend {
   listItems(query: string | null): Promise<ItemView[]>;
   /** `pending_proposal`: the tool call waiting for Confirm / Reject in this conversation. */
   pendingProposal(personaId: string): Promise<ProposalView | null>;
+  /** `awaiting_input`: the question this conversation waits on (AWAITING_INPUT). */
+  awaitingInput(personaId: string): Promise<AwaitingInputView | null>;
   /** `confirm_proposal`: runs the call once with its one-time nonce. */
   confirmProposal(personaId: string, nonce: string): Promise<ToolResultView>;
   /** `reject_proposal`: resolves false when nothing was pending. */

@@ -14,6 +14,7 @@ import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
 import type { ToolSettingView } from "../bindings/ToolSettingView";
 import type { ProposalView } from "../bindings/ProposalView";
+import type { AwaitingInputView } from "../bindings/AwaitingInputView";
 import type { ToolResultView } from "../bindings/ToolResultView";
 import type { MessageRole } from "../bindings/MessageRole";
 import type { MemoryView } from "../bindings/MemoryView";
@@ -423,6 +424,10 @@ export class MockBackend implements Backend {
   }
 
   async pendingProposal(_personaId: string): Promise<ProposalView | null> {
+    return null;
+  }
+
+  async awaitingInput(_personaId: string): Promise<AwaitingInputView | null> {
     return null;
   }
 

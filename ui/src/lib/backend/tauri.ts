@@ -14,6 +14,7 @@ import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
 import type { ToolSettingView } from "../bindings/ToolSettingView";
 import type { ProposalView } from "../bindings/ProposalView";
+import type { AwaitingInputView } from "../bindings/AwaitingInputView";
 import type { ToolResultView } from "../bindings/ToolResultView";
 import type { MemoryView } from "../bindings/MemoryView";
 import type { MessageView } from "../bindings/MessageView";
@@ -151,6 +152,9 @@ export class TauriBackend implements Backend {
   }
   pendingProposal(personaId: string) {
     return call<ProposalView | null>("pending_proposal", { personaId });
+  }
+  awaitingInput(personaId: string) {
+    return call<AwaitingInputView | null>("awaiting_input", { personaId });
   }
   confirmProposal(personaId: string, nonce: string) {
     return call<ToolResultView>("confirm_proposal", { personaId, nonce });

@@ -389,6 +389,8 @@ export const en = {
   // runtime (issue #6)
   "nav.items": "Saved items",
   "runtime.proposal.title": "Confirm this action: {tool}",
+  "runtime.awaiting.chip": "Waiting for your answer",
+  "runtime.awaiting.hint": "{name} asked for something it needs. Reply with it, or say “cancel”.",
   "runtime.proposal.args": "Exact arguments",
   "runtime.proposal.step": "Step {step} of {steps}",
   "runtime.proposal.stepOpen": "Step {step}",

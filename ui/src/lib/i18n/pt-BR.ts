@@ -391,6 +391,8 @@ export const ptBR: Record<MessageKey, string> = {
   // runtime (issue #6)
   "nav.items": "Itens salvos",
   "runtime.proposal.title": "Confirme esta ação: {tool}",
+  "runtime.awaiting.chip": "Aguardando sua resposta",
+  "runtime.awaiting.hint": "{name} pediu algo de que precisa. Responda, ou diga “cancela”.",
   "runtime.proposal.step": "Etapa {step} de {steps}",
   "runtime.proposal.stepOpen": "Etapa {step}",
   "runtime.proposal.args": "Argumentos exatos",

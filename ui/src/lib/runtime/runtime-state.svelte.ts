@@ -1,5 +1,5 @@
 //! The runtime's side of the UI: tool proposals waiting for Confirm /
-//! Reject, the results (with ledger receipts) of executed tool calls, the
+//! Reject, the questions waiting for the user's answer, the results (with ledger receipts) of executed tool calls, the
 //! Saved items list, the metadata service setting and the per-tool switches.
 
 import { errorMessage, toBackendError, type Backend } from "../backend";
@@ -8,6 +8,7 @@ import type { ItemView } from "../bindings/ItemView";
 import type { MetadataServiceView } from "../bindings/MetadataServiceView";
 import type { ToolSettingView } from "../bindings/ToolSettingView";
 import type { ProposalView } from "../bindings/ProposalView";
+import type { AwaitingInputView } from "../bindings/AwaitingInputView";
 import type { ToolResultView } from "../bindings/ToolResultView";
 import type { Notices } from "../app/notices.svelte";
 
@@ -24,7 +25,7 @@ export interface ResultEntry {
   afterSeq: number;
 }
 
-const RUNTIME_EVENTS = new Set(["tool_proposed", "proposal_settled", "tool_executed", "items_changed"]);
+const RUNTIME_EVENTS = new Set(["tool_proposed", "proposal_settled", "tool_executed", "items_changed", "input_awaited", "input_settled"]);
 
 export function isRuntimeEvent(event: AppEvent): boolean {
   return RUNTIME_EVENTS.has(event.type);
@@ -33,6 +34,8 @@ export function isRuntimeEvent(event: AppEvent): boolean {
 export class RuntimeState {
   proposals = $state<Record<string, ProposalEntry>>({});
   results = $state<Record<string, ResultEntry[]>>({});
+  /** The question each conversation waits on (AWAITING_INPUT), by persona id. */
+  questions = $state<Record<string, AwaitingInputView>>({});
 
   items = $state<ItemView[]>([]);
   itemsQuery = $state("");
@@ -71,6 +74,12 @@ export class RuntimeState {
       case "items_changed":
         if (this.itemsLoaded) void this.loadItems();
         break;
+      case "input_awaited":
+        this.questions[event.awaiting.persona_id] = event.awaiting;
+        break;
+      case "input_settled":
+        if (this.questions[event.persona_id]?.correlation_id === event.correlation_id) delete this.questions[event.persona_id];
+        break;
     }
   }
 
@@ -84,12 +93,14 @@ export class RuntimeState {
     this.results[result.persona_id].push({ result, afterSeq: this.lastSeq(result.persona_id) });
   }
 
-  /** Reads the pending proposal of a conversation (after opening it). */
+  /** Reads the pending proposal and the waiting question of a conversation (after opening it). */
   async loadPending(personaId: string): Promise<void> {
     try {
-      const proposal = await this.backend.pendingProposal(personaId);
+      const [proposal, question] = await Promise.all([this.backend.pendingProposal(personaId), this.backend.awaitingInput(personaId)]);
       if (proposal) this.proposals[personaId] = { proposal, busy: false, error: null };
       else delete this.proposals[personaId];
+      if (question) this.questions[personaId] = question;
+      else delete this.questions[personaId];
     } catch (error) {
       this.notices.push("error", errorMessage(error));
     }

@@ -20,6 +20,35 @@ function proposal(personaId: string, expiresInMs = 300_000, step: [number, numbe
 }
 
 describe("runtime in the chat", () => {
+  it("shows the waiting-for-your-answer chip while a question waits, until it is settled", async () => {
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const ei = app.selectedId!;
+    render(ChatView, { context });
+    expect(screen.queryByTestId("awaiting-input-chip")).not.toBeInTheDocument();
+    const awaiting = {
+      persona_id: ei,
+      tool: "save_movie",
+      missing: ["title"],
+      question: "Which movie should I save? Tell me its title. (Say “cancel” to drop it.)",
+      correlation_id: "c7",
+      asked_at: new Date().toISOString(),
+      expires_at: new Date(Date.now() + 600_000).toISOString(),
+    };
+    backend.emit({ type: "input_awaited", awaiting });
+    expect(await screen.findByTestId("awaiting-input-chip")).toHaveTextContent("Waiting for your answer");
+    expect(screen.getByTestId("awaiting-input")).toHaveAttribute("role", "status");
+    expect(screen.getByTestId("awaiting-input")).toHaveAttribute("title", awaiting.question);
+    // Another wait's end changes nothing; this one's removes the chip.
+    backend.emit({ type: "input_settled", persona_id: ei, correlation_id: "other", outcome: "expired" });
+    expect(screen.getByTestId("awaiting-input-chip")).toBeInTheDocument();
+    backend.emit({ type: "input_settled", persona_id: ei, correlation_id: "c7", outcome: "answered" });
+    await vi.waitFor(() => expect(screen.queryByTestId("awaiting-input-chip")).not.toBeInTheDocument());
+    // Opening the conversation reads the waiting question.
+    vi.spyOn(backend, "awaitingInput").mockResolvedValue(awaiting);
+    await app.runtime.loadPending(ei);
+    expect(await screen.findByTestId("awaiting-input-chip")).toBeInTheDocument();
+  });
+
   it("shows a proposal with its exact arguments, confirms once and shows the receipt", async () => {
     const { app, backend, context } = await startApp({ autoReply: false });
     const ei = app.selectedId!;
