@@ -169,6 +169,9 @@ export class AppState {
         break;
       }
       case "message_added":
+        // runtime (#6): a line the core wrote itself (an intent's answer, a
+        // question for a missing argument) answers a send that queued no reply.
+        if (event.message.role !== "human" && !this.streams[event.message.persona_id]) delete this.awaiting[event.message.persona_id];
         this.addMessage(event.message);
         break;
       case "reply_started":

@@ -43,6 +43,13 @@ describe("runtime in the chat", () => {
     expect(screen.getByTestId("awaiting-input-chip")).toBeInTheDocument();
     backend.emit({ type: "input_settled", persona_id: ei, correlation_id: "c7", outcome: "answered" });
     await vi.waitFor(() => expect(screen.queryByTestId("awaiting-input-chip")).not.toBeInTheDocument());
+    // The question itself, a line the core wrote, ends the typing indicator of the send.
+    app.awaiting[ei] = "queued";
+    backend.emit({
+      type: "message_added",
+      message: { id: "q1", persona_id: ei, role: "persona", content: awaiting.question, ts: "", read: true, seq: 99, context_status: "default" },
+    });
+    expect(app.awaiting[ei]).toBeUndefined();
     // Opening the conversation reads the waiting question.
     vi.spyOn(backend, "awaitingInput").mockResolvedValue(awaiting);
     await app.runtime.loadPending(ei);
