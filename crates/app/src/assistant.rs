@@ -102,7 +102,7 @@ pub(crate) fn receipt_of(result: &Value) -> Option<ReceiptView> {
     result.get("receipt").cloned().and_then(|r| serde_json::from_value::<ReceiptView>(r).ok())
 }
 
-fn rfc3339(t: time::OffsetDateTime) -> String {
+pub(crate) fn rfc3339(t: time::OffsetDateTime) -> String {
     t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
 }
 

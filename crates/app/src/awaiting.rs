@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use ts_rs::TS;
 
-use crate::assistant::{refusal, role_of, Planned};
+use crate::assistant::{refusal, rfc3339, role_of, Planned};
 use crate::conversation::Awaiting;
 use crate::engine::Engine;
 use crate::error::AppError;
@@ -56,7 +56,6 @@ pub struct AwaitingInputView {
 }
 
 fn view(persona_id: &str, w: &Awaiting) -> AwaitingInputView {
-    let rfc3339 = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
     AwaitingInputView {
         persona_id: persona_id.to_owned(),
         tool: w.tool.clone(),
@@ -406,5 +405,5 @@ impl Engine {
 }
 
 fn now_rfc3339(engine: &Engine) -> String {
-    engine.ledger.now().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+    rfc3339(engine.ledger.now())
 }

@@ -25,7 +25,9 @@ async fn next_event<F: Fn(&AppEvent) -> bool>(rx: &mut Receiver<AppEvent>, want:
     }
 }
 
-async fn audit_steps(h: &Harness) -> Vec<(String, String)> {
+/// Every `tool_audited` record: (correlation id, step, detail).
+async fn audit_records(h: &Harness) -> Vec<(String, String, String)> {
+    let field = |p: &serde_json::Value, k: &str| p[k].as_str().unwrap_or("").to_owned();
     h.engine
         .ledger()
         .all_events()
@@ -34,8 +36,12 @@ async fn audit_steps(h: &Harness) -> Vec<(String, String)> {
         .into_iter()
         .filter(|e| e.kind == "tool_audited")
         .filter_map(|e| e.payload)
-        .map(|p| (p["correlation_id"].as_str().unwrap_or("").to_owned(), p["step"].as_str().unwrap_or("").to_owned()))
+        .map(|p| (field(&p, "correlation_id"), field(&p, "step"), field(&p, "detail")))
         .collect()
+}
+
+async fn audit_steps(h: &Harness) -> Vec<(String, String)> {
+    audit_records(h).await.into_iter().map(|(c, s, _)| (c, s)).collect()
 }
 
 #[tokio::test]
@@ -1161,17 +1167,7 @@ async fn state_of(h: &Harness, persona: &str) -> String {
 
 /// The `tool_audited` steps and details under one correlation id.
 async fn audit_of(h: &Harness, correlation_id: &str) -> Vec<(String, String)> {
-    h.engine
-        .ledger()
-        .all_events()
-        .await
-        .expect("events")
-        .into_iter()
-        .filter(|e| e.kind == "tool_audited")
-        .filter_map(|e| e.payload)
-        .filter(|p| p["correlation_id"] == correlation_id)
-        .map(|p| (p["step"].as_str().unwrap_or("").to_owned(), p["detail"].as_str().unwrap_or("").to_owned()))
-        .collect()
+    audit_records(h).await.into_iter().filter(|(c, ..)| c == correlation_id).map(|(_, s, d)| (s, d)).collect()
 }
 
 #[tokio::test]
