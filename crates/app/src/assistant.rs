@@ -10,7 +10,7 @@
 //! or execute → format → audit), every step a `tool_audited` ledger event
 //! and a log line with the call's correlation id.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ledger::{EventBody, Ledger, MessageRole, Persona};
@@ -239,15 +239,18 @@ impl Assistant {
 }
 
 impl Assistant {
-    /// The executable tools switched off in Settings.
+    /// The executable tools switched off in Settings: one query for all
+    /// of them (it runs twice before every reply's first token).
     async fn disabled_tools(&self) -> Result<HashSet<String>> {
-        let mut off = HashSet::new();
-        for t in self.pipeline.registry().all().iter().filter(|t| t.executable) {
-            if self.ledger.runtime_setting(&tool_setting_key(&t.name)).await?.as_deref() == Some("false") {
-                off.insert(t.name.clone());
-            }
-        }
-        Ok(off)
+        let settings: HashMap<String, String> = self.ledger.runtime_settings_with_prefix("tool.").await?.into_iter().collect();
+        Ok(self
+            .pipeline
+            .registry()
+            .all()
+            .iter()
+            .filter(|t| t.executable && settings.get(&tool_setting_key(&t.name)).map(String::as_str) == Some("false"))
+            .map(|t| t.name.clone())
+            .collect())
     }
 }
 

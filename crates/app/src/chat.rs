@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::engine::Engine;
 use crate::error::AppError;
 use crate::models::ModelSpec;
-use crate::prompt::{reply_prompt, HISTORY};
+use crate::prompt::reply_prompt;
 use crate::views::{AppEvent, MessageView};
 
 pub(crate) const REPLY_KIND: &str = "reply";
@@ -45,6 +45,13 @@ pub struct ReplyTiming {
     pub queue_wait_ms: f64,
     /// The part of `overhead_ms` spent ranking memories for the prompt.
     pub retrieval_ms: f64,
+    /// The part of `overhead_ms` spent reading the persona, its profile,
+    /// quota and history before the ranking.
+    pub reads_ms: f64,
+    /// Reading the context frame (beside the ranking) and narrating it.
+    pub frame_ms: f64,
+    /// The part of `overhead_ms` spent turning the prompt into the planner's request.
+    pub planner_ms: f64,
     /// Provider called → first token: the model's own time.
     pub model_first_token_ms: f64,
     /// Last token → reply committed to the ledger.
@@ -178,12 +185,18 @@ fn backoff(attempt: i64) -> time::Duration {
 
 async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result<(), Failure> {
     let taken = Instant::now();
-    let persona = engine.ledger.persona(&job.persona_id).await.map_err(|e| Failure::Final(e.into()))?;
+    // Independent reads side by side; their errors are judged in order.
+    let (persona, profile, session_type) = tokio::join!(
+        engine.ledger.persona(&job.persona_id),
+        engine.ledger.persona_profile(&job.persona_id),
+        engine.current_session_type(&job.persona_id),
+    );
+    let persona = persona.map_err(|e| Failure::Final(e.into()))?;
     if persona.archived {
         return Err(Failure::Final(ledger::LedgerError::PersonaArchived(persona.name).into()));
     }
     // A paused persona answers when its pause ends (memory #4).
-    let profile = engine.ledger.persona_profile(&persona.id).await.map_err(|e| Failure::Retry(e.into()))?;
+    let profile = profile.map_err(|e| Failure::Retry(e.into()))?;
     if let Some(until) = crate::personas::paused_at(profile.paused_until.as_deref(), engine.ledger.now()) {
         return Err(Failure::Deferred(until));
     }
@@ -191,34 +204,22 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         return continue_plan(engine, &persona).await;
     }
     engine.turn_started(&persona.id);
-    // The context window and each message's context status decide the history.
-    let window = match profile.context_window_hours {
-        0 => time::Duration::days(365 * 100),
-        h => time::Duration::hours(i64::from(h)),
-    };
-    let history = engine.ledger.prompt_messages(&persona.id, HISTORY, window).await.map_err(|e| Failure::Retry(e.into()))?;
-    // office (#5): only the current session, i.e. after the last handover.
-    let history = engine.after_last_handover(&persona.id, history).await.map_err(Failure::Retry)?;
     let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
-    let provider = engine.provider_for(&spec).await.map_err(Failure::Final)?;
+    let (provider, quota) = tokio::join!(engine.provider_for(&spec), engine.check_quota(&persona));
+    let provider = provider.map_err(Failure::Final)?;
+    quota.map_err(Failure::Final)?;
     let cancel = CancelFlag::default();
     if let Ok(mut c) = engine.current_cancel.lock() {
         *c = Some(cancel.clone());
     }
-    engine.check_quota(&persona).await.map_err(Failure::Final)?;
-    let retrieval = Instant::now();
-    let memories = crate::memory::memories_for_reply(engine, &persona, &history).await;
-    let retrieval = retrieval.elapsed();
-    // Memory (#4): who the persona is (traits, topics) and the conversation's
-    // summary go beside what retrieval found.
-    let mut lines = crate::personas::profile_lines(&profile);
-    if let Ok(Some(summary)) = engine.ledger.summary(&persona.id).await {
-        lines.push(format!("Summary of your conversation so far: {}", summary.text));
-    }
-    lines.extend(memories.lines.iter().cloned());
-    let framed = engine.frame_reply(&persona, lines).await;
+    let reads = taken.elapsed();
+    let context = engine.reply_context(&persona, &profile, session_type).await.map_err(Failure::Retry)?;
+    let (history, memories) = (context.history, context.memories);
+    let framed = engine.framed(&persona, context.frame).await;
+    let planning = Instant::now();
     let request = CompletionRequest::chat(spec.model.clone(), reply_prompt(&framed.narrative, &history));
     let crate::assistant::PlannerTurn { mut request, stream, local_plan } = engine.planner_request(&persona, request).await;
+    let steps = PrepareSteps { reads: reads + context.reads, retrieval: context.retrieval, frame: context.framing, planner: planning.elapsed() };
     if !spec.is_local() {
         engine.prepare_for_cloud(&spec.account, &mut request).await.map_err(Failure::Retry)?;
     }
@@ -308,7 +309,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         .pop()
         .map(MessageView::from)
         .ok_or_else(|| Failure::Retry(AppError::new("STORAGE_LOAD_FAILED", "the reply was not found after saving")))?;
-    record_timing(engine, item, retrieval, [taken, called, first_token.unwrap_or(generated), generated, committed], completion.completion_tokens);
+    record_timing(engine, item, steps, [taken, called, first_token.unwrap_or(generated), generated, committed], completion.completion_tokens);
     engine.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
     engine.emit(AppEvent::ReplyFinished { request_id: item.id.clone(), message });
     engine.turn_delivered(&persona.id);
@@ -318,8 +319,16 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     Ok(())
 }
 
+/// Where the prompt's preparation went (see `ReplyTiming`).
+struct PrepareSteps {
+    reads: Duration,
+    retrieval: Duration,
+    frame: Duration,
+    planner: Duration,
+}
+
 /// `marks`: job taken, provider called, first token, last token, reply committed.
-fn record_timing(engine: &Engine, item: &QueueItem, retrieval: Duration, marks: [Instant; 5], completion_tokens: u32) {
+fn record_timing(engine: &Engine, item: &QueueItem, steps: PrepareSteps, marks: [Instant; 5], completion_tokens: u32) {
     let [taken, called, first, generated, committed] = marks;
     let sent = engine.sent_at.lock().ok().and_then(|mut m| m.remove(&item.id));
     let Some((sent, written)) = sent else { return };
@@ -329,7 +338,10 @@ fn record_timing(engine: &Engine, item: &QueueItem, retrieval: Duration, marks: 
         overhead_ms: ms(called.saturating_duration_since(sent)),
         write_ms: ms(written.saturating_duration_since(sent)),
         queue_wait_ms: ms(taken.saturating_duration_since(written)),
-        retrieval_ms: ms(retrieval),
+        retrieval_ms: ms(steps.retrieval),
+        reads_ms: ms(steps.reads),
+        frame_ms: ms(steps.frame),
+        planner_ms: ms(steps.planner),
         model_first_token_ms: ms(first.saturating_duration_since(called)),
         commit_ms: ms(committed.saturating_duration_since(generated)),
         completion_tokens,

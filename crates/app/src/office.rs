@@ -3,10 +3,13 @@
 //! handover and sanity check, constitutions, language, obligations, token
 //! usage and the dreaming cycle's events.
 
-use ledger::{Draft, EventBody, HandoverAuthor, Message, Persona, EI_PERSONA_ID, HUMAN_ENTITY};
+use std::time::{Duration, Instant};
+
+use ledger::{Draft, EventBody, HandoverAuthor, Message, Persona, PersonaProfile, EI_PERSONA_ID, HUMAN_ENTITY};
 use ::office::dreaming::{dream, DreamInput, DreamReason};
 use ::office::sanity::{check, note, Facts};
-use ::office::{build_frame, ContextFrame, Estimate, FrameRequest, Language, Restriction, SessionMode, SessionType};
+use ::office::frame::read_frame;
+use ::office::{ContextFrame, Estimate, FrameRequest, Language, Restriction, SessionMode, SessionType};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -146,45 +149,86 @@ fn today(now: time::OffsetDateTime) -> String {
     now.date().to_string()
 }
 
+/// What a reply is prepared from (see [`Engine::reply_context`]).
+pub(crate) struct ReplyContext {
+    /// The conversation the prompt shows verbatim.
+    pub history: Vec<Message>,
+    pub memories: crate::memory::ReplyMemories,
+    /// The frame, or why it could not be built (see [`Engine::framed`]).
+    pub frame: Result<ContextFrame>,
+    /// Reading the history; then ranking the memories, and reading plus
+    /// narrating the frame (these two overlap).
+    pub reads: Duration,
+    pub retrieval: Duration,
+    pub framing: Duration,
+}
+
 impl Engine {
-    /// The frame the next reply of `persona` would use: the same functions
-    /// the reply worker calls (recall, then `build_reply_frame`), on the same history.
+    /// The frame the next reply of `persona` would use: the same
+    /// [`Engine::reply_context`] the reply worker calls.
     pub async fn frame(&self, persona: &str, session_type: SessionType) -> Result<ContextFrame> {
         let persona = self.ledger.find_persona(persona).await?;
-        let history = self.session_history(&persona.id).await?;
-        let retrieved = crate::memory::memories_for_reply(self, &persona, &history).await.lines;
-        self.build_reply_frame(&persona, retrieved, session_type).await
+        let profile = self.ledger.persona_profile(&persona.id).await?;
+        self.reply_context(&persona, &profile, session_type).await?.frame
     }
 
-    /// The conversation a reply sees verbatim: the last `HISTORY` messages
-    /// of the current session. A session ends with its handover ("New", idle
-    /// timeout, window closed), which is the context boundary: what came
-    /// before reaches the next reply only through the handover and memory.
-    pub(crate) async fn session_history(&self, persona_id: &str) -> Result<Vec<Message>> {
-        let start = self.ledger.last_handover(persona_id).await?.map_or(0, |h| h.seq);
-        Ok(self.ledger.messages_since(persona_id, start, HISTORY).await?)
-    }
-
-    /// Keeps only the messages of the current session (after the last handover).
-    pub(crate) async fn after_last_handover(&self, persona_id: &str, mut history: Vec<Message>) -> Result<Vec<Message>> {
-        let start = self.ledger.last_handover(persona_id).await?.map_or(0, |h| h.seq);
+    /// The history, memories and frame of `persona`'s next reply; the reply
+    /// worker and `ledgermind frame` both call it, so the frame printed is the
+    /// one the next reply sends. The history is the context window's messages
+    /// (each message's context status decides) of the current session: a
+    /// session ends with its handover ("New", idle timeout, window closed),
+    /// and what came before reaches the reply only through the handover and
+    /// memory. The frame's reads run beside the ranking of memories.
+    pub(crate) async fn reply_context(&self, persona: &Persona, profile: &PersonaProfile, session_type: SessionType) -> Result<ReplyContext> {
+        let window = match profile.context_window_hours {
+            0 => time::Duration::days(365 * 100),
+            h => time::Duration::hours(i64::from(h)),
+        };
+        let started = Instant::now();
+        let (mut history, handover) = tokio::try_join!(
+            self.ledger.prompt_messages(&persona.id, HISTORY, window),
+            self.ledger.last_handover(&persona.id),
+        )?;
+        let start = handover.map_or(0, |h| h.seq);
         history.retain(|m| m.seq > start);
-        Ok(history)
+        let reads = started.elapsed();
+        let ranking = async {
+            let t = Instant::now();
+            (crate::memory::memories_for_reply(self, persona, &history).await, t.elapsed())
+        };
+        let reading = async {
+            let t = Instant::now();
+            (self.read_reply_frame(persona, session_type).await, t.elapsed())
+        };
+        let ((memories, retrieval), (frame, read), summary) = tokio::join!(ranking, reading, self.ledger.summary(&persona.id));
+        // Memory (#4): who the persona is (traits, topics) and the
+        // conversation's summary go beside what retrieval found.
+        let mut lines = crate::personas::profile_lines(profile);
+        if let Ok(Some(summary)) = summary {
+            lines.push(format!("Summary of your conversation so far: {}", summary.text));
+        }
+        lines.extend(memories.lines.iter().cloned());
+        let narrating = Instant::now();
+        let frame = frame.map(|f| self.finish_reply_frame(persona, f, lines));
+        Ok(ReplyContext { history, memories, frame, reads, retrieval, framing: read + narrating.elapsed() })
     }
 
     /// The frame and narrative alone, with `retrieved` given instead of
     /// recalled: what `ledgermind bench office` times.
     pub async fn frame_with(&self, persona: &str, session_type: SessionType, retrieved: Vec<String>) -> Result<ContextFrame> {
         let persona = self.ledger.find_persona(persona).await?;
-        self.build_reply_frame(&persona, retrieved, session_type).await
+        let frame = self.read_reply_frame(&persona, session_type).await?;
+        Ok(self.finish_reply_frame(&persona, frame, retrieved))
     }
 
-    pub(crate) async fn build_reply_frame(
-        &self,
-        persona: &Persona,
-        retrieved: Vec<String>,
-        session_type: SessionType,
-    ) -> Result<ContextFrame> {
+    /// The session type a call of `persona` runs in now.
+    pub(crate) async fn current_session_type(&self, persona_id: &str) -> SessionType {
+        parse_session(self.ledger.session_mode(persona_id).await.ok().flatten()).0
+    }
+
+    /// Everything the frame reads from the ledger (see
+    /// `office::frame::read_frame`), before the retrieved lines are known.
+    async fn read_reply_frame(&self, persona: &Persona, session_type: SessionType) -> Result<ContextFrame> {
         let executable = self.offered_tools(persona).await;
         let role = if persona.is_system { runtime::Role::Ei } else { runtime::Role::Persona };
         let capabilities = ::office::capabilities(&runtime::ToolRegistry::builtin(), role, &|name| {
@@ -198,29 +242,43 @@ impl Engine {
                 Some(Restriction::NotAvailable)
             }
         });
-        let local = ModelSpec::parse(&persona.model).map(|s| s.is_local()).unwrap_or(true);
         let req = FrameRequest {
             persona_id: &persona.id,
             session_type,
             now: self.ledger.now(),
             capabilities,
-            retrieved,
+            retrieved: Vec::new(),
             scheduled: Vec::new(),
-            budget_cap: local.then_some(LOCAL_NARRATIVE_TOKENS),
+            budget_cap: None,
         };
-        Ok(build_frame(&self.ledger, req, &Estimate).await?)
+        Ok(read_frame(&self.ledger, req).await?)
     }
 
-    /// Frames a reply; never fails: a minimal narrative goes out instead,
-    /// and the failure is logged.
-    /// `retrieved`: the memories recall found for this reply (see `crate::memory`).
+    /// Adds the retrieved lines to a frame read by `read_reply_frame`, then
+    /// narrates and hashes it.
+    fn finish_reply_frame(&self, persona: &Persona, mut frame: ContextFrame, retrieved: Vec<String>) -> ContextFrame {
+        frame.memory.retrieved = retrieved;
+        let local = ModelSpec::parse(&persona.model).map(|s| s.is_local()).unwrap_or(true);
+        ::office::frame::finish(frame, local.then_some(LOCAL_NARRATIVE_TOKENS), &Estimate)
+    }
+
+    /// Frames a call of `persona` in its current session type; never fails
+    /// (see [`Engine::framed`]).
+    /// `retrieved`: the memories recall found for this call (see `crate::memory`).
     pub(crate) async fn frame_reply(&self, persona: &Persona, retrieved: Vec<String>) -> Framed {
-        let (session_type, _) = parse_session(self.ledger.session_mode(&persona.id).await.ok().flatten());
-        match self.build_reply_frame(persona, retrieved, session_type).await {
+        let session_type = self.current_session_type(&persona.id).await;
+        let frame = self.read_reply_frame(persona, session_type).await;
+        self.framed(persona, frame.map(|f| self.finish_reply_frame(persona, f, retrieved))).await
+    }
+
+    /// The narrative and record of a frame; when the frame could not be
+    /// built, a minimal narrative goes out instead and the failure is logged.
+    pub(crate) async fn framed(&self, persona: &Persona, frame: Result<ContextFrame>) -> Framed {
+        match frame {
             Ok(frame) => Framed {
-                narrative: frame.narrative.clone(),
-                frame_hash: frame.frame_hash.clone(),
                 frame_json: serde_json::to_string(&frame).unwrap_or_default(),
+                narrative: frame.narrative,
+                frame_hash: frame.frame_hash,
             },
             Err(e) => {
                 tracing::error!(code = e.code, persona = %persona.id, "the context frame failed; sending a minimal narrative: {}", e.message);

@@ -85,18 +85,24 @@ pub async fn chat(ctx: &Ctx, persona: &str, runs: usize) -> ExitCode {
         let retrieval = sorted(set, |t| t.retrieval_ms);
         let write = sorted(set, |t| t.write_ms);
         let wait = sorted(set, |t| t.queue_wait_ms);
+        let reads = sorted(set, |t| t.reads_ms);
+        let frame = sorted(set, |t| t.frame_ms);
+        let planner = sorted(set, |t| t.planner_ms);
         println!("{label}, {} runs:", set.len());
         println!("  our overhead send→provider (ledger write, queue, prompt): p50 {:.2} ms  p95 {:.2} ms", percentile(&overhead, 0.5), percentile(&overhead, 0.95));
         println!("    of which writing the message and its job:              p50 {:.2} ms  p95 {:.2} ms", percentile(&write, 0.5), percentile(&write, 0.95));
         println!("    of which waiting for the reply worker:                 p50 {:.2} ms  p95 {:.2} ms", percentile(&wait, 0.5), percentile(&wait, 0.95));
+        println!("    of which reading persona, profile, history, quota:     p50 {:.2} ms  p95 {:.2} ms", percentile(&reads, 0.5), percentile(&reads, 0.95));
         println!("    of which ranking memories for the prompt:              p50 {:.2} ms  p95 {:.2} ms", percentile(&retrieval, 0.5), percentile(&retrieval, 0.95));
+        println!("    of which the context frame and its narrative:          p50 {:.2} ms  p95 {:.2} ms", percentile(&frame, 0.5), percentile(&frame, 0.95));
+        println!("    of which the planner request:                          p50 {:.2} ms  p95 {:.2} ms", percentile(&planner, 0.5), percentile(&planner, 0.95));
     }
-    println!("each run, ms (overhead = write + wait + prepare; retrieval is part of prepare):");
+    println!("each run, ms (overhead = write + wait + prepare; reads, retrieval, frame and planner are parts of prepare):");
     for t in rest {
         let kind = if typed.contains(&t.request_id) { "typed" } else { "cold " };
         println!(
-            "  {kind} overhead {:7.2}  write {:6.2}  wait {:6.2}  retrieval {:6.2}  model first token {:8.0}",
-            t.overhead_ms, t.write_ms, t.queue_wait_ms, t.retrieval_ms, t.model_first_token_ms
+            "  {kind} overhead {:7.2}  write {:6.2}  wait {:6.2}  reads {:5.2}  retrieval {:6.2}  frame {:5.2}  planner {:5.2}  model first token {:8.0}",
+            t.overhead_ms, t.write_ms, t.queue_wait_ms, t.reads_ms, t.retrieval_ms, t.frame_ms, t.planner_ms, t.model_first_token_ms
         );
     }
     let overhead = sorted(&warm, |t| t.overhead_ms);

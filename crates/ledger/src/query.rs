@@ -292,6 +292,16 @@ impl Ledger {
         Ok(row.as_ref().map(item_row))
     }
 
+    /// Every runtime setting whose key starts with `prefix`, in one query.
+    pub async fn runtime_settings_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>> {
+        let rows = sqlx::query("SELECT key, value FROM runtime_settings WHERE substr(key, 1, length(?1)) = ?1")
+            .bind(prefix)
+            .fetch_all(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+
     pub async fn runtime_setting(&self, key: &str) -> Result<Option<String>> {
         sqlx::query_scalar("SELECT value FROM runtime_settings WHERE key = ?")
             .bind(key)

@@ -163,6 +163,10 @@ impl Ledger {
         let upgraded = schema_version(&mut conn).await? > schema_before;
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
+            // A connection to a local file cannot go stale: the default ping
+            // before every acquire only doubled each read's round trips to
+            // the connection's worker thread (about 25 reads per reply).
+            .test_before_acquire(false)
             .connect_with(co.clone().read_only(true))
             .await
             .map_err(LedgerError::Load)?;

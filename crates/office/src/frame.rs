@@ -212,17 +212,55 @@ pub async fn build_frame(
     req: FrameRequest<'_>,
     counter: &dyn TokenCounter,
 ) -> Result<ContextFrame, OfficeError> {
-    let persona = ledger.persona(req.persona_id).await?;
-    let language = Language::parse(&ledger.persona_language(&persona.id).await?.unwrap_or_default());
-    let handover = ledger.last_handover(&persona.id).await?;
-    let sanity_note = match &handover {
-        Some(h) => ledger.governance_note(h.seq).await?.map(|n| n.note),
-        None => None,
-    };
+    let budget_cap = req.budget_cap;
+    Ok(finish(read_frame(ledger, req).await?, budget_cap, counter))
+}
+
+/// Everything the frame holds, read from the ledger, before it is narrated
+/// and hashed (see [`finish`]). The reads are independent and run side by
+/// side on the ledger's reader connections: one after the other they were
+/// most of a reply's preparation.
+pub async fn read_frame(ledger: &Ledger, req: FrameRequest<'_>) -> Result<ContextFrame, OfficeError> {
+    let id = req.persona_id;
     let now = req.now;
-    let obligations: Vec<Obligation> = ledger
-        .reminders(&persona.id, false)
-        .await?
+    let handover_and_note = async {
+        let handover = ledger.last_handover(id).await?;
+        let note = match &handover {
+            Some(h) => ledger.governance_note(h.seq).await?.map(|n| n.note),
+            None => None,
+        };
+        Ok::<_, ledger::LedgerError>((handover, note))
+    };
+    let since = format_ts(now - PERIOD_WINDOW);
+    let (
+        persona,
+        language,
+        (handover, sanity_note),
+        reminders,
+        session_mode,
+        public_key,
+        constitution,
+        conversation_messages,
+        recent_events,
+        periods,
+        bookmarks,
+        baseline,
+    ) = tokio::try_join!(
+        ledger.persona(id),
+        ledger.persona_language(id),
+        handover_and_note,
+        ledger.reminders(id, false),
+        ledger.session_mode(id),
+        ledger.entity_public_key(id),
+        ledger.constitution(id),
+        ledger.message_count(id),
+        ledger.persona_events(id, RECENT_EVENTS),
+        ledger.periods(id, &since),
+        ledger.bookmarks(id, BOOKMARKS),
+        ledger.baseline(id),
+    )?;
+    let language = Language::parse(&language.unwrap_or_default());
+    let obligations: Vec<Obligation> = reminders
         .into_iter()
         .map(|r| {
             let minutes_left = r.due_at.as_deref().and_then(parse_ts).map(|d| (d - now).whole_minutes());
@@ -254,28 +292,26 @@ pub async fn build_frame(
         vec!["companion persona".to_owned()]
     };
     // The mode set for this session type, if any; else the type's default.
-    let mode = ledger
-        .session_mode(&persona.id)
-        .await?
+    let mode = session_mode
         .filter(|(t, _)| SessionType::parse(t) == Some(req.session_type))
         .and_then(|(_, m)| SessionMode::parse(&m))
         .filter(|m| req.session_type.allowed_modes().contains(m))
         .unwrap_or_else(|| req.session_type.default_mode());
-    let frame = ContextFrame {
+    Ok(ContextFrame {
         identity: Identity {
             entity_id: persona.id.clone(),
             name: persona.name.clone(),
-            public_key: ledger.entity_public_key(&persona.id).await?,
+            public_key,
             roles,
             guardian: ledger::HUMAN_ENTITY.to_owned(),
             language,
-            constitution: ledger.constitution(&persona.id).await?,
+            constitution,
         },
         position: Position {
             description,
             is_system: persona.is_system,
             model: persona.model.clone(),
-            conversation_messages: ledger.message_count(&persona.id).await?,
+            conversation_messages,
             created_seq: persona.created_seq,
         },
         state: State {
@@ -291,15 +327,10 @@ pub async fn build_frame(
         obligations,
         capabilities: req.capabilities,
         memory: Memory {
-            recent_events: ledger
-                .persona_events(&persona.id, RECENT_EVENTS)
-                .await?
-                .into_iter()
-                .map(event_line)
-                .collect(),
-            periods: ledger.periods(&persona.id, &format_ts(now - PERIOD_WINDOW)).await?,
-            bookmarks: ledger.bookmarks(&persona.id, BOOKMARKS).await?,
-            baseline: ledger.baseline(&persona.id).await?.map(|b| b.text),
+            recent_events: recent_events.into_iter().map(event_line).collect(),
+            periods,
+            bookmarks,
+            baseline: baseline.map(|b| b.text),
             retrieved: req.retrieved,
             handover,
         },
@@ -307,8 +338,7 @@ pub async fn build_frame(
         narrative: String::new(),
         frame_hash: String::new(),
         token_budget: NarrativeBudget::default(),
-    };
-    Ok(finish(frame, req.budget_cap, counter))
+    })
 }
 
 /// Narrates a frame and seals it with its hash.

@@ -562,3 +562,51 @@ async fn a_recorded_simulation_covers_the_same_action_after_a_restart_until_the_
     assert!(h.engine.list_items(None).await.expect("items").is_empty());
     assert_eq!(count(&h, "simulation_run").await, simulations, "no new simulation was needed");
 }
+
+// ----- latency (#2, #5): the printed frame is the one the reply sends -----
+
+/// `ledgermind frame` (`Engine::frame`) must print the frame the next reply
+/// sends: same history, retrieved lines (the persona's profile, summary and
+/// memories), session type and state, hence the same hash. The queue is
+/// paused so the frame is printed between the message and its reply.
+#[tokio::test]
+async fn the_frame_printed_before_a_reply_is_the_one_the_reply_sends() {
+    let clock = std::sync::Arc::new(ledger::ManualClock::new(time::macros::datetime!(2026-03-02 09:00 UTC)));
+    let h = crate::Harness::configured(&["The train leaves at nine.", "Noted, Friday it is."], |c| c.clock = clock.clone()).await;
+    let ada = h.engine.create_persona("Ada", "A travel planner").await.expect("create");
+    let mut edit = crate::personas::edit_of(&h.engine.persona_profile("Ada").await.expect("profile"));
+    edit.traits = vec!["punctual".into(), "dry humour".into()];
+    h.engine.update_persona(&ada.id, edit).await.expect("traits");
+    h.engine.set_constitution("Ada", "Tell the truth about deadlines.", &[]).await.expect("constitution");
+    h.engine.set_session_mode("Ada", "work", "commitment").await.expect("session");
+    h.engine
+        .ledger()
+        .append(
+            &ada.id,
+            EventBody::ReminderSet {
+                reminder_id: "r1".into(),
+                persona_id: ada.id.clone(),
+                text: "Book the Porto train".into(),
+                due_at: Some("2026-03-06T18:00:00Z".into()),
+                obligation: ObligationKind::Commitment,
+            },
+        )
+        .await
+        .expect("reminder");
+    let mut rx = h.engine.subscribe();
+    h.engine.send_message("Ada", "When does the Porto train leave?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("first reply");
+
+    h.engine.pause_queue().await;
+    h.engine.send_message("Ada", "Can we go to Porto on Friday by train?").await.expect("send");
+    let printed = h.engine.frame("Ada", SessionType::Work).await.expect("frame");
+    h.engine.resume_queue().await;
+    let reply = await_reply(&mut rx).await.1.expect("reply");
+
+    let why = h.engine.why(&reply.id).await.expect("why");
+    assert_eq!(why.frame_hash, printed.frame_hash, "printed:\n{}\nsent:\n{}", printed.narrative, why.narrative);
+    assert_eq!(why.narrative, printed.narrative);
+    assert!(printed.memory.retrieved.iter().any(|l| l.contains("punctual")), "{:?}", printed.memory.retrieved);
+    assert!(printed.memory.recent_events.iter().any(|e| e.text.as_deref() == Some("Can we go to Porto on Friday by train?")));
+    assert_eq!((printed.state.session_type, printed.obligations.len()), (SessionType::Work, 1));
+}

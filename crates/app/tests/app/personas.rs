@@ -93,7 +93,7 @@ async fn when_the_model_fails_the_persona_keeps_the_human_words_and_still_chats(
     assert_eq!(await_reply(&mut rx).await.1.expect("reply").content, "Check.");
 }
 
-fn edit_of(p: &app::PersonaProfileView) -> PersonaEdit {
+pub(crate) fn edit_of(p: &app::PersonaProfileView) -> PersonaEdit {
     PersonaEdit {
         name: p.name.clone(),
         short_description: p.short_description.clone(),
