@@ -397,8 +397,14 @@ impl Engine {
     /// schema (RESPOND or CALL_TOOL with those tools; CALL_TOOL only for a
     /// command such as "save the movie …"). NOOP is never an answer to a
     /// message. Returns the request and the matching stream decoder.
-    pub(crate) async fn planner_request(&self, persona: &Persona, mut request: CompletionRequest) -> PlannerTurn {
+    pub(crate) async fn planner_request(&self, persona: &Persona, request: CompletionRequest) -> PlannerTurn {
         let offered = self.offered_tools(persona).await;
+        self.planner_request_offering(persona, &offered, request).await
+    }
+
+    /// [`Engine::planner_request`] with the tools offered to the persona
+    /// already read (a reply reads them beside its frame).
+    pub(crate) async fn planner_request_offering(&self, persona: &Persona, offered: &[ToolSpec], mut request: CompletionRequest) -> PlannerTurn {
         let names: Vec<&str> = offered.iter().map(|t| t.name.as_str()).collect();
         // A cloud model gets the tools through its native function calling
         // (several calls = a plan); a local model's JSON protocol gives one

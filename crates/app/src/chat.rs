@@ -186,10 +186,11 @@ fn backoff(attempt: i64) -> time::Duration {
 async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result<(), Failure> {
     let taken = Instant::now();
     // Independent reads side by side; their errors are judged in order.
-    let (persona, profile, session_type) = tokio::join!(
+    let (persona, profile, session_type, spent_quota) = tokio::join!(
         engine.ledger.persona(&job.persona_id),
         engine.ledger.persona_profile(&job.persona_id),
         engine.current_session_type(&job.persona_id),
+        engine.spent_quota(&job.persona_id),
     );
     let persona = persona.map_err(|e| Failure::Final(e.into()))?;
     if persona.archived {
@@ -205,9 +206,10 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     }
     engine.turn_started(&persona.id);
     let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
-    let (provider, quota) = tokio::join!(engine.provider_for(&spec), engine.check_quota(&persona));
-    let provider = provider.map_err(Failure::Final)?;
-    quota.map_err(Failure::Final)?;
+    let provider = engine.provider_for(&spec).await.map_err(Failure::Final)?;
+    if let Some(limit) = spent_quota.map_err(Failure::Final)? {
+        return Err(Failure::Final(crate::office::quota_exceeded(&persona, limit)));
+    }
     let cancel = CancelFlag::default();
     if let Ok(mut c) = engine.current_cancel.lock() {
         *c = Some(cancel.clone());
@@ -218,7 +220,8 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     let framed = engine.framed(&persona, context.frame).await;
     let planning = Instant::now();
     let request = CompletionRequest::chat(spec.model.clone(), reply_prompt(&framed.narrative, &history));
-    let crate::assistant::PlannerTurn { mut request, stream, local_plan } = engine.planner_request(&persona, request).await;
+    let crate::assistant::PlannerTurn { mut request, stream, local_plan } =
+        engine.planner_request_offering(&persona, &context.offered, request).await;
     let steps = PrepareSteps { reads: reads + context.reads, retrieval: context.retrieval, frame: context.framing, planner: planning.elapsed() };
     if !spec.is_local() {
         engine.prepare_for_cloud(&spec.account, &mut request).await.map_err(Failure::Retry)?;

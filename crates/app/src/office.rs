@@ -9,6 +9,7 @@ use ledger::{Draft, EventBody, HandoverAuthor, Message, Persona, PersonaProfile,
 use ::office::dreaming::{dream, DreamInput, DreamReason};
 use ::office::sanity::{check, note, Facts};
 use ::office::frame::read_frame;
+use runtime::ToolSpec;
 use ::office::{ContextFrame, Estimate, FrameRequest, Language, Restriction, SessionMode, SessionType};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -145,6 +146,13 @@ impl SessionEnd {
     }
 }
 
+pub(crate) fn quota_exceeded(persona: &Persona, daily_limit: u32) -> AppError {
+    AppError::new(
+        "TOKEN_QUOTA_EXCEEDED",
+        format!("{} has used its {daily_limit} tokens for today; raise the quota in Settings", persona.name),
+    )
+}
+
 fn today(now: time::OffsetDateTime) -> String {
     now.date().to_string()
 }
@@ -156,8 +164,10 @@ pub(crate) struct ReplyContext {
     pub memories: crate::memory::ReplyMemories,
     /// The frame, or why it could not be built (see [`Engine::framed`]).
     pub frame: Result<ContextFrame>,
-    /// Reading the history; then ranking the memories, and reading plus
-    /// narrating the frame (these two overlap).
+    /// The tools offered to the persona now (its frame's capabilities).
+    pub offered: Vec<ToolSpec>,
+    /// Reading the history, then ranking the memories; beside them,
+    /// reading the frame; then narrating it.
     pub reads: Duration,
     pub retrieval: Duration,
     pub framing: Duration,
@@ -184,23 +194,27 @@ impl Engine {
             0 => time::Duration::days(365 * 100),
             h => time::Duration::hours(i64::from(h)),
         };
-        let started = Instant::now();
-        let (mut history, handover) = tokio::try_join!(
-            self.ledger.prompt_messages(&persona.id, HISTORY, window),
-            self.ledger.last_handover(&persona.id),
-        )?;
-        let start = handover.map_or(0, |h| h.seq);
-        history.retain(|m| m.seq > start);
-        let reads = started.elapsed();
-        let ranking = async {
-            let t = Instant::now();
-            (crate::memory::memories_for_reply(self, persona, &history).await, t.elapsed())
+        let history_then_ranking = async {
+            let started = Instant::now();
+            let (mut history, handover) = tokio::try_join!(
+                self.ledger.prompt_messages(&persona.id, HISTORY, window),
+                self.ledger.last_handover(&persona.id),
+            )?;
+            let start = handover.map_or(0, |h| h.seq);
+            history.retain(|m| m.seq > start);
+            let reads = started.elapsed();
+            let ranked = Instant::now();
+            let memories = crate::memory::memories_for_reply(self, persona, &history).await;
+            Ok::<_, AppError>((history, memories, reads, ranked.elapsed()))
         };
         let reading = async {
-            let t = Instant::now();
-            (self.read_reply_frame(persona, session_type).await, t.elapsed())
+            let started = Instant::now();
+            let offered = self.offered_tools(persona).await;
+            let frame = self.read_reply_frame(persona, session_type, &offered).await;
+            (frame, offered, started.elapsed())
         };
-        let ((memories, retrieval), (frame, read), summary) = tokio::join!(ranking, reading, self.ledger.summary(&persona.id));
+        let (ranked, (frame, offered, read), summary) = tokio::join!(history_then_ranking, reading, self.ledger.summary(&persona.id));
+        let (history, memories, reads, retrieval) = ranked?;
         // Memory (#4): who the persona is (traits, topics) and the
         // conversation's summary go beside what retrieval found.
         let mut lines = crate::personas::profile_lines(profile);
@@ -210,14 +224,15 @@ impl Engine {
         lines.extend(memories.lines.iter().cloned());
         let narrating = Instant::now();
         let frame = frame.map(|f| self.finish_reply_frame(persona, f, lines));
-        Ok(ReplyContext { history, memories, frame, reads, retrieval, framing: read + narrating.elapsed() })
+        Ok(ReplyContext { history, memories, frame, offered, reads, retrieval, framing: read + narrating.elapsed() })
     }
 
     /// The frame and narrative alone, with `retrieved` given instead of
     /// recalled: what `ledgermind bench office` times.
     pub async fn frame_with(&self, persona: &str, session_type: SessionType, retrieved: Vec<String>) -> Result<ContextFrame> {
         let persona = self.ledger.find_persona(persona).await?;
-        let frame = self.read_reply_frame(&persona, session_type).await?;
+        let offered = self.offered_tools(&persona).await;
+        let frame = self.read_reply_frame(&persona, session_type, &offered).await?;
         Ok(self.finish_reply_frame(&persona, frame, retrieved))
     }
 
@@ -228,8 +243,7 @@ impl Engine {
 
     /// Everything the frame reads from the ledger (see
     /// `office::frame::read_frame`), before the retrieved lines are known.
-    async fn read_reply_frame(&self, persona: &Persona, session_type: SessionType) -> Result<ContextFrame> {
-        let executable = self.offered_tools(persona).await;
+    async fn read_reply_frame(&self, persona: &Persona, session_type: SessionType, executable: &[ToolSpec]) -> Result<ContextFrame> {
         let role = if persona.is_system { runtime::Role::Ei } else { runtime::Role::Persona };
         let capabilities = ::office::capabilities(&runtime::ToolRegistry::builtin(), role, &|name| {
             if !session_type.permits(name) {
@@ -267,7 +281,8 @@ impl Engine {
     /// `retrieved`: the memories recall found for this call (see `crate::memory`).
     pub(crate) async fn frame_reply(&self, persona: &Persona, retrieved: Vec<String>) -> Framed {
         let session_type = self.current_session_type(&persona.id).await;
-        let frame = self.read_reply_frame(persona, session_type).await;
+        let offered = self.offered_tools(persona).await;
+        let frame = self.read_reply_frame(persona, session_type, &offered).await;
         self.framed(persona, frame.map(|f| self.finish_reply_frame(persona, f, retrieved))).await
     }
 
@@ -310,16 +325,12 @@ impl Engine {
         ]
     }
 
-    /// Refuses a reply when the persona has spent its daily token quota.
-    pub(crate) async fn check_quota(&self, persona: &Persona) -> Result<()> {
-        let day = self.ledger.token_day(&persona.id, &today(self.ledger.now())).await?;
-        if day.daily_limit > 0 && day.prompt_tokens + day.completion_tokens >= u64::from(day.daily_limit) {
-            return Err(AppError::new(
-                "TOKEN_QUOTA_EXCEEDED",
-                format!("{} has used its {} tokens for today; raise the quota in Settings", persona.name, day.daily_limit),
-            ));
-        }
-        Ok(())
+    /// The persona's daily token quota when it is spent: a reply is then
+    /// refused with [`quota_exceeded`].
+    pub(crate) async fn spent_quota(&self, persona_id: &str) -> Result<Option<u32>> {
+        let day = self.ledger.token_day(persona_id, &today(self.ledger.now())).await?;
+        let spent = day.daily_limit > 0 && day.prompt_tokens + day.completion_tokens >= u64::from(day.daily_limit);
+        Ok(spent.then_some(day.daily_limit))
     }
 
     async fn language_of(&self, persona_id: &str) -> Language {

@@ -541,35 +541,25 @@ impl Ledger {
     /// bookkeeping (frames, token counts) and without what the frame already
     /// carries in its own sections (handover, notes, periods, constitution).
     pub async fn persona_events(&self, persona_id: &str, limit: u32) -> Result<Vec<StoredEvent>> {
-        // Two indexed look-ups (own events, conversation messages), merged
-        // here: a single filter over `events` scans the whole log when the
-        // persona's events are sparse (31 ms at 100 000 events).
-        let own_sql = format!(
-            "SELECT seq FROM events WHERE entity_id = ? AND kind NOT IN ({NARRATED_ELSEWHERE}) ORDER BY seq DESC LIMIT ?"
+        // The newest of two indexed look-ups (own events, conversation
+        // messages), merged by SQLite in one round trip: a single filter over
+        // `events` scans the whole log when the persona's events are sparse
+        // (31 ms at 100 000 events).
+        let sql = format!(
+            "{} WHERE e.seq IN (\
+               SELECT seq FROM (SELECT seq FROM events WHERE entity_id = ?1 AND kind NOT IN ({NARRATED_ELSEWHERE}) \
+                 ORDER BY seq DESC LIMIT ?2) \
+               UNION SELECT seq FROM (SELECT seq FROM messages WHERE persona_id = ?1 ORDER BY seq DESC LIMIT ?2) \
+               ORDER BY 1 DESC LIMIT ?2) \
+             ORDER BY e.seq",
+            crate::query::EVENTS_WITH_PAYLOADS
         );
-        let mut seqs: Vec<i64> = sqlx::query_scalar(&own_sql)
-            .bind(persona_id)
-            .bind(i64::from(limit))
-            .fetch_all(self.pool())
-            .await
-            .map_err(LedgerError::Load)?;
-        let said: Vec<i64> = sqlx::query_scalar("SELECT seq FROM messages WHERE persona_id = ? ORDER BY seq DESC LIMIT ?")
-            .bind(persona_id)
-            .bind(i64::from(limit))
-            .fetch_all(self.pool())
-            .await
-            .map_err(LedgerError::Load)?;
-        seqs.extend(said);
-        seqs.sort_unstable_by(|a, b| b.cmp(a));
-        seqs.dedup();
-        seqs.truncate(limit as usize);
-        let list = serde_json::to_string(&seqs).map_err(|e| LedgerError::Invalid(e.to_string()))?;
-        let sql = format!("{} WHERE e.seq IN (SELECT value FROM json_each(?)) ORDER BY e.seq", crate::query::EVENTS_WITH_PAYLOADS);
         let rows = sqlx::query(&sql)
-        .bind(list)
-        .fetch_all(self.pool())
-        .await
-        .map_err(LedgerError::Load)?;
+            .bind(persona_id)
+            .bind(i64::from(limit))
+            .fetch_all(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
         Ok(rows.iter().map(crate::query::stored_event_row).collect())
     }
 

@@ -101,3 +101,39 @@ async fn office_projections_survive_a_rebuild_and_answer_their_queries() {
     let kinds: Vec<_> = l.persona_events(EI_PERSONA_ID, 2).await.expect("q").into_iter().map(|e| e.kind).collect();
     assert_eq!(kinds, ["bookmark_added", "reminder_set"]);
 }
+
+// latency (#2, #5): the frame's recent events in one statement.
+#[tokio::test]
+async fn a_personas_world_merges_its_own_events_and_its_conversation_once_oldest_first() {
+    let f = Fixture::new().await;
+    let l = &f.ledger;
+    let message = |id: &str, role| EventBody::MessageAdded {
+        message_id: id.into(),
+        persona_id: EI_PERSONA_ID.into(),
+        role,
+        content: format!("text of {id}"),
+        external_id: None,
+    };
+    // The person's messages are the person's events, found through the
+    // conversation; the persona's own are both (listed once); bookkeeping is left out.
+    l.append(HUMAN_ENTITY, message("h1", ledger::MessageRole::Human)).await.expect("append");
+    l.append(EI_PERSONA_ID, message("p1", ledger::MessageRole::Persona)).await.expect("append");
+    l.append(EI_PERSONA_ID, reminder("r1", None)).await.expect("append");
+    let usage = EventBody::TokensUsed { entity_id: EI_PERSONA_ID.into(), day: "2026-01-01".into(), prompt_tokens: 1, completion_tokens: 1 };
+    l.append(EI_PERSONA_ID, usage).await.expect("append");
+    l.append(HUMAN_ENTITY, message("h2", ledger::MessageRole::Human)).await.expect("append");
+
+    let all = l.persona_events(EI_PERSONA_ID, 100).await.expect("q");
+    assert!(all.windows(2).all(|w| w[0].seq < w[1].seq), "oldest first, each once");
+    assert!(!all.iter().any(|e| e.kind == "tokens_used"));
+    let last: Vec<(String, String)> = l
+        .persona_events(EI_PERSONA_ID, 3)
+        .await
+        .expect("q")
+        .into_iter()
+        .map(|e| (e.entity_id, e.kind))
+        .collect();
+    let expected = [(EI_PERSONA_ID, "message_added"), (EI_PERSONA_ID, "reminder_set"), (HUMAN_ENTITY, "message_added")];
+    assert_eq!(last, expected.map(|(a, b)| (a.to_owned(), b.to_owned())));
+    assert!(all.len() > 3 && all.len() < 100);
+}
