@@ -41,20 +41,7 @@ async fn a_session_ends_with_a_handover_that_the_next_narrative_weaves_in() {
     let h = Harness::new(&["Sure, Friday works.", &format!("{{\"handover\": \"{handover}\"}}")]).await;
     let ada = h.engine.create_persona("Ada", "").await.expect("create");
     // An obligation that is already late: the handover's "nothing is overdue" is false.
-    h.engine
-        .ledger()
-        .append(
-            &ada.id,
-            EventBody::ReminderSet {
-                reminder_id: "r1".into(),
-                persona_id: ada.id.clone(),
-                text: "Pay the tickets".into(),
-                due_at: Some("2000-01-01T00:00:00Z".into()),
-                obligation: ObligationKind::Commitment,
-            },
-        )
-        .await
-        .expect("reminder");
+    commitment(&h, &ada.id, "Pay the tickets", "2000-01-01T00:00:00Z").await;
     let mut rx = h.engine.subscribe();
     h.engine.send_message("Ada", "Can we go to Porto on Friday?").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
@@ -579,20 +566,7 @@ async fn the_frame_printed_before_a_reply_is_the_one_the_reply_sends() {
     h.engine.update_persona(&ada.id, edit).await.expect("traits");
     h.engine.set_constitution("Ada", "Tell the truth about deadlines.", &[]).await.expect("constitution");
     h.engine.set_session_mode("Ada", "work", "commitment").await.expect("session");
-    h.engine
-        .ledger()
-        .append(
-            &ada.id,
-            EventBody::ReminderSet {
-                reminder_id: "r1".into(),
-                persona_id: ada.id.clone(),
-                text: "Book the Porto train".into(),
-                due_at: Some("2026-03-06T18:00:00Z".into()),
-                obligation: ObligationKind::Commitment,
-            },
-        )
-        .await
-        .expect("reminder");
+    commitment(&h, &ada.id, "Book the Porto train", "2026-03-06T18:00:00Z").await;
     let mut rx = h.engine.subscribe();
     h.engine.send_message("Ada", "When does the Porto train leave?").await.expect("send");
     await_reply(&mut rx).await.1.expect("first reply");
@@ -609,4 +583,16 @@ async fn the_frame_printed_before_a_reply_is_the_one_the_reply_sends() {
     assert!(printed.memory.retrieved.iter().any(|l| l.contains("punctual")), "{:?}", printed.memory.retrieved);
     assert!(printed.memory.recent_events.iter().any(|e| e.text.as_deref() == Some("Can we go to Porto on Friday by train?")));
     assert_eq!((printed.state.session_type, printed.obligations.len()), (SessionType::Work, 1));
+}
+
+/// Appends the persona's commitment `r1`, due at `due_at`.
+async fn commitment(h: &crate::Harness, persona_id: &str, text: &str, due_at: &str) {
+    let body = EventBody::ReminderSet {
+        reminder_id: "r1".into(),
+        persona_id: persona_id.to_owned(),
+        text: text.to_owned(),
+        due_at: Some(due_at.to_owned()),
+        obligation: ObligationKind::Commitment,
+    };
+    h.engine.ledger().append(persona_id, body).await.expect("reminder");
 }
