@@ -55,7 +55,7 @@ pub use self::office::{
 pub use ::office::dreaming::{DreamReason, SESSIONS_PER_DREAM};
 pub use ::office::{ContextFrame, SessionMode, SessionType};
 pub use paths::DataDir;
-pub use personas::{PersonaEdit, PersonaProfileView, TopicView};
+pub use personas::{PersonaEdit, PersonaProfileView};
 pub use views::*;
 
 pub type Result<T, E = AppError> = std::result::Result<T, E>;

@@ -37,28 +37,6 @@ const MAX_SHORT: usize = 4_000;
 const MAX_HEARTBEAT_MINUTES: u32 = 7 * 24 * 60;
 const MAX_CONTEXT_WINDOW_HOURS: u32 = 24 * 365;
 
-/// One thing a persona cares about.
-#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
-#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
-pub struct TopicView {
-    pub name: String,
-    #[serde(default)]
-    pub perspective: String,
-    #[serde(default)]
-    pub approach: String,
-    #[serde(default)]
-    pub personal_stake: String,
-    /// -1 … 1
-    #[serde(default)]
-    pub sentiment: f64,
-    /// 0 … 1
-    #[serde(default)]
-    pub exposure_current: f64,
-    /// 0 … 1; the heartbeat prefers topics wanted more than they were had.
-    #[serde(default)]
-    pub exposure_desired: f64,
-}
-
 /// Everything the persona editor shows.
 #[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
 #[ts(export, export_to = "../../../ui/src/lib/bindings/")]
@@ -69,7 +47,7 @@ pub struct PersonaProfileView {
     pub short_description: String,
     pub long_description: String,
     pub traits: Vec<String>,
-    pub topics: Vec<TopicView>,
+    pub topics: Vec<PersonaTopic>,
     /// none | pending (the model is filling it) | llm | human | fallback
     pub profile_source: String,
     /// RFC 3339 UTC; null when not paused.
@@ -95,7 +73,7 @@ pub struct PersonaEdit {
     pub short_description: String,
     pub long_description: String,
     pub traits: Vec<String>,
-    pub topics: Vec<TopicView>,
+    pub topics: Vec<PersonaTopic>,
     pub heartbeat_minutes: u32,
     pub context_window_hours: u32,
     pub group_primary: String,
@@ -256,7 +234,7 @@ fn clean_list(items: &[String], max: usize) -> Vec<String> {
     out
 }
 
-fn clean_topics(topics: &[TopicView]) -> Vec<PersonaTopic> {
+fn clean_topics(topics: &[PersonaTopic]) -> Vec<PersonaTopic> {
     let mut out: Vec<PersonaTopic> = Vec::new();
     for t in topics {
         let name = clean(&t.name, MAX_ITEM);
@@ -277,30 +255,16 @@ fn clean_topics(topics: &[TopicView]) -> Vec<PersonaTopic> {
     out
 }
 
-impl From<&PersonaTopic> for TopicView {
-    fn from(t: &PersonaTopic) -> Self {
-        Self {
-            name: t.name.clone(),
-            perspective: t.perspective.clone(),
-            approach: t.approach.clone(),
-            personal_stake: t.personal_stake.clone(),
-            sentiment: t.sentiment,
-            exposure_current: t.exposure_current,
-            exposure_desired: t.exposure_desired,
-        }
-    }
-}
-
 /// The model's fill for persona `name`, cleaned: junk traits and topics
 /// dropped (see [`junk_item`]), the rest bounded and de-duplicated.
 fn fill_profile(fill: &Fill, name: &str, description: &str) -> (String, Vec<String>, Vec<PersonaTopic>) {
     let traits: Vec<String> =
         fill.traits.iter().map(|t| without_name(t, name)).filter(|t| !junk_item(t, name, 3)).collect();
-    let topics: Vec<TopicView> = fill
+    let topics: Vec<PersonaTopic> = fill
         .topics
         .iter()
         .filter(|t| !junk_topic(&t.name, name, description))
-        .map(|t| TopicView {
+        .map(|t| PersonaTopic {
             name: t.name.clone(),
             perspective: t.perspective.clone(),
             approach: String::new(),
@@ -388,7 +352,7 @@ impl Engine {
             short_description: p.short_description,
             long_description: p.long_description,
             traits: profile.traits,
-            topics: profile.topics.iter().map(TopicView::from).collect(),
+            topics: profile.topics.clone(),
             profile_source: profile.profile_source,
             paused_until: profile.paused_until,
             heartbeat_minutes: profile.heartbeat_minutes,

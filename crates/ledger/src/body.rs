@@ -252,8 +252,10 @@ pub enum EventBody {
     SummaryWritten { persona_id: String, text: String, up_to_seq: i64, source: String },
 }
 
-/// One thing a persona cares about (seed 002's persona topics).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One thing a persona cares about (seed 002's persona topics). Also what
+/// the persona editor shows and sends back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ts_rs::TS)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
 pub struct PersonaTopic {
     pub name: String,
     /// How the persona sees it.

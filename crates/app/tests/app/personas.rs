@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use app::{PersonaEdit, TopicView};
-use ledger::{Draft, EventBody, MemoryKind};
+use app::PersonaEdit;
+use ledger::{Draft, EventBody, MemoryKind, PersonaTopic};
 
 use crate::{await_reply, Harness};
 
@@ -121,7 +121,7 @@ async fn the_editor_saves_every_field_in_one_append_and_refuses_a_taken_name() {
     edit.name = "Ada Lovelace".into();
     edit.long_description = "Counts everything.".into();
     edit.traits = vec!["precise".into(), " ".into()];
-    edit.topics = vec![TopicView {
+    edit.topics = vec![PersonaTopic {
         name: "engines".into(),
         perspective: "poetry in brass".into(),
         approach: String::new(),
@@ -506,7 +506,7 @@ async fn the_ceremony_explores_topics_and_checks_descriptions_only_when_the_queu
     let rui = h.engine.create_persona("Rui", "a chess coach").await.expect("create");
     let mut edit = edit_of(&h.engine.persona_profile(&rui.id).await.expect("p"));
     edit.long_description = "Written by me.".into();
-    edit.topics = vec![TopicView {
+    edit.topics = vec![PersonaTopic {
         name: "chess".into(),
         perspective: "my words".into(),
         approach: String::new(),
