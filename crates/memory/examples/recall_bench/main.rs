@@ -8,14 +8,19 @@
 //! ```text
 //! cargo build --workspace --all-targets && target/debug/examples/recall_bench \
 //!     [--messages 8000] [--questions 400] [--latency-messages 100000] [--model DIR] [--hash] [--small] [--keep DIR]
+//!     [--latency-only]
 //! ```
 //! `--small` (CI): 1 500 messages, no latency run. `--hash` uses the
 //! hashing fake instead of all-MiniLM-L6-v2 (logic check only). `--keep DIR`
 //! keeps each dataset's embedded index in DIR and reuses it on the next run
 //! (same seed and size: the generators are deterministic).
+//! `BENCH_MISSES=1` lists the questions ours or embeddings-only miss at @5
+//! (A's tuning split and B); `BENCH_EXPERIMENTS=1` adds other fusions
+//! (`experiments.rs`) beside ours.
 
 mod data;
 mod data2;
+mod experiments;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,6 +40,7 @@ struct Args {
     hash: bool,
     seed: u64,
     keep: Option<PathBuf>,
+    latency_only: bool,
 }
 
 fn args() -> Args {
@@ -48,6 +54,7 @@ fn args() -> Args {
         hash: false,
         seed: 7,
         keep: None,
+        latency_only: false,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -61,6 +68,7 @@ fn args() -> Args {
             "--seed" => { a.seed = val(i).parse().unwrap_or(7); i += 1; }
             "--keep" => { a.keep = Some(val(i).into()); i += 1; }
             "--hash" => a.hash = true,
+            "--latency-only" => a.latency_only = true,
             "--small" => { a.messages = 1_500; a.questions = 120; a.latency_messages = 0; }
             other => eprintln!("ignoring unknown argument {other}"),
         }
@@ -128,14 +136,24 @@ fn evaluate(
     now: i64,
     split: Option<bool>,
 ) -> Score {
+    evaluate_with(cands, evidence, split, |c| rank(c, s, now).into_iter().map(|(r, _)| r).collect())
+}
+
+/// Recall@5 and @10 of the evidence under any ranking (best first) of the
+/// candidates; `split`: only the tuning (`Some(true)`) or held-out questions.
+fn evaluate_with(
+    cands: &[(Candidates, bool)],
+    evidence: &[i64],
+    split: Option<bool>,
+    ranking: impl Fn(&Candidates) -> Vec<i64>,
+) -> Score {
     let (mut h5, mut h10, mut n) = (0usize, 0usize, 0usize);
     for ((c, tune), &e) in cands.iter().zip(evidence) {
         if split.is_some_and(|t| t != *tune) {
             continue;
         }
         n += 1;
-        let ranked = rank(c, s, now);
-        if let Some(pos) = ranked.iter().take(10).position(|(r, _)| *r == e) {
+        if let Some(pos) = ranking(c).iter().take(10).position(|r| *r == e) {
             h10 += 1;
             if pos < 5 {
                 h5 += 1;
@@ -240,6 +258,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     // ---------- quality ----------
+    if !a.latency_only {
+        quality(&a, &embedder).await?;
+    }
+    if a.latency_messages > 0 {
+        latency(&a, embedder).await?;
+    }
+    Ok(())
+}
+
+async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn std::error::Error>> {
     let a_set = data::generate(a.seed, a.messages, a.questions);
     let b_set = data2::generate(a.seed, a.messages, a.questions);
     let mut sets = Vec::new();
@@ -318,6 +346,31 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let sc = evaluate(cands, evidence, &s, d.now_ms, split);
             println!("  {label:<38} {}   {}", pct(sc.r5), pct(sc.r10));
         }
+        if std::env::var_os("BENCH_EXPERIMENTS").is_some() {
+            for (label, wv, wk) in [("z-score 0.5/0.5", 0.5f32, 0.5f32), ("z-score 0.7/0.3", 0.7, 0.3), ("z-score 0.8/0.2", 0.8, 0.2)] {
+                let sc = evaluate_with(cands, evidence, split, |c| experiments::zscore(c, 50, wv, wk));
+                let tuning = split.map(|_| evaluate_with(cands, evidence, Some(true), |c| experiments::zscore(c, 50, wv, wk)));
+                print!("  experiment {label:<27} {}   {}", pct(sc.r5), pct(sc.r10));
+                match tuning {
+                    Some(t) => println!("   (tuning split {} / {})", pct(t.r5), pct(t.r10)),
+                    None => println!(),
+                }
+            }
+        }
+        // The questions ours or embeddings miss at @5: A's tuning split only
+        // (looking at held-out questions would be tuning on them), and B.
+        if std::env::var_os("BENCH_MISSES").is_some() {
+            for ((q, (c, _)), &e) in d.questions.iter().zip(cands).zip(evidence) {
+                if split.is_some() && !q.tune {
+                    continue;
+                }
+                let pos = |s: &RecallSettings| rank(c, s, d.now_ms).iter().position(|(r, _)| *r == e);
+                let (ours, emb) = (pos(&rows[0].1), pos(&vv));
+                if ours.is_none_or(|p| p >= 5) || emb.is_none_or(|p| p >= 5) {
+                    println!("  miss: ours {ours:?} embeddings {emb:?} keyword {:?}  {}", pos(&kw), q.query);
+                }
+            }
+        }
         if *name == "B" {
             for (lang, pt) in [("English", false), ("Portuguese", true)] {
                 let pick: Vec<bool> = d.questions.iter().map(|q| q.portuguese == pt).collect();
@@ -334,8 +387,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    // ---------- latency at scale ----------
-    if a.latency_messages > 0 {
+    Ok(())
+}
+
+/// Recall latency at `--latency-messages` (default 100 000).
+async fn latency(a: &Args, embedder: Arc<dyn Embedder>) -> Result<(), Box<dyn std::error::Error>> {
+    {
         let d = data::generate(a.seed + 1, a.latency_messages, 400);
         let tmp = tempfile::tempdir()?;
         let keep = a.keep.as_ref().map(|k| k.join(format!("L-{}-{}", a.seed + 1, a.latency_messages)));
