@@ -103,19 +103,79 @@ struct FillTopic {
     perspective: String,
 }
 
-/// Bounded so the grammar always closes within [`FILL_MAX_TOKENS`].
-pub(crate) fn fill_schema() -> serde_json::Value {
+/// Character words a trait is chosen from. A small local model asked for
+/// free-text traits wrote none, or its own name, or field names; held to a
+/// list by the grammar it picks words that are traits. (The human edits
+/// them freely in the editor.)
+const TRAIT_WORDS: &[&str] = &[
+    "adventurous", "blunt", "calm", "careful", "caring", "cheerful", "creative", "curious", "dreamy", "easygoing",
+    "energetic", "friendly", "funny", "generous", "gentle", "grumpy", "hardworking", "honest", "loyal", "nostalgic",
+    "optimistic", "organised", "passionate", "patient", "playful", "practical", "proud", "quiet", "romantic",
+    "sceptical", "serious", "shy", "stubborn", "storyteller", "talkative", "thoughtful", "warm", "wise", "witty",
+];
+
+/// Words that separate the subjects in a description ("a baker from Beirut
+/// who loves sourdough" → "baker", "Beirut", "sourdough"): articles,
+/// pronouns, prepositions, conjunctions and the verbs people use to say
+/// what someone likes or does.
+const TOPIC_BREAKS: &[&str] = &[
+    "a", "an", "the", "and", "or", "but", "who", "that", "which", "with", "from", "by", "of", "in", "on", "at", "to",
+    "for", "about", "into", "as", "is", "was", "are", "has", "had", "have", "his", "her", "their", "its", "my", "your",
+    "he", "she", "they", "very", "really", "loves", "love", "likes", "like", "enjoys", "enjoy", "adores", "hates",
+    "plays", "grows", "collects", "makes", "fixes", "reads", "writes", "cooks", "bakes", "paints", "teaches", "studies",
+    "works", "lives", "lived", "travels", "watches", "builds", "knits", "sings", "dances", "runs", "misses", "always",
+    "never", "often", "also", "all", "long-time",
+];
+
+/// The subjects a description names, in its own words (at most four words
+/// each, without the persona's name): what a topic is chosen from.
+fn topic_candidates(description: &str, name: &str) -> Vec<String> {
+    let name_words: Vec<String> = name.to_lowercase().split_whitespace().map(str::to_owned).collect();
+    let mut out: Vec<String> = Vec::new();
+    let mut phrase: Vec<&str> = Vec::new();
+    let flush = |phrase: &mut Vec<&str>, out: &mut Vec<String>| {
+        let text = phrase.join(" ");
+        let lower = text.to_lowercase();
+        let named = phrase.iter().any(|w| name_words.contains(&w.to_lowercase()));
+        if (1..=4).contains(&phrase.len()) && !named && !out.iter().any(|o| o.to_lowercase() == lower) {
+            out.push(text);
+        }
+        phrase.clear();
+    };
+    for token in description.split_inclusive(|c: char| c.is_whitespace() || ",.;:!?()\"".contains(c)) {
+        let word = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '-' && c != '\'');
+        let ends_clause = token.trim_end().ends_with(|c: char| ",.;:!?()\"".contains(c));
+        if word.is_empty() || TOPIC_BREAKS.contains(&word.to_lowercase().as_str()) {
+            flush(&mut phrase, &mut out);
+        } else {
+            phrase.push(word);
+        }
+        if ends_clause {
+            flush(&mut phrase, &mut out);
+        }
+    }
+    flush(&mut phrase, &mut out);
+    out.truncate(12);
+    out
+}
+
+/// Bounded so the grammar always closes within [`FILL_MAX_TOKENS`]. Traits
+/// come from [`TRAIT_WORDS`], topics from the subjects the description
+/// names (free text when it names none).
+pub(crate) fn fill_schema(name: &str, description: &str) -> serde_json::Value {
     let text = |n: u32| serde_json::json!({ "type": "string", "maxLength": n });
+    let subjects = topic_candidates(description, name);
+    let topic_name = if subjects.is_empty() { text(30) } else { serde_json::json!({ "enum": subjects }) };
     serde_json::json!({
         "type": "object",
         "properties": {
             "long_description": text(300),
-            "traits": { "type": "array", "items": text(30), "minItems": 1, "maxItems": 4 },
+            "traits": { "type": "array", "items": { "enum": TRAIT_WORDS }, "minItems": 2, "maxItems": 4 },
             "topics": {
                 "type": "array",
                 "items": {
                     "type": "object",
-                    "properties": { "name": text(30), "perspective": text(80) },
+                    "properties": { "name": topic_name, "perspective": text(80) },
                     "required": ["name", "perspective"]
                 },
                 "minItems": 1,
@@ -582,7 +642,7 @@ async fn fill(engine: &Arc<Engine>, job: &FillJob) -> std::result::Result<(), Fa
     let mut request = CompletionRequest::chat(spec.model.clone(), fill_prompt(&persona.name, &persona.short_description));
     request.max_tokens = FILL_MAX_TOKENS;
     request.temperature = 0.4;
-    request.json_schema = Some(fill_schema());
+    request.json_schema = Some(fill_schema(&persona.name, &persona.short_description));
     let completion = crate::extraction::complete_in_background(engine, provider.as_ref(), request).await?;
     tracing::debug!(persona = %persona.name, raw = %completion.text, "persona fill: the model's answer");
     let parsed = parse_fill(&completion.text).map_err(Failure::Retry)?;
@@ -687,6 +747,28 @@ mod tests {
         assert!(p[2].content.contains("vintage radios") && serde_json::from_str::<Fill>(&p[2].content).is_ok());
         assert!(p[3].content.contains("Noor") && p[3].content.contains("a baker from Beirut"));
         assert!(p[3].content.contains("never a person's name"));
+    }
+
+    #[test]
+    fn topics_are_chosen_from_the_subjects_the_description_names() {
+        assert_eq!(
+            topic_candidates("a baker from Beirut who loves sourdough and long walks by the sea", "Noor"),
+            ["baker", "Beirut", "sourdough", "long walks", "sea"]
+        );
+        assert_eq!(
+            topic_candidates("Noor Haddad, a nurse who plays the violin; grows tomatoes.", "Noor Haddad"),
+            ["nurse", "violin", "tomatoes"],
+            "the persona's name is no topic"
+        );
+        assert!(topic_candidates("the a of", "X").is_empty());
+        let schema = fill_schema("Noor", "a baker who loves sourdough");
+        let topic_name = &schema["properties"]["topics"]["items"]["properties"]["name"];
+        assert_eq!(topic_name["enum"], serde_json::json!(["baker", "sourdough"]));
+        assert_eq!(fill_schema("Noor", "")["properties"]["topics"]["items"]["properties"]["name"]["type"], "string");
+        let traits: Vec<String> = serde_json::from_value(schema["properties"]["traits"]["items"]["enum"].clone()).expect("enum");
+        // The worked example's traits are in the list the grammar allows.
+        let example: Fill = serde_json::from_str(FILL_EXAMPLE).expect("example");
+        assert!(example.traits.iter().all(|t| traits.contains(t)), "{:?}", example.traits);
     }
 
     #[test]
