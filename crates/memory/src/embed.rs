@@ -1,12 +1,10 @@
 //! Sentence embeddings: the [`Embedder`] trait, the local all-MiniLM-L6-v2
-//! (BERT, via candle) and a hashing fake for logic tests.
+//! (weights loaded with candle, encoded by [`crate::bert`]) and a hashing
+//! fake for logic tests.
 
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
-
+use crate::bert::{Bert, BertConfig};
 use crate::tokenizer::WordPiece;
 use crate::MemoryError;
 
@@ -24,13 +22,11 @@ pub trait Embedder: Send + Sync {
 pub const MINILM_DIR: &str = "all-MiniLM-L6-v2";
 /// Longest input in tokens (chat turns are short; longer text is truncated).
 pub const MINILM_MAX_TOKENS: usize = 128;
-const BATCH: usize = 32;
 
-/// all-MiniLM-L6-v2 on the CPU: mean pooling over real tokens, L2-normalised.
+/// all-MiniLM-L6-v2 on the CPU: mean pooling over the tokens, L2-normalised.
 pub struct MiniLm {
-    model: BertModel,
+    model: Bert,
     tokenizer: WordPiece,
-    device: Device,
     dim: usize,
 }
 
@@ -49,49 +45,21 @@ impl MiniLm {
             (need("config.json")?, need("model.safetensors")?, need("vocab.txt")?);
         let config_text = std::fs::read_to_string(&config_path)
             .map_err(|e| MemoryError::ModelUnavailable(format!("cannot read {}: {e}", config_path.display())))?;
-        let config: Config = serde_json::from_str(&config_text)
+        let config: BertConfig = serde_json::from_str(&config_text)
             .map_err(|e| MemoryError::ModelUnavailable(format!("{} is not a BERT config: {e}", config_path.display())))?;
-        let dim: usize = serde_json::from_str::<serde_json::Value>(&config_text)
-            .ok()
-            .and_then(|v| v.get("hidden_size").and_then(|h| h.as_u64()))
-            .unwrap_or(384) as usize;
+        let dim = config.hidden_size;
         let weights = std::fs::read(&weights_path)
             .map_err(|e| MemoryError::ModelUnavailable(format!("cannot read {}: {e}", weights_path.display())))?;
-        let device = Device::Cpu;
-        let bad = |e: candle_core::Error| MemoryError::ModelUnavailable(format!("bad weights: {e}"));
-        let mut tensors = candle_core::safetensors::load_buffer(&weights, &device).map_err(bad)?;
+        let tensors = candle_core::safetensors::load_buffer(&weights, &candle_core::Device::Cpu)
+            .map_err(|e| MemoryError::ModelUnavailable(format!("bad weights: {e}")))?;
         drop(weights);
-        for (name, w) in tensors.iter_mut() {
-            if w.rank() == 2 && !name.contains("embeddings") {
-                *w = transposed_storage(w).map_err(bad)?;
-            }
-        }
-        let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
-        let model = BertModel::load(vb, &config)
-            .map_err(|e| MemoryError::ModelUnavailable(format!("cannot build the model: {e}")))?;
+        let model = Bert::from_tensors(&tensors, config)?;
         let tokenizer = WordPiece::from_file(&vocab_path, MINILM_MAX_TOKENS)?;
-        Ok(Self { model, tokenizer, device, dim })
+        Ok(Self { model, tokenizer, dim })
     }
 
-    fn embed_batch(&self, ids: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, MemoryError> {
-        let n = ids.len();
-        let len = ids.iter().map(Vec::len).max().unwrap_or(2);
-        let mut flat = vec![0u32; n * len];
-        let mut mask = vec![0u32; n * len];
-        for (i, row) in ids.iter().enumerate() {
-            flat[i * len..i * len + row.len()].copy_from_slice(row);
-            mask[i * len..i * len + row.len()].iter_mut().for_each(|m| *m = 1);
-        }
-        let input = Tensor::from_vec(flat, (n, len), &self.device)?;
-        let mask = Tensor::from_vec(mask, (n, len), &self.device)?;
-        let types = input.zeros_like()?;
-        let out = self.model.forward(&input, &types, Some(&mask))?; // (n, len, dim)
-        let maskf = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (n, len, 1)
-        let summed = out.broadcast_mul(&maskf)?.sum(1)?; // (n, dim)
-        let counts = maskf.sum(1)?; // (n, 1)
-        let mean = summed.broadcast_div(&counts)?;
-        let rows: Vec<Vec<f32>> = mean.to_vec2()?;
-        Ok(rows.into_iter().map(normalise).collect())
+    fn embed_one(&self, text: &str) -> Vec<f32> {
+        normalise(self.model.mean_pooled(&self.tokenizer.encode(text)))
     }
 }
 
@@ -104,28 +72,25 @@ impl Embedder for MiniLm {
         MINILM_DIR.to_owned()
     }
 
+    /// One text (a query) on the calling thread; several (background
+    /// indexing) spread over one thread per core.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, MemoryError> {
-        let encoded: Vec<Vec<u32>> = texts.iter().map(|t| self.tokenizer.encode(t)).collect();
-        // Batches of similar length waste little on padding.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| encoded[i].len());
-        let mut out = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(BATCH) {
-            let batch: Vec<Vec<u32>> = chunk.iter().map(|&i| encoded[i].clone()).collect();
-            for (&i, v) in chunk.iter().zip(self.embed_batch(&batch)?) {
-                out[i] = v;
-            }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(texts.len());
+        if threads <= 1 {
+            return Ok(texts.iter().map(|t| self.embed_one(t)).collect());
         }
-        Ok(out)
+        let per_thread = texts.len().div_ceil(threads);
+        std::thread::scope(|scope| {
+            let parts: Vec<_> = texts
+                .chunks(per_thread)
+                .map(|part| scope.spawn(move || part.iter().map(|t| self.embed_one(t)).collect::<Vec<_>>()))
+                .collect();
+            parts.into_iter().try_fold(Vec::with_capacity(texts.len()), |mut out, part| {
+                out.extend(part.join().map_err(|_| MemoryError::Embed("an embedding thread panicked".into()))?);
+                Ok(out)
+            })
+        })
     }
-}
-
-/// The same (out, in) matrix, stored column by column. A linear layer
-/// multiplies by the weight's transpose, which is then contiguous: the matrix
-/// library packs it with plain copies instead of a strided gather (for a
-/// short query that gather was half of the embedding's time).
-fn transposed_storage(w: &Tensor) -> candle_core::Result<Tensor> {
-    w.t()?.contiguous()?.t()
 }
 
 pub fn normalise(mut v: Vec<f32>) -> Vec<f32> {

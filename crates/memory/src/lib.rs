@@ -7,6 +7,7 @@
 //! ([`MemoryIndex::sync_from_ledger`]). It must never let one persona
 //! retrieve another's conversation ([`Scope::for_viewer`] is the rule).
 
+mod bert;
 mod cache;
 mod decay;
 mod embed;

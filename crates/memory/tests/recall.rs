@@ -263,3 +263,34 @@ fn minilm_scores_paraphrases_above_unrelated_text() {
     let alone = m.embed(&["My sister moved to Norway last spring."]).expect("test step");
     assert!(cos(&alone[0], &v[0]) > 0.9999);
 }
+
+/// Our encoder (`src/bert.rs`) against candle's `BertModel` on the same
+/// files: same vectors to ~1e-6, for a one-token text, a chat query, a
+/// Portuguese sentence and a text cut at the 128-token limit.
+#[test]
+fn the_own_encoder_matches_candles_bert() {
+    use candle_core::{DType, Device, Tensor};
+    let Some(dir) = model_dir() else {
+        eprintln!("skipped: all-MiniLM-L6-v2 not found (set LEDGERMIND_MINILM_DIR)");
+        return;
+    };
+    let config: candle_transformers::models::bert::Config =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).expect("test step")).expect("test step");
+    let weights = candle_core::safetensors::load(dir.join("model.safetensors"), &Device::Cpu).expect("test step");
+    let vb = candle_nn::VarBuilder::from_tensors(weights, DType::F32, &Device::Cpu);
+    let reference = candle_transformers::models::bert::BertModel::load(vb, &config).expect("test step");
+    let tokenizer = memory::WordPiece::from_file(&dir.join("vocab.txt"), memory::MINILM_MAX_TOKENS).expect("test step");
+    let ours = MiniLm::load(&dir).expect("test step");
+    let long = "word ".repeat(300);
+    let texts = ["?", "Where did Clara move to last spring?", "Qual era o nome do meu primeiro professor de piano?", long.as_str()];
+    let mine = ours.embed(&texts).expect("test step");
+    for (text, mine) in texts.iter().zip(&mine) {
+        let ids = tokenizer.encode(text);
+        let input = Tensor::new(ids.as_slice(), &Device::Cpu).and_then(|t| t.unsqueeze(0)).expect("test step");
+        let out = reference.forward(&input, &input.zeros_like().expect("test step"), None).expect("test step");
+        let mean: Vec<f32> = out.mean(1).and_then(|t| t.squeeze(0)).and_then(|t| t.to_vec1()).expect("test step");
+        let reference = memory::normalise(mean);
+        let max_diff = reference.iter().zip(mine).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        assert!(max_diff < 1e-5, "{text:?}: differs by {max_diff}");
+    }
+}

@@ -1,0 +1,302 @@
+//! The BERT encoder of all-MiniLM-L6-v2, one text at a time, on the CPU.
+//!
+//! Candle's `BertModel` (used until session 6) spent a fixed ~8 ms per
+//! query packing every weight matrix for its matrix library, whatever the
+//! input's length, and split each product over threads that a busy CPU
+//! schedules late. A chat query is ~5–15 tokens: here each weight row is
+//! read once, straight from the model's own (out, in) layout, into small
+//! register blocks; no padding, one thread per text. Same floats as
+//! candle's to ~1e-6 (test `the_own_encoder_matches_candles_bert`).
+
+use std::collections::HashMap;
+
+use candle_core::Tensor;
+use serde::Deserialize;
+
+use crate::MemoryError;
+
+/// The parts of a BERT `config.json` the encoder needs.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct BertConfig {
+    pub hidden_size: usize,
+    pub num_attention_heads: usize,
+    pub num_hidden_layers: usize,
+    pub intermediate_size: usize,
+    pub max_position_embeddings: usize,
+    #[serde(default = "default_eps")]
+    pub layer_norm_eps: f32,
+    #[serde(default = "default_act")]
+    pub hidden_act: String,
+}
+
+fn default_eps() -> f32 {
+    1e-12
+}
+
+fn default_act() -> String {
+    "gelu".into()
+}
+
+/// A linear layer: `weight` is (out, in) row-major, as stored.
+struct Linear {
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+struct Norm {
+    gain: Vec<f32>,
+    bias: Vec<f32>,
+}
+
+struct Layer {
+    query: Linear,
+    key: Linear,
+    value: Linear,
+    attention_out: Linear,
+    attention_norm: Norm,
+    intermediate: Linear,
+    output: Linear,
+    output_norm: Norm,
+}
+
+pub(crate) struct Bert {
+    word: Vec<f32>,
+    position: Vec<f32>,
+    token_type: Vec<f32>,
+    embedding_norm: Norm,
+    layers: Vec<Layer>,
+    config: BertConfig,
+}
+
+impl Bert {
+    /// From a safetensors map (names with or without a `bert.` prefix).
+    pub fn from_tensors(tensors: &HashMap<String, Tensor>, config: BertConfig) -> Result<Self, MemoryError> {
+        if config.hidden_act != "gelu" || config.num_attention_heads == 0 || config.hidden_size % config.num_attention_heads != 0 {
+            return Err(MemoryError::ModelUnavailable(format!(
+                "unsupported BERT: activation {}, {} heads for {} dimensions",
+                config.hidden_act, config.num_attention_heads, config.hidden_size
+            )));
+        }
+        let get = |name: &str, len: usize| -> Result<Vec<f32>, MemoryError> {
+            let t = tensors
+                .get(name)
+                .or_else(|| tensors.get(&format!("bert.{name}")))
+                .ok_or_else(|| MemoryError::ModelUnavailable(format!("the weights have no {name}")))?;
+            let v = t
+                .flatten_all()
+                .and_then(|t| t.to_dtype(candle_core::DType::F32))
+                .and_then(|t| t.to_vec1::<f32>())
+                .map_err(|e| MemoryError::ModelUnavailable(format!("bad weights for {name}: {e}")))?;
+            if v.len() == len {
+                Ok(v)
+            } else {
+                Err(MemoryError::ModelUnavailable(format!("{name} has {} values, expected {len}", v.len())))
+            }
+        };
+        let (h, inter) = (config.hidden_size, config.intermediate_size);
+        let linear = |name: &str, inputs: usize, outputs: usize| -> Result<Linear, MemoryError> {
+            Ok(Linear { weight: get(&format!("{name}.weight"), inputs * outputs)?, bias: get(&format!("{name}.bias"), outputs)? })
+        };
+        let norm = |name: &str| -> Result<Norm, MemoryError> {
+            Ok(Norm { gain: get(&format!("{name}.weight"), h)?, bias: get(&format!("{name}.bias"), h)? })
+        };
+        let layers = (0..config.num_hidden_layers)
+            .map(|i| {
+                let p = format!("encoder.layer.{i}");
+                Ok(Layer {
+                    query: linear(&format!("{p}.attention.self.query"), h, h)?,
+                    key: linear(&format!("{p}.attention.self.key"), h, h)?,
+                    value: linear(&format!("{p}.attention.self.value"), h, h)?,
+                    attention_out: linear(&format!("{p}.attention.output.dense"), h, h)?,
+                    attention_norm: norm(&format!("{p}.attention.output.LayerNorm"))?,
+                    intermediate: linear(&format!("{p}.intermediate.dense"), h, inter)?,
+                    output: linear(&format!("{p}.output.dense"), inter, h)?,
+                    output_norm: norm(&format!("{p}.output.LayerNorm"))?,
+                })
+            })
+            .collect::<Result<Vec<_>, MemoryError>>()?;
+        let vocab = tensors
+            .get("embeddings.word_embeddings.weight")
+            .or_else(|| tensors.get("bert.embeddings.word_embeddings.weight"))
+            .map(|t| t.elem_count() / h.max(1))
+            .unwrap_or(0);
+        Ok(Self {
+            word: get("embeddings.word_embeddings.weight", vocab * h)?,
+            position: get("embeddings.position_embeddings.weight", config.max_position_embeddings * h)?,
+            token_type: get("embeddings.token_type_embeddings.weight", 2 * h)?,
+            embedding_norm: norm("embeddings.LayerNorm")?,
+            layers,
+            config,
+        })
+    }
+
+    /// The mean of the last layer's token vectors for `ids` (one text, with
+    /// its `[CLS]` and `[SEP]`; at most `max_position_embeddings` tokens).
+    pub fn mean_pooled(&self, ids: &[u32]) -> Vec<f32> {
+        let h = self.config.hidden_size;
+        let ids = &ids[..ids.len().min(self.config.max_position_embeddings)];
+        let m = ids.len();
+        let vocab = self.word.len() / h.max(1);
+        let mut x = vec![0f32; m * h];
+        for (i, &id) in ids.iter().enumerate() {
+            let id = (id as usize).min(vocab.saturating_sub(1));
+            let row = &mut x[i * h..(i + 1) * h];
+            let (w, p) = (&self.word[id * h..(id + 1) * h], &self.position[i * h..(i + 1) * h]);
+            for (c, v) in row.iter_mut().enumerate() {
+                *v = w[c] + p[c] + self.token_type[c];
+            }
+        }
+        let eps = self.config.layer_norm_eps;
+        layer_norm(&mut x, &self.embedding_norm, eps);
+        for l in &self.layers {
+            let ctx = self.attention(&x, m, l);
+            let mut a = linear(&ctx, m, &l.attention_out);
+            a.iter_mut().zip(&x).for_each(|(a, x)| *a += x);
+            layer_norm(&mut a, &l.attention_norm, eps);
+            let mut inner = linear(&a, m, &l.intermediate);
+            inner.iter_mut().for_each(|v| *v = gelu(*v));
+            let mut out = linear(&inner, m, &l.output);
+            out.iter_mut().zip(&a).for_each(|(o, a)| *o += a);
+            layer_norm(&mut out, &l.output_norm, eps);
+            x = out;
+        }
+        let mut mean = vec![0f32; h];
+        for row in x.chunks_exact(h) {
+            mean.iter_mut().zip(row).for_each(|(s, v)| *s += v);
+        }
+        mean.iter_mut().for_each(|s| *s /= m.max(1) as f32);
+        mean
+    }
+
+    /// Multi-head self-attention over all `m` tokens (one text: no mask).
+    fn attention(&self, x: &[f32], m: usize, l: &Layer) -> Vec<f32> {
+        let h = self.config.hidden_size;
+        let d = h / self.config.num_attention_heads;
+        let (q, k, v) = (linear(x, m, &l.query), linear(x, m, &l.key), linear(x, m, &l.value));
+        let scale = 1.0 / (d as f32).sqrt();
+        let mut ctx = vec![0f32; m * h];
+        let mut p = vec![0f32; m];
+        for o in (0..h).step_by(d) {
+            for i in 0..m {
+                let qi = &q[i * h + o..i * h + o + d];
+                for (j, s) in p.iter_mut().enumerate() {
+                    *s = qi.iter().zip(&k[j * h + o..j * h + o + d]).map(|(a, b)| a * b).sum::<f32>() * scale;
+                }
+                let max = p.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let mut sum = 0.0;
+                p.iter_mut().for_each(|s| {
+                    *s = (*s - max).exp();
+                    sum += *s;
+                });
+                let c = &mut ctx[i * h + o..i * h + o + d];
+                for (j, s) in p.iter().enumerate() {
+                    let w = s / sum;
+                    c.iter_mut().zip(&v[j * h + o..j * h + o + d]).for_each(|(c, v)| *c += w * v);
+                }
+            }
+        }
+        ctx
+    }
+}
+
+fn layer_norm(x: &mut [f32], n: &Norm, eps: f32) {
+    for row in x.chunks_exact_mut(n.gain.len()) {
+        let len = row.len() as f32;
+        let mean = row.iter().sum::<f32>() / len;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / len;
+        let inv = 1.0 / (var + eps).sqrt();
+        for ((v, g), b) in row.iter_mut().zip(&n.gain).zip(&n.bias) {
+            *v = (*v - mean) * inv * g + b;
+        }
+    }
+}
+
+/// GELU with the exact erf (as BERT's "gelu").
+fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+/// Abramowitz & Stegun 7.1.26: |error| < 1.5e-7.
+fn erf(x: f32) -> f32 {
+    let t = 1.0 / (1.0 + 0.327_591_1 * x.abs());
+    let poly = ((((1.061_405_4 * t - 1.453_152_1) * t + 1.421_413_7) * t - 0.284_496_74) * t + 0.254_829_6) * t;
+    (1.0 - poly * (-x * x).exp()).copysign(x)
+}
+
+/// `x` (m × in) · weightᵀ + bias.
+fn linear(x: &[f32], m: usize, l: &Linear) -> Vec<f32> {
+    let (n, k) = (l.bias.len(), l.weight.len() / l.bias.len().max(1));
+    let mut out: Vec<f32> = (0..m).flat_map(|_| l.bias.iter().copied()).collect();
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above), all the
+        // function requires; it is otherwise ordinary safe code.
+        #[allow(unsafe_code)]
+        unsafe {
+            products_avx2(x, m, k, &l.weight, n, &mut out)
+        };
+        return out;
+    }
+    products(x, m, k, &l.weight, n, &mut out);
+    out
+}
+
+/// [`products`] compiled for AVX2 + FMA (chosen at run time).
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn products_avx2(x: &[f32], m: usize, k: usize, w: &[f32], n: usize, out: &mut [f32]) {
+    products(x, m, k, w, n, out)
+}
+
+/// Adds x (m × k) · wᵀ to `out` (m × n); `w` is (n, k) row-major. Blocks of
+/// 3 tokens × 4 outputs keep 12 accumulators of 8 lanes in registers and
+/// read each weight row once per 3 tokens.
+#[inline(always)]
+fn products(x: &[f32], m: usize, k: usize, w: &[f32], n: usize, out: &mut [f32]) {
+    let mut j = 0;
+    while j + 4 <= n {
+        let mut i = 0;
+        while i + 3 <= m {
+            block::<3>(x, i, k, w, j, n, out);
+            i += 3;
+        }
+        while i < m {
+            block::<1>(x, i, k, w, j, n, out);
+            i += 1;
+        }
+        j += 4;
+    }
+    for j in j..n {
+        for i in 0..m {
+            out[i * n + j] += x[i * k..(i + 1) * k].iter().zip(&w[j * k..(j + 1) * k]).map(|(a, b)| a * b).sum::<f32>();
+        }
+    }
+}
+
+const LANES: usize = 8;
+
+#[inline(always)]
+fn block<const R: usize>(x: &[f32], i0: usize, k: usize, w: &[f32], j: usize, n: usize, out: &mut [f32]) {
+    let mut acc = [[[0f32; LANES]; 4]; R];
+    let ws: [&[f32]; 4] = std::array::from_fn(|q| &w[(j + q) * k..(j + q + 1) * k]);
+    let xs: [&[f32]; R] = std::array::from_fn(|r| &x[(i0 + r) * k..(i0 + r + 1) * k]);
+    let whole = k / LANES * LANES;
+    for c in (0..whole).step_by(LANES) {
+        let wv: [[f32; LANES]; 4] = std::array::from_fn(|q| std::array::from_fn(|l| ws[q][c + l]));
+        for r in 0..R {
+            let xv: [f32; LANES] = std::array::from_fn(|l| xs[r][c + l]);
+            for q in 0..4 {
+                for l in 0..LANES {
+                    acc[r][q][l] += xv[l] * wv[q][l];
+                }
+            }
+        }
+    }
+    for r in 0..R {
+        for q in 0..4 {
+            let tail: f32 = xs[r][whole..].iter().zip(&ws[q][whole..]).map(|(a, b)| a * b).sum();
+            out[(i0 + r) * n + j + q] += acc[r][q].iter().sum::<f32>() + tail;
+        }
+    }
+}
