@@ -314,8 +314,9 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         .ok_or_else(|| Failure::Retry(AppError::new("STORAGE_LOAD_FAILED", "the reply was not found after saving")))?;
     record_timing(engine, item, steps, [taken, called, first_token.unwrap_or(generated), generated, committed], completion.completion_tokens);
     engine.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
-    engine.emit(AppEvent::ReplyFinished { request_id: item.id.clone(), message });
+    // The conversation is back to IDLE before anyone hears the reply is done.
     engine.turn_delivered(&persona.id);
+    engine.emit(AppEvent::ReplyFinished { request_id: item.id.clone(), message });
     if let Ok(p) = engine.ledger.persona(&persona.id).await {
         engine.emit(AppEvent::PersonaChanged { persona: p.into() });
     }
