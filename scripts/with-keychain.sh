@@ -17,10 +17,24 @@ SCRATCH=$(mktemp -d /tmp/ledgermind-keychain.XXXXXX)
 chmod 700 "$SCRATCH"
 export XDG_RUNTIME_DIR="$SCRATCH/run" XDG_DATA_HOME="$SCRATCH/data"
 mkdir -p -m 700 "$XDG_RUNTIME_DIR" "$XDG_DATA_HOME"
-# A throwaway password creates and unlocks the default collection.
-printf 'ledgermind-test' | gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>&1 &
+# A throwaway password creates and unlocks the default collection. The
+# daemon is restarted, unlocked again, if it dies: in a CI run it once died
+# (SIGTRAP) mid-suite, D-Bus then activated a locked one, and every later
+# keychain call waited on an unlock prompt nobody could answer.
+(
+  for _ in $(seq 1 20); do
+    printf 'ledgermind-test' | gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>&1
+    [ -e "$SCRATCH/stop" ] && exit 0
+    echo "with-keychain: gnome-keyring-daemon exited; restarting it unlocked" >&2
+  done
+) &
 KEYRING_PID=$!
-cleanup() { kill "$KEYRING_PID" 2>/dev/null || true; rm -rf "$SCRATCH"; }
+cleanup() {
+  touch "$SCRATCH/stop" 2>/dev/null || true
+  pkill -P "$KEYRING_PID" 2>/dev/null || true
+  kill "$KEYRING_PID" 2>/dev/null || true
+  rm -rf "$SCRATCH"
+}
 trap cleanup EXIT
 # Never call the Secret Service before our daemon owns its bus name: a call
 # would make D-Bus activate a second, locked gnome-keyring that can win the name.

@@ -20,18 +20,34 @@ pub trait KeyStore: Send + Sync {
 }
 
 /// The real OS keychain (Secret Service on Linux) through `keyring`.
+///
+/// Every call has a deadline ([`KEYCHAIN_TIMEOUT`]): a Secret Service that
+/// waits on an unlock prompt nobody answers (a headless session, a daemon
+/// restarted locked) would otherwise hold the calling thread, and with it
+/// the app's async workers, for ever.
 #[derive(Debug, Clone)]
 pub struct KeyringStore {
     service: String,
+    timeout: std::time::Duration,
 }
+
+/// How long one keychain call may take before it fails as `Locked`.
+pub const KEYCHAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl KeyringStore {
     pub fn new(service: impl Into<String>) -> Self {
-        Self { service: service.into() }
+        Self { service: service.into(), timeout: KEYCHAIN_TIMEOUT }
     }
 
-    fn entry(&self, account: &str) -> Result<keyring::Entry, KeyStoreError> {
-        keyring::Entry::new(&self.service, account).map_err(map_keyring)
+    /// Runs `op` on the entry for `account` on its own thread, giving up
+    /// after the deadline (the thread is left to finish on its own).
+    fn with_entry<T: Send + 'static>(
+        &self,
+        account: &str,
+        op: impl FnOnce(keyring::Entry) -> Result<T, KeyStoreError> + Send + 'static,
+    ) -> Result<T, KeyStoreError> {
+        let (service, account) = (self.service.clone(), account.to_owned());
+        with_deadline(self.timeout, move || op(keyring::Entry::new(&service, &account).map_err(map_keyring)?))
     }
 
     /// Round-trips a probe secret to tell whether the keychain works now.
@@ -47,6 +63,29 @@ impl KeyringStore {
     }
 }
 
+fn with_deadline<T: Send + 'static>(
+    timeout: std::time::Duration,
+    op: impl FnOnce() -> Result<T, KeyStoreError> + Send + 'static,
+) -> Result<T, KeyStoreError> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    std::thread::Builder::new()
+        .name("keychain".into())
+        .spawn(move || {
+            let _ = tx.send(op());
+        })
+        .map_err(|e| KeyStoreError::Other(format!("cannot start a keychain call: {e}")))?;
+    match rx.recv_timeout(timeout) {
+        Ok(result) => result,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(KeyStoreError::Locked(format!(
+            "the keychain did not answer within {} s; it may be waiting for an unlock prompt",
+            timeout.as_secs_f32()
+        ))),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Err(KeyStoreError::Other("the keychain call stopped without an answer".into()))
+        }
+    }
+}
+
 fn map_keyring(e: keyring::Error) -> KeyStoreError {
     match e {
         keyring::Error::PlatformFailure(inner) => KeyStoreError::Unavailable(inner.to_string()),
@@ -57,22 +96,23 @@ fn map_keyring(e: keyring::Error) -> KeyStoreError {
 
 impl KeyStore for KeyringStore {
     fn load(&self, account: &str) -> Result<Option<Vec<u8>>, KeyStoreError> {
-        match self.entry(account)?.get_secret() {
+        self.with_entry(account, |entry| match entry.get_secret() {
             Ok(secret) => Ok(Some(secret)),
             Err(keyring::Error::NoEntry) => Ok(None),
             Err(e) => Err(map_keyring(e)),
-        }
+        })
     }
 
     fn store(&self, account: &str, secret: &[u8]) -> Result<(), KeyStoreError> {
-        self.entry(account)?.set_secret(secret).map_err(map_keyring)
+        let secret = zeroize::Zeroizing::new(secret.to_vec());
+        self.with_entry(account, move |entry| entry.set_secret(&secret).map_err(map_keyring))
     }
 
     fn delete(&self, account: &str) -> Result<(), KeyStoreError> {
-        match self.entry(account)?.delete_credential() {
+        self.with_entry(account, |entry| match entry.delete_credential() {
             Ok(()) | Err(keyring::Error::NoEntry) => Ok(()),
             Err(e) => Err(map_keyring(e)),
-        }
+        })
     }
 }
 
@@ -171,5 +211,27 @@ mod memory {
                 Err(e) => Err(io(e)),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::{with_deadline, KeyStoreError};
+
+    #[test]
+    fn a_keychain_call_that_hangs_fails_as_locked_at_its_deadline() {
+        let t = Instant::now();
+        let r: Result<(), _> = with_deadline(Duration::from_millis(100), || {
+            std::thread::sleep(Duration::from_secs(5));
+            Ok(())
+        });
+        assert!(matches!(&r, Err(KeyStoreError::Locked(m)) if m.contains("did not answer")), "{r:?}");
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        // A call that answers in time gives its own answer, error or not.
+        assert_eq!(with_deadline(Duration::from_secs(5), || Ok(7)).ok(), Some(7));
+        let e = with_deadline::<()>(Duration::from_secs(5), || Err(KeyStoreError::Unavailable("down".into())));
+        assert!(matches!(e, Err(KeyStoreError::Unavailable(_))));
     }
 }

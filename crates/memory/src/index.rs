@@ -23,7 +23,9 @@ use sqlx::{ConnectOptions, QueryBuilder, Row};
 use tokio::sync::Notify;
 
 use crate::embed::Embedder;
-use crate::search::{fts_query, group_key, rank, Candidates, RecallSettings, Scope};
+use crate::search::{
+    fts_query, group_key, rank, Candidates, RecallSettings, Scope, DENSITY_NEIGHBOURS, DENSITY_POOL,
+};
 use crate::MemoryError;
 
 type Result<T, E = MemoryError> = std::result::Result<T, E>;
@@ -251,6 +253,34 @@ impl VectorCache {
             }
         }
         kept
+    }
+
+    /// Each of `rows`' density among `pool` (see [`Candidates::density`]):
+    /// the mean cosine of its [`DENSITY_NEIGHBOURS`] nearest pool rows,
+    /// itself excluded. `pool` is the query's vector hits, all in scope,
+    /// so no row outside the viewer's scope counts.
+    fn densities(&self, pool: &[i64], rows: &[i64]) -> Vec<(i64, f32)> {
+        let at = |r: &i64| self.position.get(r).copied().filter(|&i| self.owners[i] != GONE);
+        let pool: Vec<(i64, usize)> = pool.iter().filter_map(|r| Some((*r, at(r)?))).collect();
+        let slice = |i: usize| &self.data[i * self.dim..(i + 1) * self.dim];
+        let mut nearest = Vec::with_capacity(pool.len());
+        rows.iter()
+            .filter_map(|r| {
+                let i = at(r)?;
+                nearest.clear();
+                nearest.extend(
+                    pool.iter()
+                        .filter(|(p, _)| p != r)
+                        .map(|&(_, j)| dot_i8(slice(i), slice(j)) as f32 * self.scales[i] * self.scales[j]),
+                );
+                let k = DENSITY_NEIGHBOURS.min(nearest.len());
+                if k == 0 {
+                    return Some((*r, 0.0));
+                }
+                nearest.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+                Some((*r, nearest[..k].iter().sum::<f32>() / k as f32))
+            })
+            .collect()
     }
 
     /// The cosine of each given row that has a vector (rows already in scope).
@@ -759,14 +789,24 @@ impl MemoryIndex {
     /// Both retrievers' candidate lists for `query` within `scope`, and both
     /// scores of every candidate (a keyword hit's cosine, a vector hit's
     /// BM25). The keyword query and the query embedding run at the same time.
+    /// The vector list holds `max(n, DENSITY_POOL)` rows by cosine; rank
+    /// with [`RecallSettings::vector_hits`] to take the first `n`.
     pub async fn candidates(&self, scope: &Scope, query: &str, n: usize) -> Result<Candidates> {
-        Ok(self.candidate_rows(scope, query, n).await?.0)
+        Ok(self.candidate_rows(scope, query, n, None).await?.0)
     }
 
     /// [`MemoryIndex::candidates`], with every candidate's row read on the
     /// way: two SQL round trips per recall (keyword hits; the vector hits'
     /// rows and BM25) instead of one more for the final hits.
-    async fn candidate_rows(&self, scope: &Scope, query: &str, n: usize) -> Result<(Candidates, HashMap<i64, Hit>)> {
+    /// With `settings`, only the vector hits those settings rank (their first
+    /// `n`) are read.
+    async fn candidate_rows(
+        &self,
+        scope: &Scope,
+        query: &str,
+        n: usize,
+        settings: Option<&RecallSettings>,
+    ) -> Result<(Candidates, HashMap<i64, Hit>)> {
         let mut c = Candidates::default();
         let mut rows: HashMap<i64, Hit> = HashMap::new();
         let fts = fts_query(query);
@@ -800,12 +840,31 @@ impl MemoryIndex {
         if let Some(qv) = vector? {
             c.vector_available = true;
             if let Ok(v) = self.vectors.read() {
-                for (row, cos) in v.search(scope, &qv, n) {
+                for (row, cos) in v.search(scope, &qv, n.max(DENSITY_POOL)) {
                     c.vector.push(row);
                     c.cosine.insert(row, cos);
                 }
                 c.cosine.extend(v.cosines(&c.keyword, &qv));
+                c.density.extend(v.densities(&c.vector, &c.vector));
+                // A keyword hit outside the pool is not near the query's
+                // neighbourhood, so the pool cannot say how crowded its own
+                // is: it gets the pool's median, neither lifted nor pushed.
+                let mut pool: Vec<f32> = c.density.values().copied().collect();
+                if !pool.is_empty() {
+                    let mid = pool.len() / 2;
+                    let (_, median, _) = pool.select_nth_unstable_by(mid, f32::total_cmp);
+                    let median = *median;
+                    for r in &c.keyword {
+                        if c.cosine.contains_key(r) {
+                            c.density.entry(*r).or_insert(median);
+                        }
+                    }
+                }
             }
+        }
+        if let Some(s) = settings {
+            let keep: std::collections::HashSet<i64> = s.vector_hits(&c).into_iter().collect();
+            c.vector.retain(|r| keep.contains(r));
         }
         // The vector hits' rows and BM25 scores (none when no query word is in them).
         let missing: Vec<i64> = c.vector.iter().copied().filter(|r| !rows.contains_key(r)).collect();
@@ -846,7 +905,7 @@ impl MemoryIndex {
         let settings = self.settings();
         // More results than candidates per retriever: widen both lists.
         let settings = RecallSettings { candidates: settings.candidates.max(k), ..settings };
-        let (c, mut rows) = self.candidate_rows(scope, query, settings.candidates).await?;
+        let (c, mut rows) = self.candidate_rows(scope, query, settings.candidates, Some(&settings)).await?;
         let hits = rank(&c, &settings, now_ms)
             .into_iter()
             .filter_map(|(row, score)| rows.remove(&row).map(|h| Hit { score, ..h }))
@@ -998,5 +1057,27 @@ mod tests {
         assert!(cache.cosines(&[3], &a).is_empty());
         let v: Vec<i8> = (0..100).map(|i| (i % 7) as i8 - 3).collect();
         assert_eq!(dot_i8(&v, &v), v.iter().map(|&x| x as i32 * x as i32).sum::<i32>());
+    }
+
+    #[test]
+    fn density_is_the_mean_cosine_of_the_nearest_rows_of_the_pool() {
+        let mut cache = VectorCache::default();
+        // Rows 1..=12 say the same thing; row 20 is alone; row 30 is out of the pool.
+        let crowd = crate::embed::normalise(vec![1.0, 0.1, 0.0, 0.0]);
+        for r in 1..=12 {
+            cache.insert(r, "p", &crowd);
+        }
+        cache.insert(20, "p", &crate::embed::normalise(vec![0.0, 0.0, 1.0, 0.0]));
+        cache.insert(30, "p", &crowd);
+        let pool: Vec<i64> = (1..=12).chain([20]).collect();
+        let d: HashMap<i64, f32> = cache.densities(&pool, &[1, 20, 30, 99]).into_iter().collect();
+        // Its 10 nearest (itself excluded) are all identical: density 1.
+        assert!((d[&1] - 1.0).abs() < 0.02, "{d:?}");
+        // The lone row's nearest are orthogonal to it.
+        assert!(d[&20].abs() < 0.02, "{d:?}");
+        // A row outside the pool is measured against the pool; unknown rows are skipped.
+        assert!((d[&30] - 1.0).abs() < 0.02 && !d.contains_key(&99), "{d:?}");
+        // A pool of one has no neighbours.
+        assert_eq!(cache.densities(&[20], &[20]), vec![(20, 0.0)]);
     }
 }

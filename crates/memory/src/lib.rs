@@ -43,4 +43,5 @@ pub const DEFAULT_SETTINGS: RecallSettings = RecallSettings {
     keyword_saturation: 4.0,
     recency_weight: 0.0,
     candidates: 50,
+    density_weight: 0.5,
 };

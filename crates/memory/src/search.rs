@@ -76,6 +76,13 @@ pub struct RecallSettings {
     pub recency_weight: f32,
     /// How many candidates each retriever contributes.
     pub candidates: usize,
+    /// Hubness correction: the cosine used to rank is
+    /// `cosine - density_weight · density` (like CSLS in cross-lingual
+    /// word retrieval). Rows in dense clusters of near-identical turns are
+    /// nearest neighbours of almost every query; this lets a turn that is
+    /// specifically about the question outrank them. 0 = plain cosine.
+    #[serde(default)]
+    pub density_weight: f32,
 }
 
 impl RecallSettings {
@@ -88,12 +95,28 @@ impl RecallSettings {
         keyword_saturation: 4.0,
         recency_weight: 0.15,
         candidates: 100,
+        density_weight: 0.0,
     };
     pub fn keyword_only(self) -> Self {
         Self { vector_weight: 0.0, keyword_weight: 1.0, ..self }
     }
     pub fn vector_only(self) -> Self {
         Self { vector_weight: 1.0, keyword_weight: 0.0, ..self }
+    }
+    /// The cosine `rank` uses for `row` (see [`Self::density_weight`]).
+    pub fn similarity(&self, c: &Candidates, row: i64) -> Option<f32> {
+        let cos = *c.cosine.get(&row)?;
+        Some(cos - self.density_weight * c.density.get(&row).copied().unwrap_or(0.0))
+    }
+    /// The vector hits best first by [`Self::similarity`], the first `candidates`.
+    pub fn vector_hits(&self, c: &Candidates) -> Vec<i64> {
+        let mut rows = c.vector.clone();
+        if self.density_weight != 0.0 {
+            let sim = |r: &i64| self.similarity(c, *r).unwrap_or(f32::MIN);
+            rows.sort_by(|a, b| sim(b).total_cmp(&sim(a)).then(b.cmp(a)));
+        }
+        rows.truncate(self.candidates);
+        rows
     }
 }
 
@@ -130,7 +153,18 @@ pub struct Candidates {
     pub keyword_score: HashMap<i64, f32>,
     /// Cosine similarity to the query (absent = not embedded yet).
     pub cosine: HashMap<i64, f32>,
+    /// How crowded each candidate's neighbourhood is: the mean cosine of
+    /// its [`DENSITY_NEIGHBOURS`] nearest rows among the query's vector
+    /// hits (`vector`, up to [`DENSITY_POOL`] rows). Small talk said a
+    /// hundred times ("today I slept badly…") sits in a crowd; a fact said
+    /// once does not. See [`RecallSettings::density_weight`].
+    pub density: HashMap<i64, f32>,
 }
+
+/// Vector hits kept per query to measure each candidate's crowding.
+pub const DENSITY_POOL: usize = 200;
+/// Nearest rows averaged for a candidate's density.
+pub const DENSITY_NEIGHBOURS: usize = 10;
 
 /// Fuses both retrievers (see [`Fusion`]) into a relevance in 0..1, then
 /// `(1 - r) · relevance + r · recency`. Ties: newer row first.
@@ -158,7 +192,8 @@ pub fn rank(c: &Candidates, s: &RecallSettings, now_ms: i64) -> Vec<(i64, f32)> 
 fn fuse_ranks(c: &Candidates, s: &RecallSettings, wk: f32, wv: f32) -> HashMap<i64, f32> {
     let mut fused: HashMap<i64, f32> = HashMap::new();
     let mut best = 0.0;
-    for (list, w) in [(&c.keyword, wk), (&c.vector, wv)] {
+    let vector = s.vector_hits(c);
+    for (list, w) in [(&c.keyword, wk), (&vector, wv)] {
         if w <= 0.0 || list.is_empty() {
             continue;
         }
@@ -180,14 +215,14 @@ fn fuse_scores(c: &Candidates, s: &RecallSettings, wk: f32, wv: f32) -> HashMap<
     if wk + wv <= 0.0 {
         return HashMap::new();
     }
-    let take = |list: &[i64], w: f32| if w > 0.0 { list[..list.len().min(s.candidates)].to_vec() } else { Vec::new() };
+    let take = |list: Vec<i64>, w: f32| if w > 0.0 { list.into_iter().take(s.candidates).collect() } else { Vec::new() };
     let sat = s.keyword_saturation.max(f32::EPSILON);
-    take(&c.keyword, wk)
+    take(c.keyword.clone(), wk)
         .into_iter()
-        .chain(take(&c.vector, wv))
+        .chain(take(s.vector_hits(c), wv))
         .map(|row| {
             let kw = c.keyword_score.get(&row).copied().unwrap_or(0.0).max(0.0);
-            let cos = c.cosine.get(&row).copied().unwrap_or(0.0).max(0.0);
+            let cos = s.similarity(c, row).unwrap_or(0.0).max(0.0);
             (row, (wk * kw / (kw + sat) + wv * cos) / (wk + wv))
         })
         .collect()
@@ -282,6 +317,7 @@ mod tests {
             keyword_saturation: 4.0,
             recency_weight: 0.0,
             candidates: 10,
+            density_weight: 0.0,
         };
         // 1 and 3 tie (ranks 1+3 and 3+1): the newer row wins.
         let r = rank(&c, &s, now);
@@ -348,5 +384,30 @@ mod tests {
         assert_eq!(rank(&c, &s, now)[0].0, 2);
         let s = RecallSettings { recency_weight: 0.0, ..RecallSettings::SEED };
         assert_eq!(rank(&c, &s, now)[0].0, 1);
+    }
+
+    #[test]
+    fn the_density_correction_lifts_a_lone_turn_above_a_crowd() {
+        let now = 1_000 * 86_400_000i64;
+        // Rows 1-3: small talk said many times (cosine 0.44-0.46, crowded);
+        // row 9: the fact, said once (cosine 0.40, alone).
+        let c = Candidates {
+            vector: vec![1, 2, 3, 9],
+            vector_available: true,
+            cosine: [(1, 0.46), (2, 0.45), (3, 0.44), (9, 0.40)].into_iter().collect(),
+            density: [(1, 0.9), (2, 0.9), (3, 0.9), (9, 0.2)].into_iter().collect(),
+            ..Default::default()
+        };
+        let s = RecallSettings { density_weight: 0.0, ..crate::DEFAULT_SETTINGS };
+        assert_eq!(rank(&c, &s, now)[0].0, 1);
+        let s = crate::DEFAULT_SETTINGS;
+        assert!(s.density_weight > 0.0);
+        let r = rank(&c, &s, now);
+        assert_eq!(r[0].0, 9, "{r:?}");
+        // 0.8 · (0.40 − 0.5 · 0.2), no keyword score.
+        assert!((r[0].1 - 0.8 * (0.40 - s.density_weight * 0.2)).abs() < 1e-6, "{r:?}");
+        // The first `candidates` vector hits are taken after the correction.
+        assert_eq!(RecallSettings { candidates: 1, ..s }.vector_hits(&c), vec![9]);
+        assert_eq!(RecallSettings { candidates: 1, density_weight: 0.0, ..s }.vector_hits(&c), vec![1]);
     }
 }

@@ -2,6 +2,7 @@
 //! over many topics, with facts planted in old turns, questions about them
 //! that paraphrase the fact (partial keyword overlap), and distractor turns
 //! that share the fact's words (names, topic words) without answering it.
+use std::collections::HashMap;
 
 pub struct Rng(u64);
 
@@ -336,12 +337,17 @@ pub fn generate(seed: u64, target_messages: usize, max_questions: usize) -> Data
             push(&mut turns, false, rng.pick(REPLIES).to_owned(), ts);
         }
     }
-    // A question asked twice with different evidence (a frame whose
-    // question names nobody, e.g. "Why are we looking for a new nanny?")
-    // cannot be answered: only its first instance is asked.
-    let mut asked = std::collections::HashSet::new();
+    // A question that several facts answer (a frame whose question names
+    // nobody, e.g. "Why are we looking for a new nanny?" with thirteen
+    // babysitters) has no one evidence turn: it is not asked. Until
+    // session 7 its first instance was, with that instance's turn as the
+    // only right answer, so any of the other twelve counted as a miss.
+    let mut times: HashMap<&str, usize> = HashMap::new();
+    for &f in &order {
+        *times.entry(facts[f].1.as_str()).or_default() += 1;
+    }
     for (i, &f) in order.iter().enumerate() {
-        if !asked.insert(facts[f].1.clone()) {
+        if times[facts[f].1.as_str()] > 1 {
             continue;
         }
         if let Some(e) = &evidence_of[f] {

@@ -218,7 +218,7 @@ async fn question_candidates(
     }
     std::fs::create_dir_all(dir)?;
     let index = MemoryIndex::open(&dir.join("index.db")).await?;
-    index.set_embedder(embedder).await?;
+    index.set_embedder(embedder.clone()).await?;
     if reuse {
         println!("reusing the embedded index in {}", dir.display());
     } else {
@@ -237,6 +237,22 @@ async fn question_candidates(
         cands.push((index.candidates(&Scope::All, &q.query, 100).await?, q.tune));
         evidence.push(row_of.get(q.evidence.as_str()).copied().unwrap_or(-1));
     }
+    // BENCH_DUMP=1: each question's query vector, evidence row and keyword
+    // scores, one JSON line each, in `<keep>/questions.jsonl` (for offline
+    // experiments with the vectors in `index.db`).
+    if let (Some(dir), Some(_)) = (keep, std::env::var_os("BENCH_DUMP")) {
+        let mut out = String::new();
+        for ((q, (c, _)), e) in d.questions.iter().zip(&cands).zip(&evidence) {
+            let v = embedder.embed(&[q.query.as_str()])?.remove(0);
+            let line = serde_json::json!({
+                "query": q.query, "evidence": e, "tune": q.tune, "portuguese": q.portuguese,
+                "vector": v, "keyword": c.keyword_score.iter().map(|(r, s)| (r.to_string(), *s)).collect::<std::collections::HashMap<_, _>>(),
+            });
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+        std::fs::write(dir.join("questions.jsonl"), out)?;
+    }
     index.close().await;
     Ok((cands, evidence))
 }
@@ -248,6 +264,20 @@ fn pct(x: f64) -> String {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a = args();
+    // BENCH_EMBED=IN:OUT embeds each line of IN and writes one JSON array per line to OUT.
+    if let Some(spec) = std::env::var_os("BENCH_EMBED") {
+        let spec = spec.to_string_lossy().into_owned();
+        let (input, output) = spec.split_once(':').ok_or("BENCH_EMBED=IN:OUT")?;
+        let m = MiniLm::load(&a.model)?;
+        let text = std::fs::read_to_string(input)?;
+        let mut out = String::new();
+        for line in text.lines() {
+            out.push_str(&serde_json::to_string(&m.embed(&[line])?.remove(0))?);
+            out.push('\n');
+        }
+        std::fs::write(output, out)?;
+        return Ok(());
+    }
     let embedder: Arc<dyn Embedder> = if a.hash {
         Arc::new(HashingEmbedder::default())
     } else {
@@ -327,9 +357,11 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
         keyword_saturation: 4.0,
         recency_weight: 0.05,
         candidates: 20,
+        density_weight: 0.0,
     };
     let rows = [
         ("ours (shipped defaults)", memory::DEFAULT_SETTINGS),
+        ("ours without the density correction", RecallSettings { density_weight: 0.0, ..memory::DEFAULT_SETTINGS }),
         ("score fusion, best on A tuning split", best),
         ("ours + recency 0.05", RecallSettings { recency_weight: 0.05, ..memory::DEFAULT_SETTINGS }),
         ("previous default (RRF 0.6/0.4 k=5)", previous),
@@ -344,7 +376,14 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
         println!("\n{name}: {what} ({n} questions)            recall@5   recall@10");
         for (label, s) in rows {
             let sc = evaluate(cands, evidence, &s, d.now_ms, split);
-            println!("  {label:<38} {}   {}", pct(sc.r5), pct(sc.r10));
+            print!("  {label:<38} {}   {}", pct(sc.r5), pct(sc.r10));
+            match split {
+                Some(_) => {
+                    let t = evaluate(cands, evidence, &s, d.now_ms, Some(true));
+                    println!("   (tuning split {} / {})", pct(t.r5), pct(t.r10));
+                }
+                None => println!(),
+            }
         }
         if std::env::var_os("BENCH_EXPERIMENTS").is_some() {
             for (label, wv, wk) in [("z-score 0.5/0.5", 0.5f32, 0.5f32), ("z-score 0.7/0.3", 0.7, 0.3), ("z-score 0.8/0.2", 0.8, 0.2)] {
