@@ -74,6 +74,14 @@ async function once(app) {
   await sleep(4_000); // settle to idle
   const pid = findPid(app.path);
   const mem = pid ? memoryKb(tree(pid)) : { rss: NaN, pss: NaN };
+  // BENCH_DETAIL=1: each process's PSS (where the memory is).
+  if (pid && process.env.BENCH_DETAIL) {
+    const parts = tree(pid).map((p) => {
+      const comm = (() => { try { return readFileSync(`/proc/${p}/comm`, "utf8").trim(); } catch { return "?"; } })();
+      return `${comm} ${Math.round(memoryKb([p]).pss / 1024)}`;
+    });
+    console.log(`  ${app.name} PSS MB by process: ${parts.join(", ")}`);
+  }
   await session.delete().catch(() => {});
   await sleep(1_000);
   return { readyMs, page, ...mem };
