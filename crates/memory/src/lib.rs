@@ -33,8 +33,10 @@ pub use tokenizer::WordPiece;
 /// The settings recall uses unless told otherwise (see the crate README
 /// for how they were chosen and measured): both scores of every candidate
 /// fused (cosine 0.8, saturated BM25 0.2, half at BM25 4), the first 50 of
-/// each retriever, no recency (old facts are what recall is for; chosen on
-/// the tuning split of `examples/recall_bench`'s generator A).
+/// each retriever, no recency (old facts are what recall is for), and the
+/// cosine corrected by half the candidate's density (see
+/// [`RecallSettings::density_weight`]); chosen on the tuning split of
+/// `examples/recall_bench`'s generator A.
 pub const DEFAULT_SETTINGS: RecallSettings = RecallSettings {
     fusion: Fusion::Scores,
     vector_weight: 0.8,
