@@ -255,30 +255,29 @@ impl VectorCache {
         kept
     }
 
-    /// Each of `rows`' density among `pool` (see [`Candidates::density`]):
-    /// the mean cosine of its [`DENSITY_NEIGHBOURS`] nearest pool rows,
-    /// itself excluded. `pool` is the query's vector hits, all in scope,
-    /// so no row outside the viewer's scope counts.
-    fn densities(&self, pool: &[i64], rows: &[i64]) -> Vec<(i64, f32)> {
+    /// Each pool row's density (see [`Candidates::density`]): the mean
+    /// cosine of its [`DENSITY_NEIGHBOURS`] nearest other pool rows. `pool`
+    /// is the query's vector hits, all in scope, so no row outside the
+    /// viewer's scope counts.
+    fn densities(&self, pool: &[i64]) -> Vec<(i64, f32)> {
         let at = |r: &i64| self.position.get(r).copied().filter(|&i| self.owners[i] != GONE);
         let pool: Vec<(i64, usize)> = pool.iter().filter_map(|r| Some((*r, at(r)?))).collect();
         let slice = |i: usize| &self.data[i * self.dim..(i + 1) * self.dim];
         let mut nearest = Vec::with_capacity(pool.len());
-        rows.iter()
-            .filter_map(|r| {
-                let i = at(r)?;
+        pool.iter()
+            .map(|&(r, i)| {
                 nearest.clear();
                 nearest.extend(
                     pool.iter()
-                        .filter(|(p, _)| p != r)
+                        .filter(|&&(p, _)| p != r)
                         .map(|&(_, j)| dot_i8(slice(i), slice(j)) as f32 * self.scales[i] * self.scales[j]),
                 );
                 let k = DENSITY_NEIGHBOURS.min(nearest.len());
                 if k == 0 {
-                    return Some((*r, 0.0));
+                    return (r, 0.0);
                 }
                 nearest.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
-                Some((*r, nearest[..k].iter().sum::<f32>() / k as f32))
+                (r, nearest[..k].iter().sum::<f32>() / k as f32)
             })
             .collect()
     }
@@ -845,15 +844,14 @@ impl MemoryIndex {
                     c.cosine.insert(row, cos);
                 }
                 c.cosine.extend(v.cosines(&c.keyword, &qv));
-                c.density.extend(v.densities(&c.vector, &c.vector));
+                c.density.extend(v.densities(&c.vector));
                 // A keyword hit outside the pool is not near the query's
                 // neighbourhood, so the pool cannot say how crowded its own
                 // is: it gets the pool's median, neither lifted nor pushed.
-                let mut pool: Vec<f32> = c.density.values().copied().collect();
-                if !pool.is_empty() {
-                    let mid = pool.len() / 2;
-                    let (_, median, _) = pool.select_nth_unstable_by(mid, f32::total_cmp);
-                    let median = *median;
+                let mut pool_density: Vec<f32> = c.density.values().copied().collect();
+                if !pool_density.is_empty() {
+                    let mid = pool_density.len() / 2;
+                    let (_, &mut median, _) = pool_density.select_nth_unstable_by(mid, f32::total_cmp);
                     for r in &c.keyword {
                         if c.cosine.contains_key(r) {
                             c.density.entry(*r).or_insert(median);
@@ -1062,22 +1060,23 @@ mod tests {
     #[test]
     fn density_is_the_mean_cosine_of_the_nearest_rows_of_the_pool() {
         let mut cache = VectorCache::default();
-        // Rows 1..=12 say the same thing; row 20 is alone; row 30 is out of the pool.
+        // Rows 1..=12 say the same thing; row 20 is alone; row 30 is removed.
         let crowd = crate::embed::normalise(vec![1.0, 0.1, 0.0, 0.0]);
         for r in 1..=12 {
             cache.insert(r, "p", &crowd);
         }
         cache.insert(20, "p", &crate::embed::normalise(vec![0.0, 0.0, 1.0, 0.0]));
         cache.insert(30, "p", &crowd);
-        let pool: Vec<i64> = (1..=12).chain([20]).collect();
-        let d: HashMap<i64, f32> = cache.densities(&pool, &[1, 20, 30, 99]).into_iter().collect();
+        cache.remove(30);
+        let pool: Vec<i64> = (1..=12).chain([20, 30, 99]).collect();
+        let d: HashMap<i64, f32> = cache.densities(&pool).into_iter().collect();
         // Its 10 nearest (itself excluded) are all identical: density 1.
         assert!((d[&1] - 1.0).abs() < 0.02, "{d:?}");
         // The lone row's nearest are orthogonal to it.
         assert!(d[&20].abs() < 0.02, "{d:?}");
-        // A row outside the pool is measured against the pool; unknown rows are skipped.
-        assert!((d[&30] - 1.0).abs() < 0.02 && !d.contains_key(&99), "{d:?}");
+        // Removed and unknown rows neither get a density nor count as neighbours.
+        assert_eq!(d.len(), 13, "{d:?}");
         // A pool of one has no neighbours.
-        assert_eq!(cache.densities(&[20], &[20]), vec![(20, 0.0)]);
+        assert_eq!(cache.densities(&[20]), vec![(20, 0.0)]);
     }
 }
