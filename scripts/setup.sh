@@ -71,6 +71,38 @@ if [ ! -f "$MINILM/model.safetensors" ]; then
 fi
 log "models ready in $MODELS"
 
+# --- Document library fixtures (with --test) ----------------------------------
+# Third-party documents for the library's retrieval benchmark and parser
+# robustness run (never committed): Debian's python3.11-doc (the Python FAQ
+# pages) and the test files of the pypdf, python-docx and odfpy sdists.
+FIXTURES="$CACHE/fixtures"
+fetch_fixture() { # file sha256 command...
+  local file=$1 sha=$2; shift 2
+  if [ ! -f "$FIXTURES/$file" ] || ! echo "$sha  $FIXTURES/$file" | sha256sum -c --quiet 2>/dev/null; then
+    log "downloading $file"
+    (cd "$FIXTURES" && "$@")
+  fi
+  echo "$sha  $FIXTURES/$file" | sha256sum -c --quiet || { echo "checksum mismatch for $file" >&2; exit 1; }
+}
+if [ "$WITH_TEST" = 1 ]; then
+  mkdir -p "$FIXTURES"
+  fetch_fixture python3.11-doc_3.11.2-6+deb12u9_all.deb 5b3594189d6ef9a6963ce0347fd307a1cc67620ad697e144db366070e2e146be \
+    apt-get download python3.11-doc=3.11.2-6+deb12u9
+  fetch_fixture pypdf-7.1.1.tar.gz 2eff4e2fc5fb22a6d6711e6f1166cdc9ab5765d90cd0d77dfea3f4aa91a27b1d \
+    python3 -m pip download --quiet --no-deps --no-binary :all: pypdf==7.1.1 -d .
+  fetch_fixture python_docx-1.2.0.tar.gz 7bc9d7b7d8a69c9c02ca09216118c86552704edc23bac179283f2e38f86220ce \
+    python3 -m pip download --quiet --no-deps --no-binary :all: python-docx==1.2.0 -d .
+  fetch_fixture odfpy-1.4.1.tar.gz db766a6e59c5103212f3cc92ec8dd50a0f3a02790233ed0b52148b70d3c438ec \
+    python3 -m pip download --quiet --no-deps --no-binary :all: odfpy==1.4.1 -d .
+  if [ ! -d "$FIXTURES/pydoc/usr/share/doc/python3.11/html/faq" ]; then
+    dpkg-deb -x "$FIXTURES/python3.11-doc_3.11.2-6+deb12u9_all.deb" "$FIXTURES/pydoc"
+  fi
+  for sdist in pypdf-7.1.1 python_docx-1.2.0 odfpy-1.4.1; do
+    [ -d "$FIXTURES/$sdist" ] || tar -xzf "$FIXTURES/$sdist.tar.gz" -C "$FIXTURES"
+  done
+  log "document fixtures ready in $FIXTURES"
+fi
+
 # --- Test tools --------------------------------------------------------------
 if [ "$WITH_TEST" = 1 ] && ! command -v tauri-driver >/dev/null 2>&1; then
   log "installing tauri-driver"

@@ -60,6 +60,10 @@ fn web_view_without_jit() {
 }
 
 fn main() {
+    // Started as the document library's extraction child: do only that.
+    if let Some(code) = app::library::run_if_worker() {
+        std::process::exit(code);
+    }
     web_view_without_jit();
     tracing_subscriber::fmt()
         .with_env_filter(

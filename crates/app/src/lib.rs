@@ -14,6 +14,7 @@ mod human_memory;
 mod memory;
 mod metadata;
 mod items;
+pub mod library;
 mod error;
 mod models;
 mod office;

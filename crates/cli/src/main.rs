@@ -4,6 +4,7 @@
 
 mod bench_cmds;
 mod common;
+mod docs_cmds;
 mod guard_cmds;
 mod memory_cmds;
 mod office_cmds;
@@ -103,6 +104,9 @@ enum Command {
     Dream { persona: String },
     /// Show or switch (--type, --mode) PERSONA's session type and mode.
     Session(office_cmds::SessionArgs),
+    /// The document library: add | list | remove | search.
+    #[command(subcommand)]
+    Docs(docs_cmds::DocsCmd),
 }
 
 #[derive(Debug, Subcommand)]
@@ -122,6 +126,10 @@ enum BenchCmd {
 }
 
 fn main() -> ExitCode {
+    // Started as the document extractor's child process: do only that.
+    if let Some(code) = app::library::run_if_worker() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("LEDGERMIND_LOG").unwrap_or_else(|_| "warn".into()),
@@ -149,6 +157,10 @@ fn main() -> ExitCode {
         if let Command::Import { file, passphrase_file } = &cli.command {
             return vault_cmds::import(cli.home.clone(), file, passphrase_file).await;
         }
+        // The library needs no ledger (and so no keychain).
+        if let Command::Docs(cmd) = &cli.command {
+            return docs_cmds::run(cli.home.clone(), cmd.clone()).await;
+        }
         if let Command::Bench(BenchCmd::Vault(cmd)) = &cli.command {
             return vault_cmds::bench(cmd).await;
         }
@@ -175,7 +187,10 @@ fn main() -> ExitCode {
             Command::Checkpoint(cmd) => vault_cmds::checkpoint(&ctx, cmd).await,
             Command::Export { file, passphrase_file } => vault_cmds::export(&ctx, &file, &passphrase_file).await,
             Command::Prove { seq } => vault_cmds::prove(&ctx, seq).await,
-            Command::Import { .. } | Command::Bench(BenchCmd::Vault(_)) | Command::CheckProof { .. } => ExitCode::SUCCESS,
+            Command::Import { .. }
+            | Command::Bench(BenchCmd::Vault(_))
+            | Command::CheckProof { .. }
+            | Command::Docs(_) => ExitCode::SUCCESS,
             Command::Tools(args) => guard_cmds::tools_in_home(&ctx, &args).await,
             Command::Guard { .. } => ExitCode::SUCCESS,
         };

@@ -446,3 +446,5 @@ fn recall_prints_the_issue_json_shapes_for_one_query_and_a_queries_file() {
     assert_eq!(lines[1]["results"][0]["id"], "x-21");
     assert!(lines.iter().all(|l| l["results"].as_array().is_some_and(|r| r.len() <= 2)));
 }
+
+mod docs;

@@ -1,0 +1,67 @@
+//! The document library composed for the app and the CLI: where it lives
+//! in the data directory, which embedder and tokenizer it uses (the same
+//! local all-MiniLM-L6-v2 as memory), how files are extracted (this very
+//! executable re-run as a child process), and the cited passages a
+//! persona's reply may use.
+
+mod passages;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ::library::{Extractor, LibraryError, TokenCounter};
+use memory::{MiniLm, WordPiece, MINILM_DIR};
+
+use crate::error::AppError;
+use crate::paths::DataDir;
+
+pub use ::library::{
+    run_if_worker, AddReport, DocumentView, Library, SearchHit, SearchMode, Status as DocumentStatus, WORKER_ARG,
+};
+pub use passages::{cited_passages, passages_prompt, CitedPassage};
+
+/// Where the library's database lives under the data directory.
+pub fn library_dir(data_dir: &DataDir) -> PathBuf {
+    data_dir.root().join("library")
+}
+
+impl From<LibraryError> for AppError {
+    fn from(e: LibraryError) -> Self {
+        match e {
+            LibraryError::NotFound(what) => AppError::new("NOT_FOUND", format!("No document {what} in the library.")),
+            LibraryError::Read { path, reason } => AppError::invalid(format!("Cannot read {path}: {reason}.")),
+            LibraryError::Embed(inner) => AppError::new("MODEL_UNAVAILABLE", inner.to_string()),
+            LibraryError::Storage(inner) => {
+                tracing::error!(error = %inner, "document library storage failed");
+                if inner.to_string().contains("full") {
+                    return AppError::disk_full();
+                }
+                AppError::new("STORAGE_SAVE_FAILED", "The document library could not be read or saved.")
+            }
+            other => AppError::new("STORAGE_LOAD_FAILED", other.to_string()),
+        }
+    }
+}
+
+/// Opens the library of `data_dir` with the local MiniLM embedder; fails
+/// with MODEL_UNAVAILABLE when the model files are missing (passages
+/// without embeddings would rank worse than the library promises).
+pub async fn open_library(data_dir: &DataDir) -> Result<Library, AppError> {
+    let model_dir = data_dir.models().join(MINILM_DIR);
+    let loaded = tokio::task::spawn_blocking(move || {
+        let model = MiniLm::load(&model_dir)?;
+        // The splitter counts the chunk's real word pieces, never truncated.
+        let counter = WordPiece::from_file(&model_dir.join("vocab.txt"), usize::MAX / 2)?;
+        Ok::<_, memory::MemoryError>((model, counter))
+    })
+    .await
+    .map_err(|e| AppError::new("INTERNAL", e.to_string()))?;
+    let (model, counter) = loaded.map_err(|e| {
+        AppError::new(
+            "MODEL_UNAVAILABLE",
+            format!("{e}. Run scripts/setup.sh to install {MINILM_DIR} into the models folder."),
+        )
+    })?;
+    let counter: Arc<dyn TokenCounter> = Arc::new(counter);
+    Ok(Library::open(&library_dir(data_dir), Arc::new(model), counter, Extractor::current_exe()).await?)
+}

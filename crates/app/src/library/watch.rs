@@ -1,0 +1,110 @@
+//! Watched folders: an owned task that feeds file-system events (debounced
+//! by notify-debouncer-full: a rename is one event, a burst of writes is
+//! one) into the library. New and changed files are indexed, deleted ones
+//! removed. Events are lost while the app is closed, so a start-up
+//! reconcile scan ([`::library::Library::reconcile`]) runs first.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::library::{AddReport, Format, Library};
+use notify::RecursiveMode;
+use notify_debouncer_full::{new_debouncer, DebounceEventResult};
+
+use crate::error::AppError;
+
+/// How long a file must be quiet before it is (re-)indexed.
+pub const SETTLE: Duration = Duration::from_secs(2);
+
+/// What the watcher did with one path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WatchChange {
+    Indexed(AddReport),
+    Removed(String),
+    Failed { path: String, message: String },
+}
+
+/// Watches every watched root of `library` until `shutdown` turns true;
+/// `on_change` sees each change (the app turns them into events).
+pub async fn watch_folders(
+    library: Arc<Library>,
+    settle: Duration,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    on_change: impl Fn(WatchChange) + Send + Sync + 'static,
+) -> Result<(), AppError> {
+    let roots = library.watched_roots().await?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<PathBuf>>();
+    let mut debouncer = new_debouncer(settle, None, move |result: DebounceEventResult| match result {
+        Ok(events) => {
+            let paths: Vec<PathBuf> = events.into_iter().flat_map(|e| e.event.paths).collect();
+            if tx.send(paths).is_err() {
+                tracing::debug!("folder watcher stopped");
+            }
+        }
+        Err(errors) => errors.iter().for_each(|e| tracing::warn!(error = %e, "folder watch error")),
+    })
+    .map_err(|e| AppError::new("WATCH_FAILED", format!("Cannot watch folders: {e}")))?;
+    for root in &roots {
+        // A folder that cannot be watched is said, not silently missed
+        // (inotify's per-user limit, a folder deleted meanwhile).
+        if let Err(e) = debouncer.watch(root, RecursiveMode::Recursive) {
+            on_change(WatchChange::Failed { path: root.display().to_string(), message: format!("cannot watch: {e}") });
+        }
+    }
+    loop {
+        tokio::select! {
+            changed = shutdown.changed() => {
+                if changed.is_err() || *shutdown.borrow() {
+                    break;
+                }
+            }
+            paths = rx.recv() => {
+                let Some(mut paths) = paths else { break };
+                paths.sort();
+                paths.dedup();
+                for path in paths {
+                    apply(&library, &roots, &path, &on_change).await;
+                }
+            }
+        }
+    }
+    drop(debouncer);
+    Ok(())
+}
+
+async fn apply(library: &Library, roots: &[PathBuf], path: &Path, on_change: &impl Fn(WatchChange)) {
+    let root = roots.iter().find(|r| path.starts_with(r)).map(|r| r.display().to_string());
+    let hidden = path.components().any(|c| c.as_os_str().to_str().is_some_and(|s| s.starts_with('.')));
+    if hidden {
+        return;
+    }
+    if path.is_file() {
+        if Format::of(path).is_none() {
+            return;
+        }
+        match library.add_file(path, root.as_deref()).await {
+            Ok(r) if r.status == ::library::Status::Unchanged => {}
+            Ok(r) => on_change(WatchChange::Indexed(r)),
+            Err(e) => on_change(WatchChange::Failed { path: path.display().to_string(), message: e.to_string() }),
+        }
+        return;
+    }
+    if path.is_dir() {
+        return; // its files arrive as their own events
+    }
+    // Gone: the file, or a whole folder of them.
+    let gone = match library.missing_under(path).await {
+        Ok(docs) => docs,
+        Err(e) => {
+            on_change(WatchChange::Failed { path: path.display().to_string(), message: e.to_string() });
+            return;
+        }
+    };
+    for doc in gone {
+        match library.remove(&doc.id.to_string()).await {
+            Ok(d) => on_change(WatchChange::Removed(d.path)),
+            Err(e) => on_change(WatchChange::Failed { path: doc.path, message: e.to_string() }),
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! `docs`: the document library's command-line contract (the issue's JSON
+//! shapes), with the real MiniLM and extraction in the child process.
+
+use std::path::Path;
+
+use super::{stdout, Home};
+
+/// A home with the embedding model (LEDGERMIND_MINILM_DIR, which
+/// scripts/test.sh sets).
+fn home_with_embedder() -> Home {
+    let home = Home::new();
+    let model = std::env::var("LEDGERMIND_MINILM_DIR")
+        .unwrap_or_else(|_| panic!("set LEDGERMIND_MINILM_DIR to all-MiniLM-L6-v2 (scripts/test.sh does)"));
+    let target = home.path().join("models").join("all-MiniLM-L6-v2");
+    std::fs::create_dir_all(&target).expect("model dir");
+    for f in ["config.json", "model.safetensors", "vocab.txt"] {
+        let from = Path::new(&model).join(f);
+        std::fs::hard_link(&from, target.join(f)).or_else(|_| std::fs::copy(&from, target.join(f)).map(|_| ())).expect("model file");
+    }
+    home
+}
+
+fn lines(o: &std::process::Output) -> Vec<serde_json::Value> {
+    stdout(o).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+fn keys_of(v: &serde_json::Value) -> Vec<String> {
+    let mut keys: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn docs_add_search_list_and_remove_keep_the_issue_contract() {
+    let home = home_with_embedder();
+    let docs = tempfile::tempdir().expect("docs");
+    std::fs::write(
+        docs.path().join("bike.md"),
+        "# Bicycle care\n\n## Chain\n\nOil the chain every two weeks with a drop per link.\n\n## Tyres\n\nPump the tyres to 4 bar before a long ride.\n",
+    )
+    .expect("write");
+    std::fs::write(docs.path().join("broken.pdf"), b"%PDF-1.4 this file was cut short").expect("write");
+    let folder = docs.path().to_str().expect("utf-8 path");
+    let added = home.run(&["docs", "add", folder, "--json"]);
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    let reports = lines(&added);
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    for r in &reports {
+        assert_eq!(keys_of(r), ["chunks", "document", "error", "id", "pages", "status"], "{r}");
+    }
+    let bike = reports.iter().find(|r| r["document"].as_str().is_some_and(|d| d.ends_with("bike.md"))).expect("bike");
+    assert_eq!(bike["status"], "indexed");
+    assert!(bike["chunks"].as_u64().is_some_and(|c| c >= 2) && bike["pages"].is_null() && bike["error"].is_null());
+    let broken = reports.iter().find(|r| r["document"].as_str().is_some_and(|d| d.ends_with("broken.pdf"))).expect("pdf");
+    assert_eq!(broken["status"], "failed");
+    assert!(broken["error"].as_str().is_some_and(|e| !e.is_empty()));
+
+    let again = lines(&home.run(&["docs", "add", folder, "--json"]));
+    assert!(again.iter().all(|r| r["status"] == "unchanged"), "{again:?}");
+
+    let found = lines(&home.run(&["docs", "search", "how often should I oil my chain", "--k", "2", "--json"]));
+    assert_eq!(found.len(), 1);
+    let top = &found[0]["results"][0];
+    assert_eq!(keys_of(top), ["document", "id", "page", "section", "score", "snippet"]);
+    assert_eq!(top["section"], "Bicycle care › Chain");
+    assert!(top["snippet"].as_str().is_some_and(|s| s.contains("Oil the chain")));
+
+    let queries = docs.path().join("q.jsonl");
+    std::fs::write(&queries, "{\"query\": \"tyre pressure\"}\n{\"query\": \"chain oil\"}\n").expect("write");
+    let batch = lines(&home.run(&["docs", "search", "--queries", queries.to_str().expect("path"), "--k", "1", "--json"]));
+    assert_eq!(batch.len(), 2);
+    assert_eq!(batch[0]["query"], "tyre pressure");
+    assert_eq!(batch[0]["results"][0]["section"], "Bicycle care › Tyres");
+
+    let list = stdout(&home.run(&["docs", "list"]));
+    assert!(list.contains("indexed") && list.contains("bike.md") && list.contains("failed"), "{list}");
+    let id = bike["id"].to_string();
+    assert!(home.run(&["docs", "remove", &id]).status.success());
+    let after = lines(&home.run(&["docs", "search", "oil the chain", "--json"]));
+    assert!(after[0]["results"].as_array().expect("results").iter().all(|r| !r["document"].as_str().unwrap_or("").ends_with("bike.md")));
+    assert!(!home.run(&["docs", "remove", &id]).status.success(), "removing twice fails");
+}

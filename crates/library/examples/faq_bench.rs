@@ -1,0 +1,283 @@
+//! Retrieval on the Python 3.11 FAQ (Debian's python3.11-doc), questions
+//! asked against the pages with every question heading removed, so a
+//! question must find its answer, not its own title.
+//!
+//! ```text
+//! cargo run -p library --features test-support --example faq_bench -- \
+//!     GOLD.tsv FAQ_HTML_DIR [--keep DIR]
+//! ```
+//! Prints R@1, R@5, MRR@10 for BM25 alone, embeddings alone and the
+//! product's hybrid, on the tuning and held-out halves (split by a hash of
+//! the section id; the held-out half is never used to choose settings),
+//! plus citation accuracy and import speed against the embedder's raw rate.
+//! Settings can be varied with BENCH_CHUNK_TOKENS, BENCH_VECTOR_WEIGHT,
+//! BENCH_KEYWORD_WEIGHT, BENCH_RRF_K.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use library::{extract_bytes, Extraction, Extractor, Library, SearchMode, TokenCounter};
+use memory::{Embedder, MiniLm, WordPiece};
+use regex::Regex;
+
+struct Question {
+    file: String,
+    id: String,
+    question: String,
+    /// Word 5-grams of the answer.
+    shingles: HashSet<String>,
+    /// Heading text of the enclosing section (what a citation should name).
+    parent: String,
+    held_out: bool,
+}
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
+fn shingles(text: &str) -> HashSet<String> {
+    let w = words(text);
+    if w.len() < 5 {
+        return std::iter::once(w.join(" ")).filter(|s| !s.is_empty()).collect();
+    }
+    w.windows(5).map(|g| g.join(" ")).collect()
+}
+
+fn strip_tags(html: &str) -> String {
+    let tag = Regex::new(r"<[^>]*>").expect("regex");
+    tag.replace_all(html, "").replace('¶', "").replace("&#8217;", "’").trim().to_owned()
+}
+
+fn env_num<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// The main column of a Sphinx page, with every question heading removed
+/// (each section in the gold set, and any other heading ending in "?").
+fn prepare_page(html: &str, gold_ids: &HashSet<&str>) -> String {
+    let start = html.find("<div class=\"body\" role=\"main\">").unwrap_or(0);
+    let end = html[start..].find("<div class=\"sphinxsidebar\"").map_or(html.len(), |e| start + e);
+    let mut body = html[start..end].to_owned();
+    // The page's own table of contents lists every question.
+    let toc = Regex::new(r#"(?s)<nav class="contents[^"]*"[^>]*>.*?</nav>"#).expect("regex");
+    body = toc.replace_all(&body, "").into_owned();
+    let heading = Regex::new(r#"(?s)(<section id="([^"]+)">\s*)<h([1-6])>(.*?)</h[1-6]>"#).expect("regex");
+    heading
+        .replace_all(&body, |c: &regex::Captures<'_>| {
+            let question = gold_ids.contains(&c[2]) || strip_tags(&c[4]).trim_end().ends_with('?');
+            if question {
+                c[1].to_owned()
+            } else {
+                c[0].to_owned()
+            }
+        })
+        .into_owned()
+}
+
+/// The answer text of section `id` (up to the next section) and the
+/// heading of its parent section, from the original page.
+fn answer_and_parent(html: &str, id: &str) -> Option<(String, String)> {
+    let open = format!("<section id=\"{id}\">");
+    let at = html.find(&open)?;
+    let rest = &html[at + open.len()..];
+    let end = rest.find("<section id=").unwrap_or(rest.len()).min(rest.find("</section>").unwrap_or(rest.len()));
+    let level_re = Regex::new(r"<h([1-6])>").expect("regex");
+    let level: usize = level_re.captures(rest).and_then(|c| c[1].parse().ok())?;
+    let answer_html = Regex::new(r"(?s)^\s*<h[1-6]>.*?</h[1-6]>").expect("regex").replace(&rest[..end], "").into_owned();
+    let text = match extract_bytes(Path::new("a.html"), format!("<html><body>{answer_html}</body></html>").as_bytes()) {
+        Extraction::Text { blocks, .. } => blocks.iter().map(|b| b.text.as_str()).collect::<Vec<_>>().join("\n"),
+        _ => String::new(),
+    };
+    let parent_re = Regex::new(&format!(r"(?s)<h{}>(.*?)</h{}>", level - 1, level - 1)).expect("regex");
+    let parent = parent_re.captures_iter(&html[..at]).last().map(|c| strip_tags(&c[1])).unwrap_or_default();
+    Some((text, parent))
+}
+
+fn held_out(id: &str) -> bool {
+    library::sha256_hex(&[id]).as_bytes()[0] % 2 == 1
+}
+
+#[derive(Default, Clone, Copy)]
+struct Scores {
+    n: usize,
+    r1: usize,
+    r5: usize,
+    mrr: f64,
+    cited: usize,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (gold_path, faq_dir) = match (args.first(), args.get(1)) {
+        (Some(g), Some(f)) => (PathBuf::from(g), PathBuf::from(f)),
+        _ => return Err("usage: faq_bench GOLD.tsv FAQ_HTML_DIR [--keep DIR]".into()),
+    };
+    let keep = args.iter().position(|a| a == "--keep").and_then(|i| args.get(i + 1)).map(PathBuf::from);
+    let model_dir = PathBuf::from(std::env::var("LEDGERMIND_MINILM_DIR").map_err(|_| "set LEDGERMIND_MINILM_DIR")?);
+
+    let gold_text = std::fs::read_to_string(&gold_path)?;
+    let gold: Vec<(String, String, String)> = gold_text
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            Some((f.next()?.to_owned(), f.next()?.to_owned(), f.next()?.to_owned()))
+        })
+        .collect();
+    let corpus = match &keep {
+        Some(k) => {
+            std::fs::create_dir_all(k)?;
+            k.clone()
+        }
+        None => std::env::temp_dir().join(format!("faq_bench_{}", std::process::id())),
+    };
+    let pages_dir = corpus.join("faq");
+    std::fs::create_dir_all(&pages_dir)?;
+    let mut questions = Vec::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&faq_dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    files.sort();
+    for path in files.iter().filter(|p| p.extension().is_some_and(|e| e == "html")) {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        let html = std::fs::read_to_string(path)?;
+        let ids: HashSet<&str> = gold.iter().filter(|g| g.0 == name).map(|g| g.1.as_str()).collect();
+        std::fs::write(pages_dir.join(&name), prepare_page(&html, &ids))?;
+        for g in gold.iter().filter(|g| g.0 == name) {
+            let Some((answer, parent)) = answer_and_parent(&html, &g.1) else {
+                eprintln!("no section {} in {name}", g.1);
+                continue;
+            };
+            questions.push(Question {
+                file: name.clone(),
+                id: g.1.clone(),
+                question: g.2.clone(),
+                shingles: shingles(&answer),
+                parent,
+                held_out: held_out(&g.1),
+            });
+        }
+    }
+    // Nothing of a question may be left in the indexed pages.
+    let mut leaks = 0;
+    for q in &questions {
+        let page = std::fs::read_to_string(pages_dir.join(&q.file))?;
+        leaks += usize::from(page.contains(&q.question));
+    }
+
+    let model = Arc::new(MiniLm::load(&model_dir)?);
+    let counter: Arc<dyn TokenCounter> = Arc::new(WordPiece::from_file(&model_dir.join("vocab.txt"), usize::MAX / 2)?);
+    let db_dir = corpus.join("library");
+    let _ = std::fs::remove_dir_all(&db_dir);
+    let mut lib = Library::open(&db_dir, model.clone(), counter, Extractor::InProcess).await?;
+    if let Some(t) = env_num("BENCH_CHUNK_TOKENS") {
+        lib.chunk_tokens = t;
+    }
+    if let Some(w) = env_num("BENCH_VECTOR_WEIGHT") {
+        lib.settings.vector_weight = w;
+    }
+    if let Some(w) = env_num("BENCH_KEYWORD_WEIGHT") {
+        lib.settings.keyword_weight = w;
+    }
+    if let Some(k) = env_num("BENCH_RRF_K") {
+        lib.settings.rrf_k = k;
+    }
+    let start = Instant::now();
+    let reports = lib.add_paths(&[pages_dir.clone()], false, |_| {}).await?;
+    let import_s = start.elapsed().as_secs_f64();
+    let chunks: usize = reports.iter().map(|r| r.chunks).sum();
+    // The embedder's raw rate on the same passages, same run.
+    let texts: Vec<String> = {
+        let mut t = Vec::new();
+        for q in ["python", "list", "module", "error", "windows", "function", "class", "string"] {
+            for h in lib.search(q, 50, SearchMode::Keyword).await? {
+                t.push(h.text);
+            }
+        }
+        t.sort();
+        t.dedup();
+        t
+    };
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let raw_start = Instant::now();
+    model.embed(&refs)?;
+    let raw_rate = refs.len() as f64 / raw_start.elapsed().as_secs_f64();
+
+    println!(
+        "Python 3.11 FAQ: {} pages, {} questions ({} held out), {chunks} chunks of <= {} tokens; question text left in the pages: {leaks}",
+        reports.len(),
+        questions.len(),
+        questions.iter().filter(|q| q.held_out).count(),
+        lib.chunk_tokens
+    );
+    println!(
+        "import: {:.1} s, {:.1} chunks/s; raw MiniLM on {} of the same passages: {:.1} passages/s (ratio {:.2})",
+        import_s,
+        chunks as f64 / import_s,
+        refs.len(),
+        raw_rate,
+        chunks as f64 / import_s / raw_rate
+    );
+    println!(
+        "settings: vector {:.2} / keyword {:.2}, RRF k {}, candidates {}",
+        lib.settings.vector_weight, lib.settings.keyword_weight, lib.settings.rrf_k, lib.settings.candidates
+    );
+    println!("{:<10} {:<11} {:>4} {:>6} {:>6} {:>7} {:>9} {:>8}", "split", "retrieval", "n", "R@1", "R@5", "MRR@10", "cite@1", "p95 ms");
+    let modes = [("BM25", SearchMode::Keyword), ("embedding", SearchMode::Vector), ("ours", SearchMode::Hybrid)];
+    let misses = std::env::var("BENCH_MISSES").is_ok();
+    for (label, mode) in modes {
+        let mut by_split: HashMap<bool, Scores> = HashMap::new();
+        let mut times = Vec::new();
+        for q in &questions {
+            let t = Instant::now();
+            let hits = lib.search(&q.question, 10, mode).await?;
+            times.push(t.elapsed().as_secs_f64() * 1000.0);
+            let rank = hits.iter().position(|h| {
+                if !h.document.ends_with(&format!("/{}", q.file)) {
+                    return false;
+                }
+                let s = shingles(&h.text);
+                let overlap = s.intersection(&q.shingles).count();
+                overlap > 0 && overlap * 2 >= s.len().min(q.shingles.len())
+            });
+            let sc = by_split.entry(q.held_out).or_default();
+            sc.n += 1;
+            if let Some(r) = rank {
+                sc.r1 += usize::from(r == 0);
+                sc.r5 += usize::from(r < 5);
+                sc.mrr += 1.0 / (r as f64 + 1.0);
+                let top = &hits[0];
+                if r == 0 && top.section.as_deref().is_some_and(|s| s.ends_with(&q.parent)) {
+                    sc.cited += 1;
+                }
+            }
+            if misses && mode == SearchMode::Hybrid && rank.is_none_or(|r| r >= 5) {
+                eprintln!("miss [{}] {} -> {:?}", q.id, q.question, hits.first().map(|h| h.snippet.chars().take(100).collect::<String>()));
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        let p95 = times[(times.len() * 95 / 100).min(times.len() - 1)];
+        for held in [false, true] {
+            let s = by_split.get(&held).copied().unwrap_or_default();
+            let n = s.n.max(1) as f64;
+            println!(
+                "{:<10} {:<11} {:>4} {:>6.3} {:>6.3} {:>7.3} {:>9.3} {:>8.1}",
+                if held { "held-out" } else { "tuning" },
+                label,
+                s.n,
+                s.r1 as f64 / n,
+                s.r5 as f64 / n,
+                s.mrr / n,
+                s.cited as f64 / s.r1.max(1) as f64,
+                p95
+            );
+        }
+    }
+    println!("cite@1 = share of right top results whose section path names the answer's enclosing section");
+    lib.close().await;
+    if keep.is_none() {
+        let _ = std::fs::remove_dir_all(&corpus);
+    }
+    Ok(())
+}

@@ -1,0 +1,765 @@
+//! The library itself: add (extract → chunk → screen → embed → store, the
+//! swap in one transaction), list, remove (text, chunks and vectors really
+//! gone) and search.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use memory::Embedder;
+use serde::{Deserialize, Serialize};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::Row;
+
+use crate::chunk::{chunk_blocks, sha256_hex, split, Chunk, TokenCounter};
+use crate::error::{LibraryError, Result};
+use crate::extract::{Extraction, Format};
+use crate::search::{fuse, recency_bonus, snippet, SearchMode, SearchSettings, DEFAULT_SEARCH};
+use crate::worker::{Extractor, MAX_FILE_BYTES};
+
+/// File name of the library database in its directory.
+pub const DB_FILE: &str = "library.db";
+/// Largest chunk, in model tokens (the issue's ≤ 256).
+pub const DEFAULT_CHUNK_TOKENS: usize = 256;
+/// Word pieces the embedder reads (its window minus `[CLS]`/`[SEP]`);
+/// longer chunks are embedded in parts.
+pub const EMBED_WINDOW: usize = memory::MINILM_MAX_TOKENS - 2;
+/// Embeddings computed per call (and vectors written per statement).
+const EMBED_BATCH: usize = 64;
+/// Characters of a result's snippet.
+pub const SNIPPET_CHARS: usize = 320;
+
+/// A document's state in the library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Indexed,
+    /// Reported by `add` only: the file has not changed since it was indexed.
+    Unchanged,
+    NeedsPassword,
+    NoText,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Indexed => "indexed",
+            Self::Unchanged => "unchanged",
+            Self::NeedsPassword => "needs_password",
+            Self::NoText => "no_text",
+            Self::Failed => "failed",
+        }
+    }
+
+    fn parse(s: &str) -> Self {
+        match s {
+            "indexed" => Self::Indexed,
+            "needs_password" => Self::NeedsPassword,
+            "no_text" => Self::NoText,
+            _ => Self::Failed,
+        }
+    }
+}
+
+/// What `add` did to one document (the CLI prints exactly these fields).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AddReport {
+    pub document: String,
+    pub id: i64,
+    pub status: Status,
+    pub pages: Option<u32>,
+    pub chunks: usize,
+    pub error: Option<String>,
+    /// Chunks embedded for this add (the others reused stored vectors).
+    #[serde(skip)]
+    pub embedded: usize,
+    /// Chunks the injection guard sanitized or kept out of prompts.
+    #[serde(skip)]
+    pub flagged: usize,
+    /// SHA-256 of the file (for the ledger's document events).
+    #[serde(skip)]
+    pub sha256: Option<String>,
+}
+
+/// A document as the library view lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocumentView {
+    pub id: i64,
+    pub path: String,
+    pub format: String,
+    pub status: Status,
+    pub size: i64,
+    pub pages: Option<u32>,
+    pub chunks: i64,
+    pub error: Option<String>,
+    /// Milliseconds since the epoch.
+    pub indexed_at: i64,
+    /// Chunks the injection guard flagged (sanitized or left out of prompts).
+    pub flagged: i64,
+    pub sha256: Option<String>,
+}
+
+/// One search result with its citation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    pub document: String,
+    pub id: i64,
+    pub chunk_id: i64,
+    pub page: Option<u32>,
+    pub section: Option<String>,
+    pub snippet: String,
+    pub score: f64,
+    /// The whole passage.
+    pub text: String,
+    /// The guard's action on this passage: allow, sanitize or block.
+    pub guard: String,
+    /// What may be shown to a model: the text, sanitized text, or nothing.
+    pub prompt_text: Option<String>,
+}
+
+/// All stored vectors, one row per embedded part, for brute-force cosine.
+struct VectorTable {
+    chunk_ids: Vec<i64>,
+    data: Vec<f32>,
+    dim: usize,
+}
+
+pub struct Library {
+    pool: SqlitePool,
+    embedder: Arc<dyn Embedder>,
+    counter: Arc<dyn TokenCounter>,
+    extractor: Extractor,
+    pub chunk_tokens: usize,
+    pub settings: SearchSettings,
+    vectors: tokio::sync::RwLock<Option<Arc<VectorTable>>>,
+    /// One add at a time: two adds of one path must not interleave.
+    writer: tokio::sync::Mutex<()>,
+}
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn is_hidden(entry: &walkdir::DirEntry) -> bool {
+    entry.depth() > 0 && entry.file_name().to_str().is_some_and(|n| n.starts_with('.'))
+}
+
+/// Files under `path` the library reads (a file is returned as is).
+pub fn expand(path: &Path) -> Vec<PathBuf> {
+    if !path.is_dir() {
+        return vec![path.to_path_buf()];
+    }
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(path)
+        .follow_links(false)
+        .into_iter()
+        .filter_entry(|e| !is_hidden(e))
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file() && Format::of(e.path()).is_some())
+        .map(|e| e.into_path())
+        .collect();
+    files.sort();
+    files
+}
+
+fn blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn unblob(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+/// A chunk after the guard, with what it is embedded as.
+struct Prepared {
+    chunk: Chunk,
+    guard: &'static str,
+    categories: String,
+    prompt_text: Option<String>,
+    /// (vector hash, text to embed) per part.
+    parts: Vec<(String, String)>,
+}
+
+fn guard_label(a: runtime::Action) -> &'static str {
+    match a {
+        runtime::Action::Allow => "allow",
+        runtime::Action::Sanitize => "sanitize",
+        runtime::Action::Block => "block",
+    }
+}
+
+impl Library {
+    /// Opens (creating) `dir/library.db`.
+    pub async fn open(
+        dir: &Path,
+        embedder: Arc<dyn Embedder>,
+        counter: Arc<dyn TokenCounter>,
+        extractor: Extractor,
+    ) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|e| LibraryError::Open(format!("{}: {e}", dir.display())))?;
+        let url = format!("sqlite://{}", dir.join(DB_FILE).display());
+        let opts = SqliteConnectOptions::from_str(&url)
+            .map_err(|e| LibraryError::Open(e.to_string()))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            // Freed pages are zeroed: a removed document's text must not
+            // linger in the file.
+            .pragma("secure_delete", "ON");
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(opts)
+            .await
+            .map_err(|e| LibraryError::Open(e.to_string()))?;
+        sqlx::migrate!("./migrations").run(&pool).await.map_err(|e| LibraryError::Open(e.to_string()))?;
+        Ok(Self {
+            pool,
+            embedder,
+            counter,
+            extractor,
+            chunk_tokens: DEFAULT_CHUNK_TOKENS,
+            settings: DEFAULT_SEARCH,
+            vectors: tokio::sync::RwLock::new(None),
+            writer: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Adds files and folders (folders recursively, hidden entries and
+    /// unsupported types skipped); `each` sees every report as it is made.
+    /// With `watch`, folders are remembered as watched roots.
+    pub async fn add_paths(
+        &self,
+        paths: &[PathBuf],
+        watch: bool,
+        mut each: impl FnMut(&AddReport),
+    ) -> Result<Vec<AddReport>> {
+        let mut reports = Vec::new();
+        for path in paths {
+            let abs = std::path::absolute(path)
+                .map_err(|e| LibraryError::Read { path: path.display().to_string(), reason: e.to_string() })?;
+            if !abs.exists() {
+                return Err(LibraryError::Read { path: abs.display().to_string(), reason: "no such file or folder".into() });
+            }
+            let root = abs.is_dir().then(|| abs.display().to_string());
+            if let (true, Some(root)) = (watch, &root) {
+                sqlx::query("INSERT OR IGNORE INTO roots (path, added_at) VALUES (?, ?)")
+                    .bind(root)
+                    .bind(now_ms())
+                    .execute(&self.pool)
+                    .await?;
+            }
+            for file in expand(&abs) {
+                let report = self.add_file(&file, root.as_deref().filter(|_| watch)).await?;
+                each(&report);
+                reports.push(report);
+            }
+        }
+        Ok(reports)
+    }
+
+    /// Folders added as watched.
+    pub async fn watched_roots(&self) -> Result<Vec<PathBuf>> {
+        let rows = sqlx::query("SELECT path FROM roots ORDER BY path").fetch_all(&self.pool).await?;
+        Ok(rows.iter().map(|r| PathBuf::from(r.get::<String, _>(0))).collect())
+    }
+
+    /// Indexes one file, or re-indexes it when its bytes changed. Chunks
+    /// whose text is unchanged keep their vectors. Nothing of the new
+    /// version is searchable until all of it is stored.
+    pub async fn add_file(&self, path: &Path, root: Option<&str>) -> Result<AddReport> {
+        let _one_writer = self.writer.lock().await;
+        let path_str = path.display().to_string();
+        let format = Format::of(path).map_or("unknown", Format::name);
+        let meta = std::fs::metadata(path);
+        let (size, mtime) = meta.as_ref().map_or((0, 0), |m| (m.len() as i64, mtime_ms(m)));
+        let existing = sqlx::query("SELECT id, size, mtime_ms, status, pages, chunks, error, sha256 FROM documents WHERE path = ?")
+            .bind(&path_str)
+            .fetch_optional(&self.pool)
+            .await?;
+        let unchanged = |row: &sqlx::sqlite::SqliteRow| AddReport {
+            document: path_str.clone(),
+            id: row.get(0),
+            status: Status::Unchanged,
+            pages: row.get::<Option<i64>, _>(4).map(|p| p as u32),
+            chunks: row.get::<i64, _>(5) as usize,
+            error: row.get(6),
+            embedded: 0,
+            flagged: 0,
+            sha256: row.get(7),
+        };
+        if let Some(row) = &existing {
+            if row.get::<i64, _>(1) == size && row.get::<i64, _>(2) == mtime && meta.is_ok() {
+                return Ok(unchanged(row));
+            }
+        }
+        // Same bytes under a new modification time: nothing to redo.
+        let sha = match &meta {
+            Ok(m) if m.len() <= MAX_FILE_BYTES => {
+                let p = path.to_path_buf();
+                tokio::task::spawn_blocking(move || std::fs::read(&p).map(|b| sha256_hex_bytes(&b)))
+                    .await
+                    .map_err(|e| LibraryError::Task(e.to_string()))?
+                    .ok()
+            }
+            _ => None,
+        };
+        if let (Some(row), Some(sha)) = (&existing, &sha) {
+            if row.get::<Option<String>, _>(7).as_ref() == Some(sha) {
+                sqlx::query("UPDATE documents SET size = ?, mtime_ms = ? WHERE id = ?")
+                    .bind(size)
+                    .bind(mtime)
+                    .bind(row.get::<i64, _>(0))
+                    .execute(&self.pool)
+                    .await?;
+                return Ok(unchanged(row));
+            }
+        }
+        let extractor = self.extractor.clone();
+        let p = path.to_path_buf();
+        let extraction = tokio::task::spawn_blocking(move || extractor.extract(&p))
+            .await
+            .map_err(|e| LibraryError::Task(e.to_string()))?;
+        let (status, pages, blocks, error) = match extraction {
+            Extraction::Text { pages, blocks } => (Status::Indexed, pages, blocks, None),
+            Extraction::NeedsPassword { pages } => {
+                (Status::NeedsPassword, pages, vec![], Some("the PDF is protected by a password".into()))
+            }
+            Extraction::NoText { pages } => {
+                (Status::NoText, pages, vec![], Some("no text layer (a scan?); it needs OCR".into()))
+            }
+            Extraction::Failed { reason } => (Status::Failed, None, vec![], Some(reason)),
+        };
+        let prepared = if blocks.is_empty() {
+            vec![]
+        } else {
+            let counter = self.counter.clone();
+            let model = self.embedder.model_id();
+            let max = self.chunk_tokens;
+            tokio::task::spawn_blocking(move || prepare(&blocks, counter.as_ref(), max, &model))
+                .await
+                .map_err(|e| LibraryError::Task(e.to_string()))?
+        };
+        let embedded = self.embed_missing(&prepared).await?;
+        let flagged = prepared.iter().filter(|p| p.guard != "allow").count();
+        let id = self
+            .store(path_str.clone(), format, sha.clone(), size, mtime, status, pages, error.clone(), root, &prepared, embedded.0)
+            .await?;
+        *self.vectors.write().await = None;
+        Ok(AddReport {
+            document: path_str,
+            id,
+            status,
+            pages,
+            chunks: prepared.len(),
+            error,
+            embedded: embedded.1,
+            flagged,
+            sha256: sha,
+        })
+    }
+
+    /// Embeds the parts that have no stored vector for this model; returns
+    /// them (hash, vector) and how many chunks needed any.
+    async fn embed_missing(&self, prepared: &[Prepared]) -> Result<(Vec<(String, Vec<f32>)>, usize)> {
+        let model = self.embedder.model_id();
+        let mut missing: Vec<(String, String)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut chunks_needing = 0;
+        for p in prepared {
+            let mut needs = false;
+            for (hash, input) in &p.parts {
+                if !seen.insert(hash.clone()) {
+                    continue;
+                }
+                let stored = sqlx::query("SELECT 1 FROM vectors WHERE hash = ? AND model = ?")
+                    .bind(hash)
+                    .bind(&model)
+                    .fetch_optional(&self.pool)
+                    .await?
+                    .is_some();
+                if !stored {
+                    missing.push((hash.clone(), input.clone()));
+                    needs = true;
+                }
+            }
+            chunks_needing += usize::from(needs);
+        }
+        let mut out = Vec::with_capacity(missing.len());
+        for batch in missing.chunks(EMBED_BATCH) {
+            let embedder = self.embedder.clone();
+            let texts: Vec<String> = batch.iter().map(|(_, t)| t.clone()).collect();
+            let vectors = tokio::task::spawn_blocking(move || {
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                embedder.embed(&refs)
+            })
+            .await
+            .map_err(|e| LibraryError::Task(e.to_string()))??;
+            out.extend(batch.iter().map(|(h, _)| h.clone()).zip(vectors));
+        }
+        Ok((out, chunks_needing))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn store(
+        &self,
+        path: String,
+        format: &str,
+        sha: Option<String>,
+        size: i64,
+        mtime: i64,
+        status: Status,
+        pages: Option<u32>,
+        error: Option<String>,
+        root: Option<&str>,
+        prepared: &[Prepared],
+        vectors: Vec<(String, Vec<f32>)>,
+    ) -> Result<i64> {
+        let model = self.embedder.model_id();
+        let mut tx = self.pool.begin().await?;
+        let id: i64 = sqlx::query(
+            "INSERT INTO documents (path, format, sha256, size, mtime_ms, status, pages, chunks, error, indexed_at, root)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT(path) DO UPDATE SET format = excluded.format, sha256 = excluded.sha256, size = excluded.size,
+               mtime_ms = excluded.mtime_ms, status = excluded.status, pages = excluded.pages, chunks = excluded.chunks,
+               error = excluded.error, indexed_at = excluded.indexed_at, root = coalesce(excluded.root, documents.root)
+             RETURNING id",
+        )
+        .bind(&path)
+        .bind(format)
+        .bind(&sha)
+        .bind(size)
+        .bind(mtime)
+        .bind(status.as_str())
+        .bind(pages.map(i64::from))
+        .bind(prepared.len() as i64)
+        .bind(&error)
+        .bind(now_ms())
+        .bind(root)
+        .fetch_one(&mut *tx)
+        .await?
+        .get(0);
+        delete_chunks(&mut tx, id).await?;
+        for (hash, v) in &vectors {
+            sqlx::query("INSERT OR IGNORE INTO vectors (hash, model, vector) VALUES (?, ?, ?)")
+                .bind(hash)
+                .bind(&model)
+                .bind(blob(v))
+                .execute(&mut *tx)
+                .await?;
+        }
+        for p in prepared {
+            let c = &p.chunk;
+            let chunk_id: i64 = sqlx::query(
+                "INSERT INTO chunks (document_id, ordinal, page, section, text, hash, guard, guard_categories, prompt_text)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            )
+            .bind(id)
+            .bind(c.ordinal as i64)
+            .bind(c.page.map(i64::from))
+            .bind(&c.section)
+            .bind(&c.text)
+            .bind(&c.hash)
+            .bind(p.guard)
+            .bind(&p.categories)
+            .bind(&p.prompt_text)
+            .fetch_one(&mut *tx)
+            .await?
+            .get(0);
+            for (i, (hash, _)) in p.parts.iter().enumerate() {
+                sqlx::query("INSERT INTO chunk_parts (chunk_id, part, vector_hash) VALUES (?, ?, ?)")
+                    .bind(chunk_id)
+                    .bind(i as i64)
+                    .bind(hash)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        delete_orphan_vectors(&mut tx).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    pub async fn list(&self) -> Result<Vec<DocumentView>> {
+        let rows = sqlx::query(
+            "SELECT d.id, d.path, d.format, d.status, d.size, d.pages, d.chunks, d.error, d.indexed_at, d.sha256,
+                    (SELECT count(*) FROM chunks c WHERE c.document_id = d.id AND c.guard != 'allow')
+             FROM documents d ORDER BY d.path",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| DocumentView {
+                id: r.get(0),
+                path: r.get(1),
+                format: r.get(2),
+                status: Status::parse(r.get::<&str, _>(3)),
+                size: r.get(4),
+                pages: r.get::<Option<i64>, _>(5).map(|p| p as u32),
+                chunks: r.get(6),
+                error: r.get(7),
+                indexed_at: r.get(8),
+                sha256: r.get(9),
+                flagged: r.get(10),
+            })
+            .collect())
+    }
+
+    /// The document with this id, or at this path (as given or absolute).
+    pub async fn find(&self, path_or_id: &str) -> Result<Option<DocumentView>> {
+        let docs = self.list().await?;
+        let abs = std::path::absolute(path_or_id).map(|p| p.display().to_string()).unwrap_or_default();
+        Ok(docs
+            .into_iter()
+            .find(|d| d.path == path_or_id || d.path == abs || path_or_id.parse::<i64>().ok() == Some(d.id)))
+    }
+
+    /// Removes a document: its row, chunks, BM25 entries and the vectors
+    /// no other chunk uses; then merges the index segments and truncates
+    /// the write-ahead log so the text is gone from every file.
+    pub async fn remove(&self, path_or_id: &str) -> Result<DocumentView> {
+        let _one_writer = self.writer.lock().await;
+        let doc = self.find(path_or_id).await?.ok_or_else(|| LibraryError::NotFound(path_or_id.to_owned()))?;
+        let mut tx = self.pool.begin().await?;
+        delete_chunks(&mut tx, doc.id).await?;
+        delete_orphan_vectors(&mut tx).await?;
+        sqlx::query("DELETE FROM documents WHERE id = ?").bind(doc.id).execute(&mut *tx).await?;
+        tx.commit().await?;
+        self.scrub().await?;
+        *self.vectors.write().await = None;
+        Ok(doc)
+    }
+
+    /// Documents under `root` whose files are gone (a watched folder's
+    /// deletions while the app was closed).
+    pub async fn missing_under(&self, root: &Path) -> Result<Vec<DocumentView>> {
+        let prefix = root.display().to_string();
+        Ok(self
+            .list()
+            .await?
+            .into_iter()
+            .filter(|d| Path::new(&d.path).starts_with(&prefix) && !Path::new(&d.path).exists())
+            .collect())
+    }
+
+    /// The start-up scan of the watched folders: new and changed files are
+    /// (re-)indexed, unchanged ones skipped by size and modification time,
+    /// and documents whose files are gone are removed. Events are lost
+    /// while the app is closed; this catches up with them.
+    pub async fn reconcile(&self, mut each: impl FnMut(&AddReport)) -> Result<Vec<AddReport>> {
+        let mut reports = Vec::new();
+        for root in self.watched_roots().await? {
+            for gone in self.missing_under(&root).await? {
+                self.remove(&gone.id.to_string()).await?;
+            }
+            if root.is_dir() {
+                reports.extend(self.add_paths(&[root], true, &mut each).await?);
+            } else {
+                tracing::warn!(root = %root.display(), "a watched folder is gone; its documents were removed");
+            }
+        }
+        Ok(reports)
+    }
+
+    async fn scrub(&self) -> Result<()> {
+        sqlx::query("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')").execute(&self.pool).await?;
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn vector_table(&self) -> Result<Arc<VectorTable>> {
+        if let Some(t) = self.vectors.read().await.as_ref() {
+            return Ok(t.clone());
+        }
+        let mut slot = self.vectors.write().await;
+        if let Some(t) = slot.as_ref() {
+            return Ok(t.clone());
+        }
+        let rows = sqlx::query(
+            "SELECT p.chunk_id, v.vector FROM chunk_parts p JOIN vectors v ON v.hash = p.vector_hash AND v.model = ?
+             ORDER BY p.chunk_id, p.part",
+        )
+        .bind(self.embedder.model_id())
+        .fetch_all(&self.pool)
+        .await?;
+        let dim = self.embedder.dim();
+        let mut table = VectorTable { chunk_ids: Vec::with_capacity(rows.len()), data: Vec::with_capacity(rows.len() * dim), dim };
+        for r in rows {
+            let v = unblob(r.get::<&[u8], _>(1));
+            if v.len() == dim {
+                table.chunk_ids.push(r.get(0));
+                table.data.extend(v);
+            }
+        }
+        let table = Arc::new(table);
+        *slot = Some(table.clone());
+        Ok(table)
+    }
+
+    /// The best `k` passages for `query`.
+    pub async fn search(&self, query: &str, k: usize, mode: SearchMode) -> Result<Vec<SearchHit>> {
+        let s = self.settings;
+        let keyword = if mode == SearchMode::Vector { vec![] } else { self.keyword_ranking(query, s.candidates).await? };
+        let vector = if mode == SearchMode::Keyword { vec![] } else { self.vector_ranking(query, s.candidates).await? };
+        let fused: Vec<(i64, f64)> = match mode {
+            SearchMode::Keyword => keyword.iter().map(|(id, score)| (*id, *score)).collect(),
+            SearchMode::Vector => vector.iter().map(|(id, score)| (*id, *score)).collect(),
+            SearchMode::Hybrid => {
+                let v: Vec<i64> = vector.iter().map(|(id, _)| *id).collect();
+                let kw: Vec<i64> = keyword.iter().map(|(id, _)| *id).collect();
+                fuse(&v, &kw, &s).into_iter().filter(|(_, score)| *score >= s.min_score).collect()
+            }
+        };
+        let mut hits = Vec::new();
+        let now = now_ms();
+        for (chunk_id, score) in fused.into_iter().take(s.candidates) {
+            let Some(r) = sqlx::query(
+                "SELECT d.path, d.id, c.page, c.section, c.text, c.guard, c.prompt_text, d.indexed_at
+                 FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?",
+            )
+            .bind(chunk_id)
+            .fetch_optional(&self.pool)
+            .await?
+            else {
+                continue;
+            };
+            let text: String = r.get(4);
+            let score = if mode == SearchMode::Hybrid && s.recency_weight > 0.0 {
+                let age_days = (now - r.get::<i64, _>(7)) as f64 / 86_400_000.0;
+                score * (1.0 - s.recency_weight) + recency_bonus(age_days) * s.recency_weight
+            } else {
+                score
+            };
+            hits.push(SearchHit {
+                document: r.get(0),
+                id: r.get(1),
+                chunk_id,
+                page: r.get::<Option<i64>, _>(2).map(|p| p as u32),
+                section: r.get(3),
+                snippet: snippet(&text, query, SNIPPET_CHARS),
+                score,
+                text,
+                guard: r.get(5),
+                prompt_text: r.get(6),
+            });
+        }
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        hits.truncate(k);
+        Ok(hits)
+    }
+
+    /// (chunk id, −BM25) best first; FTS5's bm25 is lower-is-better.
+    async fn keyword_ranking(&self, query: &str, n: usize) -> Result<Vec<(i64, f64)>> {
+        let Some(q) = memory::fts_query(query) else { return Ok(vec![]) };
+        let rows = sqlx::query(
+            "SELECT rowid, bm25(chunks_fts, 1.0, 0.5) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+        )
+        .bind(q)
+        .bind(n as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(|r| (r.get::<i64, _>(0), -r.get::<f64, _>(1))).collect())
+    }
+
+    /// (chunk id, cosine of its best part) best first.
+    async fn vector_ranking(&self, query: &str, n: usize) -> Result<Vec<(i64, f64)>> {
+        let table = self.vector_table().await?;
+        if table.chunk_ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let embedder = self.embedder.clone();
+        let q = query.to_owned();
+        let qv = tokio::task::spawn_blocking(move || embedder.embed(&[q.as_str()]))
+            .await
+            .map_err(|e| LibraryError::Task(e.to_string()))??
+            .pop()
+            .unwrap_or_default();
+        if qv.len() != table.dim {
+            return Ok(vec![]);
+        }
+        let mut best: std::collections::HashMap<i64, f32> = std::collections::HashMap::new();
+        for (i, row) in table.data.chunks_exact(table.dim).enumerate() {
+            let cos: f32 = row.iter().zip(&qv).map(|(a, b)| a * b).sum();
+            let e = best.entry(table.chunk_ids[i]).or_insert(f32::MIN);
+            *e = e.max(cos);
+        }
+        let mut ranked: Vec<(i64, f64)> = best.into_iter().map(|(id, c)| (id, c as f64)).collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        ranked.truncate(n);
+        Ok(ranked)
+    }
+}
+
+fn sha256_hex_bytes(b: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(b))
+}
+
+async fn delete_chunks(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, document_id: i64) -> Result<()> {
+    sqlx::query("DELETE FROM chunk_parts WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = ?)")
+        .bind(document_id)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query("DELETE FROM chunks WHERE document_id = ?").bind(document_id).execute(&mut **tx).await?;
+    Ok(())
+}
+
+async fn delete_orphan_vectors(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>) -> Result<()> {
+    sqlx::query("DELETE FROM vectors WHERE hash NOT IN (SELECT vector_hash FROM chunk_parts)").execute(&mut **tx).await?;
+    Ok(())
+}
+
+/// Chunks the blocks, screens each chunk with the injection guard and
+/// works out what each is embedded as: its heading path and text, in
+/// parts when longer than the model's window.
+fn prepare(blocks: &[crate::extract::Block], counter: &dyn TokenCounter, max_tokens: usize, model: &str) -> Vec<Prepared> {
+    chunk_blocks(blocks, counter, max_tokens)
+        .into_iter()
+        .map(|chunk| {
+            let report = runtime::analyze_document(&chunk.text);
+            let prompt_text = match report.action {
+                runtime::Action::Allow => Some(chunk.text.clone()),
+                runtime::Action::Sanitize => {
+                    Some(runtime::sanitize_document(&chunk.text)).filter(|t| !t.trim().is_empty())
+                }
+                runtime::Action::Block => None,
+            };
+            let mut categories: Vec<String> = report
+                .findings
+                .iter()
+                .filter_map(|f| serde_json::to_value(f.category).ok().and_then(|v| v.as_str().map(str::to_owned)))
+                .collect();
+            categories.sort();
+            categories.dedup();
+            let head = chunk.section.as_deref().map(|s| format!("{s}\n")).unwrap_or_default();
+            let whole = format!("{head}{}", chunk.text);
+            let inputs = if counter.tokens(&whole) <= EMBED_WINDOW {
+                vec![whole]
+            } else {
+                let room = EMBED_WINDOW.saturating_sub(counter.tokens(&head)).max(EMBED_WINDOW / 2);
+                split(&chunk.text, counter, room).into_iter().map(|t| format!("{head}{t}")).collect()
+            };
+            let parts = inputs.into_iter().map(|t| (sha256_hex(&[model, &t]), t)).collect();
+            Prepared {
+                guard: guard_label(report.action),
+                categories: categories.join(","),
+                prompt_text,
+                parts,
+                chunk,
+            }
+        })
+        .collect()
+}
