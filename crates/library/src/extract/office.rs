@@ -31,7 +31,7 @@ fn attr(e: &BytesStart<'_>, local: &str) -> Option<String> {
         .with_checks(false)
         .flatten()
         .find(|a| a.key.local_name().as_ref() == local)
-        .and_then(|a| a.unescape_value().ok().map(|v| v.into_owned()))
+        .and_then(|a| a.normalized_value(quick_xml::XmlVersion::Implicit1_0).ok().map(|v| v.into_owned()))
 }
 
 fn entity(name: &str) -> Option<char> {

@@ -57,7 +57,8 @@ async fn an_edit_re_embeds_only_the_changed_chunks() {
     let data = tempfile::tempdir().expect("data");
     let text = paragraphs("rivers", 150);
     let file = write(docs.path(), "long.txt", text.as_bytes());
-    let (lib, embedder) = open(data.path()).await;
+    let (mut lib, embedder) = open(data.path()).await;
+    lib.chunk_tokens = 60;
     let first = lib.add_file(&file, None).await.expect("add");
     assert!(first.chunks > 20, "{first:?}");
     let before = embedder.texts.load(Ordering::SeqCst);
