@@ -9,18 +9,51 @@
 //! word classes (a verb class with an object class in a short window) rather
 //! than listing phrases, in English, Portuguese and Spanish.
 //!
+//! A linear classifier trained on public corpora ([`Classifier`]) reads each
+//! text, window by window, for instructions aimed at the assistant that no
+//! rule describes. Its weights are a model file the composition root hands
+//! over with [`install_classifier`]; without it the guard runs on the rules
+//! alone ([`classifier_installed`] says which).
+//!
 //! The guard never rewrites meaning: [`sanitize`] only removes delimiters,
 //! invisible characters, encoded payloads and the flagged spans, collapses
 //! floods and truncates.
 
+pub mod classifier;
 mod decode;
 mod detect;
+mod frame;
 mod lexicon;
 mod normalize;
 
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
 
+pub use classifier::{Classifier, ModelError, Thresholds};
+pub use frame::{quote_untrusted, screen_document, ScreenedText, Treatment};
 pub use normalize::deep as normalise;
+
+/// The file name of the trained weights in a models directory.
+pub const CLASSIFIER_FILE: &str = "guard-classifier-v1.bin";
+
+static CLASSIFIER: OnceLock<Classifier> = OnceLock::new();
+
+/// Hands the trained classifier to every later analysis in this process.
+/// Only the first call takes effect; it returns false if one was already installed.
+pub fn install_classifier(c: Classifier) -> bool {
+    CLASSIFIER.set(c).is_ok()
+}
+
+/// The installed classifier, if any.
+pub fn installed_classifier() -> Option<&'static Classifier> {
+    CLASSIFIER.get()
+}
+
+/// Whether analyses use the classifier, or the rules alone.
+pub fn classifier_installed() -> bool {
+    CLASSIFIER.get().is_some()
+}
 
 /// Input longer than this is itself a finding (and is truncated by `sanitize`).
 pub const MAX_INPUT_CHARS: usize = 8000;
@@ -56,6 +89,8 @@ pub enum Category {
     DataExfiltration,
     ExcessiveLength,
     SuspiciousRepetition,
+    /// The classifier reads the text as instructions aimed at the assistant.
+    InjectedInstructions,
 }
 
 /// Byte range into the analysed text.
@@ -324,6 +359,12 @@ pub fn analyze_document(text: &str) -> GuardReport {
 }
 
 pub fn analyze_with(text: &str, options: GuardOptions) -> GuardReport {
+    analyze_using(text, options, installed_classifier())
+}
+
+/// [`analyze_with`] with an explicit classifier (`None`: the rules alone),
+/// whatever is installed; for evaluations that compare the two.
+pub fn analyze_using(text: &str, options: GuardOptions, classifier: Option<&Classifier>) -> GuardReport {
     let mut findings = Vec::new();
     if let Some(max) = options.max_chars {
         let chars = text.chars().count();
@@ -340,6 +381,9 @@ pub fn analyze_with(text: &str, options: GuardOptions) -> GuardReport {
     let raw = detect::View::raw(text);
     scan_view(text, &raw, 0, &mut findings);
     repetition(text, &raw, &mut findings);
+    if let Some(c) = classifier {
+        findings.extend(classified(c, text));
+    }
     let risk_level = level(combined_score(&findings));
     let report = GuardReport {
         risk_level,
@@ -351,6 +395,34 @@ pub fn analyze_with(text: &str, options: GuardOptions) -> GuardReport {
             "prompt-injection guard finding");
     }
     report
+}
+
+/// The classifier's finding on `text`, if its best window reaches the low
+/// threshold. Scores map the thresholds onto the risk levels: low 0.3,
+/// medium 0.55, high 0.8, rising with the probability inside each band.
+fn classified(c: &Classifier, text: &str) -> Option<Finding> {
+    let s = c.score(text);
+    let t = c.thresholds;
+    let p = s.probability;
+    let band = |p: f32, lo: f32, hi: f32| ((p - lo) / (hi - lo).max(1e-6)).clamp(0.0, 1.0);
+    let score = if p >= t.high {
+        0.8 + 0.15 * band(p, t.high, 1.0)
+    } else if p >= t.medium {
+        0.55 + 0.15 * band(p, t.medium, t.high)
+    } else if p >= t.low {
+        0.3 + 0.15 * band(p, t.low, t.medium)
+    } else {
+        return None;
+    };
+    Some(Finding {
+        category: Category::InjectedInstructions,
+        detail: format!("reads as instructions to the assistant (classifier {p:.2})"),
+        score: Some(score),
+        span: (s.end > s.start).then_some(Span {
+            start: s.start,
+            end: s.end,
+        }),
+    })
 }
 
 /// Removes what the guard flags: flagged spans, decoded payloads,
@@ -369,6 +441,9 @@ pub fn sanitize_document(text: &str) -> String {
 fn clean(text: &str) -> String {
     let mut findings = Vec::new();
     scan(text, 0, &mut findings);
+    if let Some(c) = installed_classifier() {
+        findings.extend(classified(c, text));
+    }
     let mut spans: Vec<Span> = findings
         .iter()
         .filter(|f| score_of(f) >= 0.5)
@@ -378,11 +453,12 @@ fn clean(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     for s in spans {
-        if s.start < last
-            || s.end > text.len()
-            || !text.is_char_boundary(s.start)
-            || !text.is_char_boundary(s.end)
-        {
+        if s.end > text.len() || !text.is_char_boundary(s.start) || !text.is_char_boundary(s.end) {
+            continue;
+        }
+        if s.start < last {
+            // Overlaps the part just removed: remove the rest of it too.
+            last = last.max(s.end);
             continue;
         }
         out.push_str(&text[last..s.start]);

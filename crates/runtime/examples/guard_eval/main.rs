@@ -1,0 +1,184 @@
+//! Evaluates the guard on the **test** split of the public corpus (never
+//! trained or tuned on) and on the repository's own corpora, in one run,
+//! three ways: the baseline (the guard before this work, a frozen copy in
+//! `baseline/`), the current rules alone, and the current rules + the
+//! trained classifier; then the p95 latency of each on 2 000-character inputs.
+//!
+//! Run: `cargo run -p runtime --example guard_eval -- CORPUS.jsonl MODEL.bin [REPO_CORPUS.jsonl ...]`
+//! A text counts as detected (or as a false positive) at risk medium or high.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use runtime::guard::{analyze_using, Classifier, GuardOptions, RiskLevel};
+use serde::Deserialize;
+
+#[allow(dead_code, unused_imports, clippy::all)]
+mod baseline;
+/// What the frozen baseline's `crate::text` pointed at.
+mod text {
+    pub use runtime::text::{fold, fold_into};
+}
+
+#[derive(Deserialize)]
+struct Row {
+    text: String,
+    attack: bool,
+    #[serde(default)]
+    family: String,
+    #[serde(default)]
+    category: String,
+    #[serde(default)]
+    lang: String,
+    #[serde(default)]
+    split: String,
+}
+
+#[derive(Default)]
+struct Tally {
+    n: usize,
+    base: usize,
+    rules: usize,
+    new: usize,
+}
+
+fn flagged(text: &str, options: GuardOptions, c: Option<&Classifier>) -> bool {
+    analyze_using(text, options, c).risk_level >= RiskLevel::Medium
+}
+
+fn flagged_baseline(text: &str, options: GuardOptions) -> bool {
+    let r = baseline::analyze_with(text, baseline::GuardOptions { max_chars: options.max_chars });
+    r.risk_level >= baseline::RiskLevel::Medium
+}
+
+fn pct(k: usize, n: usize) -> f64 {
+    100.0 * k as f64 / n.max(1) as f64
+}
+
+fn report(title: &str, rows: &[Row], key: impl Fn(&Row) -> String, c: &Classifier, options: GuardOptions, show_missed: usize) {
+    let mut attacks: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut benign: BTreeMap<String, Tally> = BTreeMap::new();
+    let (mut all_a, mut all_b) = (Tally::default(), Tally::default());
+    let mut missed = Vec::new();
+    let mut false_pos = Vec::new();
+    for r in rows {
+        let b = flagged_baseline(&r.text, options);
+        let o = flagged(&r.text, options, None);
+        let n = flagged(&r.text, options, Some(c));
+        let (m, all) = if r.attack { (&mut attacks, &mut all_a) } else { (&mut benign, &mut all_b) };
+        for t in [m.entry(key(r)).or_default(), all] {
+            t.n += 1;
+            t.base += usize::from(b);
+            t.rules += usize::from(o);
+            t.new += usize::from(n);
+        }
+        let short: String = r.text.chars().take(90).collect::<String>().replace('\n', " ");
+        if r.attack && !n {
+            missed.push(format!("[{}] {short}", key(r)));
+        }
+        if !r.attack && n {
+            false_pos.push(format!("[{}] {short}", key(r)));
+        }
+    }
+    println!("\n== {title}");
+    let line = |k: &str, t: &Tally| {
+        println!("  {k:32} {:>6} {:>9.1}% {:>9.1}% {:>9.1}%", t.n, pct(t.base, t.n), pct(t.rules, t.n), pct(t.new, t.n));
+    };
+    println!("{:34} {:>6} {:>10} {:>10} {:>10}", "attacks detected: family", "n", "baseline", "rules", "rules+clf");
+    for (k, t) in &attacks {
+        line(k, t);
+    }
+    line("ALL ATTACKS detected", &all_a);
+    println!("{:34} {:>6} {:>10} {:>10} {:>10}", "benign rated medium+: source", "n", "baseline", "rules", "rules+clf");
+    for (k, t) in &benign {
+        line(k, t);
+    }
+    line("ALL BENIGN flagged", &all_b);
+    for m in missed.iter().take(show_missed) {
+        println!("  missed: {m}");
+    }
+    for m in false_pos.iter().take(show_missed) {
+        println!("  false positive: {m}");
+    }
+}
+
+fn read(path: &str) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?)
+}
+
+fn p95(inputs: &[String], f: impl Fn(&str)) -> Duration {
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        for t in inputs {
+            let at = Instant::now();
+            f(t);
+            times.push(at.elapsed());
+        }
+    }
+    times.sort();
+    times[(times.len() - 1) * 95 / 100]
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (corpus, model) = match args.as_slice() {
+        [c, m, ..] => (c, m),
+        _ => return Err("usage: guard_eval CORPUS.jsonl MODEL.bin [REPO_CORPUS.jsonl ...]".into()),
+    };
+    let c = Classifier::from_bytes(&std::fs::read(model)?)?;
+    let show: usize = std::env::var("GUARD_EVAL_SHOW").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let rows: Vec<Row> = read(corpus)?.into_iter().filter(|r| r.split == "test").collect();
+    // Documents have no length limit; messages longer than 8 000
+    // characters would be flagged for their length alone, by both.
+    let doc = GuardOptions { max_chars: None };
+    report("public corpus, TEST split (never trained or tuned on), by family", &rows, |r| r.family.clone(), &c, doc, show);
+    report("public corpus, TEST split, by language", &rows, |r| format!("{} ({})", r.lang, if r.attack { "attack" } else { "benign" }), &c, doc, 0);
+    for path in &args[2..] {
+        let repo = read(path)?;
+        report(&format!("repository corpus {path} (regression; as `ledgermind guard` sees it)"), &repo, |r| r.category.clone(), &c, GuardOptions::default(), show);
+    }
+
+    // Latency on 2 000-character inputs cut from the test split.
+    let mut inputs = Vec::new();
+    let mut buf = String::new();
+    for r in &rows {
+        buf.push_str(&r.text);
+        buf.push(' ');
+        while buf.chars().count() >= 2000 {
+            let cut: String = buf.chars().take(2000).collect();
+            buf = buf.chars().skip(2000).collect();
+            inputs.push(cut);
+        }
+        if inputs.len() >= 200 {
+            break;
+        }
+    }
+    let opts = GuardOptions::default();
+    std::hint::black_box(analyze_using(&inputs[0], opts, Some(&c)));
+    std::hint::black_box(baseline::analyze(&inputs[0]));
+    let base = p95(&inputs, |t| {
+        std::hint::black_box(baseline::analyze(t));
+    });
+    let rules = p95(&inputs, |t| {
+        std::hint::black_box(analyze_using(t, opts, None));
+    });
+    let new = p95(&inputs, |t| {
+        std::hint::black_box(analyze_using(t, opts, Some(&c)));
+    });
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "\nlatency, {} inputs x 2000 chars x 5 rounds: p95 baseline {:.3} ms, rules {:.3} ms, rules+classifier {:.3} ms (goal <= 5 ms: {}; load average {})",
+        inputs.len(),
+        base.as_secs_f64() * 1e3,
+        rules.as_secs_f64() * 1e3,
+        new.as_secs_f64() * 1e3,
+        if new <= Duration::from_millis(5) { "met" } else { "NOT met" },
+        load.split_whitespace().next().unwrap_or("?")
+    );
+    Ok(())
+}
