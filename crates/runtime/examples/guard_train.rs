@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 
-use runtime::guard::classifier::{text_windows, train, Example, Thresholds};
+use runtime::guard::classifier::{text_windows, train, Example, Thresholds, WINDOW};
 use runtime::guard::CLASSIFIER_FILE;
 use serde::Deserialize;
 
@@ -96,32 +96,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let mut model = train(&examples, 6);
 
-    let mut benign: BTreeMap<String, Vec<f32>> = BTreeMap::new();
-    let mut attack: BTreeMap<String, Vec<f32>> = BTreeMap::new();
+    // Validation scores by family, split by length: a short message is
+    // judged on a few words, so its cut-offs allow fewer false positives.
+    let mut benign: [BTreeMap<String, Vec<f32>>; 2] = Default::default();
+    let mut attack: [BTreeMap<String, Vec<f32>>; 2] = Default::default();
     for r in rows.iter().filter(|r| r.split == "validation") {
-        let p = model.score(&r.text).probability;
-        let m = if r.attack { &mut attack } else { &mut benign };
-        m.entry(r.family.clone()).or_default().push(p);
+        let s = model.score(&r.text);
+        let short = usize::from(s.tokens <= WINDOW);
+        let m = if r.attack { &mut attack[short] } else { &mut benign[short] };
+        m.entry(r.family.clone()).or_default().push(s.probability);
     }
-    let t = Thresholds {
-        low: threshold(&benign, 0.08),
-        medium: threshold(&benign, 0.02),
-        high: threshold(&benign, 0.005),
+    let ordered = |lo: f32, me: f32, hi: f32| {
+        let lo = lo.max(0.3);
+        let me = me.max(lo + 0.01);
+        (lo, me, hi.max(me + 0.01))
     };
-    let t = Thresholds {
-        low: t.low.max(0.3),
-        medium: t.medium.max(t.low.max(0.3) + 0.01),
-        high: t.high.max(t.medium.max(t.low.max(0.3) + 0.01) + 0.01),
-    };
+    let (low, medium, high) = ordered(threshold(&benign[0], 0.08), threshold(&benign[0], 0.02), threshold(&benign[0], 0.005));
+    let (short_low, short_medium, short_high) =
+        ordered(threshold(&benign[1], 0.05), threshold(&benign[1], 0.005), threshold(&benign[1], 0.001));
+    let t = Thresholds { low, medium, high, short_low, short_medium, short_high };
     model.thresholds = t;
-    println!(
-        "thresholds (validation): low {:.3}  medium {:.3}  high {:.3}",
-        t.low, t.medium, t.high
-    );
+    println!("thresholds (validation): long texts low {low:.3} medium {medium:.3} high {high:.3}; one-window texts low {short_low:.3} medium {short_medium:.3} high {short_high:.3}");
     println!("validation, classifier alone, share at or above medium:");
-    for (fam, p) in attack.iter().chain(benign.iter()) {
-        let n = p.iter().filter(|&&v| v >= t.medium).count();
-        println!("  {fam:28} {n:>4}/{:<4} {:5.1}%", p.len(), 100.0 * n as f64 / p.len().max(1) as f64);
+    for (i, name) in ["longer texts", "one-window texts"].iter().enumerate() {
+        let cut = if i == 0 { medium } else { short_medium };
+        println!(" {name}:");
+        for (fam, p) in attack[i].iter().chain(benign[i].iter()) {
+            let n = p.iter().filter(|&&v| v >= cut).count();
+            println!("  {fam:28} {n:>4}/{:<4} {:5.1}%", p.len(), 100.0 * n as f64 / p.len().max(1) as f64);
+        }
     }
 
     let dir = PathBuf::from(out_dir);

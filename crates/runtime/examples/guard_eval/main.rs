@@ -126,6 +126,19 @@ fn p95(inputs: &[String], f: impl Fn(&str)) -> Duration {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, model] = args.as_slice() {
+        if flag == "--score" {
+            // One text per stdin line: the classifier's probability and the
+            // current guard's verdict, for looking at single cases.
+            let c = Classifier::from_bytes(&std::fs::read(model)?)?;
+            for line in std::io::stdin().lines() {
+                let line = line?.replace("\\n", "\n");
+                let r = analyze_using(&line, GuardOptions::default(), Some(&c));
+                println!("{:.3} {:?} {line}", c.score(&line).probability, r.risk_level);
+            }
+            return Ok(());
+        }
+    }
     let (corpus, model) = match args.as_slice() {
         [c, m, ..] => (c, m),
         _ => return Err("usage: guard_eval CORPUS.jsonl MODEL.bin [REPO_CORPUS.jsonl ...]".into()),

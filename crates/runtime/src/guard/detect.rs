@@ -397,7 +397,7 @@ impl Rules {
             // "I forgot my previous instructions to the plumber": the
             // writer's own instructions, not the assistant's.
             let quals = c.name("quals").map_or("", |m| m.as_str());
-            if self.own_first_person.is_match(quals) {
+            if self.own_first_person.is_match(quals) || self.narrated(v, &c) {
                 score = score.min(0.25);
                 detail = "ignore phrasing about the writer's own instructions";
             }
@@ -589,6 +589,28 @@ impl Rules {
             };
             out.push(finding(cat, detail, score, None));
         }
+    }
+
+    /// "I forgot the instructions I gave the plumber", "Olvidé las
+    /// instrucciones que le di": the verb tells what the writer did (first
+    /// person, past tense), it does not ask the reader to do it.
+    fn narrated(&self, v: &View<'_>, c: &Captures<'_>) -> bool {
+        let Some(verb) = c.name("verb") else {
+            return false;
+        };
+        let before = v.words[..verb.start()].trim_end().rsplit(' ').next().unwrap_or("");
+        let subject = matches!(before, "i" | "we" | "eu" | "nos" | "yo" | "nosotros" | "he" | "she" | "they" | "ele" | "ela" | "eles" | "elas");
+        let raw = v
+            .word_span(verb.start(), verb.end())
+            .filter(|_| v.chars_are_raw)
+            .and_then(|s| v.chars.get(s.start..s.end))
+            .map(str::to_lowercase)
+            .unwrap_or_default();
+        let past = matches!(
+            raw.as_str(),
+            "forgot" | "ignored" | "skipped" | "esqueci" | "esquecemos" | "ignorei" | "olvidé" | "olvidè" | "ignoré" | "olvidamos" | "salté" | "pulei"
+        );
+        subject || past
     }
 
     fn shapes(&self, v: &View<'_>, out: &mut Vec<Finding>) {

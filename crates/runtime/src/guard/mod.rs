@@ -402,15 +402,15 @@ pub fn analyze_using(text: &str, options: GuardOptions, classifier: Option<&Clas
 /// medium 0.55, high 0.8, rising with the probability inside each band.
 fn classified(c: &Classifier, text: &str) -> Option<Finding> {
     let s = c.score(text);
-    let t = c.thresholds;
+    let (low, medium, high) = c.thresholds.for_length(s.tokens);
     let p = s.probability;
     let band = |p: f32, lo: f32, hi: f32| ((p - lo) / (hi - lo).max(1e-6)).clamp(0.0, 1.0);
-    let score = if p >= t.high {
-        0.8 + 0.15 * band(p, t.high, 1.0)
-    } else if p >= t.medium {
-        0.55 + 0.15 * band(p, t.medium, t.high)
-    } else if p >= t.low {
-        0.3 + 0.15 * band(p, t.low, t.medium)
+    let score = if p >= high {
+        0.8 + 0.15 * band(p, high, 1.0)
+    } else if p >= medium {
+        0.55 + 0.15 * band(p, medium, high)
+    } else if p >= low {
+        0.3 + 0.15 * band(p, low, medium)
     } else {
         return None;
     };
