@@ -62,6 +62,20 @@ class Corpus:
         self.rows.append(row)
 
 
+def chunks(parts, limit=2000):
+    """Consecutive parts joined into texts of at most `limit` characters
+    (long benign documents, as a document library or an import sees them)."""
+    out, cur = [], ""
+    for p in parts:
+        if cur and len(cur) + len(p) + 1 > limit:
+            out.append(cur)
+            cur = ""
+        cur = (cur + "\n" + p) if cur else p[:limit]
+    if cur:
+        out.append(cur)
+    return [c for c in out if len(c) >= 600]
+
+
 def load_json(z, name):
     return json.loads(z.read(name).decode("utf-8"))
 
@@ -199,6 +213,7 @@ def docstrings(z, corpus):
         except SyntaxError:
             continue
         nodes = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.ClassDef, ast.FunctionDef))]
+        page = []
         for n in nodes:
             doc = ast.get_docstring(n)
             if not doc:
@@ -209,6 +224,9 @@ def docstrings(z, corpus):
                 if len(para) < 40 or ":param" in para or '"' in para or "`" in para:
                     continue
                 corpus.add(para, False, "writeup_docstrings", "en")
+                page.append(para)
+        for i, c in enumerate(chunks(page)):
+            corpus.add(c, False, "long_writeup_docstrings", "en", group=f"{name}:{i}")
     for p in payloads(z, "normal_instructions") + payloads(z, "text_en"):
         corpus.add(p, False, "plain_instructions", "en")
     # Direct questions and requests to a chatbot (some harmful, none trying
@@ -268,6 +286,7 @@ def django_docstrings(z, corpus):
             tree = ast.parse(z.read(name).decode("utf-8"))
         except (SyntaxError, UnicodeDecodeError):
             continue
+        page = []
         for n in ast.walk(tree):
             if not isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -278,6 +297,9 @@ def django_docstrings(z, corpus):
                 para = " ".join(para.split())
                 if 30 <= len(para) <= 600 and ">>>" not in para:
                     corpus.add(para, False, "writeup_django_docstrings", "en")
+                    page.append(para)
+        for i, c in enumerate(chunks(page)):
+            corpus.add(c, False, "long_django_docstrings", "en", group=f"{name}:{i}")
 
 
 def bench(dir_, corpus):
@@ -288,9 +310,14 @@ def bench(dir_, corpus):
                 conv = sample["conversation"]
                 for key in sorted(conv):
                     if isinstance(conv[key], list):
+                        lines = []
                         for turn in conv[key]:
                             if turn.get("text"):
                                 corpus.add(turn["text"], False, "locomo_turns", "en")
+                                lines.append(f"{turn.get('speaker', 'Someone')}: {turn['text']}")
+                        # A session as an imported conversation would bring it.
+                        for i, c in enumerate(chunks(lines)):
+                            corpus.add(c, False, "long_locomo_sessions", "en", group=f"{sample.get('sample_id')}:{key}:{i}")
                 for qa in sample.get("qa", []):
                     if isinstance(qa.get("question"), str):
                         corpus.add(qa["question"], False, "locomo_questions", "en")

@@ -40,8 +40,8 @@ fn spread(mut w: Vec<Vec<u32>>, n: usize) -> Vec<Vec<u32>> {
     w
 }
 
-/// The lowest threshold at which no benign family has more than `rate` of
-/// its texts at or above it.
+/// The lowest threshold at which no benign family (a map's entry) has more
+/// than `rate` of its texts at or above it.
 fn threshold(benign: &BTreeMap<String, Vec<f32>>, rate: f64) -> f32 {
     let mut t = 0.0f32;
     for probs in benign.values() {
@@ -111,7 +111,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let me = me.max(lo + 0.01);
         (lo, me, hi.max(me + 0.01))
     };
-    let (low, medium, high) = ordered(threshold(&benign[0], 0.08), threshold(&benign[0], 0.02), threshold(&benign[0], 0.005));
+    // Longer texts are fewer per family (a few dozen documents each): one
+    // pool, so that one family's two texts do not set the cut-off alone.
+    let pooled: BTreeMap<String, Vec<f32>> =
+        std::iter::once(("all".to_owned(), benign[0].values().flatten().copied().collect())).collect();
+    let (low, medium, high) = ordered(threshold(&pooled, 0.05), threshold(&pooled, 0.01), threshold(&pooled, 0.003));
     let (short_low, short_medium, short_high) =
         ordered(threshold(&benign[1], 0.05), threshold(&benign[1], 0.005), threshold(&benign[1], 0.001));
     let t = Thresholds { low, medium, high, short_low, short_medium, short_high };
