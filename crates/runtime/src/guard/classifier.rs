@@ -535,6 +535,30 @@ static CANON: LazyLock<HashMap<&'static str, &'static str>> = LazyLock::new(|| {
         ("urgent", &["urgente"]),
         ("immediately", &["imediatamente", "inmediatamente"]),
         ("ignoring", &["ignorando"]),
+        // Function words: pt/es sentences then share the English ones'
+        // unigrams and many of their bigrams.
+        // (English words are never keys: "as", "do", "no" stay themselves.)
+        ("the", &["o", "os", "el", "los", "las"]),
+        ("a", &["um", "uma", "un", "una"]),
+        ("of", &["de", "da", "dos", "das", "del"]),
+        ("and", &["y"]),
+        ("to", &["para", "ao", "al"]),
+        ("with", &["com", "con"]),
+        ("in", &["em", "en", "na", "nas"]),
+        ("that", &["que"]),
+        ("me", &["mim"]),
+        ("what", &["qual", "quais", "cual", "cuales"]),
+        ("please", &["favor", "porfavor"]),
+        ("give", &["dame", "deme", "passe"]),
+        ("only", &["apenas", "somente", "solo", "solamente"]),
+        ("every", &["cada"]),
+        ("then", &["entao", "entonces", "depois", "despues"]),
+        ("is", &["esta", "fica"]),
+        ("be", &["ser", "estar"]),
+        ("have", &["tem", "tiene", "tenho", "tengo"]),
+        ("can", &["pode", "puede", "podes", "puedes"]),
+        ("do", &["faca", "faz", "haz", "haga", "fazer", "hacer"]),
+        ("use", &["use", "usa", "usar", "utilize", "utiliza"]),
     ];
     let mut m = HashMap::new();
     for (canon, words) in groups {

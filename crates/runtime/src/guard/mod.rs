@@ -382,7 +382,16 @@ pub fn analyze_using(text: &str, options: GuardOptions, classifier: Option<&Clas
     scan_view(text, &raw, 0, &mut findings);
     repetition(text, &raw, &mut findings);
     if let Some(c) = classifier {
-        findings.extend(classified(c, text));
+        let rules_saw_something = findings.iter().any(|f| score_of(f) >= 0.3);
+        findings.extend(classified(c, text).map(|mut f| {
+            // A short message is a few words: on its own, the classifier
+            // makes it medium only when very sure; below that it needs a
+            // rule's signal too ("pretend you are a pirate" is not an attack).
+            if !rules_saw_something && f.detail.starts_with(SHORT) && score_of(&f) < 0.8 {
+                f.score = Some(0.45);
+            }
+            f
+        }));
     }
     let risk_level = level(combined_score(&findings));
     let report = GuardReport {
@@ -396,6 +405,9 @@ pub fn analyze_using(text: &str, options: GuardOptions, classifier: Option<&Clas
     }
     report
 }
+
+/// How the classifier's finding on a one-window text begins.
+const SHORT: &str = "short text ";
 
 /// The classifier's finding on `text`, if its best window reaches the low
 /// threshold. Scores map the thresholds onto the risk levels: low 0.3,
@@ -414,9 +426,10 @@ fn classified(c: &Classifier, text: &str) -> Option<Finding> {
     } else {
         return None;
     };
+    let short = if s.tokens <= classifier::WINDOW { SHORT } else { "" };
     Some(Finding {
         category: Category::InjectedInstructions,
-        detail: format!("reads as instructions to the assistant (classifier {p:.2})"),
+        detail: format!("{short}reads as instructions to the assistant (classifier {p:.2})"),
         score: Some(score),
         span: (s.end > s.start).then_some(Span {
             start: s.start,
