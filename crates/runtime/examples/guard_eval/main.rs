@@ -111,17 +111,23 @@ fn read(path: &str) -> Result<Vec<Row>, Box<dyn std::error::Error>> {
         .collect::<Result<_, _>>()?)
 }
 
-fn p95(inputs: &[String], f: impl Fn(&str)) -> Duration {
+/// p95 over every timed call, and p95 of each input's fastest of 5 calls
+/// (its own cost, without the time a loaded machine kept the thread waiting).
+fn p95(inputs: &[String], f: impl Fn(&str)) -> (Duration, Duration) {
     let mut times = Vec::new();
+    let mut fastest = vec![Duration::MAX; inputs.len()];
     for _ in 0..5 {
-        for t in inputs {
+        for (i, t) in inputs.iter().enumerate() {
             let at = Instant::now();
             f(t);
-            times.push(at.elapsed());
+            let d = at.elapsed();
+            times.push(d);
+            fastest[i] = fastest[i].min(d);
         }
     }
     times.sort();
-    times[(times.len() - 1) * 95 / 100]
+    fastest.sort();
+    (times[(times.len() - 1) * 95 / 100], fastest[(fastest.len() - 1) * 95 / 100])
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -145,12 +151,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let c = Classifier::from_bytes(&std::fs::read(model)?)?;
     let show: usize = std::env::var("GUARD_EVAL_SHOW").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let rows: Vec<Row> = read(corpus)?.into_iter().filter(|r| r.split == "test").collect();
+    // GUARD_EVAL_SPLIT=validation looks at the split that tuning may use;
+    // the figures to report are the default, "test".
+    let split = std::env::var("GUARD_EVAL_SPLIT").unwrap_or_else(|_| "test".to_owned());
+    let rows: Vec<Row> = read(corpus)?.into_iter().filter(|r| r.split == split).collect();
     // Documents have no length limit; messages longer than 8 000
     // characters would be flagged for their length alone, by both.
     let doc = GuardOptions { max_chars: None };
-    report("public corpus, TEST split (never trained or tuned on), by family", &rows, |r| r.family.clone(), &c, doc, show);
-    report("public corpus, TEST split, by language", &rows, |r| format!("{} ({})", r.lang, if r.attack { "attack" } else { "benign" }), &c, doc, 0);
+    let title = if split == "test" { "public corpus, TEST split (never trained or tuned on), by family".to_owned() } else { format!("public corpus, {split} split, by family") };
+    report(&title, &rows, |r| r.family.clone(), &c, doc, show);
+    report(&format!("public corpus, {split} split, by language"), &rows, |r| format!("{} ({})", r.lang, if r.attack { "attack" } else { "benign" }), &c, doc, 0);
     for path in &args[2..] {
         let repo = read(path)?;
         report(&format!("repository corpus {path} (regression; as `ledgermind guard` sees it)"), &repo, |r| r.category.clone(), &c, GuardOptions::default(), show);
@@ -184,14 +194,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::hint::black_box(analyze_using(t, opts, Some(&c)));
     });
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "\nlatency, {} inputs x 2000 chars x 5 rounds: p95 baseline {:.3} ms, rules {:.3} ms, rules+classifier {:.3} ms (goal <= 5 ms: {}; load average {})",
+        "\nlatency, {} inputs x 2000 chars x 5 rounds (load average {}):",
         inputs.len(),
-        base.as_secs_f64() * 1e3,
-        rules.as_secs_f64() * 1e3,
-        new.as_secs_f64() * 1e3,
-        if new <= Duration::from_millis(5) { "met" } else { "NOT met" },
         load.split_whitespace().next().unwrap_or("?")
     );
+    println!("  p95 of all calls:          baseline {:.3} ms, rules {:.3} ms, rules+classifier {:.3} ms", ms(base.0), ms(rules.0), ms(new.0));
+    println!("  p95 of fastest-of-5:       baseline {:.3} ms, rules {:.3} ms, rules+classifier {:.3} ms", ms(base.1), ms(rules.1), ms(new.1));
+    println!("  goal p95 <= 5 ms (all calls, rules+classifier): {}", if new.0 <= Duration::from_millis(5) { "met" } else { "NOT met" });
     Ok(())
 }

@@ -7,7 +7,7 @@
 //! over the deeply normalised text. Portuguese and Spanish words that carry
 //! an attack's meaning are folded onto their English counterpart first, so
 //! weights learnt on English attacks also read pt/es text. Long texts are
-//! scored window by window (48 tokens, stride 24) and the highest window
+//! scored window by window (32 tokens, stride 16) and the highest window
 //! counts: one injected paragraph in a long document is not diluted.
 //!
 //! The weights are a model file produced at setup from the pinned public
@@ -21,8 +21,8 @@ use std::sync::LazyLock;
 pub const BITS: u32 = 18;
 const DIM: usize = 1 << BITS;
 /// Tokens per window and the stride between windows.
-pub const WINDOW: usize = 48;
-const STRIDE: usize = 24;
+pub const WINDOW: usize = 32;
+const STRIDE: usize = 16;
 const MAGIC: &[u8; 8] = b"LMGUARD1";
 /// Magic, bits, bias, six thresholds.
 const HEAD: usize = 8 + 4 + 7 * 4;
@@ -595,7 +595,7 @@ mod tests {
     fn windows_cover_the_text_with_overlap() {
         assert_eq!(windows(0), vec![(0, 0)]);
         assert_eq!(windows(10), vec![(0, 10)]);
-        assert_eq!(windows(100), vec![(0, 48), (24, 72), (48, 96), (72, 100)]);
+        assert_eq!(windows(100), vec![(0, 32), (16, 48), (32, 64), (48, 80), (64, 96), (80, 100)]);
     }
 
     #[test]
