@@ -123,6 +123,7 @@ impl Engine {
                 ))
             }
         }
+        crate::guard_model::install_guard_model(&crate::guard_model::guard_model_dirs(&config.data_dir.models()));
         let default_model = ModelSpec::local(&default_local_model(&config.data_dir.models())).to_string();
         let mut opts = LedgerOptions::new(config.data_dir.ledger());
         opts.durable = config.durable;

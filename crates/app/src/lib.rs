@@ -18,6 +18,7 @@ mod error;
 mod models;
 mod office;
 mod paths;
+mod guard_model;
 // memory (#4): persona management, chat state, summaries, heartbeat
 mod exploration;
 mod heartbeat;
@@ -55,6 +56,7 @@ pub use self::office::{
 pub use ::office::dreaming::{DreamReason, SESSIONS_PER_DREAM};
 pub use ::office::{ContextFrame, SessionMode, SessionType};
 pub use paths::DataDir;
+pub use guard_model::{guard_model_dirs, install_guard_model, GuardModelStatus};
 pub use personas::{PersonaEdit, PersonaProfileView};
 pub use views::*;
 

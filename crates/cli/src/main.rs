@@ -131,7 +131,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Commands that need no data directory.
     match &cli.command {
-        Command::Guard { text, json } => return guard_cmds::guard(text.clone(), *json),
+        Command::Guard { text, json } => return guard_cmds::guard(text.clone(), *json, cli.home.as_deref()),
         // Without a home, the registry as built in (no settings to apply).
         Command::Tools(args) if cli.home.is_none() => return guard_cmds::tools(args),
         Command::CheckProof { file } => return vault_cmds::check_proof(file),
