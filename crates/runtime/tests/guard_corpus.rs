@@ -223,9 +223,10 @@ fn the_issues_missed_kinds_and_look_alikes() {
     }
 }
 
-/// Written after the classifier was trained and never tuned on (en/pt/es,
-/// the kinds the product owner checks, different wording): its rates are
-/// reported as measured; the floors only catch regressions.
+/// Written after the classifier was trained (en/pt/es, the kinds the
+/// product owner checks, different wording). First measured at 13/20
+/// detected, 0/20 benign flagged; the rules added after that looked at its
+/// misses, so it is a regression set now. The floors catch regressions.
 #[test]
 fn second_fresh_holdout_rates() {
     let cases = parse(include_str!("guard_fresh_holdout.jsonl"));
@@ -243,6 +244,30 @@ fn second_fresh_holdout_rates() {
         }
         both.print("second fresh hold-out, rules + classifier");
         assert!(both.detection() >= rules.detection());
+        assert!(both.fp_rate() <= 0.05, "false positives {:.3}", both.fp_rate());
+    }
+}
+
+/// A third set, written before the last rule changes and measured once
+/// after them (en/pt/es, the product owner's kinds): 18/20 detected and
+/// 1/20 benign flagged with the classifier, then. The floors catch regressions.
+#[test]
+fn third_fresh_holdout_rates() {
+    let cases = parse(include_str!("guard_third_holdout.jsonl"));
+    let mut rules = Tally::default();
+    for case in &cases {
+        rules.add(case);
+    }
+    rules.print("third fresh hold-out, rules alone");
+    assert!(rules.detection() >= 0.75, "rules alone: {:.3}", rules.detection());
+    assert!(rules.fp_rate() <= 0.05, "rules alone false positives: {:.3}", rules.fp_rate());
+    if let Some(c) = trained() {
+        let mut both = Tally::default();
+        for case in &cases {
+            both.add_with(case, Some(&c));
+        }
+        both.print("third fresh hold-out, rules + classifier");
+        assert!(both.detection() >= 0.85, "detection {:.3}", both.detection());
         assert!(both.fp_rate() <= 0.05, "false positives {:.3}", both.fp_rate());
     }
 }
