@@ -250,7 +250,9 @@ fn second_fresh_holdout_rates() {
 
 /// A third set, written before the last rule changes and measured once
 /// after them (en/pt/es, the product owner's kinds): 18/20 detected and
-/// 1/20 benign flagged with the classifier, then. The floors catch regressions.
+/// 1/20 benign flagged with the classifier, then; 17/20 once the classifier
+/// stopped counting as a further signal beside the rules (so that imported
+/// "[system]" rows stay medium). The floors catch regressions.
 #[test]
 fn third_fresh_holdout_rates() {
     let cases = parse(include_str!("guard_third_holdout.jsonl"));

@@ -146,13 +146,23 @@ fn score_of(f: &Finding) -> f32 {
 
 /// The strongest finding, plus 0.1 for each further finding of at least 0.3
 /// (at most +0.2): several weak signals together are a stronger one.
+/// The classifier's finding raises the score only as the strongest one: it
+/// reads the same words the rules read, so it is not a further signal.
 fn combined_score(findings: &[Finding]) -> f32 {
-    let mut scores: Vec<f32> = findings.iter().map(score_of).collect();
-    scores.sort_by(|a, b| b.total_cmp(a));
-    let Some(top) = scores.first().copied() else {
+    let mut scores: Vec<(f32, bool)> = findings
+        .iter()
+        .map(|f| (score_of(f), f.category == Category::InjectedInstructions))
+        .collect();
+    scores.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let Some(&(top, _)) = scores.first() else {
         return 0.0;
     };
-    let extra = scores.iter().skip(1).filter(|s| **s >= 0.3).count().min(2) as f32;
+    let extra = scores
+        .iter()
+        .skip(1)
+        .filter(|(s, classifier)| *s >= 0.3 && !classifier)
+        .count()
+        .min(2) as f32;
     (top + 0.1 * extra).min(1.0)
 }
 
@@ -454,8 +464,11 @@ pub fn sanitize_document(text: &str) -> String {
 fn clean(text: &str) -> String {
     let mut findings = Vec::new();
     scan(text, 0, &mut findings);
+    // The window the classifier flagged in a longer text goes too; in a
+    // one-window text that would be all of it, and the rules' own spans
+    // say better what to remove.
     if let Some(c) = installed_classifier() {
-        findings.extend(classified(c, text));
+        findings.extend(classified(c, text).filter(|f| !f.detail.starts_with(SHORT)));
     }
     let mut spans: Vec<Span> = findings
         .iter()
