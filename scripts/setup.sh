@@ -85,9 +85,11 @@ if [ ! -f "$GUARD_CORPUS" ] || [ scripts/guard-corpus.py -nt "$GUARD_CORPUS" ]; 
     "$CACHE/wheels/Django-4.2.16-py3-none-any.whl" "$GUARD_CORPUS" "$ROOT/../shared/bench" >/dev/null
 fi
 if [ ! -f "$GUARD_MODEL" ] || [ "$GUARD_CORPUS" -nt "$GUARD_MODEL" ] || [ crates/runtime/src/guard/classifier.rs -nt "$GUARD_MODEL" ]; then
-  if command -v cargo >/dev/null 2>&1; then
+  CARGO_BIN=$(command -v cargo || true)
+  [ -z "$CARGO_BIN" ] && [ -x "$HOME/.cargo/bin/cargo" ] && CARGO_BIN="$HOME/.cargo/bin/cargo"
+  if [ -n "$CARGO_BIN" ]; then
     log "training the guard classifier"
-    cargo run --quiet -p runtime --example guard_train -- "$GUARD_CORPUS" "$MODELS" >/dev/null
+    "$CARGO_BIN" run --quiet -p runtime --example guard_train -- "$GUARD_CORPUS" "$MODELS" >/dev/null
   else
     log "cargo not found: the guard runs on its rules alone until setup runs again"
   fi
