@@ -57,6 +57,8 @@ pub struct ReplyTiming {
     /// Last token → reply committed to the ledger.
     pub commit_ms: f64,
     pub completion_tokens: u32,
+    /// Tokens of the prompt the model read (as the provider counted them).
+    pub prompt_tokens: u32,
     pub total_ms: f64,
 }
 
@@ -312,7 +314,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         .pop()
         .map(MessageView::from)
         .ok_or_else(|| Failure::Retry(AppError::new("STORAGE_LOAD_FAILED", "the reply was not found after saving")))?;
-    record_timing(engine, item, steps, [taken, called, first_token.unwrap_or(generated), generated, committed], completion.completion_tokens);
+    record_timing(engine, item, steps, [taken, called, first_token.unwrap_or(generated), generated, committed], (completion.prompt_tokens, completion.completion_tokens));
     engine.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
     // The conversation is back to IDLE before anyone hears the reply is done.
     engine.turn_delivered(&persona.id);
@@ -332,7 +334,7 @@ struct PrepareSteps {
 }
 
 /// `marks`: job taken, provider called, first token, last token, reply committed.
-fn record_timing(engine: &Engine, item: &QueueItem, steps: PrepareSteps, marks: [Instant; 5], completion_tokens: u32) {
+fn record_timing(engine: &Engine, item: &QueueItem, steps: PrepareSteps, marks: [Instant; 5], (prompt_tokens, completion_tokens): (u32, u32)) {
     let [taken, called, first, generated, committed] = marks;
     let sent = engine.sent_at.lock().ok().and_then(|mut m| m.remove(&item.id));
     let Some((sent, written)) = sent else { return };
@@ -349,6 +351,7 @@ fn record_timing(engine: &Engine, item: &QueueItem, steps: PrepareSteps, marks: 
         model_first_token_ms: ms(first.saturating_duration_since(called)),
         commit_ms: ms(committed.saturating_duration_since(generated)),
         completion_tokens,
+        prompt_tokens,
         total_ms: ms(committed.saturating_duration_since(sent)),
     };
     if let Ok(mut t) = engine.timings.lock() {

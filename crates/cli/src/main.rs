@@ -119,6 +119,8 @@ enum BenchCmd {
     },
     /// office (#5): frame + narrative build time with a full ledger, as a share of the model's time to first token.
     Office(office_cmds::BenchArgs),
+    /// Facts-then-questions conversations on the local model: answered, loops, prompt size and latency by turn, beside the model with a minimal prompt.
+    Replies(bench_cmds::RepliesArgs),
 }
 
 fn main() -> ExitCode {
@@ -172,6 +174,7 @@ fn main() -> ExitCode {
             Command::Session(args) => office_cmds::session(&ctx, args).await,
             Command::Bench(BenchCmd::Chat { persona, runs }) => bench_cmds::chat(&ctx, &persona, runs).await,
             Command::Bench(BenchCmd::Office(args)) => office_cmds::bench(&ctx, args).await,
+            Command::Bench(BenchCmd::Replies(args)) => bench_cmds::replies(&ctx, args).await,
             Command::Checkpoint(cmd) => vault_cmds::checkpoint(&ctx, cmd).await,
             Command::Export { file, passphrase_file } => vault_cmds::export(&ctx, &file, &passphrase_file).await,
             Command::Prove { seq } => vault_cmds::prove(&ctx, seq).await,
