@@ -406,7 +406,7 @@ fn print_table(chosen: &[&Conversation], ours: &[Measured], anchor: Option<&[Mea
     row("", "ours".into(), "anchor (minimal prompt, llama.cpp default samplers)".into());
     row("answered", answered(ours, None), answered(a, None));
     for s in &splits {
-        row(&format!("  answered, {s}"), answered(ours, Some(s)), answered(a, Some(s)));
+        row(&format!("  answered, {s}"), answered(ours, Some(*s)), answered(a, Some(*s)));
     }
     row("looping replies", looping(ours), looping(a));
     row("failed replies", failed(ours), failed(a));
