@@ -302,3 +302,42 @@ async fn import_validates_and_copies() {
     assert_eq!(engine.list_models(), vec![stem.clone()]);
     assert!(engine.import_model(&model_path()).is_err(), "no overwrite");
 }
+
+#[tokio::test]
+async fn a_follow_up_turn_reuses_the_evaluated_prompt_and_answers_as_a_cold_engine_does() {
+    let _alone = MODEL_USE.write().await;
+    let (engine, stem) = engine();
+    engine.drop_warm_contexts();
+    let first = chat(&stem, "My name is Marta and I live in Lisbon.");
+    let said = engine.complete(first.clone(), None).await.expect("first turn");
+    let kept = engine.warm_contexts();
+    assert_eq!(kept.len(), 1, "one context kept warm: {kept:?}");
+    assert!(kept[0] >= said.prompt_tokens as usize, "{kept:?} vs prompt {}", said.prompt_tokens);
+
+    let mut messages = first.messages.clone();
+    messages.push(ChatMessage::new(Role::Assistant, said.text.trim()));
+    messages.push(ChatMessage::new(Role::User, "Where do I live?"));
+    let mut follow = CompletionRequest::chat(&stem, messages);
+    follow.temperature = 0.0;
+    follow.max_tokens = 24;
+    let warm = engine.complete(follow.clone(), None).await.expect("warm turn");
+    let after = engine.warm_contexts();
+    assert_eq!(after.len(), 1, "the same context was reused, not a second one made: {after:?}");
+    assert!(after[0] >= warm.prompt_tokens as usize);
+
+    engine.drop_warm_contexts();
+    let cold = engine.complete(follow, None).await.expect("cold turn");
+    assert_eq!(warm.text, cold.text, "reusing the evaluated prefix must not change a greedy reply");
+}
+
+#[tokio::test]
+async fn a_guarded_reply_never_repeats_a_sentence() {
+    let _side_by_side = MODEL_USE.read().await;
+    let (engine, stem) = engine();
+    // A prompt that makes a tiny model chant.
+    let mut r = chat(&stem, "Repeat the sentence 'I like apples.' twenty times.");
+    r.max_tokens = 120;
+    r.sampling = Some(providers::Sampling::CONVERSATION);
+    let done = engine.complete(r, None).await.expect("completion");
+    assert!(!providers::loop_guard::repeats_itself(&done.text, 8), "{:?}", done.text);
+}
