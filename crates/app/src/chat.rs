@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::engine::Engine;
 use crate::error::AppError;
 use crate::models::ModelSpec;
-use crate::prompt::reply_prompt;
+use crate::prompt::{reply_prompt, PromptProfile};
 use crate::views::{AppEvent, MessageView};
 
 pub(crate) const REPLY_KIND: &str = "reply";
@@ -219,16 +219,30 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     let reads = taken.elapsed();
     let context = engine.reply_context(&persona, &profile, session_type).await.map_err(Failure::Retry)?;
     let (history, memories) = (context.history, context.memories);
-    let framed = engine.framed(&persona, context.frame).await;
+    let mut framed = engine.framed(&persona, context.frame).await;
     let planning = Instant::now();
-    let request = CompletionRequest::chat(spec.model.clone(), reply_prompt(&framed.narrative, &history));
+    // What is sent depends on the model that reads it (see `prompt`).
+    let chosen = engine.prompt_profile(provider.as_ref(), &spec.model, spec.is_local()).await;
+    let messages = match chosen.profile {
+        PromptProfile::Full => reply_prompt(&framed.narrative, &history),
+        PromptProfile::Compact => {
+            engine.warn_language_once(&persona.id, &chosen).await;
+            engine.compact_messages(&persona, &history, &memories).await
+        }
+    };
+    let request = CompletionRequest::chat(spec.model.clone(), messages);
     let crate::assistant::PlannerTurn { mut request, stream, local_plan } =
         engine.planner_request_offering(&persona, &context.offered, request).await;
     let steps = PrepareSteps { reads: reads + context.reads, retrieval: context.retrieval, frame: context.framing, planner: planning.elapsed() };
     if !spec.is_local() {
         engine.prepare_for_cloud(&spec.account, &mut request).await.map_err(Failure::Retry)?;
     }
-    request.max_tokens = REPLY_MAX_TOKENS;
+    request.max_tokens = chosen.profile.max_tokens();
+    if request.json_schema.is_none() {
+        request.temperature = chosen.profile.temperature();
+        request.sampling = Some(chosen.profile.sampling());
+    }
+    framed.frame_json = crate::prompt::record_sent(&framed.frame_json, &chosen, &request.messages);
     request.cancel = cancel;
     let request_cancel = request.cancel.clone();
 
