@@ -326,6 +326,8 @@ async fn anchor_run(ctx: &Ctx, chosen: &[&Conversation], model: &str, verbose: b
             // llama.cpp's default samplers (top-k 40, top-p 0.95, min-p 0.05, temperature 0.8), no repetition control.
             request.temperature = 0.8;
             request.max_tokens = ANCHOR_MAX_TOKENS;
+            // Every call evaluates its whole prompt, as a plain llama.cpp call does.
+            engine.drop_warm_contexts();
             let started = std::time::Instant::now();
             let result = engine.complete(request, None).await;
             let reply_ms = started.elapsed().as_secs_f64() * 1e3;

@@ -63,6 +63,9 @@ enum Command {
     Tools(guard_cmds::ToolsArgs),
     /// Machine and data-directory status.
     Status,
+    /// Force the prompt a local MODEL gets: compact (small models), full
+    /// (the whole narrative), or auto (chosen from the GGUF metadata).
+    PromptProfile { model: String, profile: String },
     /// Import FILE (a JSON array of {"id", "speaker", "text", "timestamp"}) into PERSONA's conversation.
     ImportConversation(memory_cmds::ImportArgs),
     /// Rank PERSONA's past messages and memories for QUERY (the ranking replies use).
@@ -165,6 +168,13 @@ fn main() -> ExitCode {
             Command::Events { json, last } => common::events(&ctx, json, last).await,
             Command::Queue { json } => common::queue(&ctx, json).await,
             Command::Status => common::status(&ctx).await,
+            Command::PromptProfile { model, profile } => match ctx.engine.set_prompt_profile(&model, &profile).await {
+                Ok(()) => {
+                    println!("prompt profile of {model}: {profile}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => common::fail(&e),
+            },
             Command::ImportConversation(args) => memory_cmds::import(&ctx, args).await,
             Command::Recall(args) => memory_cmds::recall(&ctx, args).await,
             Command::Frame(args) => office_cmds::frame(&ctx, args).await,
