@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::engine::Engine;
 use crate::error::AppError;
 use crate::models::ModelSpec;
-use crate::prompt::reply_prompt;
+use crate::prompt::{reply_prompt, PromptProfile};
 use crate::views::{AppEvent, MessageView};
 
 pub(crate) const REPLY_KIND: &str = "reply";
@@ -57,6 +57,8 @@ pub struct ReplyTiming {
     /// Last token → reply committed to the ledger.
     pub commit_ms: f64,
     pub completion_tokens: u32,
+    /// Tokens of the prompt the model read (as the provider counted them).
+    pub prompt_tokens: u32,
     pub total_ms: f64,
 }
 
@@ -217,16 +219,30 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     let reads = taken.elapsed();
     let context = engine.reply_context(&persona, &profile, session_type).await.map_err(Failure::Retry)?;
     let (history, memories) = (context.history, context.memories);
-    let framed = engine.framed(&persona, context.frame).await;
+    let mut framed = engine.framed(&persona, context.frame).await;
     let planning = Instant::now();
-    let request = CompletionRequest::chat(spec.model.clone(), reply_prompt(&framed.narrative, &history));
+    // What is sent depends on the model that reads it (see `prompt`).
+    let chosen = engine.prompt_profile(provider.as_ref(), &spec.model, spec.is_local()).await;
+    let messages = match chosen.profile {
+        PromptProfile::Full => reply_prompt(&framed.narrative, &history),
+        PromptProfile::Compact => {
+            engine.warn_language_once(&persona.id, &chosen).await;
+            engine.compact_messages(&persona, &history, &memories).await
+        }
+    };
+    let request = CompletionRequest::chat(spec.model.clone(), messages);
     let crate::assistant::PlannerTurn { mut request, stream, local_plan } =
         engine.planner_request_offering(&persona, &context.offered, request).await;
     let steps = PrepareSteps { reads: reads + context.reads, retrieval: context.retrieval, frame: context.framing, planner: planning.elapsed() };
     if !spec.is_local() {
         engine.prepare_for_cloud(&spec.account, &mut request).await.map_err(Failure::Retry)?;
     }
-    request.max_tokens = REPLY_MAX_TOKENS;
+    request.max_tokens = chosen.profile.max_tokens();
+    if request.json_schema.is_none() {
+        request.temperature = chosen.profile.temperature();
+        request.sampling = Some(chosen.profile.sampling());
+    }
+    framed.frame_json = crate::prompt::record_sent(&framed.frame_json, &chosen, &request.messages);
     request.cancel = cancel;
     let request_cancel = request.cancel.clone();
 
@@ -312,7 +328,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         .pop()
         .map(MessageView::from)
         .ok_or_else(|| Failure::Retry(AppError::new("STORAGE_LOAD_FAILED", "the reply was not found after saving")))?;
-    record_timing(engine, item, steps, [taken, called, first_token.unwrap_or(generated), generated, committed], completion.completion_tokens);
+    record_timing(engine, item, steps, [taken, called, first_token.unwrap_or(generated), generated, committed], (completion.prompt_tokens, completion.completion_tokens));
     engine.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
     // The conversation is back to IDLE before anyone hears the reply is done.
     engine.turn_delivered(&persona.id);
@@ -332,7 +348,7 @@ struct PrepareSteps {
 }
 
 /// `marks`: job taken, provider called, first token, last token, reply committed.
-fn record_timing(engine: &Engine, item: &QueueItem, steps: PrepareSteps, marks: [Instant; 5], completion_tokens: u32) {
+fn record_timing(engine: &Engine, item: &QueueItem, steps: PrepareSteps, marks: [Instant; 5], (prompt_tokens, completion_tokens): (u32, u32)) {
     let [taken, called, first, generated, committed] = marks;
     let sent = engine.sent_at.lock().ok().and_then(|mut m| m.remove(&item.id));
     let Some((sent, written)) = sent else { return };
@@ -349,6 +365,7 @@ fn record_timing(engine: &Engine, item: &QueueItem, steps: PrepareSteps, marks: 
         model_first_token_ms: ms(first.saturating_duration_since(called)),
         commit_ms: ms(committed.saturating_duration_since(generated)),
         completion_tokens,
+        prompt_tokens,
         total_ms: ms(committed.saturating_duration_since(sent)),
     };
     if let Ok(mut t) = engine.timings.lock() {

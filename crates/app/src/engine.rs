@@ -92,6 +92,8 @@ pub struct Engine {
     /// When each queued reply was sent, and when its message and job were written.
     pub(crate) sent_at: Mutex<HashMap<String, (Instant, Instant)>>,
     pub(crate) timings: Mutex<Vec<ReplyTiming>>,
+    /// Per persona, where the compact prompt's window of turns starts.
+    pub(crate) prompt_windows: Mutex<HashMap<String, i64>>,
     pub(crate) current_cancel: Mutex<Option<providers::CancelFlag>>,
     pub(crate) memory: Arc<memory::MemoryIndex>,
     /// Set once the embedding model's load was started (it loads on first need).
@@ -153,6 +155,7 @@ impl Engine {
             busy: AtomicBool::new(false),
             sent_at: Mutex::new(HashMap::new()),
             timings: Mutex::new(Vec::new()),
+            prompt_windows: Mutex::new(HashMap::new()),
             current_cancel: Mutex::new(None),
             memory,
             embedder_requested: AtomicBool::new(false),

@@ -63,6 +63,9 @@ enum Command {
     Tools(guard_cmds::ToolsArgs),
     /// Machine and data-directory status.
     Status,
+    /// Force the prompt a local MODEL gets: compact (small models), full
+    /// (the whole narrative), or auto (chosen from the GGUF metadata).
+    PromptProfile { model: String, profile: String },
     /// Import FILE (a JSON array of {"id", "speaker", "text", "timestamp"}) into PERSONA's conversation.
     ImportConversation(memory_cmds::ImportArgs),
     /// Rank PERSONA's past messages and memories for QUERY (the ranking replies use).
@@ -119,6 +122,8 @@ enum BenchCmd {
     },
     /// office (#5): frame + narrative build time with a full ledger, as a share of the model's time to first token.
     Office(office_cmds::BenchArgs),
+    /// Facts-then-questions conversations on the local model: answered, loops, prompt size and latency by turn, beside the model with a minimal prompt.
+    Replies(bench_cmds::RepliesArgs),
 }
 
 fn main() -> ExitCode {
@@ -163,6 +168,13 @@ fn main() -> ExitCode {
             Command::Events { json, last } => common::events(&ctx, json, last).await,
             Command::Queue { json } => common::queue(&ctx, json).await,
             Command::Status => common::status(&ctx).await,
+            Command::PromptProfile { model, profile } => match ctx.engine.set_prompt_profile(&model, &profile).await {
+                Ok(()) => {
+                    println!("prompt profile of {model}: {profile}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => common::fail(&e),
+            },
             Command::ImportConversation(args) => memory_cmds::import(&ctx, args).await,
             Command::Recall(args) => memory_cmds::recall(&ctx, args).await,
             Command::Frame(args) => office_cmds::frame(&ctx, args).await,
@@ -172,6 +184,7 @@ fn main() -> ExitCode {
             Command::Session(args) => office_cmds::session(&ctx, args).await,
             Command::Bench(BenchCmd::Chat { persona, runs }) => bench_cmds::chat(&ctx, &persona, runs).await,
             Command::Bench(BenchCmd::Office(args)) => office_cmds::bench(&ctx, args).await,
+            Command::Bench(BenchCmd::Replies(args)) => bench_cmds::replies(&ctx, args).await,
             Command::Checkpoint(cmd) => vault_cmds::checkpoint(&ctx, cmd).await,
             Command::Export { file, passphrase_file } => vault_cmds::export(&ctx, &file, &passphrase_file).await,
             Command::Prove { seq } => vault_cmds::prove(&ctx, seq).await,

@@ -793,6 +793,9 @@ export class MockBackend implements Backend {
       handover: this.handovers.get(persona.id)?.at(-1)?.text ?? null,
       sanity_note: this.handovers.get(persona.id)?.at(-1)?.sanity_note ?? null,
       constitution: c ? [c.core_directive, ...c.overrides].join("\n- ") : null,
+      sent_profile: "full",
+      sent_reason: "remote provider",
+      sent_prompt: `[system]\n${narrative}`,
       frame_json: JSON.stringify({ identity: { name: persona.name }, narrative }, null, 2),
       error: null,
     };

@@ -461,6 +461,8 @@ export const en = {
   "office.why.noSanity": "None: the last handover agreed with the ledger.",
   "office.why.constitution": "Constitution",
   "office.why.none": "None",
+  "office.why.sent": "What the model was sent",
+  "office.why.sentProfile": "Prompt profile: {profile} ({reason})",
   "office.why.narrative": "The exact narrative that was sent",
   "office.why.frame": "The whole context frame (JSON)",
   "office.session.new": "New",

@@ -463,6 +463,8 @@ export const ptBR: Record<MessageKey, string> = {
   "office.why.noSanity": "Nenhuma: a última passagem de turno concordou com o ledger.",
   "office.why.constitution": "Constituição",
   "office.why.none": "Nenhuma",
+  "office.why.sent": "O que o modelo recebeu",
+  "office.why.sentProfile": "Perfil do prompt: {profile} ({reason})",
   "office.why.narrative": "A narrativa exata que foi enviada",
   "office.why.frame": "O quadro de contexto completo (JSON)",
   "office.session.new": "Nova",
