@@ -22,6 +22,8 @@ fn main() {
         "send_message",
         "mark_read",
         "verify_ledger",
+        "key_status",
+        "rotate_missing_keys",
         "list_events",
         "list_accounts",
         "add_account",

@@ -94,6 +94,16 @@ pub async fn verify_ledger(state: State<'_, Backend>) -> Reply<VerifyView> {
 }
 
 #[tauri::command]
+pub async fn key_status(state: State<'_, Backend>) -> Reply<Vec<app::KeyStatusView>> {
+    view(engine(&state).await?.key_status().await)
+}
+
+#[tauri::command]
+pub async fn rotate_missing_keys(state: State<'_, Backend>) -> Reply<Vec<app::KeyReplacementView>> {
+    view(engine(&state).await?.rotate_missing_keys().await)
+}
+
+#[tauri::command]
 pub async fn list_events(state: State<'_, Backend>, before_seq: Option<i64>, limit: u32) -> Reply<Vec<EventView>> {
     view(engine(&state).await?.list_events(before_seq, limit).await)
 }

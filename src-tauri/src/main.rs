@@ -96,6 +96,8 @@ fn main() {
             commands::send_message,
             commands::mark_read,
             commands::verify_ledger,
+            commands::key_status,
+            commands::rotate_missing_keys,
             commands::list_events,
             commands::list_accounts,
             commands::add_account,

@@ -248,7 +248,8 @@ impl Engine {
     }
 
     pub async fn status(&self) -> StatusView {
-        let keychain = self.ledger.keystore().load(&self.ledger.key_account("probe")).map(|_| ());
+        let keychain =
+            self.ledger.keystore().load_within(&self.ledger.key_account("probe"), ledger::KEY_READ_TIMEOUT).map(|_| ());
         let local = self.local_model_status();
         let pending = self.ledger.queue_items(Some(ledger::QueueState::Pending)).await.map(|v| v.len()).unwrap_or(0);
         StatusView {
@@ -475,13 +476,15 @@ impl Engine {
     // ----- ledger -----
 
     pub async fn verify(&self) -> Result<VerifyView> {
-        let report = self.ledger.verify().await?;
+        let mut report = self.ledger.verify().await?;
+        let key_epochs = self.epoch_views(std::mem::take(&mut report.key_epochs)).await;
         Ok(VerifyView {
             ok: report.ok(),
             events: report.events,
             first_bad_seq: report.failure.as_ref().map(|f| f.seq),
             reason: report.failure.map(|f| f.reason),
             millis: report.millis,
+            key_epochs,
         })
     }
 

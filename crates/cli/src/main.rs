@@ -5,6 +5,7 @@
 mod bench_cmds;
 mod common;
 mod guard_cmds;
+mod keys_cmds;
 mod memory_cmds;
 mod office_cmds;
 mod persona_cmds;
@@ -73,12 +74,19 @@ enum Command {
     /// Save slots: list | save SLOT NAME | restore SLOT | delete SLOT | undo.
     #[command(subcommand)]
     Checkpoint(vault_cmds::CheckpointCmd),
-    /// Write the whole profile, encrypted, to FILE.
+    /// Write the whole profile, encrypted, to FILE (with the private
+    /// signing keys, so the new machine needs no new key epoch, unless
+    /// --without-keys).
     Export {
         file: std::path::PathBuf,
         #[arg(long)]
         passphrase_file: std::path::PathBuf,
+        #[arg(long)]
+        without_keys: bool,
     },
+    /// Signing keys: status | rotate --all-missing.
+    #[command(subcommand)]
+    Keys(keys_cmds::KeysCmd),
     /// Import an export FILE into an empty home.
     Import {
         file: std::path::PathBuf,
@@ -186,7 +194,10 @@ fn main() -> ExitCode {
             Command::Bench(BenchCmd::Office(args)) => office_cmds::bench(&ctx, args).await,
             Command::Bench(BenchCmd::Replies(args)) => bench_cmds::replies(&ctx, args).await,
             Command::Checkpoint(cmd) => vault_cmds::checkpoint(&ctx, cmd).await,
-            Command::Export { file, passphrase_file } => vault_cmds::export(&ctx, &file, &passphrase_file).await,
+            Command::Export { file, passphrase_file, without_keys } => {
+                vault_cmds::export(&ctx, &file, &passphrase_file, !without_keys).await
+            }
+            Command::Keys(cmd) => keys_cmds::run(&ctx, cmd).await,
             Command::Prove { seq } => vault_cmds::prove(&ctx, seq).await,
             Command::Import { .. } | Command::Bench(BenchCmd::Vault(_)) | Command::CheckProof { .. } => ExitCode::SUCCESS,
             Command::Tools(args) => guard_cmds::tools_in_home(&ctx, &args).await,

@@ -17,6 +17,7 @@ import { AccountsState } from "../settings/accounts-state.svelte";
 import { Notices } from "./notices.svelte";
 import { isRuntimeEvent, RuntimeState } from "../runtime/runtime-state.svelte";
 import { OfficeState } from "../office/office-state.svelte"; // office (#5)
+import { KEY_ERROR_CODES, KeysState } from "../keys/keys-state.svelte";
 
 export type View = "chat" | "ledger" | "settings" | "checkpoints" | "memory" | "items";
 export const VIEWS: readonly View[] = ["chat", "ledger", "settings", "checkpoints", "memory", "items"];
@@ -54,6 +55,8 @@ export class AppState {
   readonly memory: MemoryState;
   readonly runtime: RuntimeState;
   readonly office: OfficeState; // office (#5)
+  /** Whether this keychain holds the signing keys; the banner and the new key epoch. */
+  readonly keys: KeysState;
 
   ready = $state(false);
   loadError = $state<string | null>(null);
@@ -92,6 +95,7 @@ export class AppState {
     this.checkpoints = new CheckpointsState(backend, this.notices, (receipt) => this.reloadAfterRestore(receipt));
     this.runtime = new RuntimeState(backend, this.notices, (personaId) => this.messages[personaId]?.at(-1)?.seq ?? 0);
     this.office = new OfficeState(backend, this.notices); // office (#5)
+    this.keys = new KeysState(backend, this.notices);
   }
 
   /** True between `checkpoint_started` and its closing event: the whole UI is held. */
@@ -125,6 +129,7 @@ export class AppState {
       performance.mark("ledgermind:personas");
       // The next frame shows them.
       requestAnimationFrame(() => performance.mark("ledgermind:painted"));
+      void this.keys.check();
       const [statusView, modelList] = await rest;
       this.applyStatus(statusView);
       this.models = modelList;
@@ -205,6 +210,7 @@ export class AppState {
         };
         this.failures[event.persona_id] ??= [];
         this.failures[event.persona_id].push(failure);
+        if (KEY_ERROR_CODES.has(failure.code)) void this.keys.check();
         break;
       }
       case "queue_changed":
@@ -391,7 +397,10 @@ export class AppState {
       return true;
     } catch (error) {
       delete this.awaiting[personaId];
-      this.notices.push("error", toBackendError(error).message);
+      const failure = toBackendError(error);
+      // A key problem gets the banner (what happened, what to do), not a notice that fades.
+      if (KEY_ERROR_CODES.has(failure.code)) void this.keys.check();
+      else this.notices.push("error", failure.message);
       return false;
     }
   }

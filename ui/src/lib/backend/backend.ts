@@ -30,6 +30,8 @@ import type { UsedItemView } from "../bindings/UsedItemView";
 import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
+import type { KeyReplacementView } from "../bindings/KeyReplacementView";
+import type { KeyStatusView } from "../bindings/KeyStatusView";
 // office (#5)
 import type { ConstitutionView } from "../bindings/ConstitutionView";
 import type { HandoverView } from "../bindings/HandoverView";
@@ -78,6 +80,10 @@ export interface Backend {
   deletePersona(personaId: string, withHumanData: boolean): Promise<void>;
   /** `mark_read` */
   markRead(personaId: string): Promise<void>;
+  /** `key_status`: each signing entity and whether this keychain holds its private key. */
+  keyStatus(): Promise<KeyStatusView[]>;
+  /** `rotate_missing_keys`: a new key epoch for every missing private key. */
+  rotateMissingKeys(): Promise<KeyReplacementView[]>;
   /** `verify_ledger` */
   verifyLedger(): Promise<VerifyView>;
   /** `list_events`: newest first, strictly before `beforeSeq` when given. */

@@ -38,6 +38,9 @@ import type { SessionModeView } from "../bindings/SessionModeView";
 import type { SimulationView } from "../bindings/SimulationView";
 import type { TokenUsageView } from "../bindings/TokenUsageView";
 import type { WhyView } from "../bindings/WhyView";
+import type { KeyEpochView } from "../bindings/KeyEpochView";
+import type { KeyReplacementView } from "../bindings/KeyReplacementView";
+import type { KeyStatusView } from "../bindings/KeyStatusView";
 import { BackendError, type Backend, type DragDropEvent } from "./backend";
 
 export interface MockOptions {
@@ -226,6 +229,12 @@ export class MockBackend implements Backend {
   async sendMessage(personaId: string, content: string): Promise<MessageView> {
     const persona = this.persona(personaId);
     if (!content.trim()) fail("INVALID_INPUT", "The message is empty.");
+    if (this.lostKeys.has("human")) {
+      fail(
+        "KEY_MISSING",
+        "no signing key for human: its private key is not in this keychain. If the key is lost, start a new key epoch with `ledgermind keys rotate --all-missing`.",
+      );
+    }
     const message = this.addMessage(personaId, "human", content, true);
     if (!this.options.autoReply) return { ...message };
     const requestId = `req-${this.nextId++}`;
@@ -250,6 +259,51 @@ export class MockBackend implements Backend {
     }
   }
 
+  /** Test hook: entities whose private key the keychain lost (a new key epoch replaces them). */
+  lostKeys = new Set<string>();
+  private keyEpochs: KeyEpochView[] = [];
+  private keyGeneration = new Map<string, number>();
+
+  private publicKey(entity: string): string {
+    return fakeHash(`key|${entity}|${this.keyGeneration.get(entity) ?? 0}`);
+  }
+
+  async keyStatus(): Promise<KeyStatusView[]> {
+    const entities = [
+      { entity: "human", name: "You (device key)" },
+      ...this.personas.map((p) => ({ entity: p.id, name: p.name })),
+    ];
+    return entities.map((e) => ({
+      ...e,
+      public_key: this.publicKey(e.entity),
+      private_key: this.lostKeys.has(e.entity) ? "missing" : "present",
+    }));
+  }
+
+  async rotateMissingKeys(): Promise<KeyReplacementView[]> {
+    const lost = (await this.keyStatus()).filter((k) => k.private_key === "missing");
+    lost.sort((a, b) => Number(a.entity !== "human") - Number(b.entity !== "human"));
+    return lost.map((k) => {
+      const old = this.publicKey(k.entity);
+      this.keyGeneration.set(k.entity, (this.keyGeneration.get(k.entity) ?? 0) + 1);
+      const fresh = this.publicKey(k.entity);
+      const seq = this.append("entity_key_replaced", k.entity, { old_public_key: old, new_public_key: fresh });
+      this.lostKeys.delete(k.entity);
+      const selfCertified = k.entity === "human";
+      this.keyEpochs.push({
+        seq,
+        ts: new Date().toISOString(),
+        entity_id: k.entity,
+        name: k.name,
+        old_public_key: old,
+        new_public_key: fresh,
+        reason: "the private key was missing from the keychain",
+        self_certified: selfCertified,
+      });
+      return { entity: k.entity, name: k.name, old_public_key: old, new_public_key: fresh, seq, self_certified: selfCertified };
+    });
+  }
+
   async verifyLedger(): Promise<VerifyView> {
     const started = performance.now();
     let prev = "0".repeat(64);
@@ -261,6 +315,7 @@ export class MockBackend implements Backend {
           first_bad_seq: event.seq,
           reason: "previous hash does not match",
           millis: performance.now() - started,
+          key_epochs: this.keyEpochs.filter((e) => e.seq < event.seq),
         };
       }
       prev = event.hash;
@@ -271,6 +326,7 @@ export class MockBackend implements Backend {
       first_bad_seq: null,
       reason: null,
       millis: Math.max(0.1, performance.now() - started),
+      key_epochs: [...this.keyEpochs],
     };
   }
 

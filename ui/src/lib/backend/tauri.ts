@@ -28,6 +28,8 @@ import type { QueueView } from "../bindings/QueueView";
 import type { UsedItemView } from "../bindings/UsedItemView";
 import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
+import type { KeyReplacementView } from "../bindings/KeyReplacementView";
+import type { KeyStatusView } from "../bindings/KeyStatusView";
 import type { VerifyView } from "../bindings/VerifyView";
 // office (#5)
 import type { ConstitutionView } from "../bindings/ConstitutionView";
@@ -81,6 +83,12 @@ export class TauriBackend implements Backend {
   }
   verifyLedger() {
     return call<VerifyView>("verify_ledger");
+  }
+  keyStatus() {
+    return call<KeyStatusView[]>("key_status");
+  }
+  rotateMissingKeys() {
+    return call<KeyReplacementView[]>("rotate_missing_keys");
   }
   listEvents(beforeSeq: number | null, limit: number) {
     return call<EventView[]>("list_events", { beforeSeq, limit });

@@ -579,6 +579,19 @@ export const en = {
   // ----- office (#5), session 5: the first time of an action -----
   "office.simulation.firstTime": "first time",
   "office.simulation.firstTimeWhy": "This persona has never done this kind of action before: a simulation is recommended the first time.",
+  // ----- signing keys: the banner and new key epochs -----
+  "keys.missing.title": "Signing keys missing from this keychain",
+  "keys.missing.body": "The private keys of {names} are not in this keychain (a new or reset keychain, or a copied profile), so nothing new can be signed or saved. Your history is safe and still verifies. Restore the old keychain or an export with keys, or start a new key epoch: new keys take over from here, and Verify shows where.",
+  "keys.locked.title": "The keychain does not answer",
+  "keys.locked.body": "Ledgermind keeps its signing keys only in the system keychain, and it is locked or not running. Unlock it (or start one), then check again; your message stays in the box.",
+  "keys.rotate": "Start a new key epoch",
+  "keys.rotating": "Replacing keys…",
+  "keys.recheck": "Check again",
+  "keys.rotated.one": "New key epoch: {n} key replaced. Sending works again.",
+  "keys.rotated.other": "New key epoch: {n} keys replaced. Sending works again.",
+  "ledger.epoch": "Keys replaced on {when} (event #{seq}): {who}. Earlier events verify with the old keys.",
+  "ledger.epochSelf": "self-certified, the old key was lost",
+  "ledger.epochEndorsed": "endorsed by your key",
 } as const;
 
 export type MessageKey = keyof typeof en;

@@ -581,4 +581,17 @@ export const ptBR: Record<MessageKey, string> = {
   // ----- office (#5), session 5: a primeira vez de uma ação -----
   "office.simulation.firstTime": "primeira vez",
   "office.simulation.firstTimeWhy": "Esta persona nunca fez este tipo de ação: na primeira vez, recomenda-se uma simulação.",
+  // ----- chaves de assinatura: o aviso e as novas épocas de chaves -----
+  "keys.missing.title": "Faltam chaves de assinatura neste chaveiro",
+  "keys.missing.body": "As chaves privadas de {names} não estão neste chaveiro (um chaveiro novo ou redefinido, ou um perfil copiado), então nada novo pode ser assinado nem salvo. Seu histórico está seguro e continua verificável. Restaure o chaveiro antigo ou uma exportação com as chaves, ou comece uma nova época de chaves: chaves novas assumem daqui em diante, e a Verificação mostra onde.",
+  "keys.locked.title": "O chaveiro não responde",
+  "keys.locked.body": "O Ledgermind guarda as chaves de assinatura só no chaveiro do sistema, e ele está bloqueado ou não está rodando. Desbloqueie-o (ou inicie um) e verifique de novo; sua mensagem continua na caixa.",
+  "keys.rotate": "Começar uma nova época de chaves",
+  "keys.rotating": "Substituindo as chaves…",
+  "keys.recheck": "Verificar de novo",
+  "keys.rotated.one": "Nova época de chaves: {n} chave substituída. O envio voltou a funcionar.",
+  "keys.rotated.other": "Nova época de chaves: {n} chaves substituídas. O envio voltou a funcionar.",
+  "ledger.epoch": "Chaves substituídas em {when} (evento #{seq}): {who}. Os eventos anteriores são verificados com as chaves antigas.",
+  "ledger.epochSelf": "autocertificada, a chave antiga foi perdida",
+  "ledger.epochEndorsed": "endossada pela sua chave",
 };
