@@ -10,7 +10,7 @@ when it loads. Output is deterministic (sorted names), so its SHA-256 can be
 pinned.
 
 Usage: whisper-ct2-to-safetensors.py CT2_DIR OUT_DIR
-  CT2_DIR holds model.bin, config.json and vocabulary.txt.
+  CT2_DIR holds model.bin, config.json and vocabulary.txt (or vocabulary.json).
 """
 import json
 import os
@@ -174,8 +174,16 @@ def main():
     with open(os.path.join(dst, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1, sort_keys=True)
         f.write("\n")
-    with open(os.path.join(src, "vocabulary.txt"), "rb") as f:
-        vocab = f.read()
+    # One token per line, line number = id (some packages ship it as a JSON list).
+    txt, js = os.path.join(src, "vocabulary.txt"), os.path.join(src, "vocabulary.json")
+    if os.path.exists(txt):
+        with open(txt, "rb") as f:
+            vocab = f.read()
+    else:
+        tokens = json.load(open(js, encoding="utf-8"))
+        if any("\n" in t or "\r" in t for t in tokens):
+            raise SystemExit(f"{js}: a token holds a line break")
+        vocab = ("\n".join(tokens) + "\n").encode("utf-8")
     with open(os.path.join(dst, "vocabulary.txt"), "wb") as f:
         f.write(vocab)
     print(f"{len(tensors)} tensors, d_model {cfg['d_model']}, vocab {cfg['vocab_size']} -> {dst}")

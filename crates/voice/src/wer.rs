@@ -39,6 +39,18 @@ pub fn normalize_en(text: &str) -> String {
     numbers_to_digits(&words).join(" ")
 }
 
+/// Lower case and punctuation removed, nothing else (accents kept): for
+/// languages the English rules do not fit.
+pub fn normalize_basic(text: &str) -> String {
+    text.to_lowercase()
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn expand(word: &str) -> Option<&'static [&'static str]> {
     Some(match word {
         "mr" => &["mister"],

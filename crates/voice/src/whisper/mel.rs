@@ -51,13 +51,14 @@ fn mel_to_hz(mel: f64) -> f64 {
     }
 }
 
-/// The log-mel spectrogram of `pcm` followed by 30 s of silence (so any
-/// 30 s window that starts inside the audio is whole), row-major
+/// The log-mel spectrogram of `pcm` followed by 15 s of silence, row-major
 /// `[n_mels][frames]`; returns it with its frame count.
 pub fn log_mel(cfg: &m::Config, pcm: &[f32], filters: &[f32]) -> (Vec<f32>, usize) {
     let mut padded = Vec::with_capacity(pcm.len() + m::N_SAMPLES);
     padded.extend_from_slice(pcm);
-    padded.extend(std::iter::repeat_n(0f32, m::N_SAMPLES));
+    padded.extend(std::iter::repeat_n(0f32, m::N_SAMPLES / 2));
+    // candle pads to a multiple of 15 s and adds 15 s more, so with our
+    // 15 s every 30 s window that starts inside the audio is whole.
     let mel = audio::pcm_to_mel(cfg, &padded, filters);
     let frames = mel.len() / cfg.num_mel_bins;
     (mel, frames)

@@ -4,6 +4,7 @@
 //! overrides) and Debian's pocketsphinx-testdata clips; each says so and is
 //! skipped when they are missing.
 
+mod portuguese;
 mod speech;
 mod vad;
 mod whisper;
@@ -18,6 +19,24 @@ pub fn whisper_dir() -> Option<PathBuf> {
         Some(cache.join("models").join(voice::models::WHISPER_TINY_EN))
     })?;
     dir.join("model.safetensors").is_file().then_some(dir)
+}
+
+fn cache_dir() -> Option<PathBuf> {
+    std::env::var_os("LEDGERMIND_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/ledgermind")))
+}
+
+/// The multilingual Whisper base model (scripts/setup.sh).
+pub fn whisper_base_dir() -> Option<PathBuf> {
+    let dir = cache_dir()?.join("models").join(voice::models::WHISPER_BASE);
+    dir.join("model.safetensors").is_file().then_some(dir)
+}
+
+/// pytest-audioeval's Portuguese clips (scripts/setup.sh unpacks them).
+pub fn portuguese_dir() -> Option<PathBuf> {
+    let dir = cache_dir()?.join("voice-fixtures/pt");
+    dir.join("pangrama.wav").is_file().then_some(dir)
 }
 
 pub fn librivox_dir() -> Option<PathBuf> {
