@@ -15,6 +15,7 @@
 
 pub mod audio;
 pub mod bus;
+pub mod converse;
 pub mod devices;
 pub mod error;
 pub mod models;

@@ -4,6 +4,7 @@
 //! overrides) and Debian's pocketsphinx-testdata clips; each says so and is
 //! skipped when they are missing.
 
+mod conversation;
 mod portuguese;
 mod speech;
 mod vad;
