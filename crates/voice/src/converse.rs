@@ -172,10 +172,12 @@ pub fn converse(
                 }
                 let turn = motor.user_spoke().map_err(|e| VoiceError::Inference(e.to_string()))?;
                 let reply = responder.reply(&heard)?;
+                // Answer in the language the person spoke.
+                let speak = if transcript.language == "pt" { Language::Pt } else { config.speak };
                 let parts = sentences(&reply);
                 let mut sentences_pcm = Vec::new();
                 for s in &parts {
-                    let pcm = tts.synthesize(&SynthesisRequest { text: s, language: config.speak, rate: config.rate })?;
+                    let pcm = tts.synthesize(&SynthesisRequest { text: s, language: speak, rate: config.rate })?;
                     sentences_pcm.push((s.clone(), pcm.resampled(rate).samples));
                     if sentences_pcm.len() == 1 {
                         // The first sentence is ready: this is when speech can start.
