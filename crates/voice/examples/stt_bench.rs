@@ -28,21 +28,31 @@ fn main() -> ExitCode {
 
 fn run() -> Result<(), VoiceError> {
     let mut args = std::env::args().skip(1);
-    let cache = std::env::var_os("LEDGERMIND_CACHE").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ledgermind")
-    });
-    let model_dir = args.next().map(PathBuf::from).unwrap_or_else(|| cache.join("models").join(voice::models::WHISPER_TINY_EN));
-    let clips = args.next().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/share/pocketsphinx/test/data/librivox"));
+    let cache = std::env::var_os("LEDGERMIND_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ledgermind"));
+    let model_dir =
+        args.next().map(PathBuf::from).unwrap_or_else(|| cache.join("models").join(voice::models::WHISPER_TINY_EN));
+    let clips =
+        args.next().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/share/pocketsphinx/test/data/librivox"));
     let runs: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(3).max(1);
     let refs_path = clips.join("transcription");
-    let refs = std::fs::read_to_string(&refs_path).map_err(|source| VoiceError::Io { path: refs_path.clone(), source })?;
+    let refs =
+        std::fs::read_to_string(&refs_path).map_err(|source| VoiceError::Io { path: refs_path.clone(), source })?;
     let load_started = Instant::now();
     let mut model = Whisper::load(&model_dir)?;
-    println!("model {} loaded in {} ms; {runs} runs per clip, fastest kept", model_dir.display(), load_started.elapsed().as_millis());
+    println!(
+        "model {} loaded in {} ms; {runs} runs per clip, fastest kept",
+        model_dir.display(),
+        load_started.elapsed().as_millis()
+    );
     let en = LanguageChoice::Fixed(Language::En);
     let (mut errors, mut words, mut raw_errors) = (0, 0, 0);
     let (mut ours_ms, mut raw_ms, mut audio_ms) = (0f64, 0f64, 0u64);
-    println!("{:<6} {:>8} {:>8} {:>8} {:>6} {:>7}  hypothesis (ours)", "clip", "audio ms", "ours ms", "raw ms", "WER", "raw WER");
+    println!(
+        "{:<6} {:>8} {:>8} {:>8} {:>6} {:>7}  hypothesis (ours)",
+        "clip", "audio ms", "ours ms", "raw ms", "WER", "raw WER"
+    );
     for line in refs.lines() {
         let (Some(a), Some(b)) = (line.rfind('('), line.rfind(')')) else { continue };
         if a > b {
@@ -77,7 +87,11 @@ fn run() -> Result<(), VoiceError> {
         audio_ms += clip_ms;
         let short = id.rsplit('-').next().unwrap_or(id);
         let pct = |x: usize| 100.0 * x as f64 / n.max(1) as f64;
-        println!("{short:<6} {clip_ms:>8} {best_ours:>8.0} {best_raw:>8.0} {:>5.1}% {:>6.1}%  {hypothesis}", pct(e), pct(re));
+        println!(
+            "{short:<6} {clip_ms:>8} {best_ours:>8.0} {best_raw:>8.0} {:>5.1}% {:>6.1}%  {hypothesis}",
+            pct(e),
+            pct(re)
+        );
     }
     if words == 0 {
         return Err(VoiceError::Inference(format!("no clips listed in {}", refs_path.display())));

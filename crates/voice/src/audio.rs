@@ -124,7 +124,14 @@ impl WavLoopback {
     /// `input` must already be at the working rate (16 kHz).
     pub fn new(input: Pcm, echo: Option<Echo>) -> Self {
         let rate = input.rate;
-        Self { input: input.samples, pos: 0, output: OutputStage::new(), played: Vec::new(), echo, clock: SimClock::new(rate) }
+        Self {
+            input: input.samples,
+            pos: 0,
+            output: OutputStage::new(),
+            played: Vec::new(),
+            echo,
+            clock: SimClock::new(rate),
+        }
     }
 
     pub fn clock(&self) -> SimClock {

@@ -163,7 +163,12 @@ mod tests {
         bus.publish(sig(SignalKind::SpeechStarted, 4, Priority::High, Lane::Context));
         bus.cancel_through(3);
         assert!(!bus.publish(sig(SignalKind::ReplySentence("late".into()), 3, Priority::Medium, Lane::Context)));
-        assert!(!bus.publish(sig(SignalKind::ReplySentence("older".into()), 2, Priority::Critical, Lane::Intervention)));
+        assert!(!bus.publish(sig(
+            SignalKind::ReplySentence("older".into()),
+            2,
+            Priority::Critical,
+            Lane::Intervention
+        )));
         assert_eq!(bus.next().map(|s| s.kind), Some(SignalKind::SpeechStarted));
         assert!(bus.next().is_none());
         assert_eq!(bus.dropped(), 3);

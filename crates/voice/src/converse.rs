@@ -147,11 +147,25 @@ pub fn converse(
         }
         match event {
             Some(GateEvent::SpeechStarted { at_ms }) => {
-                bus.publish(Signal { source: Source::Vad, kind: SignalKind::SpeechStarted, at_ms, turn: motor.turn(), priority: Priority::High, lane: Lane::Context });
+                bus.publish(Signal {
+                    source: Source::Vad,
+                    kind: SignalKind::SpeechStarted,
+                    at_ms,
+                    turn: motor.turn(),
+                    priority: Priority::High,
+                    lane: Lane::Context,
+                });
                 utterance = Some(preroll.iter().copied().collect());
                 if let Some(mut p) = playing.take() {
                     // Barge-in: the person holds the floor; stop at once.
-                    bus.publish(Signal { source: Source::Vad, kind: SignalKind::BargeIn, at_ms: now, turn: motor.turn(), priority: Priority::Critical, lane: Lane::Intervention });
+                    bus.publish(Signal {
+                        source: Source::Vad,
+                        kind: SignalKind::BargeIn,
+                        at_ms: now,
+                        turn: motor.turn(),
+                        priority: Priority::Critical,
+                        lane: Lane::Intervention,
+                    });
                     let remaining = mic.output.stop();
                     p.report.interrupted = true;
                     p.report.barge_in_ms = Some(now);
@@ -181,7 +195,8 @@ pub fn converse(
                     sentences_pcm.push((s.clone(), pcm.resampled(rate).samples));
                     if sentences_pcm.len() == 1 {
                         // The first sentence is ready: this is when speech can start.
-                        frames_to_charge = (started.elapsed().as_millis() as usize * rate as usize / 1000).div_ceil(FRAME);
+                        frames_to_charge =
+                            (started.elapsed().as_millis() as usize * rate as usize / 1000).div_ceil(FRAME);
                     }
                 }
                 let compute_ms = started.elapsed().as_millis() as u64;

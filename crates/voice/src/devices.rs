@@ -28,9 +28,7 @@ pub fn list() -> Result<Vec<DeviceInfo>, VoiceError> {
     let id_of = |d: &cpal::Device| d.id().map(|i| i.to_string()).unwrap_or_default();
     let default_in = host.default_input_device().map(|d| id_of(&d));
     let default_out = host.default_output_device().map(|d| id_of(&d));
-    let devices = host
-        .devices()
-        .map_err(|e| VoiceError::Device(format!("cannot list sound devices: {e}")))?;
+    let devices = host.devices().map_err(|e| VoiceError::Device(format!("cannot list sound devices: {e}")))?;
     let mut out = Vec::new();
     for d in devices {
         let id = id_of(&d);

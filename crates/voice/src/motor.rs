@@ -64,7 +64,11 @@ impl Motor {
         use MotorState::*;
         let ok = matches!(
             (self.state, to),
-            (Idle | AwaitingResponse, Thinking) | (Thinking, Acting) | (Acting, AwaitingResponse) | (_, Error) | (_, Idle)
+            (Idle | AwaitingResponse, Thinking)
+                | (Thinking, Acting)
+                | (Acting, AwaitingResponse)
+                | (_, Error)
+                | (_, Idle)
         );
         if !ok {
             return Err(IllegalMove { from: self.state, to });

@@ -74,6 +74,8 @@ pub struct ScriptedStt {
 impl SpeechToText for ScriptedStt {
     fn transcribe(&mut self, pcm_16k: &[f32], _language: LanguageChoice) -> Result<Transcript, VoiceError> {
         self.heard.push(pcm_16k.len());
-        self.replies.pop_front().ok_or_else(|| VoiceError::Inference("the scripted recogniser ran out of replies".into()))
+        self.replies
+            .pop_front()
+            .ok_or_else(|| VoiceError::Inference("the scripted recogniser ran out of replies".into()))
     }
 }

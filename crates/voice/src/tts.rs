@@ -135,9 +135,8 @@ impl SpeechSynthesizer for ToneSynth {
     fn synthesize(&self, request: &SynthesisRequest<'_>) -> Result<Pcm, VoiceError> {
         let secs = request.text.chars().count() as f32 * 0.06 / request.rate;
         let n = (secs * self.rate_hz as f32) as usize;
-        let samples = (0..n)
-            .map(|i| 0.3 * (2.0 * std::f32::consts::PI * 220.0 * i as f32 / self.rate_hz as f32).sin())
-            .collect();
+        let samples =
+            (0..n).map(|i| 0.3 * (2.0 * std::f32::consts::PI * 220.0 * i as f32 / self.rate_hz as f32).sin()).collect();
         Ok(Pcm { samples, rate: self.rate_hz })
     }
 }

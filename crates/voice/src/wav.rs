@@ -64,10 +64,8 @@ fn decode<R: Read + Seek>(reader: R, path: &Path) -> Result<Pcm, VoiceError> {
         (format, bits) => return Err(bad(format!("{bits}-bit {format:?} samples"))),
     };
     let channels = usize::from(spec.channels);
-    let samples: Vec<f32> = interleaved
-        .chunks_exact(channels)
-        .map(|frame| frame.iter().sum::<f32>() / channels as f32)
-        .collect();
+    let samples: Vec<f32> =
+        interleaved.chunks_exact(channels).map(|frame| frame.iter().sum::<f32>() / channels as f32).collect();
     if samples.is_empty() {
         return Err(VoiceError::EmptyAudio { path: path.to_owned() });
     }
@@ -127,7 +125,12 @@ mod tests {
     fn stereo_float_is_mixed_to_mono() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("s.wav");
-        let spec = hound::WavSpec { channels: 2, sample_rate: 16_000, bits_per_sample: 32, sample_format: hound::SampleFormat::Float };
+        let spec = hound::WavSpec {
+            channels: 2,
+            sample_rate: 16_000,
+            bits_per_sample: 32,
+            sample_format: hound::SampleFormat::Float,
+        };
         let mut w = hound::WavWriter::create(&path, spec).expect("create");
         for _ in 0..10 {
             w.write_sample(0.5f32).expect("l");

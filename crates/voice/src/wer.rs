@@ -23,7 +23,17 @@ pub fn normalize_en(text: &str) -> String {
     // Apostrophes inside words stay (for contractions) until expanded.
     let spaced: String = cleaned
         .chars()
-        .map(|c| if c.is_alphanumeric() || c == '\'' || c == '’' { if c == '’' { '\'' } else { c } } else { ' ' })
+        .map(|c| {
+            if c.is_alphanumeric() || c == '\'' || c == '’' {
+                if c == '’' {
+                    '\''
+                } else {
+                    c
+                }
+            } else {
+                ' '
+            }
+        })
         .collect();
     let mut words: Vec<String> = Vec::new();
     for raw in spaced.split_whitespace() {
@@ -82,8 +92,26 @@ fn expand(word: &str) -> Option<&'static [&'static str]> {
 
 fn small_number(w: &str) -> Option<u32> {
     const ONES: [&str; 20] = [
-        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-        "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
     ];
     const TENS: [&str; 8] = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
     if let Some(i) = ONES.iter().position(|o| *o == w) {
@@ -158,7 +186,10 @@ mod tests {
 
     #[test]
     fn the_normaliser_spells_titles_splits_hyphens_and_drops_punctuation() {
-        assert_eq!(normalize_en("And Mr. John Dashwood had then leisure..."), "and mister john dashwood had then leisure");
+        assert_eq!(
+            normalize_en("And Mr. John Dashwood had then leisure..."),
+            "and mister john dashwood had then leisure"
+        );
         assert_eq!(normalize_en("He was not an ill-disposed young man."), "he was not an ill disposed young man");
         assert_eq!(normalize_en("[MUSIC] It's cold-hearted!"), "it is cold hearted");
     }

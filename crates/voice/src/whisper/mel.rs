@@ -10,9 +10,8 @@ pub fn filters(n_mels: usize) -> Vec<f32> {
     let n_bins = 1 + m::N_FFT / 2;
     let fft_freqs: Vec<f64> = (0..n_bins).map(|i| i as f64 * sr / m::N_FFT as f64).collect();
     let (min_mel, max_mel) = (hz_to_mel(0.0), hz_to_mel(sr / 2.0));
-    let mel_f: Vec<f64> = (0..n_mels + 2)
-        .map(|i| mel_to_hz(min_mel + (max_mel - min_mel) * i as f64 / (n_mels + 1) as f64))
-        .collect();
+    let mel_f: Vec<f64> =
+        (0..n_mels + 2).map(|i| mel_to_hz(min_mel + (max_mel - min_mel) * i as f64 / (n_mels + 1) as f64)).collect();
     let mut out = vec![0f32; n_mels * n_bins];
     for i in 0..n_mels {
         let (lo, mid, hi) = (mel_f[i], mel_f[i + 1], mel_f[i + 2]);

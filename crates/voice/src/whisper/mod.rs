@@ -58,7 +58,8 @@ impl Whisper {
     /// `vocabulary.txt`), checking that its parts agree.
     pub fn load(dir: &Path) -> Result<Self, VoiceError> {
         let corrupt = |reason: String| VoiceError::ModelCorrupt { dir: dir.to_owned(), reason };
-        let cfg_text = std::fs::read_to_string(dir.join("config.json")).map_err(|e| corrupt(format!("config.json: {e}")))?;
+        let cfg_text =
+            std::fs::read_to_string(dir.join("config.json")).map_err(|e| corrupt(format!("config.json: {e}")))?;
         let config: m::Config = serde_json::from_str(&cfg_text).map_err(|e| corrupt(format!("config.json: {e}")))?;
         let extras: Extras = serde_json::from_str(&cfg_text).map_err(|e| corrupt(format!("config.json: {e}")))?;
         let vocab = Vocabulary::load(&dir.join("vocabulary.txt")).map_err(|e| corrupt(e.to_string()))?;
@@ -72,7 +73,15 @@ impl Whisper {
         let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
         let filters = mel::filters(config.num_mel_bins);
         let model = Model::load(&vb, config).map_err(|e| corrupt(format!("model.safetensors: {e}")))?;
-        Ok(Self { model, vocab, sp, filters, suppress_begin: extras.suppress_tokens_begin, lang_ids: extras.lang_ids, device })
+        Ok(Self {
+            model,
+            vocab,
+            sp,
+            filters,
+            suppress_begin: extras.suppress_tokens_begin,
+            lang_ids: extras.lang_ids,
+            device,
+        })
     }
 
     /// An English-only model (Whisper's `.en` models have the 51 864-token vocabulary).
@@ -87,7 +96,12 @@ impl Whisper {
     }
 
     /// Logits for the next token after `tokens`, as a plain vector.
-    fn next_logits(&mut self, tokens: &[u32], features: &Tensor, first: bool) -> Result<(Vec<f32>, Tensor), VoiceError> {
+    fn next_logits(
+        &mut self,
+        tokens: &[u32],
+        features: &Tensor,
+        first: bool,
+    ) -> Result<(Vec<f32>, Tensor), VoiceError> {
         let t = Tensor::new(tokens, &self.device)?.unsqueeze(0)?;
         let ys = self.model.decoder.forward(&t, features, first)?;
         let (_, seq_len, _) = ys.dims3()?;
@@ -244,12 +258,17 @@ impl SpeechToText for Whisper {
         let mut lang_token = match (language, english_only) {
             (_, true) => None,
             (LanguageChoice::Fixed(l), false) => Some(
-                self.vocab.id(&format!("<|{}|>", l.code())).ok_or_else(|| VoiceError::Inference(format!("no <|{}|> token", l.code())))?,
+                self.vocab
+                    .id(&format!("<|{}|>", l.code()))
+                    .ok_or_else(|| VoiceError::Inference(format!("no <|{}|> token", l.code())))?,
             ),
             (LanguageChoice::Auto, false) => None,
         };
         if english_only && language == LanguageChoice::Fixed(Language::Pt) {
-            return Err(VoiceError::LanguageUnavailable { language: "Portuguese".into(), model: crate::models::WHISPER_BASE.into() });
+            return Err(VoiceError::LanguageUnavailable {
+                language: "Portuguese".into(),
+                model: crate::models::WHISPER_BASE.into(),
+            });
         }
         let content_frames = pcm_16k.len() / m::HOP_LENGTH;
         let mut segments = Vec::new();
@@ -261,7 +280,8 @@ impl SpeechToText for Whisper {
                 // Whisper writes words into silence and noise ("you", "Thank
                 // you."); a window where the voice gate finds no speech is
                 // not decoded at all.
-                let window_pcm = &pcm_16k[seek * m::HOP_LENGTH..((seek + window_frames) * m::HOP_LENGTH).min(pcm_16k.len())];
+                let window_pcm =
+                    &pcm_16k[seek * m::HOP_LENGTH..((seek + window_frames) * m::HOP_LENGTH).min(pcm_16k.len())];
                 if crate::vad::utterances(window_pcm, SPEECH_CHECK).is_empty() {
                     seek += window_frames;
                     continue;
@@ -275,7 +295,9 @@ impl SpeechToText for Whisper {
                     prompt.extend([l, self.sp.transcribe]);
                 }
                 let window = self.decode_window(&features, &prompt)?;
-                if window.no_speech_prob > m::NO_SPEECH_THRESHOLD as f32 && window.avg_logprob < m::LOGPROB_THRESHOLD as f32 {
+                if window.no_speech_prob > m::NO_SPEECH_THRESHOLD as f32
+                    && window.avg_logprob < m::LOGPROB_THRESHOLD as f32
+                {
                     seek += window_frames;
                     continue;
                 }

@@ -52,7 +52,10 @@ impl Vocabulary {
 
     pub fn specials(&self) -> Result<Specials, String> {
         let need = |t: &str| self.id(t).ok_or_else(|| format!("the vocabulary has no {t}"));
-        let no_speech = self.id("<|nospeech|>").or_else(|| self.id("<|nocaptions|>")).ok_or("the vocabulary has no <|nospeech|>")?;
+        let no_speech = self
+            .id("<|nospeech|>")
+            .or_else(|| self.id("<|nocaptions|>"))
+            .ok_or("the vocabulary has no <|nospeech|>")?;
         Ok(Specials {
             eot: need("<|endoftext|>")?,
             sot: need("<|startoftranscript|>")?,

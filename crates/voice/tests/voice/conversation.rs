@@ -20,7 +20,10 @@ impl Responder for Echoing {
 
 fn scripted(texts: &[&str]) -> ScriptedStt {
     ScriptedStt {
-        replies: texts.iter().map(|t| Transcript { text: (*t).into(), language: "en".into(), segments: vec![] }).collect::<VecDeque<_>>(),
+        replies: texts
+            .iter()
+            .map(|t| Transcript { text: (*t).into(), language: "en".into(), segments: vec![] })
+            .collect::<VecDeque<_>>(),
         heard: vec![],
     }
 }

@@ -1,6 +1,6 @@
 use voice::tts::{EspeakNg, SpeechSynthesizer, SynthesisRequest};
-use voice::whisper::Whisper;
 use voice::wer::{normalize_en, word_errors};
+use voice::whisper::Whisper;
 use voice::{Language, LanguageChoice, SpeechToText};
 
 use crate::{espeak_available, whisper_dir};
@@ -13,8 +13,12 @@ fn a_slower_rate_gives_longer_speech_at_the_same_sample_rate() {
     }
     let tts = EspeakNg::default();
     let say = |rate| {
-        tts.synthesize(&SynthesisRequest { text: "The meeting moved to Thursday afternoon.", language: Language::En, rate })
-            .expect("speech")
+        tts.synthesize(&SynthesisRequest {
+            text: "The meeting moved to Thursday afternoon.",
+            language: Language::En,
+            rate,
+        })
+        .expect("speech")
     };
     let (slow, normal, fast) = (say(0.6), say(1.0), say(1.6));
     assert_eq!(slow.rate, normal.rate);

@@ -24,7 +24,11 @@ fn tiny_en_transcribes_the_librivox_clips_within_eight_percent_wer() {
         assert_eq!(t.language, "en");
         assert!(!t.segments.is_empty(), "{}: no segments", path.display());
         for s in &t.segments {
-            assert!(s.start_ms <= s.end_ms && s.end_ms <= pcm.duration_ms() + 1000, "{s:?} past {} ms", pcm.duration_ms());
+            assert!(
+                s.start_ms <= s.end_ms && s.end_ms <= pcm.duration_ms() + 1000,
+                "{s:?} past {} ms",
+                pcm.duration_ms()
+            );
         }
         let (e, n) = word_errors(&normalize_en(&reference), &normalize_en(&t.text));
         eprintln!("{}: {e}/{n} {:?}", path.display(), t.text);
@@ -137,7 +141,12 @@ fn resampled_audio_is_recognised_like_the_original() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let up = original.resampled(44_100);
     let file = tmp.path().join("cd.wav");
-    let spec = hound::WavSpec { channels: 2, sample_rate: 44_100, bits_per_sample: 16, sample_format: hound::SampleFormat::Int };
+    let spec = hound::WavSpec {
+        channels: 2,
+        sample_rate: 44_100,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
     let mut w = hound::WavWriter::create(&file, spec).expect("create");
     for s in &up.samples {
         let v = (s * 32767.0) as i16;
