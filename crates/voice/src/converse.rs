@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::aec::EchoCanceller;
 use crate::audio::{AudioInput, AudioOutput, WavLoopback};
 use crate::bus::{Lane, Priority, Signal, SignalBus, SignalKind, Source};
 use crate::error::VoiceError;
@@ -34,6 +35,11 @@ pub trait Responder {
 pub struct ConverseConfig {
     pub gate: GateConfig,
     pub full_duplex: bool,
+    /// Cancel the speaker's echo on the microphone (AEC3).
+    pub echo_cancel: bool,
+    /// Speech in the first moments of each reply does not interrupt it:
+    /// the echo canceller is still converging on the new audio.
+    pub protect_ms: u64,
     pub listen: LanguageChoice,
     pub speak: Language,
     pub rate: f32,
@@ -44,6 +50,8 @@ impl Default for ConverseConfig {
         Self {
             gate: GateConfig::default(),
             full_duplex: true,
+            echo_cancel: false,
+            protect_ms: 0,
             listen: LanguageChoice::Fixed(Language::En),
             speak: Language::En,
             rate: 1.0,
@@ -90,6 +98,7 @@ pub fn sentences(text: &str) -> Vec<String> {
 
 struct Playing {
     report: TurnReport,
+    started_ms: u64,
     /// Each sentence with its length in samples, in playing order.
     sentences: Vec<(String, usize)>,
     queued_total: usize,
@@ -130,14 +139,32 @@ pub fn converse(
     let mut utterance: Option<Vec<f32>> = None;
     let mut playing: Option<Playing> = None;
     let mut frames_to_charge = 0usize;
+    let mut aec = config.echo_cancel.then(|| EchoCanceller::new(rate));
+    // The next microphone frame, echo-cancelled against what was played meanwhile.
+    let mut listen = |mic: &mut WavLoopback| -> Result<Option<Vec<f32>>, VoiceError> {
+        let Some(mut f) = mic.next_frame(FRAME)? else { return Ok(None) };
+        if let Some(aec) = aec.as_mut() {
+            let played = mic.played();
+            aec.process(&mut f, &played[played.len() - FRAME..])?;
+        }
+        Ok(Some(f))
+    };
     loop {
-        let frame = match mic.next_frame(FRAME)? {
+        let frame = match listen(mic)? {
             Some(f) => f,
             None => break,
         };
         let now = mic.clock().now_ms();
         let deaf = playing.is_some() && !config.full_duplex;
-        let event = if deaf { None } else { gate.push(&frame) };
+        let mut event = if deaf { None } else { gate.push(&frame) };
+        if let (Some(GateEvent::SpeechStarted { .. }), Some(p)) = (event, playing.as_ref()) {
+            if now < p.started_ms + config.protect_ms {
+                // Not taken up, and not left "speaking" either: if it goes
+                // on past the protected start it is detected again.
+                event = None;
+                gate.restart();
+            }
+        }
         preroll.extend(frame.iter().copied());
         while preroll.len() > preroll_len {
             preroll.pop_front();
@@ -177,7 +204,8 @@ pub fn converse(
                 }
             }
             Some(GateEvent::SpeechEnded { at_ms }) => {
-                let audio = utterance.take().unwrap_or_default();
+                // Speech that began inside a reply's protected start was not taken up.
+                let Some(audio) = utterance.take() else { continue };
                 let started = Instant::now();
                 let transcript = stt.transcribe(&audio, config.listen)?;
                 let heard = transcript.text.trim().to_owned();
@@ -202,7 +230,7 @@ pub fn converse(
                 let compute_ms = started.elapsed().as_millis() as u64;
                 // The microphone kept recording while we computed.
                 for _ in 0..frames_to_charge {
-                    let Some(f) = mic.next_frame(FRAME)? else { break };
+                    let Some(f) = listen(mic)? else { break };
                     if let Some(GateEvent::SpeechStarted { .. }) = gate.push(&f) {
                         utterance = Some(f.clone());
                     }
@@ -226,6 +254,7 @@ pub fn converse(
                     }
                 }
                 playing = Some(Playing {
+                    started_ms: first_audio_ms,
                     report: TurnReport {
                         turn,
                         heard,

@@ -13,6 +13,7 @@
 //! through the persona pipeline above it), reach the network, or decide
 //! what a persona says.
 
+pub mod aec;
 pub mod audio;
 pub mod bus;
 pub mod converse;

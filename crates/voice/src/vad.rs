@@ -56,6 +56,13 @@ impl SpeechGate {
         }
     }
 
+    /// Forgets the current run: speech that goes on is detected afresh.
+    pub fn restart(&mut self) {
+        self.speaking = false;
+        self.voiced_run_ms = 0;
+        self.unvoiced_run_ms = 0;
+    }
+
     pub fn is_speaking(&self) -> bool {
         self.speaking
     }

@@ -7,7 +7,9 @@ use voice::tts::ToneSynth;
 use voice::wav::{read_mono, Pcm};
 use voice::{Transcript, VoiceError};
 
-use crate::librivox_clips;
+use voice::tts::EspeakNg;
+
+use crate::{espeak_available, librivox_clips};
 
 struct Echoing(Vec<String>);
 
@@ -93,4 +95,72 @@ fn in_half_duplex_the_persona_never_interrupts_itself_through_the_speaker() {
     let turns = converse(&mut mic, &mut stt, &mut persona, &tts, &config).expect("converse");
     assert_eq!(turns.len(), 10, "{turns:#?}");
     assert!(turns.iter().all(|t| !t.interrupted && t.barge_in_ms.is_none() && t.spoken == t.reply), "{turns:#?}");
+}
+
+/// Ten spoken replies (espeak-ng) fed back at -6 dB, 60 ms late; full
+/// duplex with the echo canceller: how many replies interrupt themselves,
+/// and how fast a real interruption is still caught.
+fn echo_scene(echo_cancel: bool, barge: bool) -> Option<(Vec<voice::converse::TurnReport>, Vec<u64>)> {
+    let clips = librivox_clips()?;
+    if !espeak_available() {
+        return None;
+    }
+    let mut input = Vec::new();
+    let mut user_starts = Vec::new();
+    for i in 0..10 {
+        input.extend(silence(300));
+        input.extend(read_mono(&clips[i % 5].0, 16_000).expect("clip").samples);
+        input.extend(silence(if barge { 3_000 } else { 9_000 }));
+        if barge {
+            user_starts.push((input.len() / 16) as u64);
+            input.extend(read_mono(&clips[(i + 1) % 5].0, 16_000).expect("clip").samples);
+            input.extend(silence(6_000));
+        }
+    }
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, Some(Echo::new(-6.0, 60, 16_000)));
+    let texts: Vec<String> = (0..1000).map(|i| format!("question {i}")).collect();
+    let mut stt = scripted(&texts.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut persona = Echoing(vec![]);
+    let config = ConverseConfig { full_duplex: true, echo_cancel, protect_ms: 500, ..ConverseConfig::default() };
+    let turns = converse(&mut mic, &mut stt, &mut persona, &EspeakNg::default(), &config).expect("converse");
+    Some((turns, user_starts))
+}
+
+#[test]
+fn with_echo_cancellation_ten_spoken_replies_do_not_interrupt_themselves() {
+    let Some((turns, _)) = echo_scene(true, false) else {
+        eprintln!("skipped: needs pocketsphinx-testdata and espeak-ng (scripts/setup.sh)");
+        return;
+    };
+    let false_barges = turns.iter().filter(|t| t.interrupted).count();
+    eprintln!("with AEC: {} turns, {false_barges} interrupted", turns.len());
+    assert_eq!(turns.len(), 10, "{turns:#?}");
+    assert_eq!(false_barges, 0, "{turns:#?}");
+}
+
+#[test]
+fn without_echo_cancellation_the_same_replies_interrupt_themselves() {
+    let Some((turns, _)) = echo_scene(false, false) else {
+        eprintln!("skipped: needs pocketsphinx-testdata and espeak-ng (scripts/setup.sh)");
+        return;
+    };
+    let false_barges = turns.iter().filter(|t| t.interrupted).count();
+    eprintln!("without AEC: {} turns, {false_barges} interrupted", turns.len());
+    assert!(false_barges > 0, "the scene must be hard enough to need the canceller: {turns:#?}");
+}
+
+#[test]
+fn with_echo_cancellation_a_person_still_interrupts_a_reply() {
+    let Some((turns, user_starts)) = echo_scene(true, true) else {
+        eprintln!("skipped: needs pocketsphinx-testdata and espeak-ng (scripts/setup.sh)");
+        return;
+    };
+    let mut latencies = Vec::new();
+    for start in &user_starts {
+        if let Some(t) = turns.iter().find(|t| t.barge_in_ms.is_some_and(|b| b >= *start && b < start + 3_000)) {
+            latencies.push(t.barge_in_ms.unwrap_or_default() - start);
+        }
+    }
+    eprintln!("barge-ins caught {}/{}: latencies {latencies:?} ms", latencies.len(), user_starts.len());
+    assert!(latencies.len() >= 8, "caught {}/{}: {turns:#?}", latencies.len(), user_starts.len());
 }
