@@ -6,12 +6,13 @@
 //! reading that much more microphone audio, so the reported times are
 //! what a person at the microphone would live through.
 //!
-//! Barge-in: in full duplex (a headset, or echo cancellation upstream),
-//! user speech held while the persona speaks stops playback at once and
-//! ends the turn; only the sentences heard (wholly or in part) count as
-//! spoken. In half duplex (open speakers without echo cancellation, the
-//! default whenever echo is fed back) the microphone is not listened to
-//! while the persona speaks, so it can never interrupt itself.
+//! Barge-in: in full duplex, user speech held while the persona speaks
+//! (the gate's 200 ms start, after the echo canceller) stops playback at
+//! once and ends the turn; only the sentences heard (wholly or in part)
+//! count as spoken. The first moments of each reply are protected while the
+//! canceller converges. Without a canceller on open speakers the persona
+//! hears itself, so the choice there is half duplex: the microphone is not
+//! listened to while the persona speaks.
 
 use std::time::Instant;
 
