@@ -10,6 +10,7 @@ mod memory_cmds;
 mod office_cmds;
 mod persona_cmds;
 mod vault_cmds;
+mod voice_cmds;
 
 use std::process::ExitCode;
 
@@ -114,6 +115,9 @@ enum Command {
     Dream { persona: String },
     /// Show or switch (--type, --mode) PERSONA's session type and mode.
     Session(office_cmds::SessionArgs),
+    /// The offline voice engine on audio files: transcribe, say.
+    #[command(subcommand)]
+    Voice(voice_cmds::VoiceCmd),
 }
 
 #[derive(Debug, Subcommand)]
@@ -148,6 +152,12 @@ fn main() -> ExitCode {
         // Without a home, the registry as built in (no settings to apply).
         Command::Tools(args) if cli.home.is_none() => return guard_cmds::tools(args),
         Command::CheckProof { file } => return vault_cmds::check_proof(file),
+        // The voice engine works on files and models; it opens no ledger.
+        Command::Voice(cmd) if !cmd.needs_engine() => {
+            if let Command::Voice(cmd) = cli.command {
+                return voice_cmds::run(cli.home, cmd);
+            }
+        }
         _ => {}
     }
     let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
@@ -165,6 +175,7 @@ fn main() -> ExitCode {
         if let Command::Bench(BenchCmd::Vault(cmd)) = &cli.command {
             return vault_cmds::bench(cmd).await;
         }
+        let home = cli.home.clone();
         let ctx = match Ctx::open(cli.home).await {
             Ok(ctx) => ctx,
             Err(e) => return common::fail(&e),
@@ -201,6 +212,7 @@ fn main() -> ExitCode {
             Command::Prove { seq } => vault_cmds::prove(&ctx, seq).await,
             Command::Import { .. } | Command::Bench(BenchCmd::Vault(_)) | Command::CheckProof { .. } => ExitCode::SUCCESS,
             Command::Tools(args) => guard_cmds::tools_in_home(&ctx, &args).await,
+            Command::Voice(cmd) => voice_cmds::converse(&ctx, home, cmd).await,
             Command::Guard { .. } => ExitCode::SUCCESS,
         };
         ctx.engine.shutdown().await;
