@@ -553,6 +553,13 @@ impl LocalEngine {
         }
     }
 
+    /// Whether no generation holds the model: a call abandoned by its
+    /// caller may still be finishing, and the next call then runs beside it
+    /// without a warm context.
+    pub fn is_idle(&self) -> bool {
+        !matches!(self.shared.busy.try_lock(), Err(std::sync::TryLockError::WouldBlock))
+    }
+
     /// Drops every warm context (their memory is freed).
     pub fn drop_warm_contexts(&self) {
         lock(&self.shared.warm).clear();

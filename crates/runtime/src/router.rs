@@ -182,7 +182,7 @@ static QUESTION_START: LazyLock<Option<Regex>> = LazyLock::new(|| {
 /// reminders…): a question with them may ask for a search of saved items.
 static SAVED_THINGS: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
-        r"\b(?:saved|save|stored|bookmarked|bookmarks|my (?:notes|movies|films|shows|series|links|videos|reminders|items|list)|salvei|salvou|salvamos|salvos|salvas|guardei|guardou|guardados|guardadas|anotei|anotou|favoritos|lembretes|(?:minhas|meus) (?:notas|filmes|series|links|videos|lembretes|itens|favoritos))\b",
+        r"\b(?:saved|save|stored|bookmarked|bookmarks|my (?:notes|movies|films|shows|series|links|videos|reminders|items|list|obligations|commitments|tasks|promises|appointments)|salvei|salvou|salvamos|salvos|salvas|guardei|guardou|guardados|guardadas|anotei|anotou|favoritos|lembretes|(?:minhas|meus) (?:notas|filmes|series|links|videos|lembretes|itens|favoritos|obrigações|obrigacoes|compromissos|tarefas|promessas))\b",
     )
     .ok()
 });
@@ -204,9 +204,10 @@ pub fn route<'a>(message: &str, offered: &[&'a str]) -> Routing<'a> {
         return Routing { tools: Vec::new(), must_call: false };
     }
     let mut tools = candidate_tools(message, offered);
-    // A question about saved things asks for a search, nothing else.
+    // A question about saved things asks for a read, nothing else: a search
+    // of saved items or the office's read-only query of its own records.
     if !command && (message.trim_end().ends_with('?') || matches(&QUESTION_START, &text)) {
-        tools.retain(|t| *t == "search_items");
+        tools.retain(|t| matches!(*t, "search_items" | "query"));
     }
     // "Can you list three facts about cats?" lists nothing saved.
     if command && !matches(&SAVED_THINGS, &text) && !matches(&ITEM_WORDS, &text) {
@@ -695,6 +696,11 @@ mod tests {
         }
         assert_eq!(route("What movies did I save?", &offered).tools, vec!["search_items"]);
         assert_eq!(route("Quais filmes eu salvei?", &offered).tools, vec!["search_items"]);
+        // The persona's own tracked commitments are saved things too.
+        let office = ["query", "submit", "save_note"];
+        for q in ["What are my obligations?", "what are my obligations?", "Quais são minhas obrigações?"] {
+            assert!(!route(q, &office).tools.is_empty(), "{q}");
+        }
         let asked = route("Can you save the movie Heat?", &offered);
         assert!(asked.must_call && asked.tools.contains(&"save_movie"));
     }

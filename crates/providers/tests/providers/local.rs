@@ -310,6 +310,12 @@ async fn import_validates_and_copies() {
 async fn a_follow_up_turn_reuses_the_evaluated_prompt_instead_of_making_a_new_context() {
     let _alone = MODEL_USE.write().await;
     let (engine, stem) = engine();
+    // An earlier test's abandoned call may still be finishing; beside it a
+    // call runs without a warm context.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !engine.is_idle() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     engine.drop_warm_contexts();
     let first = chat(&stem, "My name is Marta and I live in Lisbon.");
     let said = engine.complete(first.clone(), None).await.expect("first turn");

@@ -3,7 +3,7 @@
 // answers name them; then open "Why did it say that?" and check it shows the
 // compact prompt that was sent (no ledger vocabulary in it).
 
-import { config, createPersona, endSession, log, sendAndAwaitReply, shot, startSession, runIfMain } from "./app.e2e.mjs";
+import { config, createPersona, endSession, log, sendAndAwaitReply, shot, startSession, runIfMain } from "../app.e2e.mjs";
 
 const PERSONA = { name: "Lia", description: "A warm friend" };
 const css = (testid, extra = "") => `[data-testid="${testid}"]${extra}`;
