@@ -179,6 +179,21 @@ async fn settle_failure(engine: &Engine, item: &QueueItem, failure: Failure) {
 }
 
 /// Exponential backoff with full jitter: up to 1 s, 2 s, 4 s … capped at 30 s.
+/// A reply that repeats itself is cut where the repeat starts. Free text is
+/// guarded while it streams; a planner reply is sampled under its JSON
+/// grammar without that guard, so its message is checked here, before it is
+/// saved.
+fn trim_repeats(text: &str) -> String {
+    let mut guard = providers::LoopGuard::new();
+    let _ = guard.push(text);
+    let _ = guard.push(" ");
+    if guard.looped() {
+        guard.text().trim_end().to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
 fn backoff(attempt: i64) -> time::Duration {
     let ceiling_ms = (1_000i64 << attempt.clamp(0, 5)).min(30_000);
     let ms = rand::random::<u32>() as i64 % ceiling_ms.max(1);
@@ -291,7 +306,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         .await
         .map_err(Failure::Retry)?;
     drop(watchdog);
-    let (content, role) = (planned.content, planned.role);
+    let (content, role) = (trim_repeats(&planned.content), planned.role);
     if content.trim().is_empty() {
         return Err(Failure::Final(AppError::new("LLM_EMPTY_REPLY", "the model returned an empty reply")));
     }
@@ -454,4 +469,17 @@ async fn continue_plan(engine: &Arc<Engine>, persona: &ledger::Persona) -> Resul
     }
     engine.turn_delivered(&persona.id);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trim_repeats;
+
+    #[test]
+    fn a_looping_reply_is_cut_where_the_repeat_starts_and_a_plain_one_is_kept() {
+        let looped = "I'm glad to hear that you enjoy green tea. ".repeat(8);
+        assert_eq!(trim_repeats(&looped), "I'm glad to hear that you enjoy green tea.");
+        let plain = "You told me you like green tea. Do you drink it every day?";
+        assert_eq!(trim_repeats(plain), plain);
+    }
 }
