@@ -96,7 +96,10 @@ if [ ! -f "$GUARD_MODEL" ] || guard_stale; then
   [ -z "$CARGO_BIN" ] && [ -x "$HOME/.cargo/bin/cargo" ] && CARGO_BIN="$HOME/.cargo/bin/cargo"
   if [ -n "$CARGO_BIN" ]; then
     log "training the guard classifier"
-    "$CARGO_BIN" run --quiet -p runtime --example guard_train -- "$GUARD_CORPUS" "$MODELS" >/dev/null
+    # --workspace: the same feature set as the test and run builds, so what
+    # this compiles is reused by them instead of built a second time.
+    "$CARGO_BIN" build --quiet --workspace --example guard_train
+    "${CARGO_TARGET_DIR:-$ROOT/target}/debug/examples/guard_train" "$GUARD_CORPUS" "$MODELS" >/dev/null
   else
     log "cargo not found: the guard runs on its rules alone until setup runs again"
   fi
