@@ -35,7 +35,7 @@ pub enum VoiceCmd {
         text: String,
         #[arg(long)]
         out: PathBuf,
-        #[arg(long, default_value = "en", value_parser = parse_language)]
+        #[arg(long, default_value = "en")]
         language: Language,
         /// Speaking rate: 1.0 normal, 0.5 to 2.0.
         #[arg(long, default_value_t = 1.0)]
@@ -61,14 +61,6 @@ impl VoiceCmd {
     /// Only `converse` talks to a persona, so only it opens the profile.
     pub fn needs_engine(&self) -> bool {
         matches!(self, VoiceCmd::Converse { .. })
-    }
-}
-
-fn parse_language(s: &str) -> Result<Language, String> {
-    match s {
-        "en" => Ok(Language::En),
-        "pt" => Ok(Language::Pt),
-        other => Err(format!("unknown language {other:?}; use en or pt")),
     }
 }
 

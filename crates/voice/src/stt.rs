@@ -29,14 +29,28 @@ pub enum LanguageChoice {
     Auto,
 }
 
-impl std::str::FromStr for LanguageChoice {
-    type Err = String;
+/// A language name that is not one of ours.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown language {0:?}; use {1}")]
+pub struct UnknownLanguage(pub String, pub &'static str);
+
+impl std::str::FromStr for Language {
+    type Err = UnknownLanguage;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
-            "en" => Ok(Self::Fixed(Language::En)),
-            "pt" => Ok(Self::Fixed(Language::Pt)),
+            "en" => Ok(Self::En),
+            "pt" => Ok(Self::Pt),
+            other => Err(UnknownLanguage(other.to_owned(), "en or pt")),
+        }
+    }
+}
+
+impl std::str::FromStr for LanguageChoice {
+    type Err = UnknownLanguage;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
             "auto" => Ok(Self::Auto),
-            other => Err(format!("unknown language {other:?}; use en, pt or auto")),
+            other => other.parse().map(Self::Fixed).map_err(|_| UnknownLanguage(other.to_owned(), "en, pt or auto")),
         }
     }
 }

@@ -66,7 +66,7 @@ impl Whisper {
         if vocab.len() != config.vocab_size {
             return Err(corrupt(format!("vocabulary.txt has {} tokens, the model {}", vocab.len(), config.vocab_size)));
         }
-        let sp = vocab.specials().map_err(corrupt)?;
+        let sp = vocab.specials().map_err(|e| corrupt(e.to_string()))?;
         let device = Device::Cpu;
         let tensors = candle_core::safetensors::load(dir.join("model.safetensors"), &device)
             .map_err(|e| corrupt(format!("model.safetensors: {e}")))?;

@@ -7,6 +7,11 @@ use std::path::Path;
 
 use crate::error::VoiceError;
 
+/// A special token the decoder needs is not in the vocabulary.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the vocabulary has no {0}")]
+pub struct MissingToken(pub &'static str);
+
 pub struct Vocabulary {
     tokens: Vec<String>,
     ids: HashMap<String, u32>,
@@ -50,12 +55,10 @@ impl Vocabulary {
         self.ids.get(token).copied()
     }
 
-    pub fn specials(&self) -> Result<Specials, String> {
-        let need = |t: &str| self.id(t).ok_or_else(|| format!("the vocabulary has no {t}"));
-        let no_speech = self
-            .id("<|nospeech|>")
-            .or_else(|| self.id("<|nocaptions|>"))
-            .ok_or("the vocabulary has no <|nospeech|>")?;
+    pub fn specials(&self) -> Result<Specials, MissingToken> {
+        let need = |t: &'static str| self.id(t).ok_or(MissingToken(t));
+        let no_speech =
+            self.id("<|nospeech|>").or_else(|| self.id("<|nocaptions|>")).ok_or(MissingToken("<|nospeech|>"))?;
         Ok(Specials {
             eot: need("<|endoftext|>")?,
             sot: need("<|startoftranscript|>")?,
