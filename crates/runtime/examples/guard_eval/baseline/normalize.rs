@@ -232,35 +232,3 @@ pub fn deep(text: &str) -> String {
     join_spaced_letters(&joined)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn undoes_the_usual_tricks() {
-        let cases = [
-            ("ｉｇｎｏｒｅ ａｌｌ", "ignore all"),
-            ("іgnоrе рrеvіоus", "ignore previous"),
-            ("ΙGΝΟRΕ", "ignore"),
-            ("1gn0r3 4ll pr3v10u5", "ignore all previous"),
-            ("i g n o r e   a l l   r u l e s", "ignore all rules"),
-            ("ig\u{200b}nore prev\u{200b}ious", "ignore previous"),
-            ("I.G.N.O.R.E. it", "ignore. it"),
-            ("ig-no*re", "ignore"),
-            ("Ign\u{00ad}ore", "ignore"),
-            ("𝐢𝐠𝐧𝐨𝐫𝐞", "ignore"),
-            ("\u{E0069}\u{E0067}\u{E006E}", "ign"),
-            ("Instruções", "instrucoes"),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(deep(input), expected, "{input:?}");
-        }
-    }
-
-    #[test]
-    fn leaves_ordinary_text_readable() {
-        assert_eq!(deep("I have 4 cats and 3 dogs"), "i have 4 cats and 3 dogs");
-        assert_eq!(deep("Save Inception (2010)!"), "save inception (2010)!");
-        assert_eq!(mixed_script_words("pаypal and Москва"), 1);
-    }
-}
