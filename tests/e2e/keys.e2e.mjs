@@ -6,17 +6,15 @@
 import { execFileSync } from "node:child_process";
 import {
   config,
-  endSession,
   log,
   openTab,
   readMessages,
   runIfMain,
-  saveFailureState,
   sendAndAwaitReply,
   shot,
-  startSession,
   verifyLedger,
   waitForPersona,
+  withSession,
 } from "./app.e2e.mjs";
 import { sleep, waitFor } from "./webdriver.mjs";
 
@@ -49,18 +47,6 @@ async function appExited(app) {
     await sleep(200);
   }
   throw new Error("the app did not exit after the first session");
-}
-
-async function withSession(cfg, label, body) {
-  const ctx = await startSession(cfg, label);
-  try {
-    await body(ctx);
-  } catch (error) {
-    await saveFailureState(ctx);
-    throw error;
-  } finally {
-    await endSession(ctx);
-  }
 }
 
 export async function main() {
