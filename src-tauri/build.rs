@@ -22,6 +22,8 @@ fn main() {
         "send_message",
         "mark_read",
         "verify_ledger",
+        "key_status",
+        "rotate_missing_keys",
         "list_events",
         "list_accounts",
         "add_account",
@@ -89,6 +91,15 @@ fn main() {
         "set_session_mode",
         "add_obligation",
         "simulate_proposal",
+        // documents
+        "import_documents",
+        "cancel_import",
+        "list_documents",
+        "remove_document",
+        "set_document_groups",
+        "search_documents",
+        "message_citations",
+        "document_passage",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

@@ -17,14 +17,14 @@ use tauri::State;
 
 use crate::Backend;
 
-type Reply<T> = Result<T, ErrorView>;
+pub(crate) type Reply<T> = Result<T, ErrorView>;
 
 /// The engine; while it is still starting, waits for it.
-async fn engine(state: &State<'_, Backend>) -> Reply<Arc<Engine>> {
+pub(crate) async fn engine(state: &State<'_, Backend>) -> Reply<Arc<Engine>> {
     state.engine().await.map_err(|e| e.view())
 }
 
-fn view<T>(r: app::Result<T>) -> Reply<T> {
+pub(crate) fn view<T>(r: app::Result<T>) -> Reply<T> {
     r.map_err(|e| e.view())
 }
 
@@ -91,6 +91,16 @@ pub async fn mark_read(state: State<'_, Backend>, persona_id: String) -> Reply<(
 #[tauri::command]
 pub async fn verify_ledger(state: State<'_, Backend>) -> Reply<VerifyView> {
     view(engine(&state).await?.verify().await)
+}
+
+#[tauri::command]
+pub async fn key_status(state: State<'_, Backend>) -> Reply<Vec<app::KeyStatusView>> {
+    view(engine(&state).await?.key_status().await)
+}
+
+#[tauri::command]
+pub async fn rotate_missing_keys(state: State<'_, Backend>) -> Reply<Vec<app::KeyReplacementView>> {
+    view(engine(&state).await?.rotate_missing_keys().await)
 }
 
 #[tauri::command]

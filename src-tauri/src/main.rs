@@ -5,6 +5,7 @@
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 mod commands;
+mod documents;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -100,6 +101,8 @@ fn main() {
             commands::send_message,
             commands::mark_read,
             commands::verify_ledger,
+            commands::key_status,
+            commands::rotate_missing_keys,
             commands::list_events,
             commands::list_accounts,
             commands::add_account,
@@ -165,7 +168,22 @@ fn main() {
             commands::set_session_mode,
             commands::add_obligation,
             commands::simulate_proposal,
+            documents::import_documents,
+            documents::cancel_import,
+            documents::list_documents,
+            documents::remove_document,
+            documents::set_document_groups,
+            documents::search_documents,
+            documents::message_citations,
+            documents::document_passage,
         ])
+        // Files and folders dropped on the window are read here, in Rust;
+        // the web view only shows the overlay and the progress.
+        .on_window_event(|window, event| {
+            if let tauri::WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) = event {
+                documents::dropped(window.app_handle(), paths);
+            }
+        })
         .build(tauri::generate_context!("../tauri.conf.json"));
     let app = match result {
         Ok(app) => app,

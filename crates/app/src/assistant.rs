@@ -133,6 +133,9 @@ pub(crate) struct Assistant {
     stoppable: Arc<Stoppable>,
     /// Writes of the waiting questions to the ledger, one at a time.
     pub(crate) awaiting_writes: tokio::sync::Mutex<()>,
+    /// Conversations whose current turn's prompt quoted document passages:
+    /// their tool calls wait for the person's confirmation.
+    pub(crate) quoted_turns: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// The ledger's clock (the engine's: tests move a manual one) as the
@@ -179,6 +182,7 @@ impl Assistant {
             metadata,
             stoppable,
             awaiting_writes: tokio::sync::Mutex::new(()),
+            quoted_turns: std::sync::Mutex::default(),
         }
     }
 
@@ -194,10 +198,11 @@ impl Assistant {
         // Tools switched off in Settings are refused (TOOL_DISABLED).
         let disabled = self.disabled_tools().await?;
         let conversation = persona_id.to_owned();
+        let quoted_untrusted = self.quoted_turns.lock().is_ok_and(|q| q.contains(persona_id));
         let (persona_id, correlation_id) = (persona_id.to_owned(), correlation_id.to_owned());
         let task = tokio::task::spawn_blocking(move || {
             let enabled = |name: &str| !disabled.contains(name);
-            let ctx = CallContext { enabled: &enabled, ..CallContext::new(&persona_id, role, &correlation_id) };
+            let ctx = CallContext { enabled: &enabled, quoted_untrusted, ..CallContext::new(&persona_id, role, &correlation_id) };
             op(&pipeline, &ctx)
         });
         // Each tool call inside is stopped at the stall limit and fails like

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::engine::Engine;
 use crate::error::AppError;
 use crate::models::ModelSpec;
-use crate::prompt::reply_prompt;
+use crate::prompt::{reply_prompt, PromptProfile};
 use crate::views::{AppEvent, MessageView};
 
 pub(crate) const REPLY_KIND: &str = "reply";
@@ -57,6 +57,8 @@ pub struct ReplyTiming {
     /// Last token → reply committed to the ledger.
     pub commit_ms: f64,
     pub completion_tokens: u32,
+    /// Tokens of the prompt the model read (as the provider counted them).
+    pub prompt_tokens: u32,
     pub total_ms: f64,
 }
 
@@ -177,6 +179,21 @@ async fn settle_failure(engine: &Engine, item: &QueueItem, failure: Failure) {
 }
 
 /// Exponential backoff with full jitter: up to 1 s, 2 s, 4 s … capped at 30 s.
+/// A reply that repeats itself is cut where the repeat starts. Free text is
+/// guarded while it streams; a planner reply is sampled under its JSON
+/// grammar without that guard, so its message is checked here, before it is
+/// saved.
+fn trim_repeats(text: &str) -> String {
+    let mut guard = providers::LoopGuard::new();
+    let _ = guard.push(text);
+    let _ = guard.push(" ");
+    if guard.looped() {
+        guard.text().trim_end().to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
 fn backoff(attempt: i64) -> time::Duration {
     let ceiling_ms = (1_000i64 << attempt.clamp(0, 5)).min(30_000);
     let ms = rand::random::<u32>() as i64 % ceiling_ms.max(1);
@@ -217,16 +234,40 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     let reads = taken.elapsed();
     let context = engine.reply_context(&persona, &profile, session_type).await.map_err(Failure::Retry)?;
     let (history, memories) = (context.history, context.memories);
-    let framed = engine.framed(&persona, context.frame).await;
+    let mut framed = engine.framed(&persona, context.frame).await;
     let planning = Instant::now();
-    let request = CompletionRequest::chat(spec.model.clone(), reply_prompt(&framed.narrative, &history));
+    // What is sent depends on the model that reads it (see `prompt`).
+    let chosen = engine.prompt_profile(provider.as_ref(), &spec.model, spec.is_local()).await;
+    let messages = match chosen.profile {
+        PromptProfile::Full => reply_prompt(&framed.narrative, &history),
+        PromptProfile::Compact => {
+            engine.warn_language_once(&persona.id, &chosen).await;
+            engine.compact_messages(&persona, &history, &memories).await
+        }
+    };
+    // Passages of the person's documents, quoted as data. A tool call in
+    // this turn may have been asked for by a document: it waits for the
+    // person's confirmation.
+    let asked = history.iter().rev().find(|m| m.role == ledger::MessageRole::Human).map_or("", |m| m.content.as_str());
+    let passages = engine.reply_passages(&persona, asked).await;
+    let messages = crate::library::with_passages(messages, &passages);
+    engine.quote_documents_in_turn(&persona.id, !passages.is_empty());
+    let request = CompletionRequest::chat(spec.model.clone(), messages);
     let crate::assistant::PlannerTurn { mut request, stream, local_plan } =
         engine.planner_request_offering(&persona, &context.offered, request).await;
     let steps = PrepareSteps { reads: reads + context.reads, retrieval: context.retrieval, frame: context.framing, planner: planning.elapsed() };
     if !spec.is_local() {
         engine.prepare_for_cloud(&spec.account, &mut request).await.map_err(Failure::Retry)?;
     }
-    request.max_tokens = REPLY_MAX_TOKENS;
+    request.max_tokens = chosen.profile.max_tokens();
+    if request.json_schema.is_none() {
+        request.temperature = chosen.profile.temperature();
+        request.sampling = Some(chosen.profile.sampling());
+    }
+    // The ledger keeps which passages were quoted, never their text: a
+    // removed document must leave nothing behind.
+    let recorded = crate::library::without_passage_text(&request.messages, &passages);
+    framed.frame_json = crate::prompt::record_sent(&framed.frame_json, &chosen, &recorded);
     request.cancel = cancel;
     let request_cancel = request.cancel.clone();
 
@@ -272,10 +313,11 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     let turn = crate::plans::ModelTurn { provider: provider.clone(), cancel: request_cancel, max_tokens: REPLY_MAX_TOKENS };
     let planned = engine
         .settle_planner_reply(&persona, &completion, &stream, local_plan.map(|p| (p, &turn)))
-        .await
-        .map_err(Failure::Retry)?;
+        .await;
+    engine.quote_documents_in_turn(&persona.id, false);
+    let planned = planned.map_err(Failure::Retry)?;
     drop(watchdog);
-    let (content, role) = (planned.content, planned.role);
+    let (content, role) = (trim_repeats(&planned.content), planned.role);
     if content.trim().is_empty() {
         return Err(Failure::Final(AppError::new("LLM_EMPTY_REPLY", "the model returned an empty reply")));
     }
@@ -301,6 +343,9 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         .ok_or_else(|| Failure::Retry(AppError::new("STORAGE_SAVE_FAILED", "the reply was not saved")))?;
     crate::memory::index_message(engine, &message_id, &persona.id, &content, receipt.seq).await;
     crate::memory::record_reply_sources(engine, &persona.id, &message_id, &memories).await;
+    if role == ledger::MessageRole::Persona {
+        engine.record_reply_citations(&persona.id, &message_id, &passages).await;
+    }
     crate::extraction::enqueue(engine, &persona.id, &job.reply_to).await;
     crate::summary::maybe_enqueue(engine, &persona.id).await;
     let committed = Instant::now();
@@ -312,7 +357,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         .pop()
         .map(MessageView::from)
         .ok_or_else(|| Failure::Retry(AppError::new("STORAGE_LOAD_FAILED", "the reply was not found after saving")))?;
-    record_timing(engine, item, steps, [taken, called, first_token.unwrap_or(generated), generated, committed], completion.completion_tokens);
+    record_timing(engine, item, steps, [taken, called, first_token.unwrap_or(generated), generated, committed], (completion.prompt_tokens, completion.completion_tokens));
     engine.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
     // The conversation is back to IDLE before anyone hears the reply is done.
     engine.turn_delivered(&persona.id);
@@ -332,7 +377,7 @@ struct PrepareSteps {
 }
 
 /// `marks`: job taken, provider called, first token, last token, reply committed.
-fn record_timing(engine: &Engine, item: &QueueItem, steps: PrepareSteps, marks: [Instant; 5], completion_tokens: u32) {
+fn record_timing(engine: &Engine, item: &QueueItem, steps: PrepareSteps, marks: [Instant; 5], (prompt_tokens, completion_tokens): (u32, u32)) {
     let [taken, called, first, generated, committed] = marks;
     let sent = engine.sent_at.lock().ok().and_then(|mut m| m.remove(&item.id));
     let Some((sent, written)) = sent else { return };
@@ -349,6 +394,7 @@ fn record_timing(engine: &Engine, item: &QueueItem, steps: PrepareSteps, marks: 
         model_first_token_ms: ms(first.saturating_duration_since(called)),
         commit_ms: ms(committed.saturating_duration_since(generated)),
         completion_tokens,
+        prompt_tokens,
         total_ms: ms(committed.saturating_duration_since(sent)),
     };
     if let Ok(mut t) = engine.timings.lock() {
@@ -437,4 +483,17 @@ async fn continue_plan(engine: &Arc<Engine>, persona: &ledger::Persona) -> Resul
     }
     engine.turn_delivered(&persona.id);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trim_repeats;
+
+    #[test]
+    fn a_looping_reply_is_cut_where_the_repeat_starts_and_a_plain_one_is_kept() {
+        let looped = "I'm glad to hear that you enjoy green tea. ".repeat(8);
+        assert_eq!(trim_repeats(&looped), "I'm glad to hear that you enjoy green tea.");
+        let plain = "You told me you like green tea. Do you drink it every day?";
+        assert_eq!(trim_repeats(plain), plain);
+    }
 }

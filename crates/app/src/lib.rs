@@ -14,11 +14,13 @@ mod human_memory;
 mod memory;
 mod metadata;
 mod items;
+mod keys;
 pub mod library;
 mod error;
 mod models;
 mod office;
 mod paths;
+mod guard_model;
 // memory (#4): persona management, chat state, summaries, heartbeat
 mod exploration;
 mod heartbeat;
@@ -42,6 +44,7 @@ pub use browse::{browse, FolderEntryView, FolderView, PlaceView};
 pub use chat::ReplyTiming;
 pub use engine::{Engine, EngineConfig};
 pub use items::ItemView;
+pub use keys::{KeyEpochView, KeyReplacementView, KeyStatusView};
 pub use metadata::MetadataServiceView;
 pub use memory::{EmbedProgress, ImportReport, RecallItem, RecallSettings, RecallView};
 pub use ceremony::{ceremony_due, CeremonySettingsView, CeremonyView};
@@ -56,6 +59,7 @@ pub use self::office::{
 pub use ::office::dreaming::{DreamReason, SESSIONS_PER_DREAM};
 pub use ::office::{ContextFrame, SessionMode, SessionType};
 pub use paths::DataDir;
+pub use guard_model::{guard_model_dirs, install_guard_model, GuardModelStatus};
 pub use personas::{PersonaEdit, PersonaProfileView};
 pub use views::*;
 

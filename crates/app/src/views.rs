@@ -76,6 +76,8 @@ pub struct VerifyView {
     pub first_bad_seq: Option<i64>,
     pub reason: Option<String>,
     pub millis: f64,
+    /// Where signing keys were replaced (new key epochs), oldest first.
+    pub key_epochs: Vec<crate::keys::KeyEpochView>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
@@ -194,6 +196,13 @@ pub enum AppEvent {
     MemoriesChanged { persona_id: Option<String> },
     /// Background work (e.g. extraction) failed for good and was dead-lettered.
     JobFailed { request_id: String, kind: String, persona_id: String, error: ErrorView },
+    // ----- documents -----
+    /// An import started a file, finished one, or ended.
+    DocumentImport { progress: crate::library::ImportProgressView },
+    /// The library's documents changed: reload the Library view.
+    DocumentsChanged {},
+    /// The passages a reply was given, to show under it.
+    ReplyCitations { persona_id: String, message_id: String, citations: Vec<crate::library::CitationView> },
 }
 
 impl From<ledger::Persona> for PersonaView {

@@ -114,7 +114,7 @@ async fn list(library: &Library, json: bool) -> ExitCode {
             d.status.as_str(),
             d.path,
             d.chunks,
-            d.size.div_ceil(1024)
+            (d.size.max(0) as u64).div_ceil(1024)
         );
     }
     ExitCode::SUCCESS

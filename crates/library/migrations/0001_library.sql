@@ -16,7 +16,10 @@ CREATE TABLE documents (
     error       TEXT,
     indexed_at  INTEGER NOT NULL,
     -- Folder this file came from when it was added as watched.
-    root        TEXT
+    root        TEXT,
+    -- Groups whose personas may use it, comma-separated (as memories are
+    -- filed under groups); NULL: every persona.
+    groups      TEXT
 );
 
 CREATE TABLE chunks (
@@ -68,3 +71,18 @@ CREATE TABLE roots (
     path      TEXT PRIMARY KEY,
     added_at  INTEGER NOT NULL
 );
+
+-- Which passages a persona's reply cited. The snippet is a copy of the
+-- document's text: removing the document deletes these rows too.
+CREATE TABLE citations (
+    message_id   TEXT NOT NULL,
+    label        INTEGER NOT NULL,
+    document_id  INTEGER NOT NULL,
+    chunk_id     INTEGER NOT NULL,
+    document     TEXT NOT NULL,
+    page         INTEGER,
+    section      TEXT,
+    snippet      TEXT NOT NULL,
+    PRIMARY KEY (message_id, label)
+);
+CREATE INDEX citations_by_document ON citations(document_id);

@@ -10,12 +10,14 @@
 //! document really deletes its text, chunks and vectors.
 
 mod chunk;
+mod citations;
 mod error;
 pub mod extract;
 mod library;
 mod search;
 mod worker;
 
+pub use citations::{Citation, Passage, Visibility};
 pub use chunk::{chunk_blocks, sha256_hex, split, Chunk, TokenCounter, WordEstimate};
 pub use error::{LibraryError, Result};
 pub use extract::{extract_bytes, Block, Extraction, Format};

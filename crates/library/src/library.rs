@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memory::Embedder;
+use runtime::guard::Treatment;
 use serde::{Deserialize, Serialize};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::Row;
@@ -15,6 +16,7 @@ use sqlx::Row;
 use crate::chunk::{chunk_blocks, sha256_hex, split, Chunk, TokenCounter};
 use crate::error::{LibraryError, Result};
 use crate::extract::{Extraction, Format};
+use crate::citations::Visibility;
 use crate::search::{fuse, recency_bonus, snippet, SearchMode, SearchSettings, DEFAULT_SEARCH};
 use crate::worker::{Extractor, MAX_FILE_BYTES};
 
@@ -99,6 +101,8 @@ pub struct DocumentView {
     /// Chunks the injection guard flagged (sanitized or left out of prompts).
     pub flagged: i64,
     pub sha256: Option<String>,
+    /// Groups whose personas may use it; empty: every persona.
+    pub groups: Vec<String>,
 }
 
 /// One search result with its citation.
@@ -127,7 +131,7 @@ struct VectorTable {
 }
 
 pub struct Library {
-    pool: SqlitePool,
+    pub(crate) pool: SqlitePool,
     embedder: Arc<dyn Embedder>,
     counter: Arc<dyn TokenCounter>,
     extractor: Extractor,
@@ -188,11 +192,13 @@ struct Prepared {
     parts: Vec<(String, String)>,
 }
 
-fn guard_label(a: runtime::Action) -> &'static str {
-    match a {
-        runtime::Action::Allow => "allow",
-        runtime::Action::Sanitize => "sanitize",
-        runtime::Action::Block => "block",
+/// The label stored with a chunk: allow (passed), sanitize (quoted with
+/// the instructions removed) or block (never given to a model).
+fn guard_label(t: Treatment) -> &'static str {
+    match t {
+        Treatment::Pass => "allow",
+        Treatment::Quoted => "sanitize",
+        Treatment::LeftOut => "block",
     }
 }
 
@@ -495,7 +501,7 @@ impl Library {
     pub async fn list(&self) -> Result<Vec<DocumentView>> {
         let rows = sqlx::query(
             "SELECT d.id, d.path, d.format, d.status, d.size, d.pages, d.chunks, d.error, d.indexed_at, d.sha256,
-                    (SELECT count(*) FROM chunks c WHERE c.document_id = d.id AND c.guard != 'allow')
+                    (SELECT count(*) FROM chunks c WHERE c.document_id = d.id AND c.guard != 'allow'), d.groups
              FROM documents d ORDER BY d.path",
         )
         .fetch_all(&self.pool)
@@ -514,6 +520,7 @@ impl Library {
                 indexed_at: r.get(8),
                 sha256: r.get(9),
                 flagged: r.get(10),
+                groups: crate::citations::groups_of(r.get(11)),
             })
             .collect())
     }
@@ -536,6 +543,7 @@ impl Library {
         let mut tx = self.pool.begin().await?;
         delete_chunks(&mut tx, doc.id).await?;
         delete_orphan_vectors(&mut tx).await?;
+        sqlx::query("DELETE FROM citations WHERE document_id = ?").bind(doc.id).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM documents WHERE id = ?").bind(doc.id).execute(&mut *tx).await?;
         tx.commit().await?;
         self.scrub().await?;
@@ -609,8 +617,14 @@ impl Library {
         Ok(table)
     }
 
-    /// The best `k` passages for `query`.
+    /// The best `k` passages for `query` in every document.
     pub async fn search(&self, query: &str, k: usize, mode: SearchMode) -> Result<Vec<SearchHit>> {
+        self.search_visible(query, k, mode, &Visibility::All).await
+    }
+
+    /// The best `k` passages for `query` among the documents `visible`
+    /// lets a reader use.
+    pub async fn search_visible(&self, query: &str, k: usize, mode: SearchMode, visible: &Visibility) -> Result<Vec<SearchHit>> {
         let s = self.settings;
         let keyword = if mode == SearchMode::Vector { vec![] } else { self.keyword_ranking(query, s.candidates).await? };
         let vector = if mode == SearchMode::Keyword { vec![] } else { self.vector_ranking(query, s.candidates).await? };
@@ -627,7 +641,7 @@ impl Library {
         let now = now_ms();
         for (chunk_id, score) in fused.into_iter().take(s.candidates) {
             let Some(r) = sqlx::query(
-                "SELECT d.path, d.id, c.page, c.section, c.text, c.guard, c.prompt_text, d.indexed_at
+                "SELECT d.path, d.id, c.page, c.section, c.text, c.guard, c.prompt_text, d.indexed_at, d.groups
                  FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ?",
             )
             .bind(chunk_id)
@@ -636,6 +650,9 @@ impl Library {
             else {
                 continue;
             };
+            if !visible.allows(&crate::citations::groups_of(r.get(8))) {
+                continue;
+            }
             let text: String = r.get(4);
             let score = if mode == SearchMode::Hybrid && s.recency_weight > 0.0 {
                 let age_days = (now - r.get::<i64, _>(7)) as f64 / 86_400_000.0;
@@ -729,15 +746,16 @@ fn prepare(blocks: &[crate::extract::Block], counter: &dyn TokenCounter, max_tok
     chunk_blocks(blocks, counter, max_tokens)
         .into_iter()
         .map(|chunk| {
-            let report = runtime::analyze_document(&chunk.text);
-            let prompt_text = match report.action {
-                runtime::Action::Allow => Some(chunk.text.clone()),
-                runtime::Action::Sanitize => {
-                    Some(runtime::sanitize_document(&chunk.text)).filter(|t| !t.trim().is_empty())
-                }
-                runtime::Action::Block => None,
+            // The guard's verdict on the passage as a whole: passed,
+            // quoted with the instructions it found removed, or left out of
+            // every prompt (its text stays searchable for the person).
+            let screened = runtime::guard::screen_document(&chunk.text);
+            let prompt_text = match screened.treatment {
+                Treatment::LeftOut => None,
+                Treatment::Pass | Treatment::Quoted => Some(screened.text).filter(|t| !t.trim().is_empty()),
             };
-            let mut categories: Vec<String> = report
+            let mut categories: Vec<String> = screened
+                .report
                 .findings
                 .iter()
                 .filter_map(|f| serde_json::to_value(f.category).ok().and_then(|v| v.as_str().map(str::to_owned)))
@@ -754,7 +772,7 @@ fn prepare(blocks: &[crate::extract::Block], counter: &dyn TokenCounter, max_tok
             };
             let parts = inputs.into_iter().map(|t| (sha256_hex(&[model, &t]), t)).collect();
             Prepared {
-                guard: guard_label(report.action),
+                guard: guard_label(screened.treatment),
                 categories: categories.join(","),
                 prompt_text,
                 parts,

@@ -123,6 +123,10 @@ pub struct CallContext<'a> {
     pub correlation_id: &'a str,
     /// The user's settings: is this tool switched on?
     pub enabled: &'a dyn Fn(&str) -> bool,
+    /// The prompt behind this call quoted text the person did not write
+    /// (passages of their documents): whatever the tool, it waits for the
+    /// person's confirmation, since the text may have asked for the call.
+    pub quoted_untrusted: bool,
 }
 
 impl<'a> CallContext<'a> {
@@ -132,6 +136,7 @@ impl<'a> CallContext<'a> {
             role,
             correlation_id,
             enabled: &all_enabled,
+            quoted_untrusted: false,
         }
     }
 }
@@ -472,8 +477,9 @@ impl Pipeline {
         );
         // 4. Classify.
         let state = ActionState::Detected;
-        if spec.requires_confirmation {
-            self.audit(ctx, Step::Classify, t, "requires confirmation");
+        if spec.requires_confirmation || ctx.quoted_untrusted {
+            let why = if spec.requires_confirmation { "requires confirmation" } else { "requires confirmation: the prompt quoted documents" };
+            self.audit(ctx, Step::Classify, t, why);
             let _ = self.transition(ctx, t, state, ActionEvent::Propose);
             let proposed =
                 self.confirmations
@@ -881,6 +887,20 @@ mod tests {
         assert_eq!(r.exec.runs.load(Ordering::SeqCst), 0);
         r.pipe.record_input(&ctx(Role::Persona), Some("save_movie"), "asked the user for `title`");
         assert_eq!(r.audit.records().pop().map(|a| a.step), Some(Step::AwaitInput));
+    }
+
+    #[test]
+    fn a_call_from_a_prompt_that_quoted_documents_waits_for_confirmation() {
+        let r = rig();
+        let text = r#"{"action":"CALL_TOOL","tool":"save_movie","args":{"title":"Inception","year":2010}}"#;
+        let c = CallContext { quoted_untrusted: true, ..ctx(Role::Persona) };
+        let out = r.pipe.handle_planner_text(&c, text).unwrap();
+        let Outcome::Proposed { proposal, .. } = out else { panic!("expected a proposal, got {out:?}") };
+        assert_eq!(r.exec.runs.load(Ordering::SeqCst), 0, "nothing ran before the person's yes");
+        let last = r.audit.records().into_iter().find(|a| a.step == Step::Classify).expect("classified");
+        assert_eq!(last.detail, "requires confirmation: the prompt quoted documents");
+        assert!(matches!(r.pipe.confirm(&c, &proposal.nonce), Ok(Outcome::Executed { .. })));
+        assert_eq!(r.exec.runs.load(Ordering::SeqCst), 1);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! executable re-run as a child process), and the cited passages a
 //! persona's reply may use.
 
+mod documents;
 mod passages;
+mod views;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,7 +20,14 @@ use crate::paths::DataDir;
 pub use ::library::{
     run_if_worker, AddReport, DocumentView, Library, SearchHit, SearchMode, Status as DocumentStatus, WORKER_ARG,
 };
-pub use passages::{cited_passages, passages_prompt, CitedPassage};
+pub use documents::{Documents, REPLY_PASSAGES};
+pub use passages::{cited_passages, passages_prompt, with_passages, without_passage_text, CitedPassage};
+pub use views::{CitationView, DocumentHitView, DocumentItemView, ImportProgressView, PassageView};
+
+/// A model file (imported as a model, not as a document) when dropped.
+pub fn is_model_file(path: &std::path::Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+}
 
 /// Where the library's database lives under the data directory.
 pub fn library_dir(data_dir: &DataDir) -> PathBuf {
@@ -47,6 +56,10 @@ impl From<LibraryError> for AppError {
 /// with MODEL_UNAVAILABLE when the model files are missing (passages
 /// without embeddings would rank worse than the library promises).
 pub async fn open_library(data_dir: &DataDir) -> Result<Library, AppError> {
+    // Passages are screened as they are indexed: the guard's classifier
+    // must be in place first (without it the guard runs on rules alone).
+    let guard = crate::guard_model::install_guard_model(&crate::guard_model::guard_model_dirs(&data_dir.models()));
+    tracing::info!("{}", guard.describe());
     let model_dir = data_dir.models().join(MINILM_DIR);
     let loaded = tokio::task::spawn_blocking(move || {
         let model = MiniLm::load(&model_dir)?;

@@ -17,9 +17,11 @@ import { AccountsState } from "../settings/accounts-state.svelte";
 import { Notices } from "./notices.svelte";
 import { isRuntimeEvent, RuntimeState } from "../runtime/runtime-state.svelte";
 import { OfficeState } from "../office/office-state.svelte"; // office (#5)
+import { KEY_ERROR_CODES, KeysState } from "../keys/keys-state.svelte";
+import { isLibraryEvent, LibraryState } from "../library/library-state.svelte";
 
-export type View = "chat" | "ledger" | "settings" | "checkpoints" | "memory" | "items";
-export const VIEWS: readonly View[] = ["chat", "ledger", "settings", "checkpoints", "memory", "items"];
+export type View = "chat" | "ledger" | "settings" | "checkpoints" | "memory" | "items" | "library";
+export const VIEWS: readonly View[] = ["chat", "ledger", "settings", "checkpoints", "memory", "items", "library"];
 
 /** A reply being streamed for one persona. */
 export interface ReplyStream {
@@ -54,6 +56,10 @@ export class AppState {
   readonly memory: MemoryState;
   readonly runtime: RuntimeState;
   readonly office: OfficeState; // office (#5)
+  /** Whether this keychain holds the signing keys; the banner and the new key epoch. */
+  readonly keys: KeysState;
+  /** The document library: documents, imports, citations under replies. */
+  readonly library: LibraryState;
 
   ready = $state(false);
   loadError = $state<string | null>(null);
@@ -92,6 +98,8 @@ export class AppState {
     this.checkpoints = new CheckpointsState(backend, this.notices, (receipt) => this.reloadAfterRestore(receipt));
     this.runtime = new RuntimeState(backend, this.notices, (personaId) => this.messages[personaId]?.at(-1)?.seq ?? 0);
     this.office = new OfficeState(backend, this.notices); // office (#5)
+    this.keys = new KeysState(backend, this.notices);
+    this.library = new LibraryState(backend, this.notices);
   }
 
   /** True between `checkpoint_started` and its closing event: the whole UI is held. */
@@ -125,6 +133,7 @@ export class AppState {
       performance.mark("ledgermind:personas");
       // The next frame shows them.
       requestAnimationFrame(() => performance.mark("ledgermind:painted"));
+      void this.keys.check();
       const [statusView, modelList] = await rest;
       this.applyStatus(statusView);
       this.models = modelList;
@@ -158,6 +167,10 @@ export class AppState {
     }
     if (isRuntimeEvent(event)) {
       this.runtime.handle(event);
+      return;
+    }
+    if (isLibraryEvent(event)) {
+      this.library.handle(event);
       return;
     }
     switch (event.type) {
@@ -205,6 +218,7 @@ export class AppState {
         };
         this.failures[event.persona_id] ??= [];
         this.failures[event.persona_id].push(failure);
+        if (KEY_ERROR_CODES.has(failure.code)) void this.keys.check();
         break;
       }
       case "queue_changed":
@@ -391,7 +405,10 @@ export class AppState {
       return true;
     } catch (error) {
       delete this.awaiting[personaId];
-      this.notices.push("error", toBackendError(error).message);
+      const failure = toBackendError(error);
+      // A key problem gets the banner (what happened, what to do), not a notice that fades.
+      if (KEY_ERROR_CODES.has(failure.code)) void this.keys.check();
+      else this.notices.push("error", failure.message);
       return false;
     }
   }
@@ -458,8 +475,10 @@ export class AppState {
   }
 
   async importDropped(paths: string[]): Promise<void> {
+    // Documents and folders are imported by the core itself when they are
+    // dropped (their progress arrives as events); models are imported here.
     const models = paths.filter((p) => p.toLowerCase().endsWith(".gguf"));
-    if (models.length < paths.length) this.notices.push("info", t("drop.notModel"), 8000);
+    if (models.length < paths.length) this.notices.push("info", t("drop.documents"), 4000);
     for (const path of models) {
       const file = path.split(/[\\/]/).pop() ?? path;
       const progress = this.notices.push("info", t("drop.importing", { file }), 0);

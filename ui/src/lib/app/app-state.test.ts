@@ -18,12 +18,11 @@ describe("AppState", () => {
     expect(app.notices.items.map((n) => n.text)).toContain("Model “tiny (local)” imported.");
   });
 
-  it("answers other drops with a friendly note that document import comes later", async () => {
+  it("leaves dropped documents to the core and says they are being added", async () => {
     const { app } = await startApp();
     await app.onDragDrop({ type: "drop", paths: ["/home/me/notes.pdf"] });
-    expect(app.notices.items.map((n) => n.text)).toEqual([
-      "Document import comes later — for now you can drop .gguf model files.",
-    ]);
+    expect(app.models.map((m) => m.spec)).not.toContain("local:notes");
+    expect(app.notices.items.map((n) => n.text)).toEqual(["Documents and folders are being added to the library."]);
   });
 
   it("merges events that race the command results without duplicates", async () => {

@@ -30,6 +30,8 @@ import type { UsedItemView } from "../bindings/UsedItemView";
 import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
+import type { KeyReplacementView } from "../bindings/KeyReplacementView";
+import type { KeyStatusView } from "../bindings/KeyStatusView";
 // office (#5)
 import type { ConstitutionView } from "../bindings/ConstitutionView";
 import type { HandoverView } from "../bindings/HandoverView";
@@ -38,6 +40,11 @@ import type { SessionModeView } from "../bindings/SessionModeView";
 import type { SimulationView } from "../bindings/SimulationView";
 import type { TokenUsageView } from "../bindings/TokenUsageView";
 import type { WhyView } from "../bindings/WhyView";
+// documents
+import type { CitationView } from "../bindings/CitationView";
+import type { DocumentHitView } from "../bindings/DocumentHitView";
+import type { DocumentItemView } from "../bindings/DocumentItemView";
+import type { PassageView } from "../bindings/PassageView";
 
 /** What the window reports while files are dragged over it. */
 export type DragDropEvent =
@@ -78,6 +85,10 @@ export interface Backend {
   deletePersona(personaId: string, withHumanData: boolean): Promise<void>;
   /** `mark_read` */
   markRead(personaId: string): Promise<void>;
+  /** `key_status`: each signing entity and whether this keychain holds its private key. */
+  keyStatus(): Promise<KeyStatusView[]>;
+  /** `rotate_missing_keys`: a new key epoch for every missing private key. */
+  rotateMissingKeys(): Promise<KeyReplacementView[]>;
   /** `verify_ledger` */
   verifyLedger(): Promise<VerifyView>;
   /** `list_events`: newest first, strictly before `beforeSeq` when given. */
@@ -193,6 +204,23 @@ export interface Backend {
   createObligation(personaId: string, text: string, dueAt: string | null, kind: string): Promise<ObligationView>;
   /** `simulate_proposal`: the pending proposal's risk, and what it would change when a simulation is required or recommended. */
   simulateProposal(personaId: string, nonce: string): Promise<SimulationView>;
+  // ---- documents ----
+  /** `import_documents`: files and folders (recursively); resolves with the import id, progress arrives as `document_import` events. */
+  importDocuments(paths: string[]): Promise<string>;
+  /** `cancel_import`: stops after the file being read. */
+  cancelImport(importId: string): Promise<boolean>;
+  /** `list_documents` */
+  listDocuments(): Promise<DocumentItemView[]>;
+  /** `remove_document`: its text, passages, vectors and citations are deleted. */
+  removeDocument(id: number): Promise<void>;
+  /** `set_document_groups`: which personas' groups may use it (empty: every persona). */
+  setDocumentGroups(id: number, groups: string[]): Promise<void>;
+  /** `search_documents` */
+  searchDocuments(query: string, k: number): Promise<DocumentHitView[]>;
+  /** `message_citations`: the passages a reply cited. */
+  messageCitations(messageId: string): Promise<CitationView[]>;
+  /** `document_passage`: the whole passage behind a citation. */
+  documentPassage(chunkId: number): Promise<PassageView>;
   /** Files dragged onto the window (not a command: a window event). Returns an unlisten function. */
   onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void>;
 }

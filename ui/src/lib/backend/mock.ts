@@ -38,6 +38,14 @@ import type { SessionModeView } from "../bindings/SessionModeView";
 import type { SimulationView } from "../bindings/SimulationView";
 import type { TokenUsageView } from "../bindings/TokenUsageView";
 import type { WhyView } from "../bindings/WhyView";
+import type { KeyEpochView } from "../bindings/KeyEpochView";
+import type { KeyReplacementView } from "../bindings/KeyReplacementView";
+import type { KeyStatusView } from "../bindings/KeyStatusView";
+// documents
+import type { CitationView } from "../bindings/CitationView";
+import type { DocumentHitView } from "../bindings/DocumentHitView";
+import type { DocumentItemView } from "../bindings/DocumentItemView";
+import type { PassageView } from "../bindings/PassageView";
 import { BackendError, type Backend, type DragDropEvent } from "./backend";
 
 export interface MockOptions {
@@ -226,6 +234,12 @@ export class MockBackend implements Backend {
   async sendMessage(personaId: string, content: string): Promise<MessageView> {
     const persona = this.persona(personaId);
     if (!content.trim()) fail("INVALID_INPUT", "The message is empty.");
+    if (this.lostKeys.has("human")) {
+      fail(
+        "KEY_MISSING",
+        "no signing key for human: its private key is not in this keychain. If the key is lost, start a new key epoch with `ledgermind keys rotate --all-missing`.",
+      );
+    }
     const message = this.addMessage(personaId, "human", content, true);
     if (!this.options.autoReply) return { ...message };
     const requestId = `req-${this.nextId++}`;
@@ -250,6 +264,51 @@ export class MockBackend implements Backend {
     }
   }
 
+  /** Test hook: entities whose private key the keychain lost (a new key epoch replaces them). */
+  lostKeys = new Set<string>();
+  private keyEpochs: KeyEpochView[] = [];
+  private keyGeneration = new Map<string, number>();
+
+  private publicKey(entity: string): string {
+    return fakeHash(`key|${entity}|${this.keyGeneration.get(entity) ?? 0}`);
+  }
+
+  async keyStatus(): Promise<KeyStatusView[]> {
+    const entities = [
+      { entity: "human", name: "You (device key)" },
+      ...this.personas.map((p) => ({ entity: p.id, name: p.name })),
+    ];
+    return entities.map((e) => ({
+      ...e,
+      public_key: this.publicKey(e.entity),
+      private_key: this.lostKeys.has(e.entity) ? "missing" : "present",
+    }));
+  }
+
+  async rotateMissingKeys(): Promise<KeyReplacementView[]> {
+    const lost = (await this.keyStatus()).filter((k) => k.private_key === "missing");
+    lost.sort((a, b) => Number(a.entity !== "human") - Number(b.entity !== "human"));
+    return lost.map((k) => {
+      const old = this.publicKey(k.entity);
+      this.keyGeneration.set(k.entity, (this.keyGeneration.get(k.entity) ?? 0) + 1);
+      const fresh = this.publicKey(k.entity);
+      const seq = this.append("entity_key_replaced", k.entity, { old_public_key: old, new_public_key: fresh });
+      this.lostKeys.delete(k.entity);
+      const selfCertified = k.entity === "human";
+      this.keyEpochs.push({
+        seq,
+        ts: new Date().toISOString(),
+        entity_id: k.entity,
+        name: k.name,
+        old_public_key: old,
+        new_public_key: fresh,
+        reason: "the private key was missing from the keychain",
+        self_certified: selfCertified,
+      });
+      return { entity: k.entity, name: k.name, old_public_key: old, new_public_key: fresh, seq, self_certified: selfCertified };
+    });
+  }
+
   async verifyLedger(): Promise<VerifyView> {
     const started = performance.now();
     let prev = "0".repeat(64);
@@ -261,6 +320,7 @@ export class MockBackend implements Backend {
           first_bad_seq: event.seq,
           reason: "previous hash does not match",
           millis: performance.now() - started,
+          key_epochs: this.keyEpochs.filter((e) => e.seq < event.seq),
         };
       }
       prev = event.hash;
@@ -271,6 +331,7 @@ export class MockBackend implements Backend {
       first_bad_seq: null,
       reason: null,
       millis: Math.max(0.1, performance.now() - started),
+      key_epochs: [...this.keyEpochs],
     };
   }
 
@@ -793,6 +854,9 @@ export class MockBackend implements Backend {
       handover: this.handovers.get(persona.id)?.at(-1)?.text ?? null,
       sanity_note: this.handovers.get(persona.id)?.at(-1)?.sanity_note ?? null,
       constitution: c ? [c.core_directive, ...c.overrides].join("\n- ") : null,
+      sent_profile: "full",
+      sent_reason: "remote provider",
+      sent_prompt: `[system]\n${narrative}`,
       frame_json: JSON.stringify({ identity: { name: persona.name }, narrative }, null, 2),
       error: null,
     };
@@ -893,6 +957,78 @@ export class MockBackend implements Backend {
   spendTokens(personaId: string, prompt: number, completion: number): void {
     const t = this.tokens.get(personaId) ?? { prompt: 0, completion: 0 };
     this.tokens.set(personaId, { prompt: t.prompt + prompt, completion: t.completion + completion });
+  }
+
+  // ---- documents: an in-memory library whose passages are paragraphs ----
+  private documents: { view: DocumentItemView; passages: string[] }[] = [];
+  private citationsByMessage = new Map<string, CitationView[]>();
+
+  async importDocuments(paths: string[]): Promise<string> {
+    const importId = `import-${this.nextId++}`;
+    const total = paths.length;
+    let done = 0;
+    let chunks = 0;
+    for (const path of paths) {
+      const name = path.split(/[\\/]/).pop() ?? path;
+      const passages = [`${name}: a document dropped in the preview.`];
+      const id = this.nextId++;
+      this.documents.push({
+        view: {
+          id, path, name, format: name.split(".").pop() ?? "txt", status: "indexed", size: 1024, pages: 1,
+          chunks: passages.length, error: null, indexed_at: Date.now(), flagged: 0, groups: [],
+        },
+        passages,
+      });
+      done += 1;
+      chunks += passages.length;
+      this.emit({ type: "document_import", progress: { import_id: importId, done, total, current: path, last_status: "indexed", last_error: null, chunks, finished: false, cancelled: false } });
+    }
+    this.emit({ type: "document_import", progress: { import_id: importId, done, total, current: null, last_status: "indexed", last_error: null, chunks, finished: true, cancelled: false } });
+    this.emit({ type: "documents_changed" });
+    return importId;
+  }
+  async cancelImport(_importId: string): Promise<boolean> {
+    return false;
+  }
+  async listDocuments(): Promise<DocumentItemView[]> {
+    return this.documents.map((d) => ({ ...d.view }));
+  }
+  async removeDocument(id: number): Promise<void> {
+    if (!this.documents.some((d) => d.view.id === id)) throw new BackendError({ code: "NOT_FOUND", message: `No document ${id} in the library.` });
+    this.documents = this.documents.filter((d) => d.view.id !== id);
+    for (const [message, cited] of this.citationsByMessage) {
+      this.citationsByMessage.set(message, cited.filter((c) => c.document_id !== id));
+    }
+  }
+  async setDocumentGroups(id: number, groups: string[]): Promise<void> {
+    const doc = this.documents.find((d) => d.view.id === id);
+    if (!doc) throw new BackendError({ code: "NOT_FOUND", message: `No document ${id} in the library.` });
+    doc.view.groups = groups;
+  }
+  async searchDocuments(query: string, k: number): Promise<DocumentHitView[]> {
+    const words = query.toLowerCase().split(/\W+/).filter((w) => w.length > 2);
+    const hits: DocumentHitView[] = [];
+    for (const d of this.documents) {
+      d.passages.forEach((text, i) => {
+        const score = words.filter((w) => text.toLowerCase().includes(w)).length / Math.max(words.length, 1);
+        if (score > 0) hits.push({ document_id: d.view.id, chunk_id: d.view.id * 1000 + i, document: d.view.path, place: `${d.view.name}, p. 1`, snippet: text, score });
+      });
+    }
+    return hits.sort((a, b) => b.score - a.score).slice(0, k);
+  }
+  async messageCitations(messageId: string): Promise<CitationView[]> {
+    return this.citationsByMessage.get(messageId) ?? [];
+  }
+  async documentPassage(chunkId: number): Promise<PassageView> {
+    const doc = this.documents.find((d) => d.view.id === Math.floor(chunkId / 1000));
+    const text = doc?.passages[chunkId % 1000];
+    if (!doc || text === undefined) throw new BackendError({ code: "NOT_FOUND", message: "This passage is no longer in the library." });
+    return { chunk_id: chunkId, document: doc.view.path, place: `${doc.view.name}, p. 1`, text };
+  }
+  /** Test helper: a reply's citations, as the reply worker records them. */
+  cite(personaId: string, messageId: string, citations: CitationView[]): void {
+    this.citationsByMessage.set(messageId, citations);
+    this.emit({ type: "reply_citations", persona_id: personaId, message_id: messageId, citations });
   }
 
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {

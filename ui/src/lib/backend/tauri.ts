@@ -28,6 +28,8 @@ import type { QueueView } from "../bindings/QueueView";
 import type { UsedItemView } from "../bindings/UsedItemView";
 import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
+import type { KeyReplacementView } from "../bindings/KeyReplacementView";
+import type { KeyStatusView } from "../bindings/KeyStatusView";
 import type { VerifyView } from "../bindings/VerifyView";
 // office (#5)
 import type { ConstitutionView } from "../bindings/ConstitutionView";
@@ -37,6 +39,11 @@ import type { SessionModeView } from "../bindings/SessionModeView";
 import type { SimulationView } from "../bindings/SimulationView";
 import type { TokenUsageView } from "../bindings/TokenUsageView";
 import type { WhyView } from "../bindings/WhyView";
+// documents
+import type { CitationView } from "../bindings/CitationView";
+import type { DocumentHitView } from "../bindings/DocumentHitView";
+import type { DocumentItemView } from "../bindings/DocumentItemView";
+import type { PassageView } from "../bindings/PassageView";
 import { toBackendError, type Backend, type DragDropEvent } from "./backend";
 
 async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
@@ -81,6 +88,12 @@ export class TauriBackend implements Backend {
   }
   verifyLedger() {
     return call<VerifyView>("verify_ledger");
+  }
+  keyStatus() {
+    return call<KeyStatusView[]>("key_status");
+  }
+  rotateMissingKeys() {
+    return call<KeyReplacementView[]>("rotate_missing_keys");
   }
   listEvents(beforeSeq: number | null, limit: number) {
     return call<EventView[]>("list_events", { beforeSeq, limit });
@@ -173,6 +186,32 @@ export class TauriBackend implements Backend {
   }
   setToolEnabled(tool: string, enabled: boolean) {
     return call<ToolSettingView[]>("set_tool_enabled", { tool, enabled });
+  }
+
+  // documents
+  importDocuments(paths: string[]) {
+    return call<string>("import_documents", { paths });
+  }
+  cancelImport(importId: string) {
+    return call<boolean>("cancel_import", { importId });
+  }
+  listDocuments() {
+    return call<DocumentItemView[]>("list_documents");
+  }
+  removeDocument(id: number) {
+    return call<void>("remove_document", { id });
+  }
+  setDocumentGroups(id: number, groups: string[]) {
+    return call<void>("set_document_groups", { id, groups });
+  }
+  searchDocuments(query: string, k: number) {
+    return call<DocumentHitView[]>("search_documents", { query, k });
+  }
+  messageCitations(messageId: string) {
+    return call<CitationView[]>("message_citations", { messageId });
+  }
+  documentPassage(chunkId: number) {
+    return call<PassageView>("document_passage", { chunkId });
   }
 
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {

@@ -1,0 +1,242 @@
+//! The library inside the running engine: opened on first need with the
+//! memory's embedder (one MiniLM in memory, not two), imports as owned
+//! tasks that report progress and can be cancelled between files, the
+//! Library view's queries, and the passages and citations of a reply.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use ::library::{Extractor, Library, SearchMode, TokenCounter, Visibility, DB_FILE};
+use memory::{WordPiece, MINILM_DIR};
+
+use super::passages::{cited_passages, CitedPassage};
+use super::views::{CitationView, DocumentHitView, DocumentItemView, ImportProgressView, PassageView};
+use crate::engine::Engine;
+use crate::error::AppError;
+use crate::views::AppEvent;
+use crate::Result;
+
+/// Passages a reply is given at most.
+pub const REPLY_PASSAGES: usize = 3;
+
+/// The engine's share of the library: the open library and the running
+/// imports' cancel flags.
+#[derive(Default)]
+pub struct Documents {
+    library: tokio::sync::OnceCell<Arc<Library>>,
+    imports: Mutex<HashMap<String, Arc<AtomicBool>>>,
+}
+
+impl Engine {
+    /// The library, opened on first use with the memory's embedder.
+    pub(crate) async fn library(&self) -> Result<Arc<Library>> {
+        let lib = self
+            .documents
+            .library
+            .get_or_try_init(|| async {
+                self.ensure_embedder().await;
+                let embedder = self.memory.embedder().ok_or_else(|| {
+                    AppError::new(
+                        "MODEL_UNAVAILABLE",
+                        format!("The embedding model is not loaded ({}). Run scripts/setup.sh.", self.memory.embedder_status()),
+                    )
+                })?;
+                let vocab = self.data_dir().models().join(MINILM_DIR).join("vocab.txt");
+                let counter = tokio::task::spawn_blocking(move || WordPiece::from_file(&vocab, usize::MAX / 2))
+                    .await
+                    .map_err(|e| AppError::new("INTERNAL", e.to_string()))?
+                    .map_err(|e| AppError::new("MODEL_UNAVAILABLE", e.to_string()))?;
+                let counter: Arc<dyn TokenCounter> = Arc::new(counter);
+                let dir = super::library_dir(self.data_dir());
+                let lib = Library::open(&dir, embedder, counter, Extractor::current_exe()).await?;
+                Ok::<_, AppError>(Arc::new(lib))
+            })
+            .await?;
+        Ok(lib.clone())
+    }
+
+    /// Whether the person ever added a document (no library file is made
+    /// for someone who never did).
+    fn has_library(&self) -> bool {
+        self.documents.library.initialized() || super::library_dir(self.data_dir()).join(DB_FILE).exists()
+    }
+
+    /// Starts importing files and folders (folders recursively); progress
+    /// arrives as `DocumentImport` events. Returns the import's id.
+    pub async fn import_documents(self: &Arc<Self>, paths: Vec<PathBuf>) -> Result<String> {
+        let library = self.library().await?;
+        let import_id = uuid::Uuid::now_v7().to_string();
+        let cancel = Arc::new(AtomicBool::new(false));
+        if let Ok(mut imports) = self.documents.imports.lock() {
+            imports.insert(import_id.clone(), cancel.clone());
+        }
+        let engine = self.clone();
+        let id = import_id.clone();
+        tokio::spawn(async move {
+            engine.run_import(&library, &id, paths, &cancel).await;
+            if let Ok(mut imports) = engine.documents.imports.lock() {
+                imports.remove(&id);
+            }
+        });
+        Ok(import_id)
+    }
+
+    async fn run_import(&self, library: &Library, import_id: &str, paths: Vec<PathBuf>, cancel: &AtomicBool) {
+        let files: Vec<PathBuf> = tokio::task::spawn_blocking(move || {
+            paths.iter().filter_map(|p| std::path::absolute(p).ok()).flat_map(|p| ::library::expand(&p)).collect()
+        })
+        .await
+        .unwrap_or_default();
+        let mut progress = ImportProgressView {
+            import_id: import_id.to_owned(),
+            done: 0,
+            total: files.len() as u32,
+            current: None,
+            last_status: None,
+            last_error: None,
+            chunks: 0,
+            finished: false,
+            cancelled: false,
+        };
+        for file in files {
+            if cancel.load(Ordering::SeqCst) {
+                progress.cancelled = true;
+                break;
+            }
+            progress.current = Some(file.display().to_string());
+            self.emit(AppEvent::DocumentImport { progress: progress.clone() });
+            match library.add_file(&file, None).await {
+                Ok(report) => {
+                    progress.chunks += report.chunks as u64;
+                    progress.last_status = Some(report.status.as_str().to_owned());
+                    progress.last_error = report.error;
+                }
+                Err(e) => {
+                    tracing::warn!(file = %file.display(), error = %e, "a document could not be imported");
+                    progress.last_status = Some("failed".into());
+                    progress.last_error = Some(e.to_string());
+                }
+            }
+            progress.done += 1;
+            self.emit(AppEvent::DocumentsChanged {});
+        }
+        progress.current = None;
+        progress.finished = true;
+        self.emit(AppEvent::DocumentImport { progress });
+    }
+
+    /// Stops an import after the file it is reading (that one is kept).
+    pub fn cancel_import(&self, import_id: &str) -> bool {
+        let flag = self.documents.imports.lock().ok().and_then(|i| i.get(import_id).cloned());
+        flag.map(|f| f.store(true, Ordering::SeqCst)).is_some()
+    }
+
+    pub async fn documents(&self) -> Result<Vec<DocumentItemView>> {
+        if !self.has_library() {
+            return Ok(vec![]);
+        }
+        Ok(self.library().await?.list().await?.into_iter().map(DocumentItemView::from).collect())
+    }
+
+    /// Removes a document: its text, passages, vectors and citations.
+    pub async fn remove_document(&self, id: i64) -> Result<()> {
+        self.library().await?.remove(&id.to_string()).await?;
+        self.emit(AppEvent::DocumentsChanged {});
+        Ok(())
+    }
+
+    pub async fn set_document_groups(&self, id: i64, groups: Vec<String>) -> Result<()> {
+        self.library().await?.set_groups(&id.to_string(), &groups).await?;
+        self.emit(AppEvent::DocumentsChanged {});
+        Ok(())
+    }
+
+    /// The Library view's search over every document.
+    pub async fn search_documents(&self, query: &str, k: usize) -> Result<Vec<DocumentHitView>> {
+        if !self.has_library() {
+            return Ok(vec![]);
+        }
+        let hits = self.library().await?.search(query, k.clamp(1, 50), SearchMode::Hybrid).await?;
+        Ok(hits.into_iter().map(DocumentHitView::from).collect())
+    }
+
+    pub async fn message_citations(&self, message_id: &str) -> Result<Vec<CitationView>> {
+        if !self.has_library() {
+            return Ok(vec![]);
+        }
+        Ok(self.library().await?.citations(message_id).await?.into_iter().map(CitationView::from).collect())
+    }
+
+    pub async fn document_passage(&self, chunk_id: i64) -> Result<PassageView> {
+        self.library()
+            .await?
+            .passage(chunk_id)
+            .await?
+            .map(PassageView::from)
+            .ok_or_else(|| AppError::new("NOT_FOUND", "This passage is no longer in the library."))
+    }
+
+    /// The passages `persona` may use for `query`: documents filed under
+    /// its groups or under none (the system persona: all). Empty when the
+    /// person has no library; a library error is logged, never fails the
+    /// reply.
+    pub(crate) async fn reply_passages(&self, persona: &ledger::Persona, query: &str) -> Vec<CitedPassage> {
+        if !self.has_library() || query.trim().is_empty() {
+            return vec![];
+        }
+        let visible = if persona.is_system || persona.id == ledger::EI_PERSONA_ID {
+            Visibility::All
+        } else {
+            match self.ledger.persona_groups(&persona.id).await {
+                Ok(groups) => Visibility::Groups(groups.readable()),
+                Err(e) => {
+                    tracing::warn!(error = %e, "no document passages: the persona's groups could not be read");
+                    return vec![];
+                }
+            }
+        };
+        let found = match self.library().await {
+            Ok(lib) => cited_passages(&lib, query, REPLY_PASSAGES, &visible).await,
+            Err(e) => Err(e),
+        };
+        found.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "no document passages for this reply");
+            vec![]
+        })
+    }
+
+    /// Marks (or clears) `persona_id`'s current turn as quoting documents:
+    /// while marked, every tool call of the turn needs confirmation.
+    pub(crate) fn quote_documents_in_turn(&self, persona_id: &str, quoted: bool) {
+        if let Ok(mut turns) = self.assistant.quoted_turns.lock() {
+            if quoted {
+                turns.insert(persona_id.to_owned());
+            } else {
+                turns.remove(persona_id);
+            }
+        }
+    }
+
+    /// Keeps what a reply cited and tells the window.
+    pub(crate) async fn record_reply_citations(&self, persona_id: &str, message_id: &str, passages: &[CitedPassage]) {
+        if passages.is_empty() {
+            return;
+        }
+        let records: Vec<::library::Citation> =
+            passages.iter().enumerate().map(|(i, p)| p.record(i as u32 + 1)).collect();
+        let stored = match self.library().await {
+            Ok(lib) => lib.record_citations(message_id, &records).await.map_err(AppError::from),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = stored {
+            tracing::warn!(error = %e, "the reply's citations were not kept");
+        }
+        self.emit(AppEvent::ReplyCitations {
+            persona_id: persona_id.to_owned(),
+            message_id: message_id.to_owned(),
+            citations: records.into_iter().map(CitationView::from).collect(),
+        });
+    }
+}

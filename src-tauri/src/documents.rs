@@ -1,0 +1,71 @@
+//! The document library's commands and the window's file drop: each makes
+//! one call into the engine.
+
+use std::path::PathBuf;
+
+use app::library::{CitationView, DocumentHitView, DocumentItemView, PassageView};
+use tauri::{Manager, State};
+
+use crate::commands::{engine, view, Reply};
+use crate::Backend;
+
+/// Files and folders dropped on the window: documents are imported (the
+/// progress arrives as events); model files are left to the web view,
+/// which imports them as models.
+pub fn dropped(handle: &tauri::AppHandle, paths: &[PathBuf]) {
+    let documents: Vec<PathBuf> = paths.iter().filter(|p| !app::library::is_model_file(p)).cloned().collect();
+    if documents.is_empty() {
+        return;
+    }
+    let handle = handle.clone();
+    tauri::async_runtime::spawn(async move {
+        let Some(backend) = handle.try_state::<Backend>() else { return };
+        let started = match backend.engine().await {
+            Ok(engine) => engine.import_documents(documents).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = started {
+            tracing::warn!(code = e.code, "dropped documents were not imported: {}", e.message);
+        }
+    });
+}
+
+#[tauri::command]
+pub async fn import_documents(state: State<'_, Backend>, paths: Vec<PathBuf>) -> Reply<String> {
+    view(engine(&state).await?.import_documents(paths).await)
+}
+
+#[tauri::command]
+pub async fn cancel_import(state: State<'_, Backend>, import_id: String) -> Reply<bool> {
+    Ok(engine(&state).await?.cancel_import(&import_id))
+}
+
+#[tauri::command]
+pub async fn list_documents(state: State<'_, Backend>) -> Reply<Vec<DocumentItemView>> {
+    view(engine(&state).await?.documents().await)
+}
+
+#[tauri::command]
+pub async fn remove_document(state: State<'_, Backend>, id: i64) -> Reply<()> {
+    view(engine(&state).await?.remove_document(id).await)
+}
+
+#[tauri::command]
+pub async fn set_document_groups(state: State<'_, Backend>, id: i64, groups: Vec<String>) -> Reply<()> {
+    view(engine(&state).await?.set_document_groups(id, groups).await)
+}
+
+#[tauri::command]
+pub async fn search_documents(state: State<'_, Backend>, query: String, k: usize) -> Reply<Vec<DocumentHitView>> {
+    view(engine(&state).await?.search_documents(&query, k).await)
+}
+
+#[tauri::command]
+pub async fn message_citations(state: State<'_, Backend>, message_id: String) -> Reply<Vec<CitationView>> {
+    view(engine(&state).await?.message_citations(&message_id).await)
+}
+
+#[tauri::command]
+pub async fn document_passage(state: State<'_, Backend>, chunk_id: i64) -> Reply<PassageView> {
+    view(engine(&state).await?.document_passage(chunk_id).await)
+}
