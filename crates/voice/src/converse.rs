@@ -30,6 +30,11 @@ use crate::vad::{GateConfig, GateEvent, SpeechGate, FRAME};
 /// What answers the person: the persona pipeline in the app.
 pub trait Responder {
     fn reply(&mut self, heard: &str) -> Result<String, VoiceError>;
+    /// Called once per turn when it is over (spoken to the end or cut
+    /// off), with what was actually said: where the turn is recorded.
+    fn turn_finished(&mut self, _report: &TurnReport) -> Result<(), VoiceError> {
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -95,6 +100,26 @@ pub fn sentences(text: &str) -> Vec<String> {
         out.push(cur.trim().to_owned());
     }
     out
+}
+
+/// How many characters of `reply` were said aloud when only `spoken` (its
+/// first sentences, as [`sentences`] cut them and joined with spaces) was:
+/// the length of the reply up to the end of the last sentence spoken.
+pub fn spoken_chars(reply: &str, spoken: &str) -> u32 {
+    let mut said = String::new();
+    let mut cursor = 0;
+    for part in sentences(reply) {
+        if said.len() >= spoken.len() {
+            break;
+        }
+        let Some(at) = reply[cursor..].find(part.as_str()) else { break };
+        cursor += at + part.len();
+        if !said.is_empty() {
+            said.push(' ');
+        }
+        said.push_str(&part);
+    }
+    reply[..cursor].chars().count() as u32
 }
 
 struct Playing {
@@ -201,6 +226,7 @@ pub fn converse(
                     p.report.spoken = p.spoken(remaining);
                     motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
                     bus.cancel_through(motor.turn());
+                    responder.turn_finished(&p.report)?;
                     reports.push(p.report);
                 }
             }
@@ -278,6 +304,7 @@ pub fn converse(
             if let Some(mut p) = playing.take() {
                 p.report.spoken = p.spoken(0);
                 motor.finished_speaking().map_err(|e| VoiceError::Inference(e.to_string()))?;
+                responder.turn_finished(&p.report)?;
                 reports.push(p.report);
             }
         }
@@ -288,6 +315,7 @@ pub fn converse(
     }
     if let Some(mut p) = playing.take() {
         p.report.spoken = p.spoken(0);
+        responder.turn_finished(&p.report)?;
         reports.push(p.report);
     }
     Ok(reports)
@@ -302,5 +330,14 @@ mod tests {
         assert_eq!(sentences("Hi there. How are you? Fine!"), vec!["Hi there.", "How are you?", "Fine!"]);
         assert_eq!(sentences("No stop at the end"), vec!["No stop at the end"]);
         assert_eq!(sentences("Pi is 3.14. Yes."), vec!["Pi is 3.14.", "Yes."]);
+    }
+
+    #[test]
+    fn what_was_spoken_is_counted_up_to_the_last_sentence_heard() {
+        let reply = "Olá, Ana.  Como vai?\nTudo bem!";
+        assert_eq!(spoken_chars(reply, ""), 0);
+        assert_eq!(spoken_chars(reply, "Olá, Ana."), 9);
+        assert_eq!(spoken_chars(reply, "Olá, Ana. Como vai?"), 20);
+        assert_eq!(spoken_chars(reply, "Olá, Ana. Como vai? Tudo bem!"), reply.chars().count() as u32);
     }
 }
