@@ -87,7 +87,7 @@ pub fn run(home: Option<PathBuf>, cmd: VoiceCmd) -> ExitCode {
     match cmd {
         VoiceCmd::Devices { json } => devices(json),
         VoiceCmd::Transcribe { file, language, json } => transcribe(&models_dir(home), &file, language, json),
-        VoiceCmd::Say { text, out, language, rate } => say(&text, &out, language, rate),
+        VoiceCmd::Say { text, out, language, rate } => say(&models_dir(home), &text, &out, language, rate),
         VoiceCmd::Converse { .. } => ExitCode::SUCCESS,
     }
 }
@@ -166,8 +166,19 @@ fn clock(ms: u64) -> String {
     format!("{:02}:{:02}.{:03}", ms / 60_000, (ms / 1000) % 60, ms % 1000)
 }
 
-fn say(text: &str, out: &Path, language: Language, rate: f32) -> ExitCode {
-    let tts = EspeakNg::default();
+/// Piper for English when it is installed, espeak-ng otherwise (and for Portuguese).
+fn synthesizer(models: &Path) -> Box<dyn SpeechSynthesizer + Send> {
+    match voice::piper::Piper::load(models) {
+        Ok(p) => Box::new(p),
+        Err(e) => {
+            eprintln!("note: espeak-ng speaks (the Piper voice is unavailable: {e})");
+            Box::new(EspeakNg::default())
+        }
+    }
+}
+
+fn say(models: &Path, text: &str, out: &Path, language: Language, rate: f32) -> ExitCode {
+    let tts = synthesizer(models);
     let pcm = match tts.synthesize(&SynthesisRequest { text, language, rate }) {
         Ok(p) => p,
         Err(e) => return fail(&e),
@@ -281,9 +292,11 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
             echo_cancel: true,
             protect_ms: 500,
             listen,
+            silero_models: Some(models.clone()),
             ..Default::default()
         };
-        let turns = voice::converse::converse(&mut mic, &mut stt, &mut responder, &EspeakNg::default(), &config)?;
+        let tts = synthesizer(&models);
+        let turns = voice::converse::converse(&mut mic, &mut stt, &mut responder, tts.as_ref(), &config)?;
         let played = voice::wav::Pcm { samples: mic.played().to_vec(), rate: voice::SAMPLE_RATE };
         Ok((turns, played))
     })

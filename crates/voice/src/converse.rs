@@ -49,6 +49,12 @@ pub struct ConverseConfig {
     pub listen: LanguageChoice,
     pub speak: Language,
     pub rate: f32,
+    /// The models folder to load Silero from, to confirm WebRTC's verdicts;
+    /// None, or a failure to load it, leaves WebRTC's VAD alone.
+    pub silero_models: Option<std::path::PathBuf>,
+    /// In half duplex, still listen while the persona speaks, for a stop
+    /// word only (each utterance heard then is transcribed: it costs).
+    pub stop_word: bool,
 }
 
 impl Default for ConverseConfig {
@@ -61,6 +67,8 @@ impl Default for ConverseConfig {
             listen: LanguageChoice::Fixed(Language::En),
             speak: Language::En,
             rate: 1.0,
+            silero_models: None,
+            stop_word: true,
         }
     }
 }
@@ -156,7 +164,19 @@ pub fn converse(
     config: &ConverseConfig,
 ) -> Result<Vec<TurnReport>, VoiceError> {
     let rate = crate::SAMPLE_RATE;
-    let mut gate = SpeechGate::new(config.gate);
+    let mut gate = match config.silero_models.as_deref().map(crate::silero::SileroVad::load) {
+        Some(Ok(silero)) => SpeechGate::with_silero(config.gate, silero),
+        Some(Err(e)) => {
+            tracing::warn!("Silero VAD unavailable, WebRTC's VAD alone: {e}");
+            SpeechGate::new(config.gate)
+        }
+        None => SpeechGate::new(config.gate),
+    };
+    // Spoken control ("slower", "be brief") changes these for the rest of the conversation.
+    let mut rate_now = config.rate;
+    // The utterance under way began while the persona spoke in half duplex.
+    let mut began_deaf = false;
+    let mut brief = false;
     let mut bus = SignalBus::new();
     let mut motor = Motor::new();
     let mut reports = Vec::new();
@@ -181,10 +201,12 @@ pub fn converse(
             None => break,
         };
         let now = mic.clock().now_ms();
+        // In half duplex the persona's own voice must not interrupt it: the
+        // microphone is still heard, but only a stop word ends the reply.
         let deaf = playing.is_some() && !config.full_duplex;
-        let mut event = if deaf { None } else { gate.push(&frame) };
+        let mut event = if deaf && !config.stop_word { None } else { gate.push(&frame) };
         if let (Some(GateEvent::SpeechStarted { .. }), Some(p)) = (event, playing.as_ref()) {
-            if now < p.started_ms + config.protect_ms {
+            if !deaf && now < p.started_ms + config.protect_ms {
                 // Not taken up, and not left "speaking" either: if it goes
                 // on past the protected start it is detected again.
                 event = None;
@@ -209,7 +231,10 @@ pub fn converse(
                     lane: Lane::Context,
                 });
                 utterance = Some(preroll.iter().copied().collect());
-                if let Some(mut p) = playing.take() {
+                began_deaf = deaf;
+                if deaf {
+                    // Listened to for a stop word only (below, when it ends).
+                } else if let Some(mut p) = playing.take() {
                     // Barge-in: the person holds the floor; stop at once.
                     bus.publish(Signal {
                         source: Source::Vad,
@@ -233,20 +258,55 @@ pub fn converse(
             Some(GateEvent::SpeechEnded { at_ms }) => {
                 // Speech that began inside a reply's protected start was not taken up.
                 let Some(audio) = utterance.take() else { continue };
+                if deaf || std::mem::take(&mut began_deaf) {
+                    // Half duplex: while the persona speaks, only "stop" counts.
+                    let heard = stt.transcribe(&audio, config.listen)?;
+                    if crate::commands::parse(&heard.text) == Some(crate::commands::VoiceCommand::Stop) {
+                        if let Some(mut p) = playing.take() {
+                            let now = mic.clock().now_ms();
+                            let remaining = mic.output.stop();
+                            p.report.interrupted = true;
+                            p.report.barge_in_ms = Some(now);
+                            p.report.playback_stopped_ms = Some(now);
+                            p.report.spoken = p.spoken(remaining);
+                            motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
+                            bus.cancel_through(motor.turn());
+                            responder.turn_finished(&p.report)?;
+                            reports.push(p.report);
+                        }
+                    }
+                    continue;
+                }
                 let started = Instant::now();
                 let transcript = stt.transcribe(&audio, config.listen)?;
                 let heard = transcript.text.trim().to_owned();
                 if heard.is_empty() {
                     continue;
                 }
-                let turn = motor.user_spoke().map_err(|e| VoiceError::Inference(e.to_string()))?;
-                let reply = responder.reply(&heard)?;
                 // Answer in the language the person spoke.
                 let speak = if transcript.language == "pt" { Language::Pt } else { config.speak };
-                let parts = sentences(&reply);
+                let command = crate::commands::parse(&heard);
+                if command == Some(crate::commands::VoiceCommand::Stop) {
+                    // Nothing is playing (speech already stopped it): nothing to do.
+                    continue;
+                }
+                let turn = motor.user_spoke().map_err(|e| VoiceError::Inference(e.to_string()))?;
+                let reply = match command {
+                    Some(c) => {
+                        // Handled here, never sent to the persona.
+                        rate_now = crate::commands::next_rate(rate_now, c);
+                        brief |= c == crate::commands::VoiceCommand::Brief;
+                        crate::commands::acknowledgement(c, speak).unwrap_or_default().to_owned()
+                    }
+                    None => responder.reply(&heard)?,
+                };
+                let mut parts = sentences(&reply);
+                if brief && command.is_none() {
+                    parts.truncate(1);
+                }
                 let mut sentences_pcm = Vec::new();
                 for s in &parts {
-                    let pcm = tts.synthesize(&SynthesisRequest { text: s, language: speak, rate: config.rate })?;
+                    let pcm = tts.synthesize(&SynthesisRequest { text: s, language: speak, rate: rate_now })?;
                     sentences_pcm.push((s.clone(), pcm.resampled(rate).samples));
                     if sentences_pcm.len() == 1 {
                         // The first sentence is ready: this is when speech can start.
