@@ -35,6 +35,44 @@ pub trait Responder {
     fn turn_finished(&mut self, _report: &TurnReport) -> Result<(), VoiceError> {
         Ok(())
     }
+    /// Replies failed turn after turn: answer with local engines only and
+    /// no tools from now on (the voice says so).
+    fn enter_safe_mode(&mut self) -> Result<(), VoiceError> {
+        Ok(())
+    }
+}
+
+/// Tries per call before a turn is given up, and the first wait between
+/// tries (doubled each time; real time, so the simulated clock pays it too).
+pub const TRIES: u32 = 3;
+pub const BACKOFF_MS: u64 = 200;
+/// Failed turns in a row that put the loop in safe mode.
+pub const SAFE_MODE_AFTER: u32 = 2;
+
+fn with_retries<T>(mut f: impl FnMut() -> Result<T, VoiceError>) -> Result<T, VoiceError> {
+    let mut wait = BACKOFF_MS;
+    let mut tries = 1;
+    loop {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(e) if tries >= TRIES => return Err(e),
+            Err(e) => {
+                tracing::warn!("voice: try {tries} of {TRIES} failed, again in {wait} ms: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(wait));
+                wait *= 2;
+                tries += 1;
+            }
+        }
+    }
+}
+
+fn apology(language: Language, safe_mode_now: bool) -> &'static str {
+    match (language, safe_mode_now) {
+        (Language::En, false) => "Sorry, I could not answer that. Please say it again.",
+        (Language::Pt, false) => "Desculpe, não consegui responder. Pode repetir?",
+        (Language::En, true) => "I keep failing, so I switched to safe mode: local engines only, tools off.",
+        (Language::Pt, true) => "Estou falhando seguido, então entrei no modo seguro: só motores locais, sem ferramentas.",
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -177,6 +215,8 @@ pub fn converse(
     // The utterance under way began while the persona spoke in half duplex.
     let mut began_deaf = false;
     let mut brief = false;
+    let mut failed_turns = 0u32;
+    let mut safe_mode = false;
     let mut bus = SignalBus::new();
     let mut motor = Motor::new();
     let mut reports = Vec::new();
@@ -278,7 +318,7 @@ pub fn converse(
                     continue;
                 }
                 let started = Instant::now();
-                let transcript = stt.transcribe(&audio, config.listen)?;
+                let transcript = with_retries(|| stt.transcribe(&audio, config.listen))?;
                 let heard = transcript.text.trim().to_owned();
                 if heard.is_empty() {
                     continue;
@@ -298,7 +338,23 @@ pub fn converse(
                         brief |= c == crate::commands::VoiceCommand::Brief;
                         crate::commands::acknowledgement(c, speak).unwrap_or_default().to_owned()
                     }
-                    None => responder.reply(&heard)?,
+                    None => match with_retries(|| responder.reply(&heard)) {
+                        Ok(r) => {
+                            failed_turns = 0;
+                            r
+                        }
+                        Err(e) => {
+                            // The loop keeps running: say so instead of stopping.
+                            tracing::warn!("voice: the reply failed after {TRIES} tries: {e}");
+                            failed_turns += 1;
+                            let now_safe = !safe_mode && failed_turns >= SAFE_MODE_AFTER;
+                            if now_safe {
+                                safe_mode = true;
+                                responder.enter_safe_mode()?;
+                            }
+                            apology(speak, now_safe).to_owned()
+                        }
+                    },
                 };
                 let mut parts = sentences(&reply);
                 if brief && command.is_none() {

@@ -275,3 +275,56 @@ fn in_half_duplex_the_stop_word_still_stops_the_reply_and_other_speech_does_not(
     let at = (stopped * 16) as usize;
     assert!(mic.played()[at + 320..].iter().all(|s| *s == 0.0), "playback went on after the stop word");
 }
+
+/// Fails its first `fail` calls, then answers.
+struct Flaky {
+    calls: u32,
+    fail: u32,
+    safe: bool,
+}
+
+impl Responder for Flaky {
+    fn reply(&mut self, _heard: &str) -> Result<String, VoiceError> {
+        self.calls += 1;
+        if self.calls <= self.fail {
+            return Err(VoiceError::Inference("the model is not answering".into()));
+        }
+        Ok("Here I am.".into())
+    }
+    fn enter_safe_mode(&mut self) -> Result<(), VoiceError> {
+        self.safe = true;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_reply_is_retried_then_apologised_for_and_repeated_failures_enter_safe_mode() {
+    let Some(clips) = librivox_clips() else {
+        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let clip = |i: usize| read_mono(&clips[i].0, 16_000).expect("clip").samples;
+    let mut input = silence(300);
+    for i in 0..3 {
+        input.extend(clip(i));
+        input.extend(silence(8_000));
+    }
+    let tts = ToneSynth { rate_hz: 16_000 };
+    // One failure: retried within the turn, answered.
+    let mut mic = WavLoopback::new(Pcm { samples: input.clone(), rate: 16_000 }, None);
+    let mut persona = Flaky { calls: 0, fail: 1, safe: false };
+    let turns = converse(&mut mic, &mut scripted(&["a", "b", "c"]), &mut persona, &tts, &ConverseConfig::default())
+        .expect("converse");
+    assert_eq!(turns.iter().map(|t| t.reply.as_str()).collect::<Vec<_>>(), vec!["Here I am."; 3]);
+    assert_eq!(persona.calls, 4);
+    // Every try of two turns fails: an apology, then safe mode said aloud; the loop goes on.
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut persona = Flaky { calls: 0, fail: 2 * voice::converse::TRIES, safe: false };
+    let turns = converse(&mut mic, &mut scripted(&["a", "b", "c"]), &mut persona, &tts, &ConverseConfig::default())
+        .expect("the loop keeps running");
+    assert_eq!(turns.len(), 3, "{turns:#?}");
+    assert!(turns[0].reply.starts_with("Sorry, I could not answer"), "{turns:#?}");
+    assert!(turns[1].reply.contains("safe mode"), "{turns:#?}");
+    assert!(persona.safe);
+    assert_eq!(turns[2].reply, "Here I am.");
+}
