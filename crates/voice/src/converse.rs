@@ -93,6 +93,10 @@ pub struct ConverseConfig {
     /// In half duplex, still listen while the persona speaks, for a stop
     /// word only (each utterance heard then is transcribed: it costs).
     pub stop_word: bool,
+    /// Push-to-talk presses on the input's timeline, (down_ms, up_ms): a
+    /// press stops the persona at once, whatever the voice gate or the
+    /// echo canceller say, and what is said until release is the utterance.
+    pub push_to_talk: Vec<(u64, u64)>,
 }
 
 impl Default for ConverseConfig {
@@ -107,6 +111,7 @@ impl Default for ConverseConfig {
             rate: 1.0,
             silero_models: None,
             stop_word: true,
+            push_to_talk: Vec::new(),
         }
     }
 }
@@ -216,6 +221,7 @@ pub fn converse(
     let mut began_deaf = false;
     let mut brief = false;
     let mut failed_turns = 0u32;
+    let mut talk_held = false;
     let mut safe_mode = false;
     let mut bus = SignalBus::new();
     let mut motor = Motor::new();
@@ -253,6 +259,31 @@ pub fn converse(
                 gate.restart();
             }
         }
+        // Push-to-talk overrides the gate: down stops the persona, up ends the utterance.
+        let held = config.push_to_talk.iter().any(|(down, up)| now > *down && now <= *up);
+        if held && !talk_held {
+            event = None;
+            gate.restart();
+            utterance = Some(Vec::new());
+            began_deaf = false;
+            if let Some(mut p) = playing.take() {
+                let remaining = mic.output.stop();
+                p.report.interrupted = true;
+                p.report.barge_in_ms = Some(now);
+                p.report.playback_stopped_ms = Some(now);
+                p.report.spoken = p.spoken(remaining);
+                motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
+                bus.cancel_through(motor.turn());
+                responder.turn_finished(&p.report)?;
+                reports.push(p.report);
+            }
+        } else if held {
+            event = None;
+        } else if talk_held {
+            gate.restart();
+            event = Some(GateEvent::SpeechEnded { at_ms: now });
+        }
+        talk_held = held;
         preroll.extend(frame.iter().copied());
         while preroll.len() > preroll_len {
             preroll.pop_front();

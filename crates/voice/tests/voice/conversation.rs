@@ -328,3 +328,34 @@ fn a_failing_reply_is_retried_then_apologised_for_and_repeated_failures_enter_sa
     assert!(persona.safe);
     assert_eq!(turns[2].reply, "Here I am.");
 }
+
+#[test]
+fn push_to_talk_stops_the_reply_at_once_and_the_press_is_the_utterance_even_in_half_duplex() {
+    let Some(clips) = librivox_clips() else {
+        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let clip = |i: usize| read_mono(&clips[i].0, 16_000).expect("clip").samples;
+    let mut input = silence(300);
+    input.extend(clip(0));
+    input.extend(silence(3_000));
+    let down = (input.len() / 16) as u64;
+    input.extend(clip(1));
+    let up = (input.len() / 16) as u64 + 200;
+    input.extend(silence(15_000));
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut persona = Counting(vec![], Box::leak("A long answer goes on and on. ".repeat(10).into_boxed_str()));
+    // Half duplex and no stop word: only the button can interrupt.
+    let config =
+        ConverseConfig { full_duplex: false, stop_word: false, push_to_talk: vec![(down, up)], ..ConverseConfig::default() };
+    let mut stt = scripted(&["first", "pressed"]);
+    let turns = converse(&mut mic, &mut stt, &mut persona, &ToneSynth { rate_hz: 16_000 }, &config).expect("converse");
+    assert_eq!(persona.0, vec!["first", "pressed"]);
+    assert_eq!(turns.len(), 2, "{turns:#?}");
+    assert!(turns[0].interrupted, "{turns:#?}");
+    let stopped = turns[0].playback_stopped_ms.expect("stopped");
+    assert!(stopped >= down && stopped <= down + 20, "stopped at {stopped}, pressed at {down}");
+    assert!(turns[1].end_of_speech_ms >= up && turns[1].end_of_speech_ms <= up + 20, "{turns:#?}");
+    // The whole press went to the recogniser: the clip and the 200 ms after it.
+    assert!(stt.heard[1] as u64 >= (up - down - 20) * 16, "{:?}", stt.heard);
+}
