@@ -97,6 +97,23 @@ pub struct ConverseConfig {
     /// press stops the persona at once, whatever the voice gate or the
     /// echo canceller say, and what is said until release is the utterance.
     pub push_to_talk: Vec<(u64, u64)>,
+    /// Duck instead of stopping at once: None stops at the gate's start.
+    pub ducking: Option<Ducking>,
+}
+
+/// Speech heard while the persona speaks first lowers its voice; speech
+/// held `confirm_ms` stops it; otherwise full voice again after `resume_ms`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ducking {
+    pub gain: f32,
+    pub confirm_ms: u64,
+    pub resume_ms: u64,
+}
+
+impl Default for Ducking {
+    fn default() -> Self {
+        Self { gain: 0.25, confirm_ms: 500, resume_ms: 2_000 }
+    }
 }
 
 impl Default for ConverseConfig {
@@ -112,6 +129,7 @@ impl Default for ConverseConfig {
             silero_models: None,
             stop_word: true,
             push_to_talk: Vec::new(),
+            ducking: None,
         }
     }
 }
@@ -222,6 +240,9 @@ pub fn converse(
     let mut brief = false;
     let mut failed_turns = 0u32;
     let mut talk_held = false;
+    // When the voice was ducked, while it is; and whether the utterance began ducked.
+    let mut ducked_at: Option<u64> = None;
+    let mut began_ducked = false;
     let mut safe_mode = false;
     let mut bus = SignalBus::new();
     let mut motor = Motor::new();
@@ -257,6 +278,31 @@ pub fn converse(
                 // on past the protected start it is detected again.
                 event = None;
                 gate.restart();
+            }
+        }
+        if let (Some(d), Some(at)) = (config.ducking, ducked_at) {
+            if playing.is_none() {
+                mic.output.set_gain(1.0);
+                ducked_at = None;
+            } else if gate.is_speaking() && gate.voiced_run_ms() >= d.confirm_ms {
+                // Confirmed: the person holds the floor.
+                ducked_at = None;
+                began_ducked = false;
+                if let Some(mut p) = playing.take() {
+                    let remaining = mic.output.stop();
+                    mic.output.set_gain(1.0);
+                    p.report.interrupted = true;
+                    p.report.barge_in_ms = Some(now);
+                    p.report.playback_stopped_ms = Some(now);
+                    p.report.spoken = p.spoken(remaining);
+                    motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
+                    bus.cancel_through(motor.turn());
+                    responder.turn_finished(&p.report)?;
+                    reports.push(p.report);
+                }
+            } else if now >= at + d.resume_ms {
+                mic.output.set_gain(1.0);
+                ducked_at = None;
             }
         }
         // Push-to-talk overrides the gate: down stops the persona, up ends the utterance.
@@ -303,8 +349,14 @@ pub fn converse(
                 });
                 utterance = Some(preroll.iter().copied().collect());
                 began_deaf = deaf;
+                began_ducked = false;
                 if deaf {
                     // Listened to for a stop word only (below, when it ends).
+                } else if let (Some(d), true) = (config.ducking, playing.is_some()) {
+                    // Lower the voice; it stops only if the speech holds.
+                    mic.output.set_gain(d.gain);
+                    ducked_at = Some(now);
+                    began_ducked = true;
                 } else if let Some(mut p) = playing.take() {
                     // Barge-in: the person holds the floor; stop at once.
                     bus.publish(Signal {
@@ -329,6 +381,10 @@ pub fn converse(
             Some(GateEvent::SpeechEnded { at_ms }) => {
                 // Speech that began inside a reply's protected start was not taken up.
                 let Some(audio) = utterance.take() else { continue };
+                if std::mem::take(&mut began_ducked) && playing.is_some() {
+                    // Too short to confirm: a cough, a word to someone else.
+                    continue;
+                }
                 if deaf || std::mem::take(&mut began_deaf) {
                     // Half duplex: while the persona speaks, only "stop" counts.
                     let heard = stt.transcribe(&audio, config.listen)?;

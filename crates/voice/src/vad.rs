@@ -85,6 +85,11 @@ impl SpeechGate {
         self.speaking
     }
 
+    /// How long the current run of voiced frames has lasted (gaps up to 40 ms forgiven).
+    pub fn voiced_run_ms(&self) -> u64 {
+        self.voiced_run_ms
+    }
+
     /// Feeds one 20 ms frame (16 kHz mono, [-1, 1]); returns an event when
     /// the state changes. A frame of another length is zero-padded or cut.
     pub fn push(&mut self, frame: &[f32]) -> Option<GateEvent> {

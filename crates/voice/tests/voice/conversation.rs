@@ -359,3 +359,54 @@ fn push_to_talk_stops_the_reply_at_once_and_the_press_is_the_utterance_even_in_h
     // The whole press went to the recogniser: the clip and the 200 ms after it.
     assert!(stt.heard[1] as u64 >= (up - down - 20) * 16, "{:?}", stt.heard);
 }
+
+#[test]
+fn with_ducking_a_short_sound_lowers_the_voice_which_resumes_and_held_speech_stops_it() {
+    let Some(clips) = librivox_clips() else {
+        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let clip = |i: usize| read_mono(&clips[i].0, 16_000).expect("clip").samples;
+    let long = Box::leak("A long answer goes on and on. ".repeat(12).into_boxed_str());
+    let ducking = voice::converse::Ducking::default();
+    let config = ConverseConfig { ducking: Some(ducking), ..ConverseConfig::default() };
+    let tts = ToneSynth { rate_hz: 16_000 };
+    // A 250 ms piece of speech during the reply: ducked, then full voice again, never stopped.
+    let voice_part: Vec<f32> = clip(1)[16_000..16_000 + 4_000].to_vec();
+    let mut input = silence(300);
+    input.extend(clip(0));
+    input.extend(silence(3_000));
+    let burst = (input.len() / 16) as u64;
+    input.extend(&voice_part);
+    input.extend(silence(25_000));
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut persona = Counting(vec![], long);
+    let mut stt = scripted(&["first"]);
+    let turns = converse(&mut mic, &mut stt, &mut persona, &tts, &config).expect("converse");
+    assert_eq!(turns.len(), 1, "{turns:#?} {:?} burst {burst}", stt.heard);
+    assert!(!turns[0].interrupted, "a short sound must not stop the reply: {turns:#?}");
+    let peak = |from_ms: u64, to_ms: u64| {
+        mic.played()[(from_ms * 16) as usize..(to_ms * 16) as usize].iter().fold(0.0f32, |m, s| m.max(s.abs()))
+    };
+    let full = peak(burst - 1_000, burst - 500);
+    let ducked = peak(burst + 400, burst + 900);
+    let resumed = peak(burst + 3_000, burst + 3_500);
+    eprintln!("peaks: before {full}, ducked {ducked}, after {resumed}");
+    assert!(ducked < full * 0.5 && ducked > 0.0, "ducked {ducked} vs {full}");
+    assert!((resumed - full).abs() < 0.01, "resumed {resumed} vs {full}");
+    // Held speech: stopped, the decision within 600 ms of the person's start.
+    let mut input = silence(300);
+    input.extend(clip(0));
+    input.extend(silence(3_000));
+    let user = (input.len() / 16) as u64;
+    input.extend(clip(2));
+    input.extend(silence(8_000));
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut persona = Counting(vec![], long);
+    let turns = converse(&mut mic, &mut scripted(&["first", "second"]), &mut persona, &tts, &config).expect("converse");
+    assert!(turns[0].interrupted, "{turns:#?}");
+    let barge = turns[0].barge_in_ms.expect("barge-in");
+    eprintln!("barge-in decision {} ms after the clip starts", barge - user);
+    assert!(barge > user && barge <= user + 600, "decided at {barge}, clip from {user}");
+    assert_eq!(persona.0, vec!["first", "second"]);
+}
