@@ -25,6 +25,8 @@ mod exploration;
 mod heartbeat;
 mod personas;
 mod summary;
+// voice: spoken turns marked in the ledger
+mod spoken;
 mod prompt;
 mod queue_control;
 // runtime (#6): the guard on typed and imported text
@@ -58,6 +60,7 @@ pub use self::office::{
 pub use ::office::dreaming::{DreamReason, SESSIONS_PER_DREAM};
 pub use ::office::{ContextFrame, SessionMode, SessionType};
 pub use paths::DataDir;
+pub use spoken::VoiceTurn;
 pub use guard_model::{guard_model_dirs, install_guard_model, GuardModelStatus};
 pub use personas::{PersonaEdit, PersonaProfileView};
 pub use views::*;
