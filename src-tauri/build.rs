@@ -89,6 +89,8 @@ fn main() {
         "set_session_mode",
         "add_obligation",
         "simulate_proposal",
+        "desktop_settings",
+        "set_desktop_settings",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

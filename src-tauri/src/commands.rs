@@ -460,3 +460,17 @@ pub async fn add_obligation(
 pub async fn simulate_proposal(state: State<'_, Backend>, persona: String, nonce: String) -> Reply<SimulationView> {
     view(engine(&state).await?.simulate_proposal(&persona, &nonce).await)
 }
+
+#[tauri::command]
+pub fn desktop_settings(desktop: State<'_, crate::desktop::Desktop>) -> app::DesktopView {
+    desktop.view()
+}
+
+#[tauri::command]
+pub fn set_desktop_settings(
+    app: tauri::AppHandle,
+    desktop: State<'_, crate::desktop::Desktop>,
+    settings: app::DesktopSettings,
+) -> Reply<app::DesktopView> {
+    desktop.update(&app, settings).map_err(|e| e.view())
+}

@@ -83,6 +83,7 @@ export class AppState {
   private reloadedSeq = 0;
   private subscribed = false;
   private unlistenDrop: (() => void) | null = null;
+  private unlistenVoice: (() => void) | null = null;
 
   constructor(backend: Backend) {
     this.backend = backend;
@@ -142,11 +143,27 @@ export class AppState {
         console.warn("file drop unavailable:", errorMessage(error));
       }
     }
+    if (!this.unlistenVoice) {
+      try {
+        this.unlistenVoice = await this.backend.onVoiceRequest(() => this.onVoiceRequest());
+      } catch (error) {
+        console.warn("voice requests unavailable:", errorMessage(error));
+      }
+    }
+  }
+
+  /** The shortcut or tray asked to talk: voice needs its engine, so the
+   * window says so and offers the keyboard instead. */
+  onVoiceRequest(): void {
+    this.notices.push("info", t("desktop.voiceUnavailable"));
+    if (typeof document !== "undefined") document.querySelector<HTMLTextAreaElement>('[data-testid="composer-input"]')?.focus();
   }
 
   stop(): void {
     this.unlistenDrop?.();
     this.unlistenDrop = null;
+    this.unlistenVoice?.();
+    this.unlistenVoice = null;
   }
 
   // ---- the event stream -----------------------------------------------------

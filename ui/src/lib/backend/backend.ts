@@ -38,6 +38,8 @@ import type { SessionModeView } from "../bindings/SessionModeView";
 import type { SimulationView } from "../bindings/SimulationView";
 import type { TokenUsageView } from "../bindings/TokenUsageView";
 import type { WhyView } from "../bindings/WhyView";
+import type { DesktopSettings } from "../bindings/DesktopSettings";
+import type { DesktopView } from "../bindings/DesktopView";
 
 /** What the window reports while files are dragged over it. */
 export type DragDropEvent =
@@ -193,6 +195,12 @@ export interface Backend {
   createObligation(personaId: string, text: string, dueAt: string | null, kind: string): Promise<ObligationView>;
   /** `simulate_proposal`: the pending proposal's risk, and what it would change when a simulation is required or recommended. */
   simulateProposal(personaId: string, nonce: string): Promise<SimulationView>;
+  /** `desktop_settings`: close-to-tray and the global shortcut, with what works on this machine. */
+  desktopSettings(): Promise<DesktopView>;
+  /** `set_desktop_settings`: saves them and registers the shortcut again. */
+  setDesktopSettings(settings: DesktopSettings): Promise<DesktopView>;
+  /** The global shortcut or the tray asked for voice (a shell event). Returns an unlisten function. */
+  onVoiceRequest(handler: () => void): Promise<() => void>;
   /** Files dragged onto the window (not a command: a window event). Returns an unlisten function. */
   onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void>;
 }

@@ -38,6 +38,8 @@ import type { SessionModeView } from "../bindings/SessionModeView";
 import type { SimulationView } from "../bindings/SimulationView";
 import type { TokenUsageView } from "../bindings/TokenUsageView";
 import type { WhyView } from "../bindings/WhyView";
+import type { DesktopSettings } from "../bindings/DesktopSettings";
+import type { DesktopView } from "../bindings/DesktopView";
 import { BackendError, type Backend, type DragDropEvent } from "./backend";
 
 export interface MockOptions {
@@ -895,6 +897,28 @@ export class MockBackend implements Backend {
     this.tokens.set(personaId, { prompt: t.prompt + prompt, completion: t.completion + completion });
   }
 
+  desktop: DesktopView = {
+    settings: { close_to_tray: true, shortcut: "Ctrl+Shift+Space", shortcut_mode: "hold" },
+    tray: true,
+    shortcut_active: true,
+    shortcut_problem: null,
+  };
+  async desktopSettings(): Promise<DesktopView> {
+    return structuredClone(this.desktop);
+  }
+  async setDesktopSettings(settings: DesktopSettings): Promise<DesktopView> {
+    const shortcut = settings.shortcut.trim() || "Ctrl+Shift+Space";
+    if (!/^((Ctrl|Control|Shift|Alt|Super|Cmd|CmdOrCtrl)\+)*[A-Za-z0-9]+$/i.test(shortcut)) fail("INVALID_INPUT", `“${shortcut}” is not a key combination (try Ctrl+Shift+Space)`);
+    this.desktop = { ...this.desktop, settings: { ...settings, shortcut } };
+    return structuredClone(this.desktop);
+  }
+  voiceRequest: (() => void) | null = null;
+  async onVoiceRequest(handler: () => void): Promise<() => void> {
+    this.voiceRequest = handler;
+    return () => {
+      this.voiceRequest = null;
+    };
+  }
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {
     if (typeof window === "undefined") return () => {};
     // A plain browser gives file names, not paths: good enough for a preview.

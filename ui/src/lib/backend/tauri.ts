@@ -5,6 +5,9 @@ import type { ImportView } from "../bindings/ImportView";
 
 import { Channel, invoke } from "@tauri-apps/api/core";
 import { getCurrentWebview } from "@tauri-apps/api/webview";
+import { listen } from "@tauri-apps/api/event";
+import type { DesktopSettings } from "../bindings/DesktopSettings";
+import type { DesktopView } from "../bindings/DesktopView";
 import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
 import type { CeremonySettingsView } from "../bindings/CeremonySettingsView";
@@ -175,6 +178,15 @@ export class TauriBackend implements Backend {
     return call<ToolSettingView[]>("set_tool_enabled", { tool, enabled });
   }
 
+  desktopSettings() {
+    return call<DesktopView>("desktop_settings");
+  }
+  setDesktopSettings(settings: DesktopSettings) {
+    return call<DesktopView>("set_desktop_settings", { settings });
+  }
+  async onVoiceRequest(handler: () => void): Promise<() => void> {
+    return listen("desktop://voice-request", () => handler());
+  }
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {
     return getCurrentWebview().onDragDropEvent((event) => {
       const payload = event.payload;
