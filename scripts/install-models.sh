@@ -5,9 +5,14 @@ set -euo pipefail
 HOME_DIR=${1:?usage: install-models.sh DATA_DIR}
 MODELS="${LEDGERMIND_CACHE:-$HOME/.cache/ledgermind}/models"
 mkdir -p "$HOME_DIR/models"
-for m in "$MODELS"/*.gguf "$MODELS"/all-MiniLM-L6-v2; do
+# Voice: the converted Whisper models (whisper-*), from scripts/setup.sh.
+for m in "$MODELS"/*.gguf "$MODELS"/all-MiniLM-L6-v2 "$MODELS"/guard-classifier-v1.bin "$MODELS"/whisper-*; do
   [ -e "$m" ] || continue
   target="$HOME_DIR/models/$(basename "$m")"
+  # The guard's classifier is retrained when its corpus changes: replace a stale copy.
+  if [ -f "$target" ] && [ "$(basename "$m")" = guard-classifier-v1.bin ] && ! cmp -s "$m" "$target"; then
+    rm -f "$target"
+  fi
   [ -e "$target" ] && continue
   # Hard links where possible (same disk, no copy); otherwise copy.
   cp -rl "$m" "$target" 2>/dev/null || cp -r "$m" "$target"

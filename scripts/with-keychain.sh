@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Runs a command with a real, unlocked Secret Service keychain. Uses the
 # session's keychain when there is one; otherwise (headless machines, CI)
-# starts a private D-Bus session with gnome-keyring unlocked by a throwaway
-# password, in scratch directories that vanish afterwards.
+# starts a private D-Bus session with gnome-keyring unlocked by a fixed
+# password. Its keyring lives in scratch directories that vanish afterwards,
+# unless LEDGERMIND_KEYCHAIN_DIR names a directory to keep it in (mode 0700;
+# scripts/run.sh does this): then the signing keys outlive the launch, and
+# the same data directory opens again with its keys. The keyring there is
+# protected by the directory's permissions, not by a secret password.
 set -euo pipefail
 if [ -z "${LEDGERMIND_IN_PRIVATE_BUS:-}" ] && [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] \
    && [ -z "${LEDGERMIND_FORCE_PRIVATE_KEYCHAIN:-}" ] \
@@ -16,6 +20,13 @@ fi
 SCRATCH=$(mktemp -d /tmp/ledgermind-keychain.XXXXXX)
 chmod 700 "$SCRATCH"
 export XDG_RUNTIME_DIR="$SCRATCH/run" XDG_DATA_HOME="$SCRATCH/data"
+if [ -n "${LEDGERMIND_KEYCHAIN_DIR:-}" ]; then
+  # gnome-keyring keeps its keyrings in $XDG_DATA_HOME/keyrings.
+  mkdir -p "$LEDGERMIND_KEYCHAIN_DIR"
+  chmod 700 "$LEDGERMIND_KEYCHAIN_DIR"
+  XDG_DATA_HOME=$(cd "$LEDGERMIND_KEYCHAIN_DIR" && pwd)
+  echo "with-keychain: private keychain kept in $XDG_DATA_HOME/keyrings" >&2
+fi
 mkdir -p -m 700 "$XDG_RUNTIME_DIR" "$XDG_DATA_HOME"
 # A throwaway password creates and unlocks the default collection. The
 # daemon is restarted, unlocked again, if it dies: in a CI run it once died

@@ -22,6 +22,8 @@ fn main() {
         "send_message",
         "mark_read",
         "verify_ledger",
+        "key_status",
+        "rotate_missing_keys",
         "list_events",
         "list_accounts",
         "add_account",
@@ -91,6 +93,9 @@ fn main() {
         "simulate_proposal",
         "desktop_settings",
         "set_desktop_settings",
+        "voice_talk",
+        "voice_stop",
+        "voice_devices",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

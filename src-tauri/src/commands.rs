@@ -94,6 +94,16 @@ pub async fn verify_ledger(state: State<'_, Backend>) -> Reply<VerifyView> {
 }
 
 #[tauri::command]
+pub async fn key_status(state: State<'_, Backend>) -> Reply<Vec<app::KeyStatusView>> {
+    view(engine(&state).await?.key_status().await)
+}
+
+#[tauri::command]
+pub async fn rotate_missing_keys(state: State<'_, Backend>) -> Reply<Vec<app::KeyReplacementView>> {
+    view(engine(&state).await?.rotate_missing_keys().await)
+}
+
+#[tauri::command]
 pub async fn list_events(state: State<'_, Backend>, before_seq: Option<i64>, limit: u32) -> Reply<Vec<EventView>> {
     view(engine(&state).await?.list_events(before_seq, limit).await)
 }
@@ -473,4 +483,22 @@ pub fn set_desktop_settings(
     settings: app::DesktopSettings,
 ) -> Reply<app::DesktopView> {
     desktop.update(&app, settings).map_err(|e| e.view())
+}
+
+#[tauri::command]
+pub fn voice_talk(app: tauri::AppHandle) {
+    crate::talk::talk_or_stop(&app);
+}
+
+#[tauri::command]
+pub fn voice_stop(app: tauri::AppHandle) {
+    crate::talk::stop(&app);
+}
+
+#[tauri::command]
+pub async fn voice_devices() -> Reply<Vec<app::voice::VoiceDeviceView>> {
+    match tauri::async_runtime::spawn_blocking(app::voice::devices).await {
+        Ok(result) => result.map_err(|e| e.view()),
+        Err(e) => Err(app::AppError::new("VOICE_DEVICE_UNAVAILABLE", format!("listing sound devices failed: {e}")).view()),
+    }
 }

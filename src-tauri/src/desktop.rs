@@ -12,7 +12,7 @@ use app::{DataDir, DesktopSettings, DesktopView, PersonaView};
 use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuEvent, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::{TrayIcon, TrayIconBuilder};
-use tauri::{AppHandle, Emitter, Manager, Runtime};
+use tauri::{AppHandle, Manager, Runtime};
 use tauri_plugin_global_shortcut::{GlobalShortcutExt, Shortcut, ShortcutState};
 
 const TRAY_ID: &str = "main";
@@ -21,8 +21,6 @@ const MENU_TALK: &str = "talk";
 const MENU_MUTE: &str = "mute";
 const MENU_QUIT: &str = "quit";
 const PERSONA_PREFIX: &str = "persona:";
-/// The event the web view hears when the shortcut or the tray asks for voice.
-pub const VOICE_REQUEST_EVENT: &str = "desktop://voice-request";
 
 /// What the tray icon shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +54,8 @@ struct Inner {
 /// desktop, before the web view has told us the person's choice).
 struct Words {
     show: &'static str,
+    talk: &'static str,
+    stop_talking: &'static str,
     talk_unavailable: &'static str,
     mute: &'static str,
     talk_to: &'static str,
@@ -68,7 +68,9 @@ fn words() -> Words {
     if lang.starts_with("pt") {
         Words {
             show: "Mostrar Ledgermind",
-            talk_unavailable: "Falar (motor de voz não instalado)",
+            talk: "Falar",
+            stop_talking: "Parar de falar",
+            talk_unavailable: "Falar (modelo de voz não instalado)",
             mute: "Silenciar microfone",
             talk_to: "Falar com",
             no_personas: "Nenhuma persona ainda",
@@ -77,7 +79,9 @@ fn words() -> Words {
     } else {
         Words {
             show: "Show Ledgermind",
-            talk_unavailable: "Talk (voice engine not installed)",
+            talk: "Talk",
+            stop_talking: "Stop talking",
+            talk_unavailable: "Talk (speech model not installed)",
             mute: "Mute microphone",
             talk_to: "Talk to",
             no_personas: "No personas yet",
@@ -128,6 +132,23 @@ impl Desktop {
     /// when the person wants that *and* a tray icon exists to come back by.
     pub fn set_tray(&self, shown: bool) {
         self.lock().tray = shown;
+    }
+
+    pub fn muted(&self) -> bool {
+        self.lock().muted
+    }
+
+    /// The persona chosen under "Talk to".
+    pub fn persona(&self) -> Option<String> {
+        self.lock().persona.clone()
+    }
+
+    pub fn settings(&self) -> DesktopSettings {
+        self.lock().settings.clone()
+    }
+
+    pub fn data_dir(&self) -> &DataDir {
+        &self.data_dir
     }
 
     pub fn close_hides(&self) -> bool {
@@ -265,7 +286,8 @@ pub fn install_tray<R: Runtime>(app: &AppHandle<R>) -> bool {
 fn build_tray<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<TrayIcon<R>> {
     let w = words();
     let show = MenuItem::with_id(app, MENU_SHOW, w.show, true, None::<&str>)?;
-    let talk = MenuItem::with_id(app, MENU_TALK, w.talk_unavailable, false, None::<&str>)?;
+    let can_talk = app.try_state::<Desktop>().is_some_and(|d| crate::talk::available(d.data_dir()));
+    let talk = MenuItem::with_id(app, MENU_TALK, if can_talk { w.talk } else { w.talk_unavailable }, can_talk, None::<&str>)?;
     let mute = CheckMenuItem::with_id(app, MENU_MUTE, w.mute, true, false, None::<&str>)?;
     let personas = Submenu::with_id(app, "personas", w.talk_to, true)?;
     personas.append(&MenuItem::with_id(app, "persona-none", w.no_personas, false, None::<&str>)?)?;
@@ -277,7 +299,7 @@ fn build_tray<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<TrayIcon<R>> {
         builder = builder.icon(icon.clone());
     }
     let tray = builder.build(app)?;
-    app.manage(TrayMenu { personas });
+    app.manage(TrayMenu { personas, talk });
     Ok(tray)
 }
 
@@ -285,6 +307,7 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
     let id = event.id.as_ref();
     match id {
         MENU_SHOW => show_main(app),
+        MENU_TALK => crate::talk::talk_or_stop(app),
         MENU_MUTE => {
             if let Some(desktop) = app.try_state::<Desktop>() {
                 let muted = {
@@ -292,6 +315,9 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
                     inner.muted = !inner.muted;
                     inner.muted
                 };
+                if muted {
+                    crate::talk::stop(app);
+                }
                 set_tray_state(app, if muted { TrayState::Muted } else { TrayState::Idle });
             }
         }
@@ -323,6 +349,15 @@ fn persona_submenu<R: Runtime>(app: &AppHandle<R>) -> Option<Submenu<R>> {
 /// The tray's persona submenu, kept so it can be refilled.
 pub struct TrayMenu<R: Runtime> {
     personas: Submenu<R>,
+    talk: MenuItem<R>,
+}
+
+/// The tray's Talk entry says Stop talking while a turn runs.
+pub fn set_talking<R: Runtime>(app: &AppHandle<R>, talking: bool) {
+    if let Some(menu) = app.try_state::<TrayMenu<R>>() {
+        let w = words();
+        let _ = menu.talk.set_text(if talking { w.stop_talking } else { w.talk });
+    }
 }
 
 fn refresh_persona_checks<R: Runtime>(app: &AppHandle<R>, chosen: &str) {
@@ -369,14 +404,11 @@ pub fn set_personas<R: Runtime>(app: &AppHandle<R>, personas: &[PersonaView]) {
     }
 }
 
-/// The global shortcut's handler. Voice turns need the voice engine; until
-/// it is installed the shortcut summons the window and tells the web view,
-/// which says so and puts the cursor in the composer.
+/// The global shortcut's handler: a voice turn, held or toggled as chosen
+/// in Settings; it works with the window hidden.
 pub fn on_shortcut<R: Runtime>(app: &AppHandle<R>, state: ShortcutState) {
-    if state == ShortcutState::Pressed {
-        show_main(app);
-        let _ = app.emit(VOICE_REQUEST_EVENT, "shortcut");
-    }
+    let hold = app.try_state::<Desktop>().is_none_or(|d| d.settings().shortcut_mode == app::ShortcutMode::Hold);
+    crate::talk::on_shortcut(app, state == ShortcutState::Pressed, hold);
 }
 
 /// Keeps the tray's persona list in step with the engine: filled once it

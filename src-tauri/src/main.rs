@@ -6,6 +6,7 @@
 
 mod commands;
 mod desktop;
+mod talk;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -88,10 +89,12 @@ fn main() {
         })
         .setup(move |app| {
             let handle = app.handle().clone();
-            let shell = desktop::Desktop::new(data_dir.clone());
+            // Managed first: the tray's menu reads the settings while it is built.
+            app.manage(desktop::Desktop::new(data_dir.clone()));
+            app.manage(talk::VoiceShell::default());
+            let shell = app.state::<desktop::Desktop>();
             shell.set_tray(desktop::install_tray(&handle));
             shell.register_shortcut(&handle);
-            app.manage(shell);
             let mut config = EngineConfig::new(data_dir, Arc::new(KeyringStore::new("ledgermind")));
             config.local_threads = threads();
             let (tx, rx) = watch::channel(None);
@@ -123,6 +126,8 @@ fn main() {
             commands::send_message,
             commands::mark_read,
             commands::verify_ledger,
+            commands::key_status,
+            commands::rotate_missing_keys,
             commands::list_events,
             commands::list_accounts,
             commands::add_account,
@@ -190,6 +195,9 @@ fn main() {
             commands::simulate_proposal,
             commands::desktop_settings,
             commands::set_desktop_settings,
+            commands::voice_talk,
+            commands::voice_stop,
+            commands::voice_devices,
         ])
         .build(tauri::generate_context!("../tauri.conf.json"));
     let app = match result {

@@ -503,7 +503,8 @@ export async function restartRun(ctx) {
   await setLanguage(ctx, "en", "Chat");
 }
 
-async function withSession(cfg, label, body) {
+/** Runs `body` in a fresh app session; on failure saves a screenshot and the page first. */
+export async function withSession(cfg, label, body) {
   const ctx = await startSession(cfg, label);
   try {
     await body(ctx);

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use crate::engine::Engine;
 use crate::error::AppError;
 use crate::models::ModelSpec;
-use crate::prompt::reply_prompt;
+use crate::prompt::{reply_prompt, PromptProfile};
 use crate::views::{AppEvent, MessageView};
 
 pub(crate) const REPLY_KIND: &str = "reply";
@@ -57,6 +57,8 @@ pub struct ReplyTiming {
     /// Last token → reply committed to the ledger.
     pub commit_ms: f64,
     pub completion_tokens: u32,
+    /// Tokens of the prompt the model read (as the provider counted them).
+    pub prompt_tokens: u32,
     pub total_ms: f64,
 }
 
@@ -177,6 +179,21 @@ async fn settle_failure(engine: &Engine, item: &QueueItem, failure: Failure) {
 }
 
 /// Exponential backoff with full jitter: up to 1 s, 2 s, 4 s … capped at 30 s.
+/// A reply that repeats itself is cut where the repeat starts. Free text is
+/// guarded while it streams; a planner reply is sampled under its JSON
+/// grammar without that guard, so its message is checked here, before it is
+/// saved.
+fn trim_repeats(text: &str) -> String {
+    let mut guard = providers::LoopGuard::new();
+    let _ = guard.push(text);
+    let _ = guard.push(" ");
+    if guard.looped() {
+        guard.text().trim_end().to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
 fn backoff(attempt: i64) -> time::Duration {
     let ceiling_ms = (1_000i64 << attempt.clamp(0, 5)).min(30_000);
     let ms = rand::random::<u32>() as i64 % ceiling_ms.max(1);
@@ -217,16 +234,30 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
     let reads = taken.elapsed();
     let context = engine.reply_context(&persona, &profile, session_type).await.map_err(Failure::Retry)?;
     let (history, memories) = (context.history, context.memories);
-    let framed = engine.framed(&persona, context.frame).await;
+    let mut framed = engine.framed(&persona, context.frame).await;
     let planning = Instant::now();
-    let request = CompletionRequest::chat(spec.model.clone(), reply_prompt(&framed.narrative, &history));
+    // What is sent depends on the model that reads it (see `prompt`).
+    let chosen = engine.prompt_profile(provider.as_ref(), &spec.model, spec.is_local()).await;
+    let messages = match chosen.profile {
+        PromptProfile::Full => reply_prompt(&framed.narrative, &history),
+        PromptProfile::Compact => {
+            engine.warn_language_once(&persona.id, &chosen).await;
+            engine.compact_messages(&persona, &history, &memories).await
+        }
+    };
+    let request = CompletionRequest::chat(spec.model.clone(), messages);
     let crate::assistant::PlannerTurn { mut request, stream, local_plan } =
         engine.planner_request_offering(&persona, &context.offered, request).await;
     let steps = PrepareSteps { reads: reads + context.reads, retrieval: context.retrieval, frame: context.framing, planner: planning.elapsed() };
     if !spec.is_local() {
         engine.prepare_for_cloud(&spec.account, &mut request).await.map_err(Failure::Retry)?;
     }
-    request.max_tokens = REPLY_MAX_TOKENS;
+    request.max_tokens = chosen.profile.max_tokens();
+    if request.json_schema.is_none() {
+        request.temperature = chosen.profile.temperature();
+        request.sampling = Some(chosen.profile.sampling());
+    }
+    framed.frame_json = crate::prompt::record_sent(&framed.frame_json, &chosen, &request.messages);
     request.cancel = cancel;
     let request_cancel = request.cancel.clone();
 
@@ -275,7 +306,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         .await
         .map_err(Failure::Retry)?;
     drop(watchdog);
-    let (content, role) = (planned.content, planned.role);
+    let (content, role) = (trim_repeats(&planned.content), planned.role);
     if content.trim().is_empty() {
         return Err(Failure::Final(AppError::new("LLM_EMPTY_REPLY", "the model returned an empty reply")));
     }
@@ -312,7 +343,7 @@ async fn reply(engine: &Arc<Engine>, item: &QueueItem, job: &ReplyJob) -> Result
         .pop()
         .map(MessageView::from)
         .ok_or_else(|| Failure::Retry(AppError::new("STORAGE_LOAD_FAILED", "the reply was not found after saving")))?;
-    record_timing(engine, item, steps, [taken, called, first_token.unwrap_or(generated), generated, committed], completion.completion_tokens);
+    record_timing(engine, item, steps, [taken, called, first_token.unwrap_or(generated), generated, committed], (completion.prompt_tokens, completion.completion_tokens));
     engine.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
     // The conversation is back to IDLE before anyone hears the reply is done.
     engine.turn_delivered(&persona.id);
@@ -332,7 +363,7 @@ struct PrepareSteps {
 }
 
 /// `marks`: job taken, provider called, first token, last token, reply committed.
-fn record_timing(engine: &Engine, item: &QueueItem, steps: PrepareSteps, marks: [Instant; 5], completion_tokens: u32) {
+fn record_timing(engine: &Engine, item: &QueueItem, steps: PrepareSteps, marks: [Instant; 5], (prompt_tokens, completion_tokens): (u32, u32)) {
     let [taken, called, first, generated, committed] = marks;
     let sent = engine.sent_at.lock().ok().and_then(|mut m| m.remove(&item.id));
     let Some((sent, written)) = sent else { return };
@@ -349,6 +380,7 @@ fn record_timing(engine: &Engine, item: &QueueItem, steps: PrepareSteps, marks: 
         model_first_token_ms: ms(first.saturating_duration_since(called)),
         commit_ms: ms(committed.saturating_duration_since(generated)),
         completion_tokens,
+        prompt_tokens,
         total_ms: ms(committed.saturating_duration_since(sent)),
     };
     if let Ok(mut t) = engine.timings.lock() {
@@ -437,4 +469,17 @@ async fn continue_plan(engine: &Arc<Engine>, persona: &ledger::Persona) -> Resul
     }
     engine.turn_delivered(&persona.id);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trim_repeats;
+
+    #[test]
+    fn a_looping_reply_is_cut_where_the_repeat_starts_and_a_plain_one_is_kept() {
+        let looped = "I'm glad to hear that you enjoy green tea. ".repeat(8);
+        assert_eq!(trim_repeats(&looped), "I'm glad to hear that you enjoy green tea.");
+        let plain = "You told me you like green tea. Do you drink it every day?";
+        assert_eq!(trim_repeats(plain), plain);
+    }
 }

@@ -92,6 +92,8 @@ pub struct Engine {
     /// When each queued reply was sent, and when its message and job were written.
     pub(crate) sent_at: Mutex<HashMap<String, (Instant, Instant)>>,
     pub(crate) timings: Mutex<Vec<ReplyTiming>>,
+    /// Per persona, where the compact prompt's window of turns starts.
+    pub(crate) prompt_windows: Mutex<HashMap<String, i64>>,
     pub(crate) current_cancel: Mutex<Option<providers::CancelFlag>>,
     pub(crate) memory: Arc<memory::MemoryIndex>,
     /// Set once the embedding model's load was started (it loads on first need).
@@ -123,6 +125,7 @@ impl Engine {
                 ))
             }
         }
+        crate::guard_model::install_guard_model(&crate::guard_model::guard_model_dirs(&config.data_dir.models()));
         let default_model = ModelSpec::local(&default_local_model(&config.data_dir.models())).to_string();
         let mut opts = LedgerOptions::new(config.data_dir.ledger());
         opts.durable = config.durable;
@@ -152,6 +155,7 @@ impl Engine {
             busy: AtomicBool::new(false),
             sent_at: Mutex::new(HashMap::new()),
             timings: Mutex::new(Vec::new()),
+            prompt_windows: Mutex::new(HashMap::new()),
             current_cancel: Mutex::new(None),
             memory,
             embedder_requested: AtomicBool::new(false),
@@ -244,7 +248,8 @@ impl Engine {
     }
 
     pub async fn status(&self) -> StatusView {
-        let keychain = self.ledger.keystore().load(&self.ledger.key_account("probe")).map(|_| ());
+        let keychain =
+            self.ledger.keystore().load_within(&self.ledger.key_account("probe"), ledger::KEY_READ_TIMEOUT).map(|_| ());
         let local = self.local_model_status();
         let pending = self.ledger.queue_items(Some(ledger::QueueState::Pending)).await.map(|v| v.len()).unwrap_or(0);
         StatusView {
@@ -471,13 +476,15 @@ impl Engine {
     // ----- ledger -----
 
     pub async fn verify(&self) -> Result<VerifyView> {
-        let report = self.ledger.verify().await?;
+        let mut report = self.ledger.verify().await?;
+        let key_epochs = self.epoch_views(std::mem::take(&mut report.key_epochs)).await;
         Ok(VerifyView {
             ok: report.ok(),
             events: report.events,
             first_bad_seq: report.failure.as_ref().map(|f| f.seq),
             reason: report.failure.map(|f| f.reason),
             millis: report.millis,
+            key_epochs,
         })
     }
 

@@ -15,10 +15,12 @@ mod human_memory;
 mod memory;
 mod metadata;
 mod items;
+mod keys;
 mod error;
 mod models;
 mod office;
 mod paths;
+mod guard_model;
 // memory (#4): persona management, chat state, summaries, heartbeat
 mod exploration;
 mod heartbeat;
@@ -34,15 +36,18 @@ mod awaiting;
 mod vault;
 mod tools_exec;
 mod views;
+/// Voice turns for the shells (the tray's Talk, the global shortcut).
+pub mod voice;
 
 pub use assistant::{ProposalView, ToolResultView, ToolSettingView, CONFIRMATION_TTL_ENV};
 pub use awaiting::AwaitingInputView;
 pub use screening::{ConversationImport, ImportScreening};
 pub use browse::{browse, FolderEntryView, FolderView, PlaceView};
 pub use chat::ReplyTiming;
-pub use desktop::{DesktopSettings, DesktopView, ShortcutMode, DEFAULT_SHORTCUT};
+pub use desktop::{DesktopSettings, DesktopView, ShortcutMode, VoiceSettings, DEFAULT_SHORTCUT};
 pub use engine::{Engine, EngineConfig};
 pub use items::ItemView;
+pub use keys::{KeyEpochView, KeyReplacementView, KeyStatusView};
 pub use metadata::MetadataServiceView;
 pub use memory::{EmbedProgress, ImportReport, RecallItem, RecallSettings, RecallView};
 pub use ceremony::{ceremony_due, CeremonySettingsView, CeremonyView};
@@ -57,6 +62,7 @@ pub use self::office::{
 pub use ::office::dreaming::{DreamReason, SESSIONS_PER_DREAM};
 pub use ::office::{ContextFrame, SessionMode, SessionType};
 pub use paths::DataDir;
+pub use guard_model::{guard_model_dirs, install_guard_model, GuardModelStatus};
 pub use personas::{PersonaEdit, PersonaProfileView};
 pub use views::*;
 

@@ -54,6 +54,12 @@ pub struct WhyView {
     pub handover: Option<String>,
     pub sanity_note: Option<String>,
     pub constitution: Option<String>,
+    /// Which prompt profile was sent (`full`, `compact`) and why; None for
+    /// replies recorded before profiles existed.
+    pub sent_profile: Option<String>,
+    pub sent_reason: Option<String>,
+    /// The messages exactly as the model got them, one block per message.
+    pub sent_prompt: Option<String>,
     /// The whole frame, pretty JSON.
     pub frame_json: String,
     /// Set when the frame could not be built and a minimal narrative went out.
@@ -383,6 +389,9 @@ impl Engine {
             handover: str_at(&value["memory"]["handover"]["text"]),
             sanity_note: str_at(&value["state"]["sanity_note"]),
             constitution,
+            sent_profile: str_at(&value["sent"]["profile"]),
+            sent_reason: str_at(&value["sent"]["reason"]),
+            sent_prompt: value["sent"]["messages"].as_array().map(Vec::as_slice).map(crate::prompt::shown_messages),
             frame_json: serde_json::to_string_pretty(&value).unwrap_or_default(),
             error: str_at(&value["error"]),
         })

@@ -76,6 +76,8 @@ pub struct VerifyView {
     pub first_bad_seq: Option<i64>,
     pub reason: Option<String>,
     pub millis: f64,
+    /// Where signing keys were replaced (new key epochs), oldest first.
+    pub key_epochs: Vec<crate::keys::KeyEpochView>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]

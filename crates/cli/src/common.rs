@@ -62,17 +62,40 @@ pub async fn verify(ctx: &Ctx, json: bool) -> ExitCode {
         print_json(&report);
     } else if report.ok {
         println!("ok: {} events; hash chain and signatures hold ({:.1} ms)", report.events, report.millis);
+        print_epochs(&report.key_epochs);
     } else {
         println!(
             "FAILED at event {}: {}",
             report.first_bad_seq.unwrap_or_default(),
             report.reason.as_deref().unwrap_or("unknown")
         );
+        print_epochs(&report.key_epochs);
     }
     if report.ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(3)
+    }
+}
+
+/// The key epoch boundaries, one line per commit that replaced keys.
+fn print_epochs(epochs: &[app::KeyEpochView]) {
+    let mut i = 0;
+    while i < epochs.len() {
+        let ts = &epochs[i].ts;
+        let group: Vec<&app::KeyEpochView> = epochs[i..].iter().take_while(|e| e.ts == *ts).collect();
+        i += group.len();
+        let who: Vec<String> = group
+            .iter()
+            .map(|e| {
+                let how = if e.self_certified { "self-certified by its new key" } else { "endorsed by the human key" };
+                format!("{} at event {} ({how})", e.name, e.seq)
+            })
+            .collect();
+        let when = ts.replace('T', " ");
+        let when = when.get(..16).unwrap_or(&when);
+        println!("keys replaced on {when} UTC: {} — {}", who.join(", "), group[0].reason);
+        println!("  events before it verify with the old public keys, events after it with the new ones");
     }
 }
 

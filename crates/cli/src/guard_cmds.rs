@@ -8,7 +8,15 @@ use serde_json::Value;
 use crate::common::{fail, print_json, Ctx};
 
 /// `ledgermind guard [TEXT] --json`: analyse TEXT, or stdin when absent.
-pub fn guard(text: Option<String>, json: bool) -> ExitCode {
+/// The trained classifier comes from HOME's models folder (or the default
+/// data directory's), else the setup cache; without it the rules run alone
+/// and a note on stderr says so (the JSON on stdout keeps its shape).
+pub fn guard(text: Option<String>, json: bool, home: Option<&std::path::Path>) -> ExitCode {
+    let data = home.map_or_else(app::DataDir::from_env, app::DataDir::new);
+    let status = app::install_guard_model(&app::guard_model_dirs(&data.models()));
+    if !matches!(status, app::GuardModelStatus::Loaded(_)) {
+        eprintln!("note: {}", status.describe());
+    }
     let text = match text {
         Some(t) => t,
         None => {

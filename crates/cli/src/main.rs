@@ -5,10 +5,12 @@
 mod bench_cmds;
 mod common;
 mod guard_cmds;
+mod keys_cmds;
 mod memory_cmds;
 mod office_cmds;
 mod persona_cmds;
 mod vault_cmds;
+mod voice_cmds;
 
 use std::process::ExitCode;
 
@@ -63,6 +65,9 @@ enum Command {
     Tools(guard_cmds::ToolsArgs),
     /// Machine and data-directory status.
     Status,
+    /// Force the prompt a local MODEL gets: compact (small models), full
+    /// (the whole narrative), or auto (chosen from the GGUF metadata).
+    PromptProfile { model: String, profile: String },
     /// Import FILE (a JSON array of {"id", "speaker", "text", "timestamp"}) into PERSONA's conversation.
     ImportConversation(memory_cmds::ImportArgs),
     /// Rank PERSONA's past messages and memories for QUERY (the ranking replies use).
@@ -70,12 +75,19 @@ enum Command {
     /// Save slots: list | save SLOT NAME | restore SLOT | delete SLOT | undo.
     #[command(subcommand)]
     Checkpoint(vault_cmds::CheckpointCmd),
-    /// Write the whole profile, encrypted, to FILE.
+    /// Write the whole profile, encrypted, to FILE (with the private
+    /// signing keys, so the new machine needs no new key epoch, unless
+    /// --without-keys).
     Export {
         file: std::path::PathBuf,
         #[arg(long)]
         passphrase_file: std::path::PathBuf,
+        #[arg(long)]
+        without_keys: bool,
     },
+    /// Signing keys: status | rotate --all-missing.
+    #[command(subcommand)]
+    Keys(keys_cmds::KeysCmd),
     /// Import an export FILE into an empty home.
     Import {
         file: std::path::PathBuf,
@@ -103,6 +115,9 @@ enum Command {
     Dream { persona: String },
     /// Show or switch (--type, --mode) PERSONA's session type and mode.
     Session(office_cmds::SessionArgs),
+    /// The offline voice engine on audio files: transcribe, say.
+    #[command(subcommand)]
+    Voice(voice_cmds::VoiceCmd),
 }
 
 #[derive(Debug, Subcommand)]
@@ -119,6 +134,8 @@ enum BenchCmd {
     },
     /// office (#5): frame + narrative build time with a full ledger, as a share of the model's time to first token.
     Office(office_cmds::BenchArgs),
+    /// Facts-then-questions conversations on the local model: answered, loops, prompt size and latency by turn, beside the model with a minimal prompt.
+    Replies(bench_cmds::RepliesArgs),
 }
 
 fn main() -> ExitCode {
@@ -131,10 +148,16 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Commands that need no data directory.
     match &cli.command {
-        Command::Guard { text, json } => return guard_cmds::guard(text.clone(), *json),
+        Command::Guard { text, json } => return guard_cmds::guard(text.clone(), *json, cli.home.as_deref()),
         // Without a home, the registry as built in (no settings to apply).
         Command::Tools(args) if cli.home.is_none() => return guard_cmds::tools(args),
         Command::CheckProof { file } => return vault_cmds::check_proof(file),
+        // The voice engine works on files and models; it opens no ledger.
+        Command::Voice(cmd) if !cmd.needs_engine() => {
+            if let Command::Voice(cmd) = cli.command {
+                return voice_cmds::run(cli.home, cmd);
+            }
+        }
         _ => {}
     }
     let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
@@ -152,6 +175,7 @@ fn main() -> ExitCode {
         if let Command::Bench(BenchCmd::Vault(cmd)) = &cli.command {
             return vault_cmds::bench(cmd).await;
         }
+        let home = cli.home.clone();
         let ctx = match Ctx::open(cli.home).await {
             Ok(ctx) => ctx,
             Err(e) => return common::fail(&e),
@@ -163,6 +187,13 @@ fn main() -> ExitCode {
             Command::Events { json, last } => common::events(&ctx, json, last).await,
             Command::Queue { json } => common::queue(&ctx, json).await,
             Command::Status => common::status(&ctx).await,
+            Command::PromptProfile { model, profile } => match ctx.engine.set_prompt_profile(&model, &profile).await {
+                Ok(()) => {
+                    println!("prompt profile of {model}: {profile}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => common::fail(&e),
+            },
             Command::ImportConversation(args) => memory_cmds::import(&ctx, args).await,
             Command::Recall(args) => memory_cmds::recall(&ctx, args).await,
             Command::Frame(args) => office_cmds::frame(&ctx, args).await,
@@ -172,11 +203,16 @@ fn main() -> ExitCode {
             Command::Session(args) => office_cmds::session(&ctx, args).await,
             Command::Bench(BenchCmd::Chat { persona, runs }) => bench_cmds::chat(&ctx, &persona, runs).await,
             Command::Bench(BenchCmd::Office(args)) => office_cmds::bench(&ctx, args).await,
+            Command::Bench(BenchCmd::Replies(args)) => bench_cmds::replies(&ctx, args).await,
             Command::Checkpoint(cmd) => vault_cmds::checkpoint(&ctx, cmd).await,
-            Command::Export { file, passphrase_file } => vault_cmds::export(&ctx, &file, &passphrase_file).await,
+            Command::Export { file, passphrase_file, without_keys } => {
+                vault_cmds::export(&ctx, &file, &passphrase_file, !without_keys).await
+            }
+            Command::Keys(cmd) => keys_cmds::run(&ctx, cmd).await,
             Command::Prove { seq } => vault_cmds::prove(&ctx, seq).await,
             Command::Import { .. } | Command::Bench(BenchCmd::Vault(_)) | Command::CheckProof { .. } => ExitCode::SUCCESS,
             Command::Tools(args) => guard_cmds::tools_in_home(&ctx, &args).await,
+            Command::Voice(cmd) => voice_cmds::converse(&ctx, home, cmd).await,
             Command::Guard { .. } => ExitCode::SUCCESS,
         };
         ctx.engine.shutdown().await;

@@ -143,14 +143,15 @@ fn read_passphrase(file: &Path) -> Result<String, AppError> {
     Ok(pass)
 }
 
-pub async fn export(ctx: &Ctx, file: &Path, passphrase_file: &Path) -> ExitCode {
+pub async fn export(ctx: &Ctx, file: &Path, passphrase_file: &Path, include_keys: bool) -> ExitCode {
     let pass = match read_passphrase(passphrase_file) {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
-    match ctx.engine.export_profile(file, &pass).await {
+    let options = ledger::ExportOptions { include_keys };
+    match ctx.engine.ledger().export_profile_with(file, &pass, options).await {
         Ok(s) => print_json(&s),
-        Err(e) => fail(&e),
+        Err(e) => fail(&e.into()),
     }
 }
 

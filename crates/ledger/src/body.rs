@@ -29,6 +29,19 @@ impl MessageRole {
     }
 }
 
+/// Whose key signs a key replacement (the event's signer is always the human).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyAuthority {
+    /// The human key in force before the event: the human endorses a
+    /// persona's new key, or hands its own epoch to a new key.
+    KeyInForce,
+    /// The new key itself (self-certified). Only for the human's own key,
+    /// and only because its old private key is gone: nothing older is left
+    /// to vouch for it. Verify accepts it and always reports it.
+    NewKey,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EventBody {
@@ -36,6 +49,20 @@ pub enum EventBody {
     LedgerCreated { profile_id: String, format: u32 },
     /// Binds an entity to its Ed25519 public key (hex). Never erased.
     EntityKeyRegistered { entity_id: String, entity_kind: String, public_key: String },
+    /// A new key epoch for one entity: its signing key is replaced (the old
+    /// private key was lost). Events before it keep verifying with the old
+    /// key, events after it with the new one. Never erased. Who may sign it
+    /// is `verify`'s trust rule (see `KeyAuthority`).
+    EntityKeyReplaced {
+        entity_id: String,
+        old_public_key: String,
+        new_public_key: String,
+        reason: String,
+        authority: KeyAuthority,
+        /// The new key's signature (hex) over `key_proof_message`: whoever
+        /// wrote this event holds the new private key.
+        new_key_proof: String,
+    },
     PersonaCreated {
         persona_id: String,
         name: String,
@@ -421,6 +448,7 @@ impl EventBody {
         match self {
             Self::LedgerCreated { .. } => "ledger_created",
             Self::EntityKeyRegistered { .. } => "entity_key_registered",
+            Self::EntityKeyReplaced { .. } => "entity_key_replaced",
             Self::PersonaCreated { .. } => "persona_created",
             Self::PersonaUpdated { .. } => "persona_updated",
             Self::PersonaArchived { .. } => "persona_archived",
@@ -476,6 +504,7 @@ impl EventBody {
             self,
             Self::LedgerCreated { .. }
                 | Self::EntityKeyRegistered { .. }
+                | Self::EntityKeyReplaced { .. }
                 | Self::PayloadErased { .. }
                 | Self::CheckpointRestored { .. }
         )

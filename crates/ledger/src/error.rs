@@ -12,7 +12,7 @@ pub enum LedgerError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error(transparent)]
     Keychain(#[from] KeyStoreError),
-    #[error("no signing key for entity {0}")]
+    #[error("no signing key for {0}: its private key is not in this keychain, so nothing can be signed or saved. If the key is lost, start a new key epoch with `ledgermind keys rotate --all-missing` (or the window's \"Start a new key epoch\" button); if you still have the old keychain or an export that holds the key, restore that instead")]
     MissingKey(String),
     #[error("a persona named \"{0}\" already exists")]
     PersonaExists(String),
@@ -128,7 +128,8 @@ impl LedgerError {
         match self {
             Self::Load(_) | Self::Corrupt { .. } => "STORAGE_LOAD_FAILED",
             Self::Save(_) | Self::Migrate(_) | Self::DataDir(_) => "STORAGE_SAVE_FAILED",
-            Self::Keychain(_) | Self::MissingKey(_) => "KEYCHAIN_UNAVAILABLE",
+            Self::Keychain(_) => "KEYCHAIN_UNAVAILABLE",
+            Self::MissingKey(_) => "KEY_MISSING",
             Self::PersonaExists(_) => "PERSONA_EXISTS",
             Self::PersonaNotFound(_) => "PERSONA_NOT_FOUND",
             Self::PersonaArchived(_) => "PERSONA_ARCHIVED",

@@ -22,6 +22,8 @@
 //! ```
 //! The key check tells a wrong passphrase (`EXPORT_BAD_PASSPHRASE`) from a
 //! damaged file (`EXPORT_DAMAGED`); it reveals nothing the tag does not.
+//! The keys are optional (`ExportOptions::include_keys`): an export without
+//! them needs a new key epoch where it is imported.
 //! Documents are not part of the profile yet; provider API keys are not
 //! exported (re-enter them on the new machine).
 
@@ -54,6 +56,21 @@ const HEADER_LEN: usize = 94;
 const M_COST: u32 = 19 * 1024;
 const T_COST: u32 = 2;
 const P_COST: u32 = 1;
+
+/// What goes into an export besides the events and checkpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExportOptions {
+    /// The private signing keys in force, so the profile keeps signing on
+    /// the new machine under the same keys (no new key epoch there).
+    /// Without them the importing machine starts a new epoch.
+    pub include_keys: bool,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        Self { include_keys: true }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ExportSummary {
@@ -200,6 +217,11 @@ impl Ledger {
     /// Writes the whole profile, encrypted with `passphrase`, to `path`
     /// (via a temporary file and a rename: never half a file).
     pub async fn export_profile(&self, path: &Path, passphrase: &str) -> Result<ExportSummary> {
+        self.export_profile_with(path, passphrase, ExportOptions::default()).await
+    }
+
+    /// `export_profile`, choosing whether the private keys go along.
+    pub async fn export_profile_with(&self, path: &Path, passphrase: &str, options: ExportOptions) -> Result<ExportSummary> {
         if passphrase.chars().count() < 8 {
             return Err(LedgerError::Invalid("the export passphrase must have at least 8 characters".into()));
         }
@@ -220,15 +242,19 @@ impl Ledger {
                 .map(String::from_utf8)
                 .transpose()
                 .map_err(|_| LedgerError::Corrupt { seq, reason: "payload is not UTF-8".into() })?;
-            if r.get::<String, _>(4) == "entity_key_registered" {
+            if options.include_keys && r.get::<String, _>(4) == "entity_key_registered" {
                 if let Some(Ok(EventBody::EntityKeyRegistered { entity_id, .. })) =
                     body.as_deref().map(serde_json::from_str::<EventBody>)
                 {
-                    match self.keystore().load(&self.key_account(&entity_id))? {
-                        Some(secret) => {
-                            keys.insert(entity_id, hex::encode(secret));
+                    // The key in force only (a key epoch keeps the account).
+                    match self.signing_key(&entity_id) {
+                        Ok(secret) => {
+                            keys.insert(entity_id, hex::encode(secret.to_bytes()));
                         }
-                        None => tracing::warn!(entity = %entity_id, "no private key in the keychain; not exported"),
+                        Err(LedgerError::MissingKey(_)) => {
+                            tracing::warn!(entity = %entity_id, "no private key in the keychain; not exported")
+                        }
+                        Err(e) => return Err(e),
                     }
                 }
             }
@@ -247,7 +273,7 @@ impl Ledger {
             });
         }
         drop(rows);
-        if !keys.contains_key(crate::store::HUMAN_ENTITY) {
+        if options.include_keys && !keys.contains_key(crate::store::HUMAN_ENTITY) {
             return Err(LedgerError::MissingKey(crate::store::HUMAN_ENTITY.into()));
         }
         let checkpoints = self
@@ -353,10 +379,14 @@ pub async fn import_profile(
         // Every exported key must be the one its entity registered.
         let mut registered = HashMap::new();
         for e in &raw {
-            if let Some(Ok(EventBody::EntityKeyRegistered { entity_id, public_key, .. })) =
-                e.body.as_deref().map(serde_json::from_slice::<EventBody>)
-            {
-                registered.insert(entity_id, public_key);
+            match e.body.as_deref().map(serde_json::from_slice::<EventBody>) {
+                Some(Ok(EventBody::EntityKeyRegistered { entity_id, public_key, .. })) => {
+                    registered.insert(entity_id, public_key);
+                }
+                Some(Ok(EventBody::EntityKeyReplaced { entity_id, new_public_key, .. })) => {
+                    registered.insert(entity_id, new_public_key);
+                }
+                _ => {}
             }
         }
         for (entity, secret) in &plain.keys {

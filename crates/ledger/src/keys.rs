@@ -15,6 +15,12 @@ pub enum KeyStoreError {
 /// A secret store. `account` names one secret inside Ledgermind's service.
 pub trait KeyStore: Send + Sync {
     fn load(&self, account: &str) -> Result<Option<Vec<u8>>, KeyStoreError>;
+    /// `load`, failing as `Locked` if the store has not answered within
+    /// `deadline`. Stores that cannot hang just load.
+    fn load_within(&self, account: &str, deadline: std::time::Duration) -> Result<Option<Vec<u8>>, KeyStoreError> {
+        let _cannot_hang = deadline;
+        self.load(account)
+    }
     fn store(&self, account: &str, secret: &[u8]) -> Result<(), KeyStoreError>;
     fn delete(&self, account: &str) -> Result<(), KeyStoreError>;
 }
@@ -33,6 +39,13 @@ pub struct KeyringStore {
 
 /// How long one keychain call may take before it fails as `Locked`.
 pub const KEYCHAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long reading a signing key or checking the keys may take. A read
+/// that answers "no such key" returns at once; one that waits this long is
+/// waiting on a locked keychain (an unlock prompt), and the person should
+/// hear so within seconds, not after [`KEYCHAIN_TIMEOUT`]. The call goes on
+/// in the background: once the prompt is answered, the next try succeeds.
+pub const KEY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(4);
 
 impl KeyringStore {
     pub fn new(service: impl Into<String>) -> Self {
@@ -94,12 +107,23 @@ fn map_keyring(e: keyring::Error) -> KeyStoreError {
     }
 }
 
+fn get_secret(entry: keyring::Entry) -> Result<Option<Vec<u8>>, KeyStoreError> {
+    match entry.get_secret() {
+        Ok(secret) => Ok(Some(secret)),
+        Err(keyring::Error::NoEntry) => Ok(None),
+        Err(e) => Err(map_keyring(e)),
+    }
+}
+
 impl KeyStore for KeyringStore {
     fn load(&self, account: &str) -> Result<Option<Vec<u8>>, KeyStoreError> {
-        self.with_entry(account, |entry| match entry.get_secret() {
-            Ok(secret) => Ok(Some(secret)),
-            Err(keyring::Error::NoEntry) => Ok(None),
-            Err(e) => Err(map_keyring(e)),
+        self.with_entry(account, get_secret)
+    }
+
+    fn load_within(&self, account: &str, deadline: std::time::Duration) -> Result<Option<Vec<u8>>, KeyStoreError> {
+        let (service, account) = (self.service.clone(), account.to_owned());
+        with_deadline(deadline.min(self.timeout), move || {
+            get_secret(keyring::Entry::new(&service, &account).map_err(map_keyring)?)
         })
     }
 
@@ -131,9 +155,27 @@ mod memory {
     pub struct MemoryKeyStore {
         secrets: Mutex<HashMap<String, Vec<u8>>>,
         unavailable: std::sync::atomic::AtomicBool,
+        /// Every read takes this long first (a keychain waiting on a prompt).
+        read_delay: Mutex<Option<std::time::Duration>>,
     }
 
     impl MemoryKeyStore {
+        /// Makes every read wait `delay` first, as a locked keychain waiting
+        /// on an unlock prompt does (`None`: answer at once).
+        pub fn set_read_delay(&self, delay: Option<std::time::Duration>) {
+            if let Ok(mut d) = self.read_delay.lock() {
+                *d = delay;
+            }
+        }
+        /// Forgets every secret: a wiped or new keychain.
+        pub fn wipe(&self) {
+            if let Ok(mut m) = self.secrets.lock() {
+                m.clear();
+            }
+        }
+        fn delay(&self) -> Option<std::time::Duration> {
+            self.read_delay.lock().ok().and_then(|d| *d)
+        }
         pub fn set_unavailable(&self, down: bool) {
             self.unavailable.store(down, std::sync::atomic::Ordering::SeqCst);
         }
@@ -150,7 +192,19 @@ mod memory {
     }
 
     impl KeyStore for MemoryKeyStore {
+        fn load_within(&self, account: &str, deadline: std::time::Duration) -> Result<Option<Vec<u8>>, KeyStoreError> {
+            match self.delay() {
+                Some(d) if d > deadline => {
+                    std::thread::sleep(deadline);
+                    Err(KeyStoreError::Locked("the test keychain did not answer in time".into()))
+                }
+                _ => self.load(account),
+            }
+        }
         fn load(&self, account: &str) -> Result<Option<Vec<u8>>, KeyStoreError> {
+            if let Some(d) = self.delay() {
+                std::thread::sleep(d);
+            }
             self.check()?;
             Ok(self.secrets.lock().map_err(|e| KeyStoreError::Other(e.to_string()))?.get(account).cloned())
         }

@@ -13,6 +13,7 @@ mod error;
 mod event;
 mod bench;
 mod checkpoint;
+mod epochs;
 mod erase;
 mod export;
 mod keys;
@@ -27,7 +28,7 @@ mod signing;
 mod store;
 mod verify;
 
-pub use body::{EventBody, HandoverAuthor, MessageRole, ObligationKind};
+pub use body::{EventBody, HandoverAuthor, KeyAuthority, MessageRole, ObligationKind};
 pub use body::{ContextStatus, MemoryKind, PersonaTopic, QuoteSpan, Validation};
 pub use memories::{Memory, PersonaGroups, PersonaProfile, Summary, DEFAULT_GROUP};
 pub use clock::{Clock, SystemClock};
@@ -40,10 +41,11 @@ pub use event::{EventHeader, HASH_LEN};
 pub use keys::MemoryKeyStore;
 pub use bench::{bench_ledger, BenchReport};
 pub use checkpoint::{autosave_due, CheckpointInfo, CheckpointKind, AUTOSAVE_INTERVAL, AUTO_SLOTS, MANUAL_SLOTS};
-pub use export::{import_profile, ExportSummary, EXPORT_VERSION};
+pub use export::{import_profile, ExportOptions, ExportSummary, EXPORT_VERSION};
 #[cfg(any(test, feature = "test-support"))]
 pub use keys::FileKeyStore;
-pub use keys::{KeyStore, KeyStoreError, KeyringStore};
+pub use keys::{KeyStore, KeyStoreError, KeyringStore, KEYCHAIN_TIMEOUT, KEY_READ_TIMEOUT};
+pub use epochs::{EntityKeyStatus, KeyReplacement, PrivateKeyState, LOST_KEY_REASON};
 pub use merkle::{leaf_hash, node_hash};
 pub use proof::{check_proof, sth_message, Proof, SignedTreeHead};
 pub use office::{
@@ -54,6 +56,6 @@ pub use query::{Account, Item, Message, Persona, StoredEvent};
 pub use queue::{NewJob, QueueItem, QueueState};
 pub use erase::Erasure;
 pub use store::{Draft, Ledger, LedgerOptions, Receipt, EI_PERSONA_ID, HUMAN_ENTITY};
-pub use verify::{VerifyFailure, VerifyReport};
+pub use verify::{key_proof_message, KeyEpoch, VerifyFailure, VerifyReport};
 
 pub type Result<T, E = LedgerError> = std::result::Result<T, E>;

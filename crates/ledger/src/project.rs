@@ -48,6 +48,15 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
                 .await
                 .map_err(LedgerError::Save)?;
         }
+        EventBody::EntityKeyReplaced { entity_id, new_public_key, .. } => {
+            let key = hex::decode(new_public_key).map_err(|e| LedgerError::Invalid(e.to_string()))?;
+            sqlx::query("UPDATE entities SET public_key = ? WHERE id = ?")
+                .bind(key)
+                .bind(entity_id)
+                .execute(&mut **tx)
+                .await
+                .map_err(LedgerError::Save)?;
+        }
         EventBody::PersonaCreated { persona_id, name, short_description, long_description, model, is_system } => {
             sqlx::query(
                 "INSERT INTO personas (id, name, name_key, short_description, long_description, model, is_system, archived, created_seq, updated_seq) \

@@ -301,17 +301,32 @@ impl Ledger {
 /// rolled back, cut, or replaced.
 pub(crate) fn check_sth(sth: &SignedTreeHead, events: &[RawEvent]) -> Option<VerifyFailure> {
     let n = events.len() as u64;
-    let human_key = events.first().and_then(|e| match e.body.as_deref().map(serde_json::from_slice::<EventBody>) {
-        Some(Ok(EventBody::EntityKeyRegistered { entity_id, public_key, .. })) if entity_id == HUMAN_ENTITY => {
-            hex::decode(public_key).ok().and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
-        }
-        _ => None,
-    });
+    // Any human key in force over the events the head covers may have
+    // signed it: a new key epoch re-signs the head with the new key.
+    let covered = &events[..(sth.size.min(n) as usize)];
+    let human_keys: Vec<[u8; 32]> = covered
+        .iter()
+        .filter(|e| e.kind == "entity_key_registered" || e.kind == "entity_key_replaced")
+        .filter_map(|e| match e.body.as_deref().map(serde_json::from_slice::<EventBody>) {
+            Some(Ok(EventBody::EntityKeyRegistered { entity_id, public_key, .. })) if entity_id == HUMAN_ENTITY => {
+                Some(public_key)
+            }
+            Some(Ok(EventBody::EntityKeyReplaced { entity_id, new_public_key, .. })) if entity_id == HUMAN_ENTITY => {
+                Some(new_public_key)
+            }
+            _ => None,
+        })
+        .filter_map(|k| hex::decode(k).ok().and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok()))
+        .collect();
     let sig_ok = (|| {
-        let key = VerifyingKey::from_bytes(&human_key?).ok()?;
         let root = hex::decode(&sth.root).ok()?;
         let sig: [u8; 64] = hex::decode(&sth.signature).ok()?.try_into().ok()?;
-        key.verify(&sth_message(sth.size, &root, &sth.ts), &Signature::from_bytes(&sig)).ok()
+        let message = sth_message(sth.size, &root, &sth.ts);
+        human_keys
+            .iter()
+            .filter_map(|k| VerifyingKey::from_bytes(k).ok())
+            .any(|key| key.verify(&message, &Signature::from_bytes(&sig)).is_ok())
+            .then_some(())
     })()
     .is_some();
     if !sig_ok {

@@ -76,6 +76,9 @@ pub struct Ledger {
     writer: Mutex<Writer>,
     keys: Arc<dyn KeyStore>,
     signers: RwLock<HashMap<String, SigningKey>>,
+    /// Each entity's public key in force (the `entities` projection): a
+    /// private key read from the keychain signs only if it matches.
+    registered: RwLock<HashMap<String, [u8; 32]>>,
     clock: Arc<dyn Clock>,
     profile_id: String,
     /// This copy of the database (see migration 0006): keys the keychain slot
@@ -218,6 +221,13 @@ impl Ledger {
             }
         }
         drop(hashes);
+        let registered: HashMap<String, [u8; 32]> = sqlx::query("SELECT id, public_key FROM entities")
+            .fetch_all(&mut conn)
+            .await
+            .map_err(LedgerError::Load)?
+            .iter()
+            .filter_map(|r| Some((r.get::<String, _>(0), <[u8; 32]>::try_from(r.get::<Vec<u8>, _>(1).as_slice()).ok()?)))
+            .collect();
         if sth_mismatch {
             tracing::error!("the database does not match the signed tree head in the keychain; run verify");
         }
@@ -226,6 +236,7 @@ impl Ledger {
             writer: Mutex::new(Writer { conn, seq, head: head_hash, tree }),
             keys,
             signers: RwLock::new(HashMap::new()),
+            registered: RwLock::new(registered),
             clock,
             profile_id,
             installation_id,
@@ -320,17 +331,46 @@ impl Ledger {
         if let Some(k) = self.signers.read().ok().and_then(|c| c.get(entity).cloned()) {
             return Ok(k);
         }
-        let secret = self
-            .keys
-            .load(&self.key_account(entity))?
-            .ok_or_else(|| LedgerError::MissingKey(entity.to_owned()))?;
+        let secret = zeroize::Zeroizing::new(
+            self.keys
+                .load_within(&self.key_account(entity), crate::keys::KEY_READ_TIMEOUT)?
+                .ok_or_else(|| LedgerError::MissingKey(entity.to_owned()))?,
+        );
         let bytes: [u8; 32] =
             secret.as_slice().try_into().map_err(|_| LedgerError::MissingKey(entity.to_owned()))?;
         let key = SigningKey::from_bytes(&bytes);
+        // A key from another profile or an earlier epoch would sign events
+        // that never verify: it counts as missing.
+        if let Some(public) = self.registered_key(entity) {
+            if public != key.verifying_key().to_bytes() {
+                tracing::warn!(entity, "the keychain holds a key that is not the one this ledger has in force");
+                return Err(LedgerError::MissingKey(entity.to_owned()));
+            }
+        }
         if let Ok(mut cache) = self.signers.write() {
             cache.insert(entity.to_owned(), key.clone());
         }
         Ok(key)
+    }
+
+    /// The public key in force for `entity`, if it has one.
+    pub(crate) fn registered_key(&self, entity: &str) -> Option<[u8; 32]> {
+        self.registered.read().ok().and_then(|r| r.get(entity).copied())
+    }
+
+    /// Appends `drafts` signed with `keys` for the signers they name (the
+    /// keychain for the others), then caches those keys: a key epoch's new
+    /// keys sign only the commit that puts them in force.
+    pub(crate) async fn append_signed_with(
+        &self,
+        drafts: Vec<Draft>,
+        keys: HashMap<String, SigningKey>,
+    ) -> Result<Vec<Receipt>> {
+        let receipts = self.commit_inner(drafts, &[], false, &[], &[], &keys).await?.0;
+        if let Ok(mut cache) = self.signers.write() {
+            cache.extend(keys);
+        }
+        Ok(receipts)
     }
 
     /// Appends one event signed by its own entity.
@@ -389,6 +429,18 @@ impl Ledger {
         jobs: &[NewJob],
         sources: &[String],
     ) -> Result<(Vec<Receipt>, Vec<QueueItem>)> {
+        self.commit_inner(drafts, erase, rebuild, jobs, sources, &HashMap::new()).await
+    }
+
+    async fn commit_inner(
+        &self,
+        drafts: Vec<Draft>,
+        erase: &[i64],
+        rebuild: bool,
+        jobs: &[NewJob],
+        sources: &[String],
+        given_keys: &HashMap<String, SigningKey>,
+    ) -> Result<(Vec<Receipt>, Vec<QueueItem>)> {
         let rebuild = rebuild || drafts.iter().any(|d| matches!(d.body, EventBody::CheckpointRestored { .. }));
         if drafts.is_empty() {
             return Ok((Vec::new(), Vec::new()));
@@ -397,7 +449,11 @@ impl Ledger {
         let mut keys: HashMap<String, SigningKey> = HashMap::new();
         for d in &drafts {
             if !keys.contains_key(&d.signer) {
-                keys.insert(d.signer.clone(), self.signing_key(&d.signer)?);
+                let key = match given_keys.get(&d.signer) {
+                    Some(k) => k.clone(),
+                    None => self.signing_key(&d.signer)?,
+                };
+                keys.insert(d.signer.clone(), key);
             }
         }
         let bodies: Vec<Vec<u8>> = drafts
@@ -409,6 +465,18 @@ impl Ledger {
 
         let mut guard = self.lock_writer().await;
         let writer = &mut *guard;
+        // Under the writer lock, so no key epoch can begin in between: a key
+        // gathered above that is no longer in force (a replacement committed
+        // meanwhile) would sign events that never verify. (Keys given by a
+        // key epoch come into force with this very commit.)
+        for (signer, key) in keys.iter().filter(|(s, _)| !given_keys.contains_key(*s)) {
+            if self.registered_key(signer).is_some_and(|k| k != key.verifying_key().to_bytes()) {
+                if let Ok(mut cache) = self.signers.write() {
+                    cache.remove(signer);
+                }
+                return Err(LedgerError::MissingKey(signer.clone()));
+            }
+        }
         for id in sources {
             let present: Option<i64> = sqlx::query_scalar("SELECT 1 FROM messages WHERE id = ?")
                 .bind(id)
@@ -519,6 +587,7 @@ impl Ledger {
         for h in &hashes {
             writer.tree.push_event(h);
         }
+        self.note_keys_in_force(&drafts);
 
         let mut receipts = Vec::with_capacity(headers.len());
         for (i, h) in headers.iter().enumerate() {
@@ -540,6 +609,21 @@ impl Ledger {
         drop(guard);
         self.after_commit(size, root);
         Ok((receipts, items))
+    }
+
+    /// Keeps `registered` in step with the key events just committed.
+    fn note_keys_in_force(&self, drafts: &[Draft]) {
+        let Ok(mut registered) = self.registered.write() else { return };
+        for d in drafts {
+            let (entity, public) = match &d.body {
+                EventBody::EntityKeyRegistered { entity_id, public_key, .. } => (entity_id, public_key),
+                EventBody::EntityKeyReplaced { entity_id, new_public_key, .. } => (entity_id, new_public_key),
+                _ => continue,
+            };
+            if let Some(k) = hex::decode(public).ok().and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok()) {
+                registered.insert(entity.clone(), k);
+            }
+        }
     }
 
     /// Replaces the writer connection after a failed write. When SQLite rolls

@@ -17,6 +17,7 @@ pub mod fake;
 pub mod gguf;
 #[cfg(feature = "local")]
 pub mod local;
+pub mod loop_guard;
 pub mod openai;
 pub mod retry;
 
@@ -25,6 +26,7 @@ pub use fake::{ScriptStep, ScriptedProvider};
 pub use gguf::{validate_gguf_file, GgufHeader};
 #[cfg(feature = "local")]
 pub use local::{default_threads, LocalEngine};
+pub use loop_guard::LoopGuard;
 pub use openai::OpenAiCompatible;
 pub use retry::{BreakerState, CircuitBreaker, RetryPolicy, Retrying, WithFallback};
 
@@ -113,6 +115,49 @@ pub struct CompletionRequest {
     /// With `tools`: the model must call one (`tool_choice: "required"`).
     pub tool_required: bool,
     pub cancel: CancelFlag,
+    /// Repetition control and the loop guard for a free-text reply (the
+    /// local engine; HTTP adapters ignore it). `None`: llama.cpp's default
+    /// samplers at `temperature`, nothing more.
+    pub sampling: Option<Sampling>,
+}
+
+/// How a free-text reply is sampled so that a small model does not loop.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    pub top_p: f32,
+    /// llama.cpp's repeat penalty over the last `penalty_last_n` tokens (1 = off).
+    pub repeat_penalty: f32,
+    pub penalty_last_n: i32,
+    /// DRY multiplier (0 = off).
+    pub dry_multiplier: f32,
+    /// End the reply when a sentence or a long run of words repeats, and
+    /// trim the repeat (see [`loop_guard`]).
+    pub loop_guard: bool,
+}
+
+impl Sampling {
+    /// Settings for conversation with a small local model.
+    pub const CONVERSATION: Sampling = Sampling {
+        top_p: 0.9,
+        repeat_penalty: 1.1,
+        penalty_last_n: 64,
+        dry_multiplier: 0.8,
+        loop_guard: true,
+    };
+}
+
+/// What a model can do, as far as the provider knows: the local engine reads
+/// it from the GGUF file; remote providers say nothing (`parameters: None`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ModelCapability {
+    pub parameters: Option<u64>,
+    /// The context the model was trained with, in tokens.
+    pub context: Option<u32>,
+    /// Whether the model ships a chat template (else ChatML is used).
+    pub chat_template: bool,
+    pub local: bool,
+    /// The languages the model card names (`general.languages`), if any.
+    pub languages: Vec<String>,
 }
 
 impl CompletionRequest {
@@ -126,6 +171,7 @@ impl CompletionRequest {
             tools: Vec::new(),
             tool_required: false,
             cancel: CancelFlag::default(),
+            sampling: None,
         }
     }
 }
@@ -166,4 +212,8 @@ pub trait Provider: Send + Sync {
         request: CompletionRequest,
         sink: Option<TokenSink>,
     ) -> Result<Completion, ProviderError>;
+    /// What `model` can do (see [`ModelCapability`]); unknown by default.
+    async fn capability(&self, _model: &str) -> ModelCapability {
+        ModelCapability::default()
+    }
 }

@@ -22,18 +22,21 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::gguf::GgufContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::{send_logs_to_tracing, LogOptions};
 
 use crate::gguf::{validate_gguf_file, GgufHeader};
+use crate::loop_guard::{LoopGuard, Step};
 use crate::{
-    ChatMessage, Completion, CompletionRequest, FinishReason, Provider, ProviderError, Role,
-    TokenSink,
+    ChatMessage, Completion, CompletionRequest, FinishReason, ModelCapability, Provider,
+    ProviderError, Role, TokenSink,
 };
 
 /// Prompt tokens decoded per batch.
@@ -99,6 +102,8 @@ struct Shared {
     /// At most one such overlapping generation, so a burst of cancellations
     /// cannot pile contexts up.
     overlap: Mutex<()>,
+    /// Evaluated contexts kept between calls (see [`WarmContext`]).
+    warm: Mutex<Vec<WarmContext>>,
 }
 
 /// The in-process llama.cpp engine. Cheap to clone; clones share the model
@@ -134,6 +139,7 @@ impl LocalEngine {
                 busy: Mutex::new(()),
                 holder: Mutex::new(None),
                 overlap: Mutex::new(()),
+                warm: Mutex::new(Vec::new()),
             }),
             threads,
         }
@@ -338,6 +344,7 @@ impl LocalEngine {
             }
             std::thread::sleep(Duration::from_millis(2));
         };
+        let own_turn = matches!(_turn, Turn::Own { .. });
         let model = self.model(path)?;
         if cancelled() {
             return Ok(cancelled_empty());
@@ -363,36 +370,35 @@ impl LocalEngine {
             });
         }
         let max_new = (request.max_tokens as usize).min(n_ctx_train - n_prompt - 1);
-        let n_ctx = (n_prompt + max_new + 1)
-            .div_ceil(256)
-            .saturating_mul(256)
-            .min(n_ctx_train);
-        let threads = i32::try_from(self.threads).unwrap_or(i32::MAX);
-        let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(u32::try_from(n_ctx).unwrap_or(u32::MAX)))
-            .with_n_batch(N_BATCH as u32)
-            .with_n_ubatch(N_BATCH as u32)
-            .with_n_threads(threads)
-            .with_n_threads_batch(threads);
-        let mut ctx = {
-            let _creating = lock(&CONTEXT_CREATION);
-            model.new_context(backend, params)
-        }
-        .map_err(|e| {
-            ProviderError::Unavailable(format!("the local engine has no memory for a context: {e}"))
-        })?;
+        let needed = n_prompt + max_new + 1;
+        // A warm context of this model whose evaluated tokens share the
+        // longest prefix with this prompt: only the rest is evaluated. An
+        // overlapping generation (beside an abandoned one) never takes one.
+        let warm = if own_turn {
+            self.take_warm(path, &tokens, needed)
+        } else {
+            None
+        };
+        let mut slot = match warm {
+            Some(w) => w,
+            None => {
+                let n_ctx = needed.max(WARM_MIN_CTX).div_ceil(1024).saturating_mul(1024).min(n_ctx_train);
+                WarmContext::new(backend, model.clone(), path, n_ctx, self.threads)?
+            }
+        };
+        let reused = slot.keep_prefix(&tokens);
 
         let mut sampler = build_sampler(&model, request)?;
         let decode_err = |e: llama_cpp_2::DecodeError| {
             ProviderError::Unavailable(format!("local decoding failed: {e}"))
         };
 
-        // Prompt, in chunks; logits only for the last token. After each chunk
-        // an empty piece tells the caller the call is still moving: a long
-        // prompt on a busy CPU can take longer before its first token than a
-        // caller's "no progress" limit.
+        // The prompt's new tokens, in chunks; logits only for the last token.
+        // After each chunk an empty piece tells the caller the call is still
+        // moving: a long prompt on a busy CPU can take longer before its
+        // first token than a caller's "no progress" limit.
         let mut batch = LlamaBatch::new(N_BATCH, 1);
-        for (chunk_index, chunk) in tokens.chunks(PROMPT_CHUNK).enumerate() {
+        for (chunk_index, chunk) in tokens[reused..].chunks(PROMPT_CHUNK).enumerate() {
             if chunk_index > 0 {
                 if let Some(sink) = sink {
                     let _ = sink.send(String::new());
@@ -403,24 +409,23 @@ impl LocalEngine {
             }
             batch.clear();
             for (i, token) in chunk.iter().enumerate() {
-                let pos = chunk_index * PROMPT_CHUNK + i;
+                let pos = reused + chunk_index * PROMPT_CHUNK + i;
                 let last = pos + 1 == n_prompt;
                 batch
                     .add(*token, i32::try_from(pos).unwrap_or(i32::MAX), &[0], last)
                     .map_err(|e| ProviderError::Unavailable(format!("local batch failed: {e}")))?;
             }
-            ctx.decode(&mut batch).map_err(decode_err)?;
+            slot.ctx.decode(&mut batch).map_err(decode_err)?;
+            slot.tokens.extend_from_slice(chunk);
         }
 
         let mut text = String::new();
         let mut utf8 = Utf8Stream::default();
+        let mut guard = request.sampling.filter(|s| s.loop_guard && request.json_schema.is_none()).map(|_| LoopGuard::new());
         let mut first_token_ms = None;
         let mut generated = 0usize;
         let mut pos = n_prompt;
         let emit = |piece: String, text: &mut String| {
-            if piece.is_empty() {
-                return;
-            }
             if let Some(sink) = sink {
                 let _ = sink.send(piece.clone());
             }
@@ -433,7 +438,7 @@ impl LocalEngine {
             if generated >= max_new {
                 break FinishReason::Length;
             }
-            let token = sampler.sample(&ctx, batch.n_tokens() - 1);
+            let token = sampler.sample(&slot.ctx, batch.n_tokens() - 1);
             if first_token_ms.is_none() {
                 first_token_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
             }
@@ -442,18 +447,51 @@ impl LocalEngine {
             }
             generated += 1;
             let bytes = vocab.token_to_piece(token, false, None);
-            emit(utf8.push(&bytes), &mut text);
+            let piece = utf8.push(&bytes);
+            let stop_marker = STOP_MARKERS.iter().any(|m| piece.contains(m));
+            match guard.as_mut() {
+                Some(_) if stop_marker => break FinishReason::Stop,
+                Some(g) => match g.push(&piece) {
+                    Step::Show(shown) => emit(shown, &mut text),
+                    Step::Loop(shown) => {
+                        emit(shown, &mut text);
+                        tracing::info!(tokens = generated, "the reply started repeating itself; it ends before the repeat");
+                        break FinishReason::Stop;
+                    }
+                },
+                None => {
+                    if !piece.is_empty() {
+                        emit(piece, &mut text);
+                    }
+                }
+            }
             batch.clear();
             batch
                 .add(token, i32::try_from(pos).unwrap_or(i32::MAX), &[0], true)
                 .map_err(|e| ProviderError::Unavailable(format!("local batch failed: {e}")))?;
             pos += 1;
-            ctx.decode(&mut batch).map_err(decode_err)?;
+            slot.ctx.decode(&mut batch).map_err(decode_err)?;
+            slot.tokens.push(token);
         };
-        emit(utf8.finish(), &mut text);
+        let rest = utf8.finish();
+        match guard.as_mut() {
+            Some(g) if !g.looped() => {
+                if finish != FinishReason::Cancelled {
+                    let _ = g.push(&rest);
+                    let tail = g.finish();
+                    emit(tail, &mut text);
+                }
+            }
+            Some(_) => {}
+            None => emit(rest, &mut text),
+        }
+        if own_turn && finish != FinishReason::Cancelled {
+            self.put_warm(slot);
+        }
         tracing::debug!(
             model = %path.display(),
             prompt_tokens = n_prompt,
+            reused_tokens = reused,
             completion_tokens = generated,
             ?finish,
             ms = started.elapsed().as_millis() as u64,
@@ -467,6 +505,172 @@ impl LocalEngine {
             first_token_ms,
             tool_calls: Vec::new(),
         })
+    }
+
+    /// Takes the warm context of `path` sharing the longest prefix with
+    /// `tokens` (and big enough for `needed`). When none fits and the pool is
+    /// full, the least recently used one is dropped to make room.
+    fn take_warm(&self, path: &Path, tokens: &[LlamaToken], needed: usize) -> Option<WarmContext> {
+        let mut pool = lock(&self.shared.warm);
+        pool.retain(|w| w.path != path || w.n_ctx >= needed || w.threads != self.threads);
+        let best = pool
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.path == path && w.threads == self.threads)
+            .map(|(i, w)| (i, common_prefix(&w.tokens, tokens)))
+            .max_by_key(|(_, p)| *p);
+        // Every prompt shares the template's first tokens: reuse only a
+        // prefix worth keeping, so a background job does not take over the
+        // conversation's context.
+        match best {
+            Some((i, p)) if p >= MIN_REUSE || (p > 0 && p * 2 >= tokens.len()) => Some(pool.swap_remove(i)),
+            _ => {
+                if pool.len() >= WARM_CONTEXTS {
+                    if let Some(oldest) = pool.iter().enumerate().min_by_key(|(_, w)| w.used).map(|(i, _)| i) {
+                        pool.swap_remove(oldest);
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Returns a context to the pool; when memory is short, the pool is
+    /// emptied instead (a context is rebuilt on demand).
+    fn put_warm(&self, mut slot: WarmContext) {
+        slot.used = Instant::now();
+        let mut pool = lock(&self.shared.warm);
+        if memory_is_short() {
+            tracing::info!("little memory left; warm model contexts dropped");
+            pool.clear();
+            return;
+        }
+        pool.push(slot);
+        while pool.len() > WARM_CONTEXTS {
+            if let Some(oldest) = pool.iter().enumerate().min_by_key(|(_, w)| w.used).map(|(i, _)| i) {
+                pool.swap_remove(oldest);
+            }
+        }
+    }
+
+    /// Whether no generation holds the model: a call abandoned by its
+    /// caller may still be finishing, and the next call then runs beside it
+    /// without a warm context.
+    pub fn is_idle(&self) -> bool {
+        !matches!(self.shared.busy.try_lock(), Err(std::sync::TryLockError::WouldBlock))
+    }
+
+    /// Drops every warm context (their memory is freed).
+    pub fn drop_warm_contexts(&self) {
+        lock(&self.shared.warm).clear();
+    }
+
+    /// How many tokens each warm context holds evaluated.
+    pub fn warm_contexts(&self) -> Vec<usize> {
+        lock(&self.shared.warm).iter().map(|w| w.tokens.len()).collect()
+    }
+}
+
+/// How many evaluated contexts are kept between calls: the conversation's
+/// and the background work's (extraction, summaries) beside it.
+const WARM_CONTEXTS: usize = 3;
+/// Fewer shared tokens than this (and under half the prompt) are not worth
+/// taking another call's context for.
+const MIN_REUSE: usize = 32;
+/// The smallest context made, so a conversation can grow in it.
+const WARM_MIN_CTX: usize = 1024;
+/// Below this much available memory no context is kept warm.
+const MIN_AVAILABLE_BYTES: u64 = 512 * 1024 * 1024;
+/// Text that marks the start of another turn when a model writes it out
+/// instead of ending its turn.
+const STOP_MARKERS: [&str; 3] = ["<|im_start|>", "<|im_end|>", "<|endoftext|>"];
+
+fn memory_is_short() -> bool {
+    let Ok(info) = std::fs::read_to_string("/proc/meminfo") else {
+        return false;
+    };
+    info.lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .is_some_and(|kb| kb * 1024 < MIN_AVAILABLE_BYTES)
+}
+
+fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// A llama.cpp context kept between calls with the tokens it has evaluated.
+struct WarmContext {
+    // Declared first: dropped before the model it borrows.
+    ctx: LlamaContext<'static>,
+    model: Arc<LlamaModel>,
+    path: PathBuf,
+    n_ctx: usize,
+    threads: usize,
+    /// The tokens whose keys and values the context holds, from position 0.
+    tokens: Vec<LlamaToken>,
+    used: Instant,
+}
+
+impl WarmContext {
+    fn new(
+        backend: &LlamaBackend,
+        model: Arc<LlamaModel>,
+        path: &Path,
+        n_ctx: usize,
+        threads: usize,
+    ) -> Result<Self, ProviderError> {
+        let t = i32::try_from(threads).unwrap_or(i32::MAX);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(u32::try_from(n_ctx).unwrap_or(u32::MAX)))
+            .with_n_batch(N_BATCH as u32)
+            .with_n_ubatch(N_BATCH as u32)
+            .with_n_threads(t)
+            .with_n_threads_batch(t);
+        let ctx = {
+            let _creating = lock(&CONTEXT_CREATION);
+            model.new_context(backend, params)
+        }
+        .map_err(|e| {
+            ProviderError::Unavailable(format!("the local engine has no memory for a context: {e}"))
+        })?;
+        // SAFETY: the context borrows the model, which lives on the heap
+        // inside the `Arc` stored beside it in this struct; the struct drops
+        // `ctx` before `model` (field order) and never hands the context out
+        // beyond its own lifetime, so the borrow never outlives the model.
+        #[allow(unsafe_code)]
+        let ctx: LlamaContext<'static> = unsafe { std::mem::transmute(ctx) };
+        Ok(Self { ctx, model, path: path.to_path_buf(), n_ctx, threads, tokens: Vec::new(), used: Instant::now() })
+    }
+
+    /// Keeps the evaluated prefix shared with `tokens` (at least the last
+    /// token is evaluated again, for its logits) and returns its length.
+    fn keep_prefix(&mut self, tokens: &[LlamaToken]) -> usize {
+        let mut keep = common_prefix(&self.tokens, tokens);
+        if keep >= tokens.len() {
+            keep = tokens.len().saturating_sub(1);
+        }
+        let removed = self
+            .ctx
+            .clear_kv_cache_seq(Some(0), u32::try_from(keep).ok(), None)
+            .unwrap_or(false);
+        if !removed {
+            self.ctx.clear_kv_cache();
+            keep = 0;
+        }
+        self.tokens.truncate(keep);
+        keep
+    }
+}
+
+impl std::fmt::Debug for WarmContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WarmContext")
+            .field("path", &self.path)
+            .field("n_ctx", &self.n_ctx)
+            .field("tokens", &self.tokens.len())
+            .field("params", &self.model.n_params())
+            .finish()
     }
 }
 
@@ -491,6 +695,37 @@ impl Drop for AbandonOnDrop {
 impl Provider for LocalEngine {
     fn name(&self) -> &str {
         "local"
+    }
+
+    /// Loads the model if needed and reads its size, training context and
+    /// chat template from it. A model that cannot load reports nothing.
+    async fn capability(&self, model: &str) -> ModelCapability {
+        let Ok(path) = self.model_path(model) else {
+            return ModelCapability { local: true, ..ModelCapability::default() };
+        };
+        let engine = self.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            engine.model(&path).map(|m| ModelCapability {
+                parameters: Some(m.n_params()),
+                context: Some(m.n_ctx_train()).filter(|c| *c > 0),
+                chat_template: m.chat_template(None).is_ok(),
+                local: true,
+                languages: m
+                    .meta_val_str("general.languages")
+                    .map(|l| {
+                        l.split(|c: char| !c.is_alphanumeric() && c != '-')
+                            .filter(|t| !t.is_empty())
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            })
+        })
+        .await;
+        match read {
+            Ok(Ok(c)) => c,
+            _ => ModelCapability { local: true, ..ModelCapability::default() },
+        }
     }
 
     async fn complete(
@@ -596,11 +831,26 @@ fn build_sampler(
             })?;
         chain.push(sampler);
     }
+    let free_text = request.json_schema.is_none();
+    let top_p = match request.sampling {
+        Some(s) if free_text => {
+            if s.repeat_penalty != 1.0 {
+                chain.push(LlamaSampler::penalties(model.n_vocab(), s.penalty_last_n, s.repeat_penalty, 0.0, 0.0));
+            }
+            if s.dry_multiplier > 0.0 {
+                // llama.cpp's defaults: base 1.75, allowed length 2, the
+                // whole context, its sequence breakers.
+                chain.push(LlamaSampler::dry(model, s.dry_multiplier, 1.75, 2, -1, ["\n", ":", "\"", "*"]));
+            }
+            s.top_p
+        }
+        _ => 0.95,
+    };
     if request.temperature <= 0.0 {
         chain.push(LlamaSampler::greedy());
     } else {
         chain.push(LlamaSampler::top_k(40));
-        chain.push(LlamaSampler::top_p(0.95, 1));
+        chain.push(LlamaSampler::top_p(top_p, 1));
         chain.push(LlamaSampler::min_p(0.05, 1));
         chain.push(LlamaSampler::temp(request.temperature));
         chain.push(LlamaSampler::dist(rand::random::<u32>()));

@@ -155,6 +155,10 @@ impl<P: Provider> Provider for Retrying<P> {
         self.inner.name()
     }
 
+    async fn capability(&self, model: &str) -> crate::ModelCapability {
+        self.inner.capability(model).await
+    }
+
     async fn complete(
         &self,
         request: CompletionRequest,

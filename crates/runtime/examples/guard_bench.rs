@@ -2,11 +2,16 @@
 //! text mixed), against a naive baseline measured in the same run:
 //! `to_lowercase()` plus one regex scan. Goal: p95 ≤ 5 ms.
 //!
-//! Run: `cargo build --workspace --all-targets && target/debug/examples/guard_bench`
+//! With the trained classifier (argument MODEL, else
+//! `$LEDGERMIND_CACHE/models/guard-classifier-v1.bin` when present) the
+//! guard runs rules + classifier, as the app does; the line "classifier:"
+//! says which was measured.
+//!
+//! Run: `cargo build --workspace --all-targets && target/debug/examples/guard_bench [MODEL]`
 
 use std::time::{Duration, Instant};
 
-use runtime::guard::analyze;
+use runtime::guard::{analyze, install_classifier, Classifier, CLASSIFIER_FILE};
 
 const BENIGN: [&str; 12] = [
     "Yesterday I watched Inception again and wanted to save a note about the ending. ",
@@ -64,7 +69,17 @@ fn measure(inputs: &[String], rounds: usize, f: impl Fn(&str) -> usize) -> (Vec<
     (times, sink)
 }
 
-fn main() -> Result<(), regex::Error> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let model = std::env::args().nth(1).map(std::path::PathBuf::from).or_else(|| {
+        std::env::var_os("LEDGERMIND_CACHE").map(|c| std::path::PathBuf::from(c).join("models").join(CLASSIFIER_FILE))
+    });
+    match model.as_ref().filter(|m| m.exists()) {
+        Some(m) => {
+            install_classifier(Classifier::from_bytes(&std::fs::read(m)?)?);
+            println!("classifier: {} (rules + classifier)", m.display());
+        }
+        None => println!("classifier: none found (rules only)"),
+    }
     let inputs: Vec<String> = (0..200).map(input).collect();
     let baseline = regex::Regex::new(
         r"ignore (all )?(previous|prior) instructions|system prompt|you are now|<\|im_start\|>|\[inst\]",

@@ -58,7 +58,7 @@ const ROUTES: &[Route] = &[
     },
     Route {
         tool: "search_items",
-        cue: r"\b(?:find|search|look for|list|show me|what did i save|which|busca|buscar|procura|procurar|encontra|lista|listar|mostra|quais)\b",
+        cue: r"\b(?:find|search|look for|list|show me|what did i save|which|busca|buscar|procura|procurar|encontra|lista|listar|mostra|quais)\b|\b(?:what|which)\b.*\b(?:did i|have i)\s+(?:save|store|keep|bookmark)\b|\b(?:o que|que|qual|quais)\b.*\b(?:salvei|guardei|anotei)\b",
     },
     Route {
         tool: "delete_memory",
@@ -168,14 +168,62 @@ static OFFICE_COMMAND: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
-/// The tools offered for `message`, and whether it is a command.
+/// A question's opening words (on folded words): what, which, where, do,
+/// can, o que, qual, onde, você … A command phrased as a question ("can you
+/// save …") is caught as a command first.
+static QUESTION_START: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?:and\s+|e\s+|so\s+|entao\s+)?(?:what|whats|which|where|wheres|when|who|whom|whose|why|how|hows|do|does|did|is|isnt|are|arent|was|were|am|have|has|had|can|could|would|should|will|any|o que|oque|que|qual|quais|onde|aonde|quando|quem|por que|porque|pq|como|quanto|quantos|quanta|quantas|voce|vc|sera|sabe|lembra|tem|existe)\b",
+    )
+    .ok()
+});
+
+/// Words that point at things the person saved (notes, movies, links,
+/// reminders…): a question with them may ask for a search of saved items.
+static SAVED_THINGS: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"\b(?:saved|save|stored|bookmarked|bookmarks|my (?:notes|movies|films|shows|series|links|videos|reminders|items|list|obligations|commitments|tasks|promises|appointments)|salvei|salvou|salvamos|salvos|salvas|guardei|guardou|guardados|guardadas|anotei|anotou|favoritos|lembretes|(?:minhas|meus) (?:notas|filmes|series|links|videos|lembretes|itens|favoritos|obrigações|obrigacoes|compromissos|tarefas|promessas))\b",
+    )
+    .ok()
+});
+
+/// Whether `message` is a question (not a command) about something other
+/// than what the person saved: it gets no tools, so it is answered in words.
+fn is_plain_question(message: &str, text: &str) -> bool {
+    let asks = message.trim_end().ends_with('?') || matches(&QUESTION_START, text);
+    asks && !matches(&SAVED_THINGS, text)
+}
+
+/// The tools offered for `message`, and whether it is a command. A question
+/// is never routed to a tool unless it is a command ("can you save …?") or
+/// asks about saved things ("which movies did I save?").
 pub fn route<'a>(message: &str, offered: &[&'a str]) -> Routing<'a> {
-    let tools = candidate_tools(message, offered);
     let text = fold_words(message);
     let command = [&COMMAND, &OFFICE_COMMAND].iter().any(|re| re.as_ref().is_some_and(|r| r.is_match(&text)));
+    if !command && is_plain_question(message, &text) {
+        return Routing { tools: Vec::new(), must_call: false };
+    }
+    let mut tools = candidate_tools(message, offered);
+    // A question about saved things asks for a read, nothing else: a search
+    // of saved items or the office's read-only query of its own records.
+    if !command && (message.trim_end().ends_with('?') || matches(&QUESTION_START, &text)) {
+        tools.retain(|t| matches!(*t, "search_items" | "query"));
+    }
+    // "Can you list three facts about cats?" lists nothing saved.
+    if command && !matches(&SAVED_THINGS, &text) && !matches(&ITEM_WORDS, &text) {
+        tools.retain(|t| *t != "search_items");
+    }
     let must_call = !tools.is_empty() && command;
     Routing { tools, must_call }
 }
+
+/// Kinds of saved item, for a search command ("find my notes", "lista os filmes").
+static ITEM_WORDS: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"\b(?:notes?|movies?|films?|shows?|series|links?|videos?|bookmarks?|reminders?|items?|notas?|filmes?|serie|links?|videos?|lembretes?|itens?|favoritos?|everything|tudo)\b",
+    )
+    .ok()
+});
 
 /// Where one command may end and the next begin: "…, then", "… and then",
 /// "… and also", "…, e também", "… e depois", "… and", "…,". Whether a
@@ -638,5 +686,22 @@ mod tests {
         let mut s = schema();
         ground_args(&mut s, "save the movie");
         assert!(s["properties"]["title"].get("enum").is_none());
+    }
+
+    #[test]
+    fn a_question_gets_no_tool_unless_it_asks_about_saved_things() {
+        let offered = ["save_movie", "save_note", "search_items", "remember", "set_reminder"];
+        for q in ["On which days do I run?", "Which movie should I watch tonight?", "What should I note about the weather?", "Quais dias eu trabalho?", "Can you list three fun facts about cats?"] {
+            assert_eq!(route(q, &offered), Routing { tools: vec![], must_call: false }, "{q}");
+        }
+        assert_eq!(route("What movies did I save?", &offered).tools, vec!["search_items"]);
+        assert_eq!(route("Quais filmes eu salvei?", &offered).tools, vec!["search_items"]);
+        // The persona's own tracked commitments are saved things too.
+        let office = ["query", "submit", "save_note"];
+        for q in ["What are my obligations?", "what are my obligations?", "Quais são minhas obrigações?"] {
+            assert!(!route(q, &office).tools.is_empty(), "{q}");
+        }
+        let asked = route("Can you save the movie Heat?", &offered);
+        assert!(asked.must_call && asked.tools.contains(&"save_movie"));
     }
 }

@@ -2,7 +2,7 @@
 //! corpora. In `guard_corpus.jsonl` every 4th line is held out from tuning;
 //! `guard_holdout.jsonl` was written later and never tuned on at all.
 
-use runtime::guard::{analyze, Action, RiskLevel};
+use runtime::guard::{analyze_using, Action, Classifier, GuardOptions, RiskLevel, CLASSIFIER_FILE};
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -24,7 +24,11 @@ struct Tally {
 
 impl Tally {
     fn add(&mut self, case: &Case) {
-        let report = analyze(&case.text);
+        self.add_with(case, None);
+    }
+
+    fn add_with(&mut self, case: &Case, classifier: Option<&Classifier>) {
+        let report = analyze_using(&case.text, GuardOptions::default(), classifier);
         let short: String = case.text.chars().take(70).collect();
         if case.attack {
             self.attacks += 1;
@@ -159,4 +163,113 @@ fn fresh_holdout_rates() {
         "hold-out false positives {:.3}",
         t.fp_rate()
     );
+}
+
+/// The classifier that setup trains into the cache's models folder
+/// (`LEDGERMIND_CACHE`, else `~/.cache/ledgermind`), if it is there.
+fn trained() -> Option<Classifier> {
+    let cache = std::env::var_os("LEDGERMIND_CACHE")
+        .filter(|c| !c.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/ledgermind")))?;
+    let bytes = std::fs::read(cache.join("models").join(CLASSIFIER_FILE)).ok()?;
+    Some(Classifier::from_bytes(&bytes).expect("the cached classifier file parses"))
+}
+
+/// The repository's own corpora stay regression tests once the classifier
+/// joins the rules: it must not cost detection nor add false positives.
+#[test]
+fn the_trained_classifier_keeps_the_repository_corpora_passing() {
+    let Some(c) = trained() else {
+        eprintln!("no trained classifier in the setup cache (run scripts/setup.sh): rules-only tests cover the rest");
+        return;
+    };
+    let (mut corpus_t, mut holdout_t) = (Tally::default(), Tally::default());
+    for case in corpus() {
+        corpus_t.add_with(&case, Some(&c));
+    }
+    for case in parse(include_str!("guard_holdout.jsonl")) {
+        holdout_t.add_with(&case, Some(&c));
+    }
+    corpus_t.print("corpus, rules + classifier");
+    holdout_t.print("hold-out, rules + classifier");
+    assert!(corpus_t.detection() >= 0.95, "detection {:.3}", corpus_t.detection());
+    assert!(corpus_t.fp_rate() <= 0.03, "false positives {:.3}", corpus_t.fp_rate());
+    assert!(holdout_t.detection() >= 0.9, "hold-out detection {:.3}", holdout_t.detection());
+    assert!(holdout_t.fp_rate() <= 0.05, "hold-out false positives {:.3}", holdout_t.fp_rate());
+}
+
+/// The kinds the issue lists as missed, and look-alikes that must pass, in
+/// en/pt/es (written while fixing them: a regression set, not a measure).
+#[test]
+fn the_issues_missed_kinds_and_look_alikes() {
+    let cases = parse(include_str!("guard_issue_cases.jsonl"));
+    let mut rules = Tally::default();
+    for case in &cases {
+        rules.add(case);
+    }
+    rules.print("issue cases, rules alone");
+    // Every look-alike passes on the rules alone.
+    assert_eq!(rules.false_positives, 0, "{:?}", rules.flagged);
+    assert!(rules.detection() >= 0.8, "rules alone: {:.3}", rules.detection());
+    if let Some(c) = trained() {
+        let mut both = Tally::default();
+        for case in &cases {
+            both.add_with(case, Some(&c));
+        }
+        both.print("issue cases, rules + classifier");
+        assert!(both.detection() >= rules.detection());
+        assert!(both.false_positives <= 1, "{:?}", both.flagged);
+    }
+}
+
+/// Written after the classifier was trained (en/pt/es, the kinds the
+/// product owner checks, different wording). First measured at 13/20
+/// detected, 0/20 benign flagged; the rules added after that looked at its
+/// misses, so it is a regression set now. The floors catch regressions.
+#[test]
+fn second_fresh_holdout_rates() {
+    let cases = parse(include_str!("guard_fresh_holdout.jsonl"));
+    let mut rules = Tally::default();
+    for case in &cases {
+        rules.add(case);
+    }
+    rules.print("second fresh hold-out, rules alone");
+    assert!(rules.detection() >= 0.55, "rules alone: {:.3}", rules.detection());
+    assert!(rules.fp_rate() <= 0.05, "rules alone false positives: {:.3}", rules.fp_rate());
+    if let Some(c) = trained() {
+        let mut both = Tally::default();
+        for case in &cases {
+            both.add_with(case, Some(&c));
+        }
+        both.print("second fresh hold-out, rules + classifier");
+        assert!(both.detection() >= rules.detection());
+        assert!(both.fp_rate() <= 0.05, "false positives {:.3}", both.fp_rate());
+    }
+}
+
+/// A third set, written before the last rule changes and measured once
+/// after them (en/pt/es, the product owner's kinds): 18/20 detected and
+/// 1/20 benign flagged with the classifier, then; 17/20 once the classifier
+/// stopped counting as a further signal beside the rules (so that imported
+/// "[system]" rows stay medium). The floors catch regressions.
+#[test]
+fn third_fresh_holdout_rates() {
+    let cases = parse(include_str!("guard_third_holdout.jsonl"));
+    let mut rules = Tally::default();
+    for case in &cases {
+        rules.add(case);
+    }
+    rules.print("third fresh hold-out, rules alone");
+    assert!(rules.detection() >= 0.75, "rules alone: {:.3}", rules.detection());
+    assert!(rules.fp_rate() <= 0.05, "rules alone false positives: {:.3}", rules.fp_rate());
+    if let Some(c) = trained() {
+        let mut both = Tally::default();
+        for case in &cases {
+            both.add_with(case, Some(&c));
+        }
+        both.print("third fresh hold-out, rules + classifier");
+        assert!(both.detection() >= 0.85, "detection {:.3}", both.detection());
+        assert!(both.fp_rate() <= 0.05, "false positives {:.3}", both.fp_rate());
+    }
 }

@@ -34,11 +34,48 @@ pub struct DesktopSettings {
     /// The global shortcut, in the accelerator syntax ("Ctrl+Shift+Space").
     pub shortcut: String,
     pub shortcut_mode: ShortcutMode,
+    pub voice: VoiceSettings,
 }
 
 impl Default for DesktopSettings {
     fn default() -> Self {
-        Self { close_to_tray: true, shortcut: DEFAULT_SHORTCUT.to_owned(), shortcut_mode: ShortcutMode::Hold }
+        Self {
+            close_to_tray: true,
+            shortcut: DEFAULT_SHORTCUT.to_owned(),
+            shortcut_mode: ShortcutMode::Hold,
+            voice: VoiceSettings::default(),
+        }
+    }
+}
+
+/// How the voice assistant listens and speaks on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(default)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct VoiceSettings {
+    /// A device id from the device list; None: the system's default.
+    pub input_device: Option<String>,
+    pub output_device: Option<String>,
+    /// Speaking rate in percent of the voice's normal speed (50 to 200).
+    pub rate_percent: u16,
+    /// Speaking over the reply interrupts it.
+    pub barge_in: bool,
+    /// The person wears headphones: the microphone cannot hear the reply,
+    /// so barge-in is safe without an echo canceller.
+    pub headphones: bool,
+}
+
+impl Default for VoiceSettings {
+    fn default() -> Self {
+        Self { input_device: None, output_device: None, rate_percent: 100, barge_in: true, headphones: false }
+    }
+}
+
+impl VoiceSettings {
+    /// Barge-in is only listened for when the reply cannot reach the
+    /// microphone (headphones): the desktop turn has no echo canceller yet.
+    pub fn listens_during_reply(&self) -> bool {
+        self.barge_in && self.headphones
     }
 }
 
@@ -86,11 +123,19 @@ impl DesktopSettings {
             .map_err(|e| AppError::new("STORAGE_SAVE_FAILED", format!("could not save the desktop settings: {e}")))
     }
 
-    /// Trims the shortcut; an empty one falls back to the default.
+    /// Trims the shortcut (an empty one falls back to the default), keeps
+    /// the speech rate within what the synthesiser can say, and forgets
+    /// empty device names.
     pub fn normalised(mut self) -> Self {
         self.shortcut = self.shortcut.trim().to_owned();
         if self.shortcut.is_empty() {
             self.shortcut = DEFAULT_SHORTCUT.to_owned();
+        }
+        self.voice.rate_percent = self.voice.rate_percent.clamp(50, 200);
+        for device in [&mut self.voice.input_device, &mut self.voice.output_device] {
+            if device.as_deref().is_some_and(|d| d.trim().is_empty()) {
+                *device = None;
+            }
         }
         self
     }
@@ -117,12 +162,27 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let data = DataDir::new(dir.path());
         assert_eq!(DesktopSettings::load(&data), DesktopSettings::default());
-        let chosen = DesktopSettings { close_to_tray: false, shortcut: " Alt+F9 ".into(), shortcut_mode: ShortcutMode::Toggle };
+        let chosen = DesktopSettings {
+            close_to_tray: false,
+            shortcut: " Alt+F9 ".into(),
+            shortcut_mode: ShortcutMode::Toggle,
+            voice: VoiceSettings {
+                input_device: Some("alsa:hw:1".into()),
+                output_device: Some(" ".into()),
+                rate_percent: 400,
+                barge_in: false,
+                headphones: true,
+            },
+        };
         chosen.save(&data).expect("save");
         let read = DesktopSettings::load(&data);
         assert_eq!(read.shortcut, "Alt+F9");
         assert!(!read.close_to_tray);
         assert_eq!(read.shortcut_mode, ShortcutMode::Toggle);
+        assert_eq!(read.voice.input_device.as_deref(), Some("alsa:hw:1"));
+        assert_eq!(read.voice.output_device, None);
+        assert_eq!(read.voice.rate_percent, 200);
+        assert!(!read.voice.listens_during_reply());
     }
 
     #[test]
@@ -142,5 +202,6 @@ mod tests {
         let read = DesktopSettings::load(&data);
         assert!(!read.close_to_tray);
         assert_eq!(read.shortcut, DEFAULT_SHORTCUT);
+        assert_eq!(read.voice, VoiceSettings::default());
     }
 }

@@ -4,6 +4,7 @@ mod accounts;
 mod chat;
 mod disk;
 mod extraction;
+mod keys;
 mod memory;
 mod office;
 mod personas;

@@ -92,9 +92,9 @@ async fn a_respond_reply_streams_only_its_message() {
     assert_eq!(reply.expect("reply").content, "Hello there, friend");
     // Plain chat: no tool is plausible, so the message is asked for directly.
     assert!(h.provider.requests()[0].json_schema.is_none());
-    // A question with a tool cue may call or answer; a JSON RESPOND streams its message.
+    // A question about saved things may call or answer; a JSON RESPOND streams its message.
     h.provider.push_reply(r#"{"action":"RESPOND","message":"We talked about Heat."}"#);
-    h.engine.send_message("bo", "which movies did we talk about?").await.expect("send");
+    h.engine.send_message("bo", "which movies did I save?").await.expect("send");
     let (deltas, reply) = await_reply(&mut rx).await;
     assert_eq!(deltas.concat(), "We talked about Heat.");
     assert_eq!(reply.expect("reply").content, "We talked about Heat.");

@@ -5,6 +5,7 @@ mod chain;
 mod checkpoints;
 mod crash;
 mod damage;
+mod epochs;
 mod erasure;
 mod export;
 mod office;

@@ -217,9 +217,12 @@ async fn a_cancelled_long_prompt_does_not_hold_up_the_next_call() {
     };
     // Warm the model, then time one whole long prompt (one big batch).
     engine.complete(chat(&stem, "hi"), None).await.expect("warm-up");
+    // Each long call evaluates its whole prompt (no evaluated prefix kept).
+    engine.drop_warm_contexts();
     let t = std::time::Instant::now();
     engine.complete(long(), None).await.expect("long prompt");
     let whole = t.elapsed();
+    engine.drop_warm_contexts();
 
     let req = long();
     let cancel = req.cancel.clone();
@@ -301,4 +304,54 @@ async fn import_validates_and_copies() {
     let stem = engine.import_model(&model_path()).expect("import");
     assert_eq!(engine.list_models(), vec![stem.clone()]);
     assert!(engine.import_model(&model_path()).is_err(), "no overwrite");
+}
+
+#[tokio::test]
+async fn a_follow_up_turn_reuses_the_evaluated_prompt_instead_of_making_a_new_context() {
+    let _alone = MODEL_USE.write().await;
+    let (engine, stem) = engine();
+    // An earlier test's abandoned call may still be finishing; beside it a
+    // call runs without a warm context.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !engine.is_idle() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    engine.drop_warm_contexts();
+    let first = chat(&stem, "My name is Marta and I live in Lisbon.");
+    let said = engine.complete(first.clone(), None).await.expect("first turn");
+    let kept = engine.warm_contexts();
+    assert_eq!(kept.len(), 1, "one context kept warm: {kept:?}");
+    assert!(kept[0] >= said.prompt_tokens as usize, "{kept:?} vs prompt {}", said.prompt_tokens);
+
+    let mut messages = first.messages.clone();
+    messages.push(ChatMessage::new(Role::Assistant, said.text.trim()));
+    messages.push(ChatMessage::new(Role::User, "Where do I live?"));
+    let mut follow = CompletionRequest::chat(&stem, messages);
+    follow.temperature = 0.0;
+    follow.max_tokens = 24;
+    let warm = engine.complete(follow.clone(), None).await.expect("warm turn");
+    let after = engine.warm_contexts();
+    assert_eq!(after.len(), 1, "the same context was reused, not a second one made: {after:?}");
+    assert!(after[0] >= warm.prompt_tokens as usize);
+
+    // llama.cpp's sums differ slightly with the batch shape, so a greedy
+    // reply from a warm prefix may part from a cold one where the model is
+    // unsure; both are printed, not compared.
+    engine.drop_warm_contexts();
+    let cold = engine.complete(follow, None).await.expect("cold turn");
+    println!("warm: {:?}\ncold: {:?}", warm.text, cold.text);
+    assert_eq!(warm.prompt_tokens, cold.prompt_tokens);
+    assert!(!warm.text.trim().is_empty());
+}
+
+#[tokio::test]
+async fn a_guarded_reply_never_repeats_a_sentence() {
+    let _side_by_side = MODEL_USE.read().await;
+    let (engine, stem) = engine();
+    // A prompt that makes a tiny model chant.
+    let mut r = chat(&stem, "Repeat the sentence 'I like apples.' twenty times.");
+    r.max_tokens = 120;
+    r.sampling = Some(providers::Sampling::CONVERSATION);
+    let done = engine.complete(r, None).await.expect("completion");
+    assert!(!providers::loop_guard::repeats_itself(&done.text, 8), "{:?}", done.text);
 }

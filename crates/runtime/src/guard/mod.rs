@@ -9,18 +9,51 @@
 //! word classes (a verb class with an object class in a short window) rather
 //! than listing phrases, in English, Portuguese and Spanish.
 //!
+//! A linear classifier trained on public corpora ([`Classifier`]) reads each
+//! text, window by window, for instructions aimed at the assistant that no
+//! rule describes. Its weights are a model file the composition root hands
+//! over with [`install_classifier`]; without it the guard runs on the rules
+//! alone ([`classifier_installed`] says which).
+//!
 //! The guard never rewrites meaning: [`sanitize`] only removes delimiters,
 //! invisible characters, encoded payloads and the flagged spans, collapses
 //! floods and truncates.
 
+pub mod classifier;
 mod decode;
 mod detect;
+mod frame;
 mod lexicon;
 mod normalize;
 
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
 
+pub use classifier::{Classifier, ModelError, Thresholds};
+pub use frame::{quote_untrusted, screen_document, ScreenedText, Treatment};
 pub use normalize::deep as normalise;
+
+/// The file name of the trained weights in a models directory.
+pub const CLASSIFIER_FILE: &str = "guard-classifier-v1.bin";
+
+static CLASSIFIER: OnceLock<Classifier> = OnceLock::new();
+
+/// Hands the trained classifier to every later analysis in this process.
+/// Only the first call takes effect; it returns false if one was already installed.
+pub fn install_classifier(c: Classifier) -> bool {
+    CLASSIFIER.set(c).is_ok()
+}
+
+/// The installed classifier, if any.
+pub fn installed_classifier() -> Option<&'static Classifier> {
+    CLASSIFIER.get()
+}
+
+/// Whether analyses use the classifier, or the rules alone.
+pub fn classifier_installed() -> bool {
+    CLASSIFIER.get().is_some()
+}
 
 /// Input longer than this is itself a finding (and is truncated by `sanitize`).
 pub const MAX_INPUT_CHARS: usize = 8000;
@@ -56,6 +89,8 @@ pub enum Category {
     DataExfiltration,
     ExcessiveLength,
     SuspiciousRepetition,
+    /// The classifier reads the text as instructions aimed at the assistant.
+    InjectedInstructions,
 }
 
 /// Byte range into the analysed text.
@@ -111,13 +146,23 @@ fn score_of(f: &Finding) -> f32 {
 
 /// The strongest finding, plus 0.1 for each further finding of at least 0.3
 /// (at most +0.2): several weak signals together are a stronger one.
+/// The classifier's finding raises the score only as the strongest one: it
+/// reads the same words the rules read, so it is not a further signal.
 fn combined_score(findings: &[Finding]) -> f32 {
-    let mut scores: Vec<f32> = findings.iter().map(score_of).collect();
-    scores.sort_by(|a, b| b.total_cmp(a));
-    let Some(top) = scores.first().copied() else {
+    let mut scores: Vec<(f32, bool)> = findings
+        .iter()
+        .map(|f| (score_of(f), f.category == Category::InjectedInstructions))
+        .collect();
+    scores.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let Some(&(top, _)) = scores.first() else {
         return 0.0;
     };
-    let extra = scores.iter().skip(1).filter(|s| **s >= 0.3).count().min(2) as f32;
+    let extra = scores
+        .iter()
+        .skip(1)
+        .filter(|(s, classifier)| *s >= 0.3 && !classifier)
+        .count()
+        .min(2) as f32;
     (top + 0.1 * extra).min(1.0)
 }
 
@@ -324,6 +369,12 @@ pub fn analyze_document(text: &str) -> GuardReport {
 }
 
 pub fn analyze_with(text: &str, options: GuardOptions) -> GuardReport {
+    analyze_using(text, options, installed_classifier())
+}
+
+/// [`analyze_with`] with an explicit classifier (`None`: the rules alone),
+/// whatever is installed; for evaluations that compare the two.
+pub fn analyze_using(text: &str, options: GuardOptions, classifier: Option<&Classifier>) -> GuardReport {
     let mut findings = Vec::new();
     if let Some(max) = options.max_chars {
         let chars = text.chars().count();
@@ -340,6 +391,18 @@ pub fn analyze_with(text: &str, options: GuardOptions) -> GuardReport {
     let raw = detect::View::raw(text);
     scan_view(text, &raw, 0, &mut findings);
     repetition(text, &raw, &mut findings);
+    if let Some(c) = classifier {
+        let rules_saw_something = findings.iter().any(|f| score_of(f) >= 0.3);
+        findings.extend(classified(c, text).map(|mut f| {
+            // A short message is a few words: on its own, the classifier
+            // makes it medium only when very sure; below that it needs a
+            // rule's signal too ("pretend you are a pirate" is not an attack).
+            if !rules_saw_something && f.detail.starts_with(SHORT) && score_of(&f) < 0.8 {
+                f.score = Some(0.45);
+            }
+            f
+        }));
+    }
     let risk_level = level(combined_score(&findings));
     let report = GuardReport {
         risk_level,
@@ -351,6 +414,38 @@ pub fn analyze_with(text: &str, options: GuardOptions) -> GuardReport {
             "prompt-injection guard finding");
     }
     report
+}
+
+/// How the classifier's finding on a one-window text begins.
+const SHORT: &str = "short text ";
+
+/// The classifier's finding on `text`, if its best window reaches the low
+/// threshold. Scores map the thresholds onto the risk levels: low 0.3,
+/// medium 0.55, high 0.8, rising with the probability inside each band.
+fn classified(c: &Classifier, text: &str) -> Option<Finding> {
+    let s = c.score(text);
+    let (low, medium, high) = c.thresholds.for_length(s.tokens);
+    let p = s.probability;
+    let band = |p: f32, lo: f32, hi: f32| ((p - lo) / (hi - lo).max(1e-6)).clamp(0.0, 1.0);
+    let score = if p >= high {
+        0.8 + 0.15 * band(p, high, 1.0)
+    } else if p >= medium {
+        0.55 + 0.15 * band(p, medium, high)
+    } else if p >= low {
+        0.3 + 0.15 * band(p, low, medium)
+    } else {
+        return None;
+    };
+    let short = if s.tokens <= classifier::WINDOW { SHORT } else { "" };
+    Some(Finding {
+        category: Category::InjectedInstructions,
+        detail: format!("{short}reads as instructions to the assistant (classifier {p:.2})"),
+        score: Some(score),
+        span: (s.end > s.start).then_some(Span {
+            start: s.start,
+            end: s.end,
+        }),
+    })
 }
 
 /// Removes what the guard flags: flagged spans, decoded payloads,
@@ -369,6 +464,12 @@ pub fn sanitize_document(text: &str) -> String {
 fn clean(text: &str) -> String {
     let mut findings = Vec::new();
     scan(text, 0, &mut findings);
+    // The window the classifier flagged in a longer text goes too; in a
+    // one-window text that would be all of it, and the rules' own spans
+    // say better what to remove.
+    if let Some(c) = installed_classifier() {
+        findings.extend(classified(c, text).filter(|f| !f.detail.starts_with(SHORT)));
+    }
     let mut spans: Vec<Span> = findings
         .iter()
         .filter(|f| score_of(f) >= 0.5)
@@ -378,11 +479,12 @@ fn clean(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     for s in spans {
-        if s.start < last
-            || s.end > text.len()
-            || !text.is_char_boundary(s.start)
-            || !text.is_char_boundary(s.end)
-        {
+        if s.end > text.len() || !text.is_char_boundary(s.start) || !text.is_char_boundary(s.end) {
+            continue;
+        }
+        if s.start < last {
+            // Overlaps the part just removed: remove the rest of it too.
+            last = last.max(s.end);
             continue;
         }
         out.push_str(&text[last..s.start]);

@@ -17,6 +17,8 @@ import { AccountsState } from "../settings/accounts-state.svelte";
 import { Notices } from "./notices.svelte";
 import { isRuntimeEvent, RuntimeState } from "../runtime/runtime-state.svelte";
 import { OfficeState } from "../office/office-state.svelte"; // office (#5)
+import { KEY_ERROR_CODES, KeysState } from "../keys/keys-state.svelte";
+import { VoiceOverlayState } from "../voice/voice-state.svelte";
 
 export type View = "chat" | "ledger" | "settings" | "checkpoints" | "memory" | "items";
 export const VIEWS: readonly View[] = ["chat", "ledger", "settings", "checkpoints", "memory", "items"];
@@ -54,6 +56,9 @@ export class AppState {
   readonly memory: MemoryState;
   readonly runtime: RuntimeState;
   readonly office: OfficeState; // office (#5)
+  /** Whether this keychain holds the signing keys; the banner and the new key epoch. */
+  readonly keys: KeysState;
+  readonly voice: VoiceOverlayState;
 
   ready = $state(false);
   loadError = $state<string | null>(null);
@@ -93,6 +98,8 @@ export class AppState {
     this.checkpoints = new CheckpointsState(backend, this.notices, (receipt) => this.reloadAfterRestore(receipt));
     this.runtime = new RuntimeState(backend, this.notices, (personaId) => this.messages[personaId]?.at(-1)?.seq ?? 0);
     this.office = new OfficeState(backend, this.notices); // office (#5)
+    this.keys = new KeysState(backend, this.notices);
+    this.voice = new VoiceOverlayState(backend);
   }
 
   /** True between `checkpoint_started` and its closing event: the whole UI is held. */
@@ -126,6 +133,7 @@ export class AppState {
       performance.mark("ledgermind:personas");
       // The next frame shows them.
       requestAnimationFrame(() => performance.mark("ledgermind:painted"));
+      void this.keys.check();
       const [statusView, modelList] = await rest;
       this.applyStatus(statusView);
       this.models = modelList;
@@ -145,18 +153,11 @@ export class AppState {
     }
     if (!this.unlistenVoice) {
       try {
-        this.unlistenVoice = await this.backend.onVoiceRequest(() => this.onVoiceRequest());
+        this.unlistenVoice = await this.backend.onVoiceEvent((event) => this.voice.handle(event));
       } catch (error) {
-        console.warn("voice requests unavailable:", errorMessage(error));
+        console.warn("voice events unavailable:", errorMessage(error));
       }
     }
-  }
-
-  /** The shortcut or tray asked to talk: voice needs its engine, so the
-   * window says so and offers the keyboard instead. */
-  onVoiceRequest(): void {
-    this.notices.push("info", t("desktop.voiceUnavailable"));
-    if (typeof document !== "undefined") document.querySelector<HTMLTextAreaElement>('[data-testid="composer-input"]')?.focus();
   }
 
   stop(): void {
@@ -222,6 +223,7 @@ export class AppState {
         };
         this.failures[event.persona_id] ??= [];
         this.failures[event.persona_id].push(failure);
+        if (KEY_ERROR_CODES.has(failure.code)) void this.keys.check();
         break;
       }
       case "queue_changed":
@@ -408,7 +410,10 @@ export class AppState {
       return true;
     } catch (error) {
       delete this.awaiting[personaId];
-      this.notices.push("error", toBackendError(error).message);
+      const failure = toBackendError(error);
+      // A key problem gets the banner (what happened, what to do), not a notice that fades.
+      if (KEY_ERROR_CODES.has(failure.code)) void this.keys.check();
+      else this.notices.push("error", failure.message);
       return false;
     }
   }

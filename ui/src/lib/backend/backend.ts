@@ -30,6 +30,8 @@ import type { UsedItemView } from "../bindings/UsedItemView";
 import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
+import type { KeyReplacementView } from "../bindings/KeyReplacementView";
+import type { KeyStatusView } from "../bindings/KeyStatusView";
 // office (#5)
 import type { ConstitutionView } from "../bindings/ConstitutionView";
 import type { HandoverView } from "../bindings/HandoverView";
@@ -40,6 +42,8 @@ import type { TokenUsageView } from "../bindings/TokenUsageView";
 import type { WhyView } from "../bindings/WhyView";
 import type { DesktopSettings } from "../bindings/DesktopSettings";
 import type { DesktopView } from "../bindings/DesktopView";
+import type { VoiceDeviceView } from "../bindings/VoiceDeviceView";
+import type { VoiceEvent } from "../bindings/VoiceEvent";
 
 /** What the window reports while files are dragged over it. */
 export type DragDropEvent =
@@ -80,6 +84,10 @@ export interface Backend {
   deletePersona(personaId: string, withHumanData: boolean): Promise<void>;
   /** `mark_read` */
   markRead(personaId: string): Promise<void>;
+  /** `key_status`: each signing entity and whether this keychain holds its private key. */
+  keyStatus(): Promise<KeyStatusView[]>;
+  /** `rotate_missing_keys`: a new key epoch for every missing private key. */
+  rotateMissingKeys(): Promise<KeyReplacementView[]>;
   /** `verify_ledger` */
   verifyLedger(): Promise<VerifyView>;
   /** `list_events`: newest first, strictly before `beforeSeq` when given. */
@@ -199,8 +207,14 @@ export interface Backend {
   desktopSettings(): Promise<DesktopView>;
   /** `set_desktop_settings`: saves them and registers the shortcut again. */
   setDesktopSettings(settings: DesktopSettings): Promise<DesktopView>;
-  /** The global shortcut or the tray asked for voice (a shell event). Returns an unlisten function. */
-  onVoiceRequest(handler: () => void): Promise<() => void>;
+  /** The voice turn's steps (the shell's `voice://event`). Returns an unlisten function. */
+  onVoiceEvent(handler: (event: VoiceEvent) => void): Promise<() => void>;
+  /** `voice_talk`: starts a voice turn with the persona chosen in the tray (or stops the running one). */
+  voiceTalk(): Promise<void>;
+  /** `voice_stop`: ends the running voice turn at once. */
+  voiceStop(): Promise<void>;
+  /** `voice_devices`: the machine's sound devices (an error when there is none). */
+  voiceDevices(): Promise<VoiceDeviceView[]>;
   /** Files dragged onto the window (not a command: a window event). Returns an unlisten function. */
   onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void>;
 }

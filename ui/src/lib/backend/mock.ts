@@ -40,6 +40,11 @@ import type { TokenUsageView } from "../bindings/TokenUsageView";
 import type { WhyView } from "../bindings/WhyView";
 import type { DesktopSettings } from "../bindings/DesktopSettings";
 import type { DesktopView } from "../bindings/DesktopView";
+import type { VoiceDeviceView } from "../bindings/VoiceDeviceView";
+import type { VoiceEvent } from "../bindings/VoiceEvent";
+import type { KeyEpochView } from "../bindings/KeyEpochView";
+import type { KeyReplacementView } from "../bindings/KeyReplacementView";
+import type { KeyStatusView } from "../bindings/KeyStatusView";
 import { BackendError, type Backend, type DragDropEvent } from "./backend";
 
 export interface MockOptions {
@@ -228,6 +233,12 @@ export class MockBackend implements Backend {
   async sendMessage(personaId: string, content: string): Promise<MessageView> {
     const persona = this.persona(personaId);
     if (!content.trim()) fail("INVALID_INPUT", "The message is empty.");
+    if (this.lostKeys.has("human")) {
+      fail(
+        "KEY_MISSING",
+        "no signing key for human: its private key is not in this keychain. If the key is lost, start a new key epoch with `ledgermind keys rotate --all-missing`.",
+      );
+    }
     const message = this.addMessage(personaId, "human", content, true);
     if (!this.options.autoReply) return { ...message };
     const requestId = `req-${this.nextId++}`;
@@ -252,6 +263,51 @@ export class MockBackend implements Backend {
     }
   }
 
+  /** Test hook: entities whose private key the keychain lost (a new key epoch replaces them). */
+  lostKeys = new Set<string>();
+  private keyEpochs: KeyEpochView[] = [];
+  private keyGeneration = new Map<string, number>();
+
+  private publicKey(entity: string): string {
+    return fakeHash(`key|${entity}|${this.keyGeneration.get(entity) ?? 0}`);
+  }
+
+  async keyStatus(): Promise<KeyStatusView[]> {
+    const entities = [
+      { entity: "human", name: "You (device key)" },
+      ...this.personas.map((p) => ({ entity: p.id, name: p.name })),
+    ];
+    return entities.map((e) => ({
+      ...e,
+      public_key: this.publicKey(e.entity),
+      private_key: this.lostKeys.has(e.entity) ? "missing" : "present",
+    }));
+  }
+
+  async rotateMissingKeys(): Promise<KeyReplacementView[]> {
+    const lost = (await this.keyStatus()).filter((k) => k.private_key === "missing");
+    lost.sort((a, b) => Number(a.entity !== "human") - Number(b.entity !== "human"));
+    return lost.map((k) => {
+      const old = this.publicKey(k.entity);
+      this.keyGeneration.set(k.entity, (this.keyGeneration.get(k.entity) ?? 0) + 1);
+      const fresh = this.publicKey(k.entity);
+      const seq = this.append("entity_key_replaced", k.entity, { old_public_key: old, new_public_key: fresh });
+      this.lostKeys.delete(k.entity);
+      const selfCertified = k.entity === "human";
+      this.keyEpochs.push({
+        seq,
+        ts: new Date().toISOString(),
+        entity_id: k.entity,
+        name: k.name,
+        old_public_key: old,
+        new_public_key: fresh,
+        reason: "the private key was missing from the keychain",
+        self_certified: selfCertified,
+      });
+      return { entity: k.entity, name: k.name, old_public_key: old, new_public_key: fresh, seq, self_certified: selfCertified };
+    });
+  }
+
   async verifyLedger(): Promise<VerifyView> {
     const started = performance.now();
     let prev = "0".repeat(64);
@@ -263,6 +319,7 @@ export class MockBackend implements Backend {
           first_bad_seq: event.seq,
           reason: "previous hash does not match",
           millis: performance.now() - started,
+          key_epochs: this.keyEpochs.filter((e) => e.seq < event.seq),
         };
       }
       prev = event.hash;
@@ -273,6 +330,7 @@ export class MockBackend implements Backend {
       first_bad_seq: null,
       reason: null,
       millis: Math.max(0.1, performance.now() - started),
+      key_epochs: [...this.keyEpochs],
     };
   }
 
@@ -795,6 +853,9 @@ export class MockBackend implements Backend {
       handover: this.handovers.get(persona.id)?.at(-1)?.text ?? null,
       sanity_note: this.handovers.get(persona.id)?.at(-1)?.sanity_note ?? null,
       constitution: c ? [c.core_directive, ...c.overrides].join("\n- ") : null,
+      sent_profile: "full",
+      sent_reason: "remote provider",
+      sent_prompt: `[system]\n${narrative}`,
       frame_json: JSON.stringify({ identity: { name: persona.name }, narrative }, null, 2),
       error: null,
     };
@@ -898,7 +959,12 @@ export class MockBackend implements Backend {
   }
 
   desktop: DesktopView = {
-    settings: { close_to_tray: true, shortcut: "Ctrl+Shift+Space", shortcut_mode: "hold" },
+    settings: {
+      close_to_tray: true,
+      shortcut: "Ctrl+Shift+Space",
+      shortcut_mode: "hold",
+      voice: { input_device: null, output_device: null, rate_percent: 100, barge_in: true, headphones: false },
+    },
     tray: true,
     shortcut_active: true,
     shortcut_problem: null,
@@ -912,12 +978,23 @@ export class MockBackend implements Backend {
     this.desktop = { ...this.desktop, settings: { ...settings, shortcut } };
     return structuredClone(this.desktop);
   }
-  voiceRequest: (() => void) | null = null;
-  async onVoiceRequest(handler: () => void): Promise<() => void> {
-    this.voiceRequest = handler;
+  /** The preview has no microphone: a turn says so, as the app does without one. */
+  voiceListener: ((event: VoiceEvent) => void) | null = null;
+  async onVoiceEvent(handler: (event: VoiceEvent) => void): Promise<() => void> {
+    this.voiceListener = handler;
     return () => {
-      this.voiceRequest = null;
+      this.voiceListener = null;
     };
+  }
+  async voiceTalk(): Promise<void> {
+    const emit = (event: VoiceEvent) => this.voiceListener?.(event);
+    emit({ type: "state", state: "listening", persona_id: null });
+    emit({ type: "failed", code: "VOICE_DEVICE_UNAVAILABLE", message: "no microphone is available in the preview" });
+    emit({ type: "state", state: "error", persona_id: null });
+  }
+  async voiceStop(): Promise<void> {}
+  async voiceDevices(): Promise<VoiceDeviceView[]> {
+    fail("VOICE_DEVICE_UNAVAILABLE", "no sound device in the preview");
   }
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {
     if (typeof window === "undefined") return () => {};

@@ -8,6 +8,8 @@ import { getCurrentWebview } from "@tauri-apps/api/webview";
 import { listen } from "@tauri-apps/api/event";
 import type { DesktopSettings } from "../bindings/DesktopSettings";
 import type { DesktopView } from "../bindings/DesktopView";
+import type { VoiceDeviceView } from "../bindings/VoiceDeviceView";
+import type { VoiceEvent } from "../bindings/VoiceEvent";
 import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
 import type { CeremonySettingsView } from "../bindings/CeremonySettingsView";
@@ -31,6 +33,8 @@ import type { QueueView } from "../bindings/QueueView";
 import type { UsedItemView } from "../bindings/UsedItemView";
 import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
+import type { KeyReplacementView } from "../bindings/KeyReplacementView";
+import type { KeyStatusView } from "../bindings/KeyStatusView";
 import type { VerifyView } from "../bindings/VerifyView";
 // office (#5)
 import type { ConstitutionView } from "../bindings/ConstitutionView";
@@ -84,6 +88,12 @@ export class TauriBackend implements Backend {
   }
   verifyLedger() {
     return call<VerifyView>("verify_ledger");
+  }
+  keyStatus() {
+    return call<KeyStatusView[]>("key_status");
+  }
+  rotateMissingKeys() {
+    return call<KeyReplacementView[]>("rotate_missing_keys");
   }
   listEvents(beforeSeq: number | null, limit: number) {
     return call<EventView[]>("list_events", { beforeSeq, limit });
@@ -184,8 +194,17 @@ export class TauriBackend implements Backend {
   setDesktopSettings(settings: DesktopSettings) {
     return call<DesktopView>("set_desktop_settings", { settings });
   }
-  async onVoiceRequest(handler: () => void): Promise<() => void> {
-    return listen("desktop://voice-request", () => handler());
+  async onVoiceEvent(handler: (event: VoiceEvent) => void): Promise<() => void> {
+    return listen<VoiceEvent>("voice://event", (event) => handler(event.payload));
+  }
+  voiceTalk() {
+    return call<void>("voice_talk");
+  }
+  voiceStop() {
+    return call<void>("voice_stop");
+  }
+  voiceDevices() {
+    return call<VoiceDeviceView[]>("voice_devices");
   }
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {
     return getCurrentWebview().onDragDropEvent((event) => {

@@ -6,6 +6,15 @@ import type { SectionView } from "./SectionView";
  */
 export type WhyView = { message_id: string, frame_hash: string, narrative: string, session_type: string, budget: number, effective_budget: number, narrative_tokens: number, counter: string, sections: Array<SectionView>, handover: string | null, sanity_note: string | null, constitution: string | null, 
 /**
+ * Which prompt profile was sent (`full`, `compact`) and why; None for
+ * replies recorded before profiles existed.
+ */
+sent_profile: string | null, sent_reason: string | null, 
+/**
+ * The messages exactly as the model got them, one block per message.
+ */
+sent_prompt: string | null, 
+/**
  * The whole frame, pretty JSON.
  */
 frame_json: string, 

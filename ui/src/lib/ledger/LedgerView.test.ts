@@ -18,10 +18,23 @@ describe("LedgerView", () => {
   it("shows a failed verification with the event and the reason", async () => {
     const user = userEvent.setup();
     const { backend, context } = await startApp();
-    backend.verifyLedger = async () => ({ ok: false, events: 12, first_bad_seq: 7, reason: "signature does not match", millis: 3 });
+    backend.verifyLedger = async () => ({ ok: false, events: 12, first_bad_seq: 7, reason: "signature does not match", millis: 3, key_epochs: [] });
     render(LedgerView, { context });
     await user.click(screen.getByTestId("verify-button"));
     await waitFor(() => expect(screen.getByTestId("verify-result")).toHaveTextContent("✗ Event #7 failed: signature does not match"));
+  });
+
+  it("shows each key epoch boundary under the verify result", async () => {
+    const user = userEvent.setup();
+    const { app, backend, context } = await startApp();
+    backend.lostKeys.add("human");
+    await app.keys.check();
+    await app.keys.rotate();
+    render(LedgerView, { context });
+    await user.click(screen.getByTestId("verify-button"));
+    const line = await screen.findByTestId("key-epoch");
+    expect(line.textContent).toMatch(/^Keys replaced on .+ \(event #\d+\): You \(device key\) \(self-certified, the old key was lost\)/);
+    expect(screen.getByTestId("verify-result").dataset.ok).toBe("true");
   });
 
   it("lists events newest first, pages with load more, and expands a payload", async () => {

@@ -1,0 +1,298 @@
+//! The compact prompt for small local models: a short plain system message
+//! (who the persona is, the reply language, "answer briefly"), the recent
+//! turns as real chat messages, and right before the newest message the few
+//! things the person said earlier that bear on it. Nothing of the ledger's
+//! vocabulary (event kinds, ids, hashes, governance) goes in.
+//!
+//! Stable parts come first so the local engine can keep them evaluated
+//! between turns: the system message never changes within a conversation,
+//! and the window of turns starts at a message that stays put for several
+//! turns (it moves in steps, not one message per turn).
+
+use std::collections::HashSet;
+
+use ledger::{Message, MessageRole, Persona};
+use ::office::Language;
+use providers::{ChatMessage, Role};
+
+/// The window keeps at most this many messages…
+pub(crate) const MAX_TURNS: usize = super::HISTORY as usize;
+/// …and when it must move, starts again with this many.
+pub(crate) const MIN_TURNS: usize = 4;
+/// Remembered lines sent with a message.
+pub(crate) const MAX_FACTS: usize = 3;
+const MAX_FACT_CHARS: usize = 200;
+const MAX_DESCRIPTION_CHARS: usize = 120;
+
+/// What the compact prompt is made of.
+pub(crate) struct CompactInput<'a> {
+    pub persona: &'a Persona,
+    pub language: Language,
+    /// The conversation's recent messages, oldest first, the newest last.
+    pub history: &'a [Message],
+    /// Where the window started last turn (a message's seq), if known.
+    pub window_start: Option<i64>,
+    /// What recall found, best first: (line as the memory module wrote it,
+    /// whether it is something the person said or a remembered fact).
+    pub recalled: Vec<(String, bool)>,
+}
+
+/// The messages to send, and the seq the window starts at (to keep).
+pub(crate) fn messages(input: &CompactInput<'_>) -> (Vec<ChatMessage>, Option<i64>) {
+    let history: Vec<&Message> = input.history.iter().filter(|m| m.role != MessageRole::System).collect();
+    let start = window_start(&history, input.window_start);
+    let mut out = vec![ChatMessage::new(Role::System, system_text(input.persona, input.language))];
+    let question = history.last().filter(|m| m.role == MessageRole::Human).map(|m| m.content.as_str()).unwrap_or("");
+    // The person's earlier messages, in the window or not: a small model
+    // uses a fact named right before the question far better than one
+    // buried a few turns up.
+    let earlier: Vec<&str> = history[..history.len().saturating_sub(1)]
+        .iter()
+        .filter(|m| m.role == MessageRole::Human)
+        .map(|m| m.content.as_str())
+        .collect();
+    let facts = pick_facts(question, &input.recalled, &earlier);
+    let last = history.len().saturating_sub(1);
+    for (i, m) in history.iter().enumerate().skip(start) {
+        if i == last && m.role == MessageRole::Human && !facts.is_empty() {
+            out.push(ChatMessage::new(Role::System, facts_text(&facts, input.language)));
+        }
+        let role = if m.role == MessageRole::Human { Role::User } else { Role::Assistant };
+        out.push(ChatMessage::new(role, m.content.trim().to_owned()));
+    }
+    (out, history.get(start).map(|m| m.seq))
+}
+
+/// The first message of the window: where it started last turn while that
+/// keeps it within `MAX_TURNS`, else the last `MIN_TURNS` messages.
+pub(crate) fn window_start(history: &[&Message], kept: Option<i64>) -> usize {
+    let n = history.len();
+    if let Some(seq) = kept {
+        if let Some(i) = history.iter().position(|m| m.seq == seq) {
+            if n - i <= MAX_TURNS {
+                return i;
+            }
+        }
+    }
+    let mut i = n.saturating_sub(MIN_TURNS);
+    // Start on the person's turn, as a conversation does.
+    while i > 0 && history[i].role != MessageRole::Human {
+        i -= 1;
+    }
+    i
+}
+
+fn system_text(persona: &Persona, language: Language) -> String {
+    let description = short_description(&persona.short_description);
+    match language {
+        Language::PtBr => {
+            let who = if description.is_empty() { "uma amiga atenciosa".to_owned() } else { description };
+            format!(
+                "Você é {}, {who}. Você conversa com o usuário. Responda em português, em uma ou duas frases curtas.",
+                persona.name
+            )
+        }
+        Language::En => {
+            let who = if description.is_empty() { "a warm friend".to_owned() } else { description };
+            format!("You are {}, {who}. You are chatting with the user. Reply in English, in one or two short sentences.", persona.name)
+        }
+    }
+}
+
+/// The description's first sentence, short, without its final stop.
+fn short_description(text: &str) -> String {
+    let text = text.trim();
+    let first = text.split_inclusive(['.', '!', '?', '\n']).next().unwrap_or("").trim();
+    let mut out: String = first.chars().take(MAX_DESCRIPTION_CHARS).collect();
+    while out.ends_with(['.', '!', '?', ' ']) {
+        out.pop();
+    }
+    // "A grumpy chess teacher" reads as "You are Ada, a grumpy chess teacher".
+    let first_word = out.split_whitespace().next().unwrap_or("");
+    if ["A", "An", "The", "Um", "Uma", "O", "Os", "As"].contains(&first_word) {
+        let mut chars = out.chars();
+        if let Some(c) = chars.next() {
+            return c.to_lowercase().chain(chars).collect();
+        }
+    }
+    out
+}
+
+fn facts_text(facts: &[String], language: Language) -> String {
+    let lines: Vec<String> = facts.iter().map(|f| format!("- {f}")).collect();
+    match language {
+        Language::PtBr => format!("O usuário te contou antes:\n{}\nUse isso para responder.", lines.join("\n")),
+        Language::En => format!("The user told you earlier:\n{}\nUse this to answer.", lines.join("\n")),
+    }
+}
+
+/// The few earlier lines that bear on the question: recalled ones that share
+/// a word with it (the best recalled one in any case), and the person's own
+/// earlier messages that share a word with it.
+pub(crate) fn pick_facts(question: &str, recalled: &[(String, bool)], earlier: &[&str]) -> Vec<String> {
+    let asked = content_words(question);
+    let mut scored: Vec<(usize, usize, String)> = Vec::new();
+    for (rank, (line, said_by_person)) in recalled.iter().enumerate() {
+        if !said_by_person {
+            continue;
+        }
+        let text = strip_tag(line);
+        let overlap = content_words(&text).intersection(&asked).count();
+        if overlap > 0 || scored.is_empty() {
+            scored.push((overlap, rank, text));
+        }
+    }
+    for (i, text) in earlier.iter().enumerate().rev() {
+        let overlap = content_words(text).intersection(&asked).count();
+        if overlap > 0 {
+            scored.push((overlap, recalled.len() + i, text.trim().to_owned()));
+        }
+    }
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut seen = HashSet::new();
+    scored
+        .into_iter()
+        .filter(|(_, _, t)| !t.is_empty() && seen.insert(t.to_lowercase()))
+        .take(MAX_FACTS)
+        .map(|(_, _, t)| shorten(&t))
+        .collect()
+}
+
+/// "[2026-11-25] text" / "[known about them] text" → "text".
+fn strip_tag(line: &str) -> String {
+    let line = line.trim();
+    match line.strip_prefix('[').and_then(|rest| rest.split_once("] ")) {
+        Some((_, text)) => text.trim().to_owned(),
+        None => line.to_owned(),
+    }
+}
+
+fn shorten(text: &str) -> String {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.chars().count() <= MAX_FACT_CHARS {
+        return text;
+    }
+    let mut out: String = text.chars().take(MAX_FACT_CHARS).collect();
+    out.push('…');
+    out
+}
+
+/// Words that carry meaning, compared by their first five letters so "run"
+/// meets "running" and "trabalho" meets "trabalhar" (roughly).
+fn content_words(text: &str) -> HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() >= 3 && !STOPWORDS.contains(&w.as_str()))
+        .map(|w| w.chars().take(5).collect())
+        .collect()
+}
+
+/// Question words and fillers in both languages: they match everything.
+const STOPWORDS: &[&str] = &[
+    "the", "and", "you", "your", "are", "was", "were", "what", "which", "who", "whom", "where", "when", "why", "how", "does",
+    "did", "have", "has", "had", "for", "with", "that", "this", "these", "those", "from", "about", "can", "could", "would",
+    "should", "will", "tell", "know", "remember", "again", "please", "there", "their", "them", "they", "our", "its", "not",
+    "but", "all", "any", "some", "into", "out", "just", "also", "then", "than", "now", "one", "too", "very", "much", "many",
+    "que", "qual", "quais", "quem", "onde", "quando", "como", "por", "porque", "para", "com", "uma", "umas", "uns", "meu",
+    "minha", "meus", "minhas", "seu", "sua", "você", "voce", "vocês", "tem", "tenho", "ter", "foi", "era", "são", "sou",
+    "está", "estou", "isso", "isto", "esse", "essa", "este", "esta", "ele", "ela", "eles", "elas", "dos", "das", "nos",
+    "nas", "pelo", "pela", "mais", "muito", "muita", "lembra", "sabe", "disse", "contei", "falei", "mesmo", "também", "não",
+    "sim", "aqui", "lá", "então", "agora", "ainda",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ledger::ContextStatus;
+
+    fn msg(seq: i64, role: MessageRole, content: &str) -> Message {
+        Message {
+            id: format!("m{seq}"),
+            persona_id: "p".into(),
+            role,
+            content: content.into(),
+            ts: String::new(),
+            read: false,
+            seq,
+            context_status: ContextStatus::default(),
+        }
+    }
+
+    fn persona() -> Persona {
+        Persona {
+            id: "p".into(),
+            name: "Lia".into(),
+            short_description: "A warm friend who loves books. Likes tea.".into(),
+            long_description: String::new(),
+            model: "local:SmolLM2".into(),
+            is_system: false,
+            archived: false,
+            created_seq: 0,
+            unread: 0,
+            paused_until: None,
+        }
+    }
+
+    fn conversation(turns: usize) -> Vec<Message> {
+        (0..turns * 2)
+            .map(|i| {
+                let role = if i % 2 == 0 { MessageRole::Human } else { MessageRole::Persona };
+                msg(i as i64 * 3 + 1, role, &format!("message {i}"))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_system_message_is_short_plain_and_in_the_persona_language() {
+        let p = persona();
+        assert_eq!(
+            system_text(&p, Language::En),
+            "You are Lia, a warm friend who loves books. You are chatting with the user. Reply in English, in one or two short sentences."
+        );
+        assert!(system_text(&p, Language::PtBr).contains("Responda em português"));
+    }
+
+    #[test]
+    fn the_window_stays_put_for_several_turns_then_moves_in_a_step() {
+        let mut kept = None;
+        let mut starts = Vec::new();
+        for turns in 1..=12 {
+            let mut history = conversation(turns);
+            history.pop(); // the reply is not written yet
+            let refs: Vec<&Message> = history.iter().collect();
+            let start = window_start(&refs, kept);
+            kept = refs.get(start).map(|m| m.seq);
+            assert!(refs.len() - start <= MAX_TURNS);
+            assert_eq!(refs[start].role, MessageRole::Human);
+            starts.push(kept.unwrap_or_default());
+        }
+        let moves = starts.windows(2).filter(|w| w[0] != w[1]).count();
+        assert!(moves <= 3, "the window moved {moves} times in 12 turns: {starts:?}");
+    }
+
+    #[test]
+    fn earlier_facts_that_share_a_word_with_the_question_come_first() {
+        let facts = pick_facts(
+            "Where do I live?",
+            &[("[2026-11-25] I love green tea.".into(), true), ("[2026-11-25] You are welcome!".into(), false)],
+            &["Hi! My name is Marta and I live in Lisbon.", "I have a dog."],
+        );
+        assert_eq!(facts, vec!["Hi! My name is Marta and I live in Lisbon.".to_owned(), "I love green tea.".to_owned()]);
+    }
+
+    #[test]
+    fn the_compact_prompt_has_no_ledger_vocabulary_and_ends_with_the_question() {
+        let mut history = vec![msg(1, MessageRole::Human, "Hi! My name is Marta and I live in Lisbon.")];
+        history.push(msg(2, MessageRole::Persona, "Nice to meet you, Marta!"));
+        history.push(msg(3, MessageRole::System, "message_added: governance note"));
+        history.push(msg(4, MessageRole::Human, "Where do I live?"));
+        let input = CompactInput { persona: &persona(), language: Language::En, history: &history, window_start: None, recalled: vec![] };
+        let (sent, start) = messages(&input);
+        assert_eq!(start, Some(1));
+        assert_eq!(sent.last().map(|m| m.content.as_str()), Some("Where do I live?"));
+        let all: String = sent.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
+        for word in ["message_added", "governance", "ledger", "hash", "event"] {
+            assert!(!all.contains(word), "{word} in {all}");
+        }
+    }
+}

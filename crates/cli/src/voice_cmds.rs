@@ -1,0 +1,305 @@
+//! `ledgermind voice …`: the offline voice engine driven from audio files
+//! and the machine's sound devices. None of these open the ledger.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use app::DataDir;
+use clap::Subcommand;
+use serde::Serialize;
+use voice::models::whisper_for;
+use voice::whisper::Whisper;
+use voice::{EspeakNg, Language, LanguageChoice, SpeechSynthesizer, SpeechToText, SynthesisRequest, VoiceError};
+
+use crate::common::print_json;
+
+#[derive(Debug, Subcommand)]
+pub enum VoiceCmd {
+    /// List the sound devices (inputs and outputs); an error when there is none.
+    Devices {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Transcribe FILE.wav (any PCM or float WAV; resampled to 16 kHz mono).
+    Transcribe {
+        file: PathBuf,
+        /// en, pt or auto (auto needs the multilingual model to detect).
+        #[arg(long, default_value = "en")]
+        language: LanguageChoice,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Speak TEXT into a WAV file (espeak-ng; the rate is set in the synthesiser).
+    Say {
+        text: String,
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value = "en")]
+        language: Language,
+        /// Speaking rate: 1.0 normal, 0.5 to 2.0.
+        #[arg(long, default_value_t = 1.0)]
+        rate: f32,
+    },
+    /// Talk to PERSONA with IN.wav as the microphone (simulated clock); what
+    /// the speaker plays is written to OUT.wav on the same timeline.
+    Converse {
+        persona: String,
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long)]
+        output: PathBuf,
+        /// Feed what is played back into the microphone at DB (e.g. -6), 60 ms late.
+        #[arg(long, allow_hyphen_values = true)]
+        echo_db: Option<f32>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+impl VoiceCmd {
+    /// Only `converse` talks to a persona, so only it opens the profile.
+    pub fn needs_engine(&self) -> bool {
+        matches!(self, VoiceCmd::Converse { .. })
+    }
+}
+
+fn fail(e: &VoiceError) -> ExitCode {
+    eprintln!("error [{}]: {e}", e.code());
+    ExitCode::from(1)
+}
+
+fn models_dir(home: Option<PathBuf>) -> PathBuf {
+    home.map(DataDir::new).unwrap_or_else(DataDir::from_env).models()
+}
+
+#[derive(Serialize)]
+struct TranscribeOutput {
+    text: String,
+    language: String,
+    segments: Vec<voice::Segment>,
+    audio_ms: u64,
+    compute_ms: u64,
+}
+
+pub fn run(home: Option<PathBuf>, cmd: VoiceCmd) -> ExitCode {
+    match cmd {
+        VoiceCmd::Devices { json } => devices(json),
+        VoiceCmd::Transcribe { file, language, json } => transcribe(&models_dir(home), &file, language, json),
+        VoiceCmd::Say { text, out, language, rate } => say(&text, &out, language, rate),
+        VoiceCmd::Converse { .. } => ExitCode::SUCCESS,
+    }
+}
+
+fn transcribe(models: &Path, file: &Path, language: LanguageChoice, json: bool) -> ExitCode {
+    // The audio is checked before the model is loaded: a bad file fails fast.
+    let started = Instant::now();
+    let pcm = match voice::wav::read_mono(file, voice::SAMPLE_RATE) {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    let choice = match whisper_for(models, language) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    if choice.english_only && language == LanguageChoice::Auto {
+        eprintln!("note: only the English model (tiny.en) is installed; transcribing as English");
+    }
+    let mut model = match Whisper::load(&choice.dir) {
+        Ok(m) => m,
+        Err(e) => return fail(&e),
+    };
+    let transcript = match model.transcribe(&pcm.samples, language) {
+        Ok(t) => t,
+        Err(e) => return fail(&e),
+    };
+    let out = TranscribeOutput {
+        text: transcript.text,
+        language: transcript.language,
+        segments: transcript.segments,
+        audio_ms: pcm.duration_ms(),
+        compute_ms: started.elapsed().as_millis() as u64,
+    };
+    if json {
+        return print_json(&out);
+    }
+    for s in &out.segments {
+        println!("[{} → {}] {}", clock(s.start_ms), clock(s.end_ms), s.text);
+    }
+    eprintln!("{} of {} audio in {} ms", out.language, clock(out.audio_ms), out.compute_ms);
+    ExitCode::SUCCESS
+}
+
+fn devices(json: bool) -> ExitCode {
+    let list = match voice::devices::list() {
+        Ok(l) => l,
+        Err(e) => {
+            if json {
+                println!("[]");
+            }
+            return fail(&e);
+        }
+    };
+    if json {
+        return print_json(&list);
+    }
+    for d in &list {
+        let dir = match (d.input, d.output) {
+            (true, true) => "in/out",
+            (true, false) => "in",
+            (false, true) => "out",
+            (false, false) => "-",
+        };
+        let default = match (d.default_input, d.default_output) {
+            (true, true) => " (default in/out)",
+            (true, false) => " (default in)",
+            (false, true) => " (default out)",
+            (false, false) => "",
+        };
+        println!("{dir:<7} {}{default}  [{}]", d.name, d.id);
+    }
+    ExitCode::SUCCESS
+}
+
+fn clock(ms: u64) -> String {
+    format!("{:02}:{:02}.{:03}", ms / 60_000, (ms / 1000) % 60, ms % 1000)
+}
+
+fn say(text: &str, out: &Path, language: Language, rate: f32) -> ExitCode {
+    let tts = EspeakNg::default();
+    let pcm = match tts.synthesize(&SynthesisRequest { text, language, rate }) {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    if let Err(e) = voice::wav::write_pcm16(out, &pcm) {
+        return fail(&e);
+    }
+    eprintln!("wrote {} ({} ms at {} Hz)", out.display(), pcm.duration_ms(), pcm.rate);
+    ExitCode::SUCCESS
+}
+
+/// The persona pipeline as the voice loop's responder: each heard utterance
+/// is sent as the person's message and the finished reply comes back.
+struct PersonaResponder {
+    engine: std::sync::Arc<app::Engine>,
+    persona: String,
+    runtime: tokio::runtime::Handle,
+}
+
+impl voice::converse::Responder for PersonaResponder {
+    fn reply(&mut self, heard: &str) -> Result<String, VoiceError> {
+        let engine = self.engine.clone();
+        let persona = self.persona.clone();
+        let heard = heard.to_owned();
+        self.runtime.block_on(async move {
+            let mut rx = engine.subscribe();
+            let (_, request) = engine
+                .send_message(&persona, &heard)
+                .await
+                .map_err(|e| VoiceError::Inference(format!("[{}] {}", e.code, e.message)))?;
+            if request.is_empty() {
+                // Answered at once without the model (a deterministic intent).
+                let last = engine.list_messages(&persona).await.ok().and_then(|mut m| m.pop());
+                return Ok(last.map(|m| m.content).unwrap_or_default());
+            }
+            loop {
+                match rx.recv().await {
+                    Ok(app::AppEvent::ReplyFinished { request_id, message }) if request_id == request => {
+                        return Ok(message.content)
+                    }
+                    Ok(app::AppEvent::ReplyFailed { request_id, error, .. }) if request_id == request => {
+                        return Err(VoiceError::Inference(format!(
+                            "the reply failed: [{}] {}",
+                            error.code, error.message
+                        )))
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        return Err(VoiceError::Inference("the engine stopped before the reply finished".into()))
+                    }
+                }
+            }
+        })
+    }
+}
+
+pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: VoiceCmd) -> ExitCode {
+    let VoiceCmd::Converse { persona, input, output, echo_db, json } = cmd else {
+        return ExitCode::SUCCESS;
+    };
+    let pcm = match voice::wav::read_mono(&input, voice::SAMPLE_RATE) {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    let models = models_dir(home);
+    // Listen in any language the installed models know; answer in the one heard.
+    let listen = match whisper_for(&models, LanguageChoice::Auto) {
+        Ok(c) if !c.english_only => LanguageChoice::Auto,
+        Ok(_) => LanguageChoice::Fixed(Language::En),
+        Err(e) => return fail(&e),
+    };
+    let choice = match whisper_for(&models, listen) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    let responder =
+        PersonaResponder { engine: ctx.engine.clone(), persona, runtime: tokio::runtime::Handle::current() };
+    let result = tokio::task::spawn_blocking(move || -> Result<_, VoiceError> {
+        let mut stt = Whisper::load(&choice.dir)?;
+        let mut responder = responder;
+        let mut mic =
+            voice::audio::WavLoopback::new(pcm, echo_db.map(|db| voice::audio::Echo::new(db, 60, voice::SAMPLE_RATE)));
+        // Full duplex with the echo canceller on the microphone, the first
+        // half second of each reply protected while it converges.
+        let config = voice::converse::ConverseConfig {
+            full_duplex: true,
+            echo_cancel: true,
+            protect_ms: 500,
+            listen,
+            ..Default::default()
+        };
+        let turns = voice::converse::converse(&mut mic, &mut stt, &mut responder, &EspeakNg::default(), &config)?;
+        let played = voice::wav::Pcm { samples: mic.played().to_vec(), rate: voice::SAMPLE_RATE };
+        Ok((turns, played))
+    })
+    .await;
+    let (turns, played) = match result {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return fail(&e),
+        Err(e) => {
+            eprintln!("error: the voice loop stopped: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if let Err(e) = voice::wav::write_pcm16(&output, &played) {
+        return fail(&e);
+    }
+    for t in &turns {
+        if json {
+            match serde_json::to_string(t) {
+                Ok(line) => println!("{line}"),
+                Err(e) => {
+                    eprintln!("error: cannot encode JSON: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        } else {
+            println!(
+                "turn {} [{} → first audio {}]{} heard: {}\n  reply: {}",
+                t.turn,
+                clock(t.end_of_speech_ms),
+                clock(t.first_audio_ms),
+                if t.interrupted { " (interrupted)" } else { "" },
+                t.heard,
+                t.spoken
+            );
+        }
+        eprintln!(
+            "turn {}: speech started {} ms after the end of speech; recognition + reply + first sentence took {} ms",
+            t.turn,
+            t.first_audio_ms.saturating_sub(t.end_of_speech_ms),
+            t.compute_ms
+        );
+    }
+    ExitCode::SUCCESS
+}

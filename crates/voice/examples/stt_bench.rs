@@ -1,0 +1,112 @@
+//! Speech-to-text benchmark: word error rate on the five LibriVox clips of
+//! Debian's pocketsphinx-testdata (Whisper-style normaliser on both
+//! sides), and the real-time factor of our whole path (WAV read, resample,
+//! mel, windowed decoding with timestamps, segments) against the raw
+//! candle Whisper model run alone on the same samples, in the same run.
+//!
+//! cargo run --release -p voice --example stt_bench -- [MODEL_DIR] [CLIPS_DIR] [RUNS]
+//! MODEL_DIR defaults to $LEDGERMIND_CACHE/models/whisper-tiny.en, CLIPS_DIR
+//! to /usr/share/pocketsphinx/test/data/librivox, RUNS (fastest kept) to 3.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use voice::wer::{normalize_en, word_errors};
+use voice::whisper::Whisper;
+use voice::{Language, LanguageChoice, SpeechToText, VoiceError};
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error [{}]: {e}", e.code());
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run() -> Result<(), VoiceError> {
+    let mut args = std::env::args().skip(1);
+    let cache = std::env::var_os("LEDGERMIND_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/ledgermind"));
+    let model_dir =
+        args.next().map(PathBuf::from).unwrap_or_else(|| cache.join("models").join(voice::models::WHISPER_TINY_EN));
+    let clips =
+        args.next().map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/share/pocketsphinx/test/data/librivox"));
+    let runs: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(3).max(1);
+    let refs_path = clips.join("transcription");
+    let refs =
+        std::fs::read_to_string(&refs_path).map_err(|source| VoiceError::Io { path: refs_path.clone(), source })?;
+    let load_started = Instant::now();
+    let mut model = Whisper::load(&model_dir)?;
+    println!(
+        "model {} loaded in {} ms; {runs} runs per clip, fastest kept",
+        model_dir.display(),
+        load_started.elapsed().as_millis()
+    );
+    let en = LanguageChoice::Fixed(Language::En);
+    let (mut errors, mut words, mut raw_errors) = (0, 0, 0);
+    let (mut ours_ms, mut raw_ms, mut audio_ms) = (0f64, 0f64, 0u64);
+    println!(
+        "{:<6} {:>8} {:>8} {:>8} {:>6} {:>7}  hypothesis (ours)",
+        "clip", "audio ms", "ours ms", "raw ms", "WER", "raw WER"
+    );
+    for line in refs.lines() {
+        let (Some(a), Some(b)) = (line.rfind('('), line.rfind(')')) else { continue };
+        if a > b {
+            continue;
+        }
+        let id = &line[a + 1..b];
+        let reference = normalize_en(&line[..a].replace("<s>", "").replace("</s>", ""));
+        let file = clips.join(format!("{id}.wav"));
+        let (mut best_ours, mut best_raw) = (f64::MAX, f64::MAX);
+        let (mut hypothesis, mut raw_text, mut clip_ms) = (String::new(), String::new(), 0);
+        for _ in 0..runs {
+            // Ours: everything after the model is loaded, from the file on disk.
+            let t = Instant::now();
+            let pcm = voice::wav::read_mono(&file, voice::SAMPLE_RATE)?;
+            let transcript = model.transcribe(&pcm.samples, en)?;
+            best_ours = best_ours.min(t.elapsed().as_secs_f64() * 1000.0);
+            hypothesis = transcript.text;
+            clip_ms = pcm.duration_ms();
+            // The raw model on the same samples, already in memory.
+            let t = Instant::now();
+            let tokens = model.raw_greedy(&pcm.samples)?;
+            best_raw = best_raw.min(t.elapsed().as_secs_f64() * 1000.0);
+            raw_text = model.text_of(&tokens);
+        }
+        let (e, n) = word_errors(&reference, &normalize_en(&hypothesis));
+        let (re, _) = word_errors(&reference, &normalize_en(&raw_text));
+        errors += e;
+        raw_errors += re;
+        words += n;
+        ours_ms += best_ours;
+        raw_ms += best_raw;
+        audio_ms += clip_ms;
+        let short = id.rsplit('-').next().unwrap_or(id);
+        let pct = |x: usize| 100.0 * x as f64 / n.max(1) as f64;
+        println!(
+            "{short:<6} {clip_ms:>8} {best_ours:>8.0} {best_raw:>8.0} {:>5.1}% {:>6.1}%  {hypothesis}",
+            pct(e),
+            pct(re)
+        );
+    }
+    if words == 0 {
+        return Err(VoiceError::Inference(format!("no clips listed in {}", refs_path.display())));
+    }
+    let audio = audio_ms as f64;
+    println!(
+        "WER ours {:.1}% ({errors}/{words} words), raw model {:.1}% ({raw_errors}/{words}); goal <= 8%",
+        100.0 * errors as f64 / words as f64,
+        100.0 * raw_errors as f64 / words as f64
+    );
+    println!(
+        "RTF ours {:.3} ({ours_ms:.0} ms), raw model {:.3} ({raw_ms:.0} ms) for {audio_ms} ms of audio; speed ours/raw = {:.2}x (goal >= 0.8x)",
+        ours_ms / audio,
+        raw_ms / audio,
+        raw_ms / ours_ms
+    );
+    Ok(())
+}

@@ -1,0 +1,140 @@
+//! Voice activity: WebRTC's VAD as the cheap pre-gate, 20 ms frames, with
+//! hysteresis so a cough does not start an utterance and a breath does not
+//! end one (Pipecat's defaults: speech after 200 ms voiced, the end after
+//! 800 ms unvoiced).
+
+use webrtc_vad::{SampleRate, Vad, VadMode};
+
+/// 20 ms at 16 kHz.
+pub const FRAME: usize = 320;
+const FRAME_MS: u64 = 20;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GateConfig {
+    /// Voiced time, within the start window, that starts speech.
+    pub start_ms: u64,
+    /// Unvoiced time that ends it.
+    pub stop_ms: u64,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        Self { start_ms: 200, stop_ms: 800 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateEvent {
+    /// Speech started; the time is where the first voiced frame began.
+    SpeechStarted { at_ms: u64 },
+    /// Speech ended; the time is the end of the last voiced frame.
+    SpeechEnded { at_ms: u64 },
+}
+
+pub struct SpeechGate {
+    vad: Vad,
+    config: GateConfig,
+    now_ms: u64,
+    speaking: bool,
+    voiced_run_ms: u64,
+    run_start_ms: u64,
+    unvoiced_run_ms: u64,
+    last_voiced_end_ms: u64,
+}
+
+impl SpeechGate {
+    pub fn new(config: GateConfig) -> Self {
+        Self {
+            vad: Vad::new_with_rate_and_mode(SampleRate::Rate16kHz, VadMode::Aggressive),
+            config,
+            now_ms: 0,
+            speaking: false,
+            voiced_run_ms: 0,
+            run_start_ms: 0,
+            unvoiced_run_ms: 0,
+            last_voiced_end_ms: 0,
+        }
+    }
+
+    /// Forgets the current run: speech that goes on is detected afresh.
+    pub fn restart(&mut self) {
+        self.speaking = false;
+        self.voiced_run_ms = 0;
+        self.unvoiced_run_ms = 0;
+    }
+
+    pub fn is_speaking(&self) -> bool {
+        self.speaking
+    }
+
+    /// Feeds one 20 ms frame (16 kHz mono, [-1, 1]); returns an event when
+    /// the state changes. A frame of another length is zero-padded or cut.
+    pub fn push(&mut self, frame: &[f32]) -> Option<GateEvent> {
+        let mut pcm: Vec<i16> = frame.iter().take(FRAME).map(|s| (s.clamp(-1.0, 1.0) * 32767.0) as i16).collect();
+        pcm.resize(FRAME, 0);
+        // The VAD only fails on a wrong frame length, which cannot happen here.
+        let voiced = self.vad.is_voice_segment(&pcm).unwrap_or(false);
+        let start = self.now_ms;
+        self.now_ms += FRAME_MS;
+        if voiced {
+            if self.voiced_run_ms == 0 {
+                self.run_start_ms = start;
+            }
+            self.voiced_run_ms += FRAME_MS;
+            self.unvoiced_run_ms = 0;
+            self.last_voiced_end_ms = self.now_ms;
+            if !self.speaking && self.voiced_run_ms >= self.config.start_ms {
+                self.speaking = true;
+                return Some(GateEvent::SpeechStarted { at_ms: self.run_start_ms });
+            }
+        } else {
+            self.unvoiced_run_ms += FRAME_MS;
+            // Short gaps inside a start run are forgiven; longer ones reset it.
+            if self.unvoiced_run_ms > 2 * FRAME_MS {
+                self.voiced_run_ms = 0;
+            }
+            if self.speaking && self.unvoiced_run_ms >= self.config.stop_ms {
+                self.speaking = false;
+                return Some(GateEvent::SpeechEnded { at_ms: self.last_voiced_end_ms });
+            }
+        }
+        None
+    }
+}
+
+/// The utterances of a whole recording, as (start_ms, end_ms).
+pub fn utterances(pcm_16k: &[f32], config: GateConfig) -> Vec<(u64, u64)> {
+    let mut gate = SpeechGate::new(config);
+    let mut out = Vec::new();
+    let mut open = None;
+    for frame in pcm_16k.chunks(FRAME) {
+        match gate.push(frame) {
+            Some(GateEvent::SpeechStarted { at_ms }) => open = Some(at_ms),
+            Some(GateEvent::SpeechEnded { at_ms }) => {
+                if let Some(s) = open.take() {
+                    out.push((s, at_ms));
+                }
+            }
+            None => {}
+        }
+    }
+    if let Some(s) = open {
+        out.push((s, gate.last_voiced_end_ms));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn silence_and_a_short_click_are_not_speech() {
+        let mut pcm = vec![0.0f32; 16_000 * 3];
+        // A 40 ms burst of a loud 300 Hz tone.
+        for (i, s) in pcm[16_000..16_640].iter_mut().enumerate() {
+            *s = 0.8 * (2.0 * std::f32::consts::PI * 300.0 * i as f32 / 16_000.0).sin();
+        }
+        assert!(utterances(&pcm, GateConfig::default()).is_empty());
+    }
+}

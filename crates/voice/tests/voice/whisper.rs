@@ -1,0 +1,161 @@
+use voice::wav::{read_mono, Pcm};
+use voice::wer::{normalize_en, word_errors};
+use voice::whisper::Whisper;
+use voice::{Language, LanguageChoice, SpeechToText, VoiceError};
+
+use crate::{librivox_clips, whisper_dir};
+
+fn en() -> LanguageChoice {
+    LanguageChoice::Fixed(Language::En)
+}
+
+#[test]
+fn tiny_en_transcribes_the_librivox_clips_within_eight_percent_wer() {
+    let (Some(dir), Some(clips)) = (whisper_dir(), librivox_clips()) else {
+        eprintln!("skipped: needs the whisper-tiny.en model and pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let mut model = Whisper::load(&dir).expect("load");
+    assert!(model.english_only());
+    let (mut errors, mut words) = (0, 0);
+    for (path, reference) in clips {
+        let pcm = read_mono(&path, 16_000).expect("clip");
+        let t = model.transcribe(&pcm.samples, en()).expect("transcribe");
+        assert_eq!(t.language, "en");
+        assert!(!t.segments.is_empty(), "{}: no segments", path.display());
+        for s in &t.segments {
+            assert!(
+                s.start_ms <= s.end_ms && s.end_ms <= pcm.duration_ms() + 1000,
+                "{s:?} past {} ms",
+                pcm.duration_ms()
+            );
+        }
+        let (e, n) = word_errors(&normalize_en(&reference), &normalize_en(&t.text));
+        eprintln!("{}: {e}/{n} {:?}", path.display(), t.text);
+        errors += e;
+        words += n;
+    }
+    assert!(words > 60);
+    assert!(errors * 100 <= words * 8, "WER {errors}/{words}");
+}
+
+#[test]
+fn audio_longer_than_one_window_is_transcribed_across_windows_in_order() {
+    let (Some(dir), Some(clips)) = (whisper_dir(), librivox_clips()) else {
+        eprintln!("skipped: needs the whisper-tiny.en model and pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let mut model = Whisper::load(&dir).expect("load");
+    // All five clips twice with a second of silence between: about 55 s.
+    let mut samples = Vec::new();
+    let mut reference = String::new();
+    for _ in 0..2 {
+        for (path, text) in &clips {
+            samples.extend(read_mono(path, 16_000).expect("clip").samples);
+            samples.extend(std::iter::repeat_n(0.0, 16_000));
+            reference.push_str(text);
+            reference.push(' ');
+        }
+    }
+    let audio_ms = samples.len() as u64 * 1000 / 16_000;
+    assert!(audio_ms > 50_000);
+    let t = model.transcribe(&samples, en()).expect("transcribe");
+    let mut last_start = 0;
+    for s in &t.segments {
+        assert!(s.start_ms >= last_start, "segments out of order: {:?}", t.segments);
+        last_start = s.start_ms;
+    }
+    assert!(t.segments.last().is_some_and(|s| s.end_ms > 45_000), "the second window is missing: {:?}", t.segments);
+    let (e, n) = word_errors(&normalize_en(&reference), &normalize_en(&t.text));
+    assert!(e * 100 <= n * 15, "WER {e}/{n}: {}", t.text);
+}
+
+#[test]
+fn silence_and_quiet_hiss_yield_no_words() {
+    let Some(dir) = whisper_dir() else {
+        eprintln!("skipped: needs the whisper-tiny.en model (scripts/setup.sh)");
+        return;
+    };
+    let mut model = Whisper::load(&dir).expect("load");
+    let t = model.transcribe(&vec![0.0; 16_000 * 10], en()).expect("transcribe");
+    assert!(t.text.trim().is_empty(), "heard {:?} in silence", t.text);
+    // Quiet hiss (about -40 dBFS white noise) is not speech either.
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let hiss: Vec<f32> = (0..16_000 * 10)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            ((seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.035
+        })
+        .collect();
+    let t = model.transcribe(&hiss, en()).expect("transcribe hiss");
+    assert!(t.text.trim().is_empty(), "heard {:?} in hiss", t.text);
+    let empty = model.transcribe(&[], en()).expect("transcribe nothing");
+    assert!(empty.segments.is_empty());
+}
+
+#[test]
+fn portuguese_on_the_english_model_is_refused_plainly() {
+    let Some(dir) = whisper_dir() else {
+        eprintln!("skipped: needs the whisper-tiny.en model (scripts/setup.sh)");
+        return;
+    };
+    let mut model = Whisper::load(&dir).expect("load");
+    let e = model.transcribe(&[0.0; 1600], LanguageChoice::Fixed(Language::Pt)).expect_err("pt on tiny.en");
+    assert!(matches!(e, VoiceError::LanguageUnavailable { .. }), "{e}");
+}
+
+#[test]
+fn a_corrupt_or_incomplete_model_is_reported_not_panicked_on() {
+    let Some(dir) = whisper_dir() else {
+        eprintln!("skipped: needs the whisper-tiny.en model (scripts/setup.sh)");
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for f in ["config.json", "vocabulary.txt"] {
+        std::fs::copy(dir.join(f), tmp.path().join(f)).expect("copy");
+    }
+    // Truncated weights.
+    let weights = std::fs::read(dir.join("model.safetensors")).expect("read");
+    std::fs::write(tmp.path().join("model.safetensors"), &weights[..weights.len() / 2]).expect("write");
+    let e = Whisper::load(tmp.path()).err().expect("truncated weights must fail");
+    assert!(matches!(e, VoiceError::ModelCorrupt { .. }), "{e}");
+    // A vocabulary that does not fit the model.
+    std::fs::write(tmp.path().join("model.safetensors"), &weights).expect("write");
+    std::fs::write(tmp.path().join("vocabulary.txt"), "a\nb\n").expect("write");
+    let e = Whisper::load(tmp.path()).err().expect("wrong vocabulary must fail");
+    assert!(e.to_string().contains("vocabulary.txt has 2 tokens"), "{e}");
+}
+
+#[test]
+fn resampled_audio_is_recognised_like_the_original() {
+    let (Some(dir), Some(clips)) = (whisper_dir(), librivox_clips()) else {
+        eprintln!("skipped: needs the whisper-tiny.en model and pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let mut model = Whisper::load(&dir).expect("load");
+    let (path, reference) = &clips[0];
+    let original = read_mono(path, 16_000).expect("clip");
+    // Through 44.1 kHz stereo on disk and back.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let up = original.resampled(44_100);
+    let file = tmp.path().join("cd.wav");
+    let spec = hound::WavSpec {
+        channels: 2,
+        sample_rate: 44_100,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut w = hound::WavWriter::create(&file, spec).expect("create");
+    for s in &up.samples {
+        let v = (s * 32767.0) as i16;
+        w.write_sample(v).expect("l");
+        w.write_sample(v).expect("r");
+    }
+    w.finalize().expect("finalize");
+    let back: Pcm = read_mono(&file, 16_000).expect("read");
+    let t = model.transcribe(&back.samples, en()).expect("transcribe");
+    let (e, n) = word_errors(&normalize_en(reference), &normalize_en(&t.text));
+    assert!(e * 100 <= n * 10, "WER {e}/{n}: {}", t.text);
+}
