@@ -20,7 +20,7 @@ const css = (testid) => `[data-testid="${testid}"]`;
 
 /** The stand-in panel, with a line protocol over its stdin and stdout. */
 function startWatcher() {
-  const child = spawn("python3", [join(repo, "tests/e2e/tray-watcher.py")], { stdio: ["pipe", "pipe", "inherit"] });
+  const child = spawn(process.env.LEDGERMIND_SYSTEM_PYTHON ?? "/usr/bin/python3", [join(repo, "tests/e2e/tray-watcher.py")], { stdio: ["pipe", "pipe", "inherit"] });
   const seen = [];
   const waiters = [];
   createInterface({ input: child.stdout }).on("line", (line) => {
@@ -141,9 +141,14 @@ export async function main() {
 
     log("a new persona appears under Talk to");
     await createPersona(ctx, { name: "Iris", description: "A calm friend who likes trains" });
-    await waitFor(async () => (await panel.menu()).some((e) => e.label === "Iris" && e.toggle === 1), {
+    await waitFor(async () => (await panel.menu()).some((e) => e.label === "Iris"), {
       timeout: 15_000,
-      message: "Iris to be listed and chosen in the tray",
+      message: "Iris to be listed in the tray",
+    });
+    log("choosing Iris under Talk to");
+    await panel.click("Iris");
+    await waitFor(async () => (await panel.menu()).some((e) => e.label === "Iris" && e.toggle === 1), {
+      message: "Iris to be checked under Talk to",
     });
 
     log("Settings shows the tray, shortcut and voice settings");
