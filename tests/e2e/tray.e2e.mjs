@@ -130,7 +130,8 @@ export async function main() {
   const menuLabel = async (prefix) => (await panel.menu()).find((e) => e.label.startsWith(prefix));
   try {
     log("the tray registers with its menu");
-    await panel.next("REGISTERED", 30_000);
+    // It may have registered while the session opened.
+    if (!panel.seen.some((line) => line.startsWith("REGISTERED"))) await panel.next("REGISTERED", 30_000);
     const labels = async () => (await panel.menu()).map((e) => e.label);
     await waitFor(async () => (await labels()).includes("Quit Ledgermind"), { timeout: 10_000, message: "the tray menu" });
     const menu = await panel.menu();
