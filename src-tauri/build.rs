@@ -91,6 +91,11 @@ fn main() {
         "set_session_mode",
         "add_obligation",
         "simulate_proposal",
+        "desktop_settings",
+        "set_desktop_settings",
+        "voice_talk",
+        "voice_stop",
+        "voice_devices",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

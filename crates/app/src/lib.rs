@@ -8,6 +8,7 @@ mod assistant;
 mod browse;
 mod ceremony;
 mod chat;
+mod desktop;
 mod engine;
 mod extraction;
 mod human_memory;
@@ -37,12 +38,15 @@ mod awaiting;
 mod vault;
 mod tools_exec;
 mod views;
+/// Voice turns for the shells (the tray's Talk, the global shortcut).
+pub mod voice;
 
 pub use assistant::{ProposalView, ToolResultView, ToolSettingView, CONFIRMATION_TTL_ENV};
 pub use awaiting::AwaitingInputView;
 pub use screening::{ConversationImport, ImportScreening};
 pub use browse::{browse, FolderEntryView, FolderView, PlaceView};
 pub use chat::ReplyTiming;
+pub use desktop::{DesktopSettings, DesktopView, ShortcutMode, VoiceSettings, DEFAULT_SHORTCUT};
 pub use engine::{Engine, EngineConfig};
 pub use items::ItemView;
 pub use keys::{KeyEpochView, KeyReplacementView, KeyStatusView};

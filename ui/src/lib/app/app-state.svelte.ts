@@ -18,6 +18,7 @@ import { Notices } from "./notices.svelte";
 import { isRuntimeEvent, RuntimeState } from "../runtime/runtime-state.svelte";
 import { OfficeState } from "../office/office-state.svelte"; // office (#5)
 import { KEY_ERROR_CODES, KeysState } from "../keys/keys-state.svelte";
+import { VoiceOverlayState } from "../voice/voice-state.svelte";
 
 export type View = "chat" | "ledger" | "settings" | "checkpoints" | "memory" | "items";
 export const VIEWS: readonly View[] = ["chat", "ledger", "settings", "checkpoints", "memory", "items"];
@@ -57,6 +58,7 @@ export class AppState {
   readonly office: OfficeState; // office (#5)
   /** Whether this keychain holds the signing keys; the banner and the new key epoch. */
   readonly keys: KeysState;
+  readonly voice: VoiceOverlayState;
 
   ready = $state(false);
   loadError = $state<string | null>(null);
@@ -86,6 +88,7 @@ export class AppState {
   private reloadedSeq = 0;
   private subscribed = false;
   private unlistenDrop: (() => void) | null = null;
+  private unlistenVoice: (() => void) | null = null;
 
   constructor(backend: Backend) {
     this.backend = backend;
@@ -96,6 +99,7 @@ export class AppState {
     this.runtime = new RuntimeState(backend, this.notices, (personaId) => this.messages[personaId]?.at(-1)?.seq ?? 0);
     this.office = new OfficeState(backend, this.notices); // office (#5)
     this.keys = new KeysState(backend, this.notices);
+    this.voice = new VoiceOverlayState(backend);
   }
 
   /** True between `checkpoint_started` and its closing event: the whole UI is held. */
@@ -147,11 +151,20 @@ export class AppState {
         console.warn("file drop unavailable:", errorMessage(error));
       }
     }
+    if (!this.unlistenVoice) {
+      try {
+        this.unlistenVoice = await this.backend.onVoiceEvent((event) => this.voice.handle(event));
+      } catch (error) {
+        console.warn("voice events unavailable:", errorMessage(error));
+      }
+    }
   }
 
   stop(): void {
     this.unlistenDrop?.();
     this.unlistenDrop = null;
+    this.unlistenVoice?.();
+    this.unlistenVoice = null;
   }
 
   // ---- the event stream -----------------------------------------------------
