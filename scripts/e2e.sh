@@ -33,7 +33,7 @@ for spec in $specs; do
   fi
   # The tray scenario's microphone: a question spoken by espeak-ng, fed to
   # the voice turns as a WAV file (test-only variable).
-  if [ "$spec" = tray ]; then
+  if [ "${spec##*/}" = tray ]; then
     espeak-ng -v en-us -w "$E2E_HOME/question.wav" "Do you like trains?"
     export LEDGERMIND_TEST_VOICE_INPUT="$E2E_HOME/question.wav"
   else

@@ -12,8 +12,8 @@ import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createInterface } from "node:readline";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { config, createPersona, log, openTab, runIfMain, saveFailureState, shot, startSession } from "./app.e2e.mjs";
-import { sleep, waitFor } from "./webdriver.mjs";
+import { config, createPersona, log, openTab, runIfMain, saveFailureState, shot, startSession } from "../app.e2e.mjs";
+import { sleep, waitFor } from "../webdriver.mjs";
 
 const repo = resolve(new URL("../..", import.meta.url).pathname);
 const css = (testid) => `[data-testid="${testid}"]`;
