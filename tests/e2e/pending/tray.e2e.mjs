@@ -15,7 +15,7 @@ import { join, resolve } from "node:path";
 import { config, createPersona, log, openTab, runIfMain, saveFailureState, shot, startSession } from "../app.e2e.mjs";
 import { sleep, waitFor } from "../webdriver.mjs";
 
-const repo = resolve(new URL("../..", import.meta.url).pathname);
+const repo = resolve(new URL("../../..", import.meta.url).pathname);
 const css = (testid) => `[data-testid="${testid}"]`;
 
 /** The stand-in panel, with a line protocol over its stdin and stdout. */
