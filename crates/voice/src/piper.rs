@@ -15,7 +15,7 @@ use ort::value::Tensor;
 use crate::error::VoiceError;
 use crate::onnx;
 use crate::stt::Language;
-use crate::tts::{EspeakNg, SpeechSynthesizer, SynthesisRequest, RATE_RANGE};
+use crate::tts::{EspeakNg, SpeechSynthesizer, SynthesisRequest};
 use crate::wav::Pcm;
 
 /// The voice's folder and file names in a models folder.
@@ -170,17 +170,7 @@ impl SpeechSynthesizer for Piper {
         if request.language != Language::En {
             return self.fallback.synthesize(request);
         }
-        if !RATE_RANGE.contains(&request.rate) {
-            return Err(VoiceError::Synthesis(format!(
-                "rate {} is outside {}..={}",
-                request.rate,
-                RATE_RANGE.start(),
-                RATE_RANGE.end()
-            )));
-        }
-        if request.text.trim().is_empty() {
-            return Err(VoiceError::Synthesis("there is no text to say".into()));
-        }
+        crate::tts::check_request(request)?;
         match self.piper(request.text, request.rate) {
             Ok(pcm) if !pcm.samples.is_empty() => Ok(pcm),
             Ok(_) => self.fallback.synthesize(request),
