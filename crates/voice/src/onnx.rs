@@ -20,26 +20,44 @@ pub fn runtime_path(models: &Path) -> PathBuf {
     models.join(RUNTIME_DIR).join(RUNTIME_LIB)
 }
 
+/// Why the process's runtime could not be loaded.
+#[derive(Debug, Clone)]
+enum LoadFailure {
+    /// The library is not in the models folder.
+    Missing,
+    /// The library is there but ONNX Runtime refused it (its own message).
+    Unusable(String),
+}
+
 /// The process's one runtime: the first library loaded wins (a process
 /// cannot load two), and a failure is remembered.
-static RUNTIME: OnceLock<Result<(PathBuf, Environment), String>> = OnceLock::new();
+static RUNTIME: OnceLock<Result<Environment, LoadFailure>> = OnceLock::new();
 
 /// Loads ONNX Runtime from `models` once per process.
 pub fn runtime(models: &Path) -> Result<&'static Environment, VoiceError> {
     let lib = runtime_path(models);
     let loaded = RUNTIME.get_or_init(|| {
         if !lib.is_file() {
-            return Err(format!("{} is missing", lib.display()));
+            return Err(LoadFailure::Missing);
         }
-        let builder = ort::init_from(&lib).map_err(|e| e.to_string())?;
-        let env = builder.with_name("ledgermind-voice").build().map_err(|e| e.to_string())?;
-        Ok((lib.clone(), env))
+        fn unusable(e: impl std::fmt::Display) -> LoadFailure {
+            LoadFailure::Unusable(e.to_string())
+        }
+        ort::init_from(&lib)
+            .map_err(unusable)?
+            .with_name("ledgermind-voice")
+            .build()
+            .map_err(unusable)
     });
     match loaded {
-        Ok((_, env)) => Ok(env),
-        Err(reason) => Err(VoiceError::ModelMissing {
-            name: format!("ONNX Runtime ({reason})"),
+        Ok(env) => Ok(env),
+        Err(LoadFailure::Missing) => Err(VoiceError::ModelMissing {
+            name: RUNTIME_LIB.to_owned(),
             dir: models.join(RUNTIME_DIR),
+        }),
+        Err(LoadFailure::Unusable(reason)) => Err(VoiceError::ModelCorrupt {
+            dir: lib,
+            reason: reason.clone(),
         }),
     }
 }
@@ -50,11 +68,17 @@ pub fn session(models: &Path, model: &Path) -> Result<Session, VoiceError> {
     let env = runtime(models)?;
     if !model.is_file() {
         return Err(VoiceError::ModelMissing {
-            name: model.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            name: model
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
             dir: model.parent().map(Path::to_path_buf).unwrap_or_default(),
         });
     }
-    let corrupt = |e: String| VoiceError::ModelCorrupt { dir: model.to_path_buf(), reason: e };
+    let corrupt = |e: String| VoiceError::ModelCorrupt {
+        dir: model.to_path_buf(),
+        reason: e,
+    };
     Session::builder(env)
         .map_err(|e| corrupt(e.to_string()))?
         .with_intra_threads(1)
