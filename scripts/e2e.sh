@@ -31,6 +31,14 @@ for spec in $specs; do
   else
     unset LEDGERMIND_TEST_CONFIRMATION_TTL_SECS
   fi
+  # The tray scenario's microphone: a question spoken by espeak-ng, fed to
+  # the voice turns as a WAV file (test-only variable).
+  if [ "${spec##*/}" = tray ]; then
+    espeak-ng -v en-us -w "$E2E_HOME/question.wav" "Do you like trains?"
+    export LEDGERMIND_TEST_VOICE_INPUT="$E2E_HOME/question.wav"
+  else
+    unset LEDGERMIND_TEST_VOICE_INPUT
+  fi
   export LEDGERMIND_ARTIFACTS="$ARTIFACTS_ROOT$( [ "$spec" = app ] || echo "/$spec")"
   mkdir -p "$LEDGERMIND_ARTIFACTS"
   xvfb-run -a -s "-screen 0 1280x800x24" bash -c '

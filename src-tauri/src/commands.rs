@@ -470,3 +470,35 @@ pub async fn add_obligation(
 pub async fn simulate_proposal(state: State<'_, Backend>, persona: String, nonce: String) -> Reply<SimulationView> {
     view(engine(&state).await?.simulate_proposal(&persona, &nonce).await)
 }
+
+#[tauri::command]
+pub fn desktop_settings(desktop: State<'_, crate::desktop::Desktop>) -> app::DesktopView {
+    desktop.view()
+}
+
+#[tauri::command]
+pub fn set_desktop_settings(
+    app: tauri::AppHandle,
+    desktop: State<'_, crate::desktop::Desktop>,
+    settings: app::DesktopSettings,
+) -> Reply<app::DesktopView> {
+    desktop.update(&app, settings).map_err(|e| e.view())
+}
+
+#[tauri::command]
+pub fn voice_talk(app: tauri::AppHandle) {
+    crate::talk::talk_or_stop(&app);
+}
+
+#[tauri::command]
+pub fn voice_stop(app: tauri::AppHandle) {
+    crate::talk::stop(&app);
+}
+
+#[tauri::command]
+pub async fn voice_devices() -> Reply<Vec<app::voice::VoiceDeviceView>> {
+    match tauri::async_runtime::spawn_blocking(app::voice::devices).await {
+        Ok(result) => result.map_err(|e| e.view()),
+        Err(e) => Err(app::AppError::new("VOICE_DEVICE_UNAVAILABLE", format!("listing sound devices failed: {e}")).view()),
+    }
+}

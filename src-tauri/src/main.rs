@@ -6,6 +6,8 @@
 
 mod commands;
 mod documents;
+mod desktop;
+mod talk;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -71,9 +73,34 @@ fn main() {
             tracing_subscriber::EnvFilter::try_from_env("LEDGERMIND_LOG").unwrap_or_else(|_| "info".into()),
         )
         .init();
+    let data_dir = DataDir::from_env();
     let result = tauri::Builder::default()
-        .setup(|app| {
-            let mut config = EngineConfig::new(DataDir::from_env(), Arc::new(KeyringStore::new("ledgermind")));
+        // First: a second launch must hand over before anything else starts.
+        .plugin(
+            tauri_plugin_single_instance::Builder::new()
+                .dbus_id(desktop::instance_id(&data_dir))
+                .callback(|app, _args, _cwd| desktop::show_main(app))
+                .build(),
+        )
+        .plugin(
+            tauri_plugin_global_shortcut::Builder::new()
+                .with_handler(|app, _shortcut, event| desktop::on_shortcut(app, event.state))
+                .build(),
+        )
+        .on_window_event(|window, event| {
+            if let tauri::WindowEvent::CloseRequested { api, .. } = event {
+                desktop::on_close_requested(window, api);
+            }
+        })
+        .setup(move |app| {
+            let handle = app.handle().clone();
+            // Managed first: the tray's menu reads the settings while it is built.
+            app.manage(desktop::Desktop::new(data_dir.clone()));
+            app.manage(talk::VoiceShell::default());
+            let shell = app.state::<desktop::Desktop>();
+            shell.set_tray(desktop::install_tray(&handle));
+            shell.register_shortcut(&handle);
+            let mut config = EngineConfig::new(data_dir, Arc::new(KeyringStore::new("ledgermind")));
             config.local_threads = threads();
             let (tx, rx) = watch::channel(None);
             app.manage(Backend(rx));
@@ -84,7 +111,10 @@ fn main() {
                 let started = Instant::now();
                 let engine = tauri::async_runtime::block_on(Engine::start(config));
                 match &engine {
-                    Ok(_) => tracing::info!(ms = started.elapsed().as_millis() as u64, "engine started"),
+                    Ok(engine) => {
+                        tracing::info!(ms = started.elapsed().as_millis() as u64, "engine started");
+                        desktop::follow_personas(handle, engine.clone());
+                    }
                     Err(e) => tracing::error!(code = e.code, "the engine did not start: {}", e.message),
                 }
                 let _ = tx.send(Some(engine));
@@ -176,6 +206,11 @@ fn main() {
             documents::search_documents,
             documents::message_citations,
             documents::document_passage,
+            commands::desktop_settings,
+            commands::set_desktop_settings,
+            commands::voice_talk,
+            commands::voice_stop,
+            commands::voice_devices,
         ])
         // Files and folders dropped on the window are read here, in Rust;
         // the web view only shows the overlay and the progress.

@@ -8,6 +8,7 @@ mod assistant;
 mod browse;
 mod ceremony;
 mod chat;
+mod desktop;
 mod engine;
 mod extraction;
 mod human_memory;
@@ -26,6 +27,8 @@ mod exploration;
 mod heartbeat;
 mod personas;
 mod summary;
+// voice: spoken turns marked in the ledger
+mod spoken;
 mod prompt;
 mod queue_control;
 // runtime (#6): the guard on typed and imported text
@@ -36,12 +39,15 @@ mod awaiting;
 mod vault;
 mod tools_exec;
 mod views;
+/// Voice turns for the shells (the tray's Talk, the global shortcut).
+pub mod voice;
 
 pub use assistant::{ProposalView, ToolResultView, ToolSettingView, CONFIRMATION_TTL_ENV};
 pub use awaiting::AwaitingInputView;
 pub use screening::{ConversationImport, ImportScreening};
 pub use browse::{browse, FolderEntryView, FolderView, PlaceView};
 pub use chat::ReplyTiming;
+pub use desktop::{DesktopSettings, DesktopView, ShortcutMode, VoiceSettings, DEFAULT_SHORTCUT};
 pub use engine::{Engine, EngineConfig};
 pub use items::ItemView;
 pub use keys::{KeyEpochView, KeyReplacementView, KeyStatusView};
@@ -59,6 +65,7 @@ pub use self::office::{
 pub use ::office::dreaming::{DreamReason, SESSIONS_PER_DREAM};
 pub use ::office::{ContextFrame, SessionMode, SessionType};
 pub use paths::DataDir;
+pub use spoken::VoiceTurn;
 pub use guard_model::{guard_model_dirs, install_guard_model, GuardModelStatus};
 pub use personas::{PersonaEdit, PersonaProfileView};
 pub use views::*;

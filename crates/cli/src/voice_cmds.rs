@@ -16,7 +16,8 @@ use crate::common::print_json;
 
 #[derive(Debug, Subcommand)]
 pub enum VoiceCmd {
-    /// List the sound devices (inputs and outputs); an error when there is none.
+    /// List the sound devices (inputs and outputs); none is an answer (`[]`),
+    /// an error only when the sound system cannot be asked.
     Devices {
         #[arg(long)]
         json: bool,
@@ -86,7 +87,7 @@ pub fn run(home: Option<PathBuf>, cmd: VoiceCmd) -> ExitCode {
     match cmd {
         VoiceCmd::Devices { json } => devices(json),
         VoiceCmd::Transcribe { file, language, json } => transcribe(&models_dir(home), &file, language, json),
-        VoiceCmd::Say { text, out, language, rate } => say(&text, &out, language, rate),
+        VoiceCmd::Say { text, out, language, rate } => say(&models_dir(home), &text, &out, language, rate),
         VoiceCmd::Converse { .. } => ExitCode::SUCCESS,
     }
 }
@@ -131,17 +132,17 @@ fn transcribe(models: &Path, file: &Path, language: LanguageChoice, json: bool) 
 }
 
 fn devices(json: bool) -> ExitCode {
-    let list = match voice::devices::list() {
+    let list = match voice::devices::available() {
         Ok(l) => l,
-        Err(e) => {
-            if json {
-                println!("[]");
-            }
-            return fail(&e);
-        }
+        Err(e) => return fail(&e),
     };
     if json {
         return print_json(&list);
+    }
+    if list.is_empty() {
+        // An answer, not a failure: say plainly what that means.
+        println!("{}", voice::devices::no_device());
+        return ExitCode::SUCCESS;
     }
     for d in &list {
         let dir = match (d.input, d.output) {
@@ -165,8 +166,19 @@ fn clock(ms: u64) -> String {
     format!("{:02}:{:02}.{:03}", ms / 60_000, (ms / 1000) % 60, ms % 1000)
 }
 
-fn say(text: &str, out: &Path, language: Language, rate: f32) -> ExitCode {
-    let tts = EspeakNg::default();
+/// Piper for English when it is installed, espeak-ng otherwise (and for Portuguese).
+fn synthesizer(models: &Path) -> Box<dyn SpeechSynthesizer + Send> {
+    match voice::piper::Piper::load(models) {
+        Ok(p) => Box::new(p),
+        Err(e) => {
+            eprintln!("note: espeak-ng speaks (the Piper voice is unavailable: {e})");
+            Box::new(EspeakNg::default())
+        }
+    }
+}
+
+fn say(models: &Path, text: &str, out: &Path, language: Language, rate: f32) -> ExitCode {
+    let tts = synthesizer(models);
     let pcm = match tts.synthesize(&SynthesisRequest { text, language, rate }) {
         Ok(p) => p,
         Err(e) => return fail(&e),
@@ -180,10 +192,13 @@ fn say(text: &str, out: &Path, language: Language, rate: f32) -> ExitCode {
 
 /// The persona pipeline as the voice loop's responder: each heard utterance
 /// is sent as the person's message and the finished reply comes back.
+/// Each turn is marked as spoken in the ledger once it is over.
 struct PersonaResponder {
     engine: std::sync::Arc<app::Engine>,
     persona: String,
     runtime: tokio::runtime::Handle,
+    /// The person's message and the reply of the turn under way.
+    pending: Option<(String, Option<String>)>,
 }
 
 impl voice::converse::Responder for PersonaResponder {
@@ -191,21 +206,22 @@ impl voice::converse::Responder for PersonaResponder {
         let engine = self.engine.clone();
         let persona = self.persona.clone();
         let heard = heard.to_owned();
-        self.runtime.block_on(async move {
+        let (message_id, reply) = self.runtime.block_on(async move {
             let mut rx = engine.subscribe();
-            let (_, request) = engine
+            let (sent, request) = engine
                 .send_message(&persona, &heard)
                 .await
                 .map_err(|e| VoiceError::Inference(format!("[{}] {}", e.code, e.message)))?;
             if request.is_empty() {
                 // Answered at once without the model (a deterministic intent).
                 let last = engine.list_messages(&persona).await.ok().and_then(|mut m| m.pop());
-                return Ok(last.map(|m| m.content).unwrap_or_default());
+                let reply = last.filter(|m| m.id != sent.id).map(|m| (m.id, m.content));
+                return Ok((sent.id, reply));
             }
             loop {
                 match rx.recv().await {
                     Ok(app::AppEvent::ReplyFinished { request_id, message }) if request_id == request => {
-                        return Ok(message.content)
+                        return Ok((sent.id, Some((message.id, message.content))))
                     }
                     Ok(app::AppEvent::ReplyFailed { request_id, error, .. }) if request_id == request => {
                         return Err(VoiceError::Inference(format!(
@@ -219,6 +235,26 @@ impl voice::converse::Responder for PersonaResponder {
                     }
                 }
             }
+        })?;
+        let (reply_id, text) = reply.map_or((None, String::new()), |(id, text)| (Some(id), text));
+        self.pending = Some((message_id, reply_id));
+        Ok(text)
+    }
+
+    fn turn_finished(&mut self, report: &voice::converse::TurnReport) -> Result<(), VoiceError> {
+        let Some((message_id, reply_id)) = self.pending.take() else { return Ok(()) };
+        let turn = app::VoiceTurn {
+            message_id,
+            reply_id,
+            interrupted: report.interrupted,
+            spoken_chars: report
+                .interrupted
+                .then(|| voice::converse::spoken_chars(&report.reply, &report.spoken)),
+        };
+        let engine = self.engine.clone();
+        let persona = self.persona.clone();
+        self.runtime.block_on(async move { engine.record_voice_turn(&persona, turn).await }).map_err(|e| {
+            VoiceError::Inference(format!("cannot record the voice turn: [{}] {}", e.code, e.message))
         })
     }
 }
@@ -243,7 +279,7 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
         Err(e) => return fail(&e),
     };
     let responder =
-        PersonaResponder { engine: ctx.engine.clone(), persona, runtime: tokio::runtime::Handle::current() };
+        PersonaResponder { engine: ctx.engine.clone(), persona, runtime: tokio::runtime::Handle::current(), pending: None };
     let result = tokio::task::spawn_blocking(move || -> Result<_, VoiceError> {
         let mut stt = Whisper::load(&choice.dir)?;
         let mut responder = responder;
@@ -256,9 +292,11 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
             echo_cancel: true,
             protect_ms: 500,
             listen,
+            silero_models: Some(models.clone()),
             ..Default::default()
         };
-        let turns = voice::converse::converse(&mut mic, &mut stt, &mut responder, &EspeakNg::default(), &config)?;
+        let tts = synthesizer(&models);
+        let turns = voice::converse::converse(&mut mic, &mut stt, &mut responder, tts.as_ref(), &config)?;
         let played = voice::wav::Pcm { samples: mic.played().to_vec(), rate: voice::SAMPLE_RATE };
         Ok((turns, played))
     })

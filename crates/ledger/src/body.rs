@@ -277,6 +277,21 @@ pub enum EventBody {
     /// The conversation so far (previous summary + new messages), up to the
     /// message at `up_to_seq`. `source`: `llm` or `fallback`.
     SummaryWritten { persona_id: String, text: String, up_to_seq: i64, source: String },
+    // ----- voice -----
+    /// A turn of the conversation that was spoken, not typed: `message_id`
+    /// is the person's transcribed message, `reply_id` the persona's reply
+    /// (None when there was none). `interrupted`: the person cut the reply
+    /// off, and only its first `spoken_chars` characters were said aloud.
+    /// Carries no text, so erasing the messages leaves nothing behind here.
+    VoiceTurn {
+        persona_id: String,
+        message_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply_id: Option<String>,
+        interrupted: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spoken_chars: Option<u32>,
+    },
 }
 
 /// One thing a persona cares about (seed 002's persona topics). Also what
@@ -495,6 +510,7 @@ impl EventBody {
             Self::PersonaSettingsSet { .. } => "persona_settings_set",
             Self::MessageContextSet { .. } => "message_context_set",
             Self::SummaryWritten { .. } => "summary_written",
+            Self::VoiceTurn { .. } => "voice_turn",
         }
     }
 

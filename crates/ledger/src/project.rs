@@ -226,7 +226,8 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
         | EventBody::ReasoningLogged { .. }
         | EventBody::NoteWritten { .. }
         | EventBody::StatementSigned { .. }
-        | EventBody::ClarificationRequested { .. } => {}
+        | EventBody::ClarificationRequested { .. }
+        | EventBody::VoiceTurn { .. } => {}
         EventBody::PersonaGroupsSet { .. }
         | EventBody::MemoryLearned { .. }
         | EventBody::MemoryUpdated { .. }

@@ -1,6 +1,6 @@
-//! Passages: each block cut by `text-splitter` into chunks of at most
-//! `max_tokens` MiniLM word pieces, at the largest semantic unit that fits
-//! (paragraph, sentence, word). A chunk never crosses a block, so it has
+//! Passages: each block cut into chunks of at most `max_tokens` MiniLM
+//! word pieces, whole paragraphs where they fit (`text-splitter` cuts the
+//! longer ones by sentence, then word). A chunk never crosses a block, so it has
 //! exactly one page and one heading path; its SHA-256 keys its vectors, so
 //! an edit re-embeds only the chunks whose text changed.
 
@@ -64,10 +64,52 @@ pub fn split(text: &str, counter: &dyn TokenCounter, max_tokens: usize) -> Vec<S
     splitter.chunks(text).map(str::to_owned).collect()
 }
 
+/// Cuts one block into passages of at most `max_tokens`, paragraph by
+/// paragraph. Where a passage ends is decided by the paragraphs themselves
+/// (content-defined, as rsync's chunking): once a passage holds a third of
+/// the budget, it ends before any paragraph whose hash is even, or before
+/// one that would overflow it. Greedy packing would shift every later
+/// boundary when a paragraph is inserted, so a one-paragraph edit would
+/// re-embed the rest of the document; with boundaries chosen by content,
+/// both versions meet again at the next such paragraph. A paragraph longer
+/// than the budget is cut by `text-splitter` (sentence, then word).
+fn split_block(text: &str, counter: &dyn TokenCounter, max_tokens: usize) -> Vec<String> {
+    let max_tokens = max_tokens.max(8);
+    let min_tokens = max_tokens / 3;
+    let mut out = Vec::new();
+    let mut current: Vec<&str> = Vec::new();
+    let mut used = 0usize;
+    let flush = |current: &mut Vec<&str>, used: &mut usize, out: &mut Vec<String>| {
+        if !current.is_empty() {
+            out.push(current.join("\n\n"));
+            current.clear();
+        }
+        *used = 0;
+    };
+    for para in text.split("\n\n").map(str::trim).filter(|p| !p.is_empty()) {
+        let tokens = counter.tokens(para);
+        if tokens > max_tokens {
+            flush(&mut current, &mut used, &mut out);
+            out.extend(split(para, counter, max_tokens));
+            continue;
+        }
+        // Joining adds a separator the sizer may count; one token of slack.
+        let overflow = used + tokens + 1 > max_tokens;
+        let boundary = used >= min_tokens && Sha256::digest(para.as_bytes())[0] % 2 == 0;
+        if overflow || boundary {
+            flush(&mut current, &mut used, &mut out);
+        }
+        current.push(para);
+        used += tokens + 1;
+    }
+    flush(&mut current, &mut used, &mut out);
+    out
+}
+
 pub fn chunk_blocks(blocks: &[Block], counter: &dyn TokenCounter, max_tokens: usize) -> Vec<Chunk> {
     let mut out = Vec::new();
     for block in blocks {
-        for text in split(&block.text, counter, max_tokens) {
+        for text in split_block(&block.text, counter, max_tokens) {
             if text.chars().filter(|c| c.is_alphanumeric()).count() < 2 {
                 continue;
             }

@@ -112,10 +112,11 @@ fn in_child(program: &Path, args: &[OsString], path: &Path, timeout: Duration) -
             Err(e) => break Err(format!("lost the extractor: {e}")),
         }
     };
-    let out = reader.join().unwrap_or_default();
     match status {
+        // A stopped child's own children may still hold the pipe open, so
+        // its reader is left to finish on its own rather than waited for.
         Err(reason) => Extraction::Failed { reason },
-        Ok(status) => match serde_json::from_slice::<Extraction>(&out) {
+        Ok(status) => match serde_json::from_slice::<Extraction>(&reader.join().unwrap_or_default()) {
             Ok(x) => x,
             Err(_) if !status.success() => {
                 Extraction::Failed { reason: format!("the parser crashed on this file ({status})") }

@@ -30,6 +30,49 @@ use crate::vad::{GateConfig, GateEvent, SpeechGate, FRAME};
 /// What answers the person: the persona pipeline in the app.
 pub trait Responder {
     fn reply(&mut self, heard: &str) -> Result<String, VoiceError>;
+    /// Called once per turn when it is over (spoken to the end or cut
+    /// off), with what was actually said: where the turn is recorded.
+    fn turn_finished(&mut self, _report: &TurnReport) -> Result<(), VoiceError> {
+        Ok(())
+    }
+    /// Replies failed turn after turn: answer with local engines only and
+    /// no tools from now on (the voice says so).
+    fn enter_safe_mode(&mut self) -> Result<(), VoiceError> {
+        Ok(())
+    }
+}
+
+/// Tries per call before a turn is given up, and the first wait between
+/// tries (doubled each time; real time, so the simulated clock pays it too).
+pub const TRIES: u32 = 3;
+pub const BACKOFF_MS: u64 = 200;
+/// Failed turns in a row that put the loop in safe mode.
+pub const SAFE_MODE_AFTER: u32 = 2;
+
+fn with_retries<T>(mut f: impl FnMut() -> Result<T, VoiceError>) -> Result<T, VoiceError> {
+    let mut wait = BACKOFF_MS;
+    let mut tries = 1;
+    loop {
+        match f() {
+            Ok(v) => return Ok(v),
+            Err(e) if tries >= TRIES => return Err(e),
+            Err(e) => {
+                tracing::warn!("voice: try {tries} of {TRIES} failed, again in {wait} ms: {e}");
+                std::thread::sleep(std::time::Duration::from_millis(wait));
+                wait *= 2;
+                tries += 1;
+            }
+        }
+    }
+}
+
+fn apology(language: Language, safe_mode_now: bool) -> &'static str {
+    match (language, safe_mode_now) {
+        (Language::En, false) => "Sorry, I could not answer that. Please say it again.",
+        (Language::Pt, false) => "Desculpe, não consegui responder. Pode repetir?",
+        (Language::En, true) => "I keep failing, so I switched to safe mode: local engines only, tools off.",
+        (Language::Pt, true) => "Estou falhando seguido, então entrei no modo seguro: só motores locais, sem ferramentas.",
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -44,6 +87,33 @@ pub struct ConverseConfig {
     pub listen: LanguageChoice,
     pub speak: Language,
     pub rate: f32,
+    /// The models folder to load Silero from, to confirm WebRTC's verdicts;
+    /// None, or a failure to load it, leaves WebRTC's VAD alone.
+    pub silero_models: Option<std::path::PathBuf>,
+    /// In half duplex, still listen while the persona speaks, for a stop
+    /// word only (each utterance heard then is transcribed: it costs).
+    pub stop_word: bool,
+    /// Push-to-talk presses on the input's timeline, (down_ms, up_ms): a
+    /// press stops the persona at once, whatever the voice gate or the
+    /// echo canceller say, and what is said until release is the utterance.
+    pub push_to_talk: Vec<(u64, u64)>,
+    /// Duck instead of stopping at once: None stops at the gate's start.
+    pub ducking: Option<Ducking>,
+}
+
+/// Speech heard while the persona speaks first lowers its voice; speech
+/// held `confirm_ms` stops it; otherwise full voice again after `resume_ms`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ducking {
+    pub gain: f32,
+    pub confirm_ms: u64,
+    pub resume_ms: u64,
+}
+
+impl Default for Ducking {
+    fn default() -> Self {
+        Self { gain: 0.25, confirm_ms: 500, resume_ms: 2_000 }
+    }
 }
 
 impl Default for ConverseConfig {
@@ -56,6 +126,10 @@ impl Default for ConverseConfig {
             listen: LanguageChoice::Fixed(Language::En),
             speak: Language::En,
             rate: 1.0,
+            silero_models: None,
+            stop_word: true,
+            push_to_talk: Vec::new(),
+            ducking: None,
         }
     }
 }
@@ -97,6 +171,26 @@ pub fn sentences(text: &str) -> Vec<String> {
     out
 }
 
+/// How many characters of `reply` were said aloud when only `spoken` (its
+/// first sentences, as [`sentences`] cut them and joined with spaces) was:
+/// the length of the reply up to the end of the last sentence spoken.
+pub fn spoken_chars(reply: &str, spoken: &str) -> u32 {
+    let mut said = String::new();
+    let mut cursor = 0;
+    for part in sentences(reply) {
+        if said.len() >= spoken.len() {
+            break;
+        }
+        let Some(at) = reply[cursor..].find(part.as_str()) else { break };
+        cursor += at + part.len();
+        if !said.is_empty() {
+            said.push(' ');
+        }
+        said.push_str(&part);
+    }
+    reply[..cursor].chars().count() as u32
+}
+
 struct Playing {
     report: TurnReport,
     started_ms: u64,
@@ -131,7 +225,25 @@ pub fn converse(
     config: &ConverseConfig,
 ) -> Result<Vec<TurnReport>, VoiceError> {
     let rate = crate::SAMPLE_RATE;
-    let mut gate = SpeechGate::new(config.gate);
+    let mut gate = match config.silero_models.as_deref().map(crate::silero::SileroVad::load) {
+        Some(Ok(silero)) => SpeechGate::with_silero(config.gate, silero),
+        Some(Err(e)) => {
+            tracing::warn!("Silero VAD unavailable, WebRTC's VAD alone: {e}");
+            SpeechGate::new(config.gate)
+        }
+        None => SpeechGate::new(config.gate),
+    };
+    // Spoken control ("slower", "be brief") changes these for the rest of the conversation.
+    let mut rate_now = config.rate;
+    // The utterance under way began while the persona spoke in half duplex.
+    let mut began_deaf = false;
+    let mut brief = false;
+    let mut failed_turns = 0u32;
+    let mut talk_held = false;
+    // When the voice was ducked, while it is; and whether the utterance began ducked.
+    let mut ducked_at: Option<u64> = None;
+    let mut began_ducked = false;
+    let mut safe_mode = false;
     let mut bus = SignalBus::new();
     let mut motor = Motor::new();
     let mut reports = Vec::new();
@@ -156,16 +268,68 @@ pub fn converse(
             None => break,
         };
         let now = mic.clock().now_ms();
+        // In half duplex the persona's own voice must not interrupt it: the
+        // microphone is still heard, but only a stop word ends the reply.
         let deaf = playing.is_some() && !config.full_duplex;
-        let mut event = if deaf { None } else { gate.push(&frame) };
+        let mut event = if deaf && !config.stop_word { None } else { gate.push(&frame) };
         if let (Some(GateEvent::SpeechStarted { .. }), Some(p)) = (event, playing.as_ref()) {
-            if now < p.started_ms + config.protect_ms {
+            if !deaf && now < p.started_ms + config.protect_ms {
                 // Not taken up, and not left "speaking" either: if it goes
                 // on past the protected start it is detected again.
                 event = None;
                 gate.restart();
             }
         }
+        if let (Some(d), Some(at)) = (config.ducking, ducked_at) {
+            if playing.is_none() {
+                mic.output.set_gain(1.0);
+                ducked_at = None;
+            } else if gate.is_speaking() && gate.voiced_run_ms() >= d.confirm_ms {
+                // Confirmed: the person holds the floor.
+                ducked_at = None;
+                began_ducked = false;
+                if let Some(mut p) = playing.take() {
+                    let remaining = mic.output.stop();
+                    mic.output.set_gain(1.0);
+                    p.report.interrupted = true;
+                    p.report.barge_in_ms = Some(now);
+                    p.report.playback_stopped_ms = Some(now);
+                    p.report.spoken = p.spoken(remaining);
+                    motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
+                    bus.cancel_through(motor.turn());
+                    responder.turn_finished(&p.report)?;
+                    reports.push(p.report);
+                }
+            } else if now >= at + d.resume_ms {
+                mic.output.set_gain(1.0);
+                ducked_at = None;
+            }
+        }
+        // Push-to-talk overrides the gate: down stops the persona, up ends the utterance.
+        let held = config.push_to_talk.iter().any(|(down, up)| now > *down && now <= *up);
+        if held && !talk_held {
+            event = None;
+            gate.restart();
+            utterance = Some(Vec::new());
+            began_deaf = false;
+            if let Some(mut p) = playing.take() {
+                let remaining = mic.output.stop();
+                p.report.interrupted = true;
+                p.report.barge_in_ms = Some(now);
+                p.report.playback_stopped_ms = Some(now);
+                p.report.spoken = p.spoken(remaining);
+                motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
+                bus.cancel_through(motor.turn());
+                responder.turn_finished(&p.report)?;
+                reports.push(p.report);
+            }
+        } else if held {
+            event = None;
+        } else if talk_held {
+            gate.restart();
+            event = Some(GateEvent::SpeechEnded { at_ms: now });
+        }
+        talk_held = held;
         preroll.extend(frame.iter().copied());
         while preroll.len() > preroll_len {
             preroll.pop_front();
@@ -184,7 +348,16 @@ pub fn converse(
                     lane: Lane::Context,
                 });
                 utterance = Some(preroll.iter().copied().collect());
-                if let Some(mut p) = playing.take() {
+                began_deaf = deaf;
+                began_ducked = false;
+                if deaf {
+                    // Listened to for a stop word only (below, when it ends).
+                } else if let (Some(d), true) = (config.ducking, playing.is_some()) {
+                    // Lower the voice; it stops only if the speech holds.
+                    mic.output.set_gain(d.gain);
+                    ducked_at = Some(now);
+                    began_ducked = true;
+                } else if let Some(mut p) = playing.take() {
                     // Barge-in: the person holds the floor; stop at once.
                     bus.publish(Signal {
                         source: Source::Vad,
@@ -201,26 +374,82 @@ pub fn converse(
                     p.report.spoken = p.spoken(remaining);
                     motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
                     bus.cancel_through(motor.turn());
+                    responder.turn_finished(&p.report)?;
                     reports.push(p.report);
                 }
             }
             Some(GateEvent::SpeechEnded { at_ms }) => {
                 // Speech that began inside a reply's protected start was not taken up.
                 let Some(audio) = utterance.take() else { continue };
+                if std::mem::take(&mut began_ducked) && playing.is_some() {
+                    // Too short to confirm: a cough, a word to someone else.
+                    continue;
+                }
+                if deaf || std::mem::take(&mut began_deaf) {
+                    // Half duplex: while the persona speaks, only "stop" counts.
+                    let heard = stt.transcribe(&audio, config.listen)?;
+                    if crate::commands::parse(&heard.text) == Some(crate::commands::VoiceCommand::Stop) {
+                        if let Some(mut p) = playing.take() {
+                            let now = mic.clock().now_ms();
+                            let remaining = mic.output.stop();
+                            p.report.interrupted = true;
+                            p.report.barge_in_ms = Some(now);
+                            p.report.playback_stopped_ms = Some(now);
+                            p.report.spoken = p.spoken(remaining);
+                            motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
+                            bus.cancel_through(motor.turn());
+                            responder.turn_finished(&p.report)?;
+                            reports.push(p.report);
+                        }
+                    }
+                    continue;
+                }
                 let started = Instant::now();
-                let transcript = stt.transcribe(&audio, config.listen)?;
+                let transcript = with_retries(|| stt.transcribe(&audio, config.listen))?;
                 let heard = transcript.text.trim().to_owned();
                 if heard.is_empty() {
                     continue;
                 }
-                let turn = motor.user_spoke().map_err(|e| VoiceError::Inference(e.to_string()))?;
-                let reply = responder.reply(&heard)?;
                 // Answer in the language the person spoke.
                 let speak = if transcript.language == "pt" { Language::Pt } else { config.speak };
-                let parts = sentences(&reply);
+                let command = crate::commands::parse(&heard);
+                if command == Some(crate::commands::VoiceCommand::Stop) {
+                    // Nothing is playing (speech already stopped it): nothing to do.
+                    continue;
+                }
+                let turn = motor.user_spoke().map_err(|e| VoiceError::Inference(e.to_string()))?;
+                let reply = match command {
+                    Some(c) => {
+                        // Handled here, never sent to the persona.
+                        rate_now = crate::commands::next_rate(rate_now, c);
+                        brief |= c == crate::commands::VoiceCommand::Brief;
+                        crate::commands::acknowledgement(c, speak).unwrap_or_default().to_owned()
+                    }
+                    None => match with_retries(|| responder.reply(&heard)) {
+                        Ok(r) => {
+                            failed_turns = 0;
+                            r
+                        }
+                        Err(e) => {
+                            // The loop keeps running: say so instead of stopping.
+                            tracing::warn!("voice: the reply failed after {TRIES} tries: {e}");
+                            failed_turns += 1;
+                            let now_safe = !safe_mode && failed_turns >= SAFE_MODE_AFTER;
+                            if now_safe {
+                                safe_mode = true;
+                                responder.enter_safe_mode()?;
+                            }
+                            apology(speak, now_safe).to_owned()
+                        }
+                    },
+                };
+                let mut parts = sentences(&reply);
+                if brief && command.is_none() {
+                    parts.truncate(1);
+                }
                 let mut sentences_pcm = Vec::new();
                 for s in &parts {
-                    let pcm = tts.synthesize(&SynthesisRequest { text: s, language: speak, rate: config.rate })?;
+                    let pcm = tts.synthesize(&SynthesisRequest { text: s, language: speak, rate: rate_now })?;
                     sentences_pcm.push((s.clone(), pcm.resampled(rate).samples));
                     if sentences_pcm.len() == 1 {
                         // The first sentence is ready: this is when speech can start.
@@ -278,6 +507,7 @@ pub fn converse(
             if let Some(mut p) = playing.take() {
                 p.report.spoken = p.spoken(0);
                 motor.finished_speaking().map_err(|e| VoiceError::Inference(e.to_string()))?;
+                responder.turn_finished(&p.report)?;
                 reports.push(p.report);
             }
         }
@@ -288,6 +518,7 @@ pub fn converse(
     }
     if let Some(mut p) = playing.take() {
         p.report.spoken = p.spoken(0);
+        responder.turn_finished(&p.report)?;
         reports.push(p.report);
     }
     Ok(reports)
@@ -302,5 +533,14 @@ mod tests {
         assert_eq!(sentences("Hi there. How are you? Fine!"), vec!["Hi there.", "How are you?", "Fine!"]);
         assert_eq!(sentences("No stop at the end"), vec!["No stop at the end"]);
         assert_eq!(sentences("Pi is 3.14. Yes."), vec!["Pi is 3.14.", "Yes."]);
+    }
+
+    #[test]
+    fn what_was_spoken_is_counted_up_to_the_last_sentence_heard() {
+        let reply = "Olá, Ana.  Como vai?\nTudo bem!";
+        assert_eq!(spoken_chars(reply, ""), 0);
+        assert_eq!(spoken_chars(reply, "Olá, Ana."), 9);
+        assert_eq!(spoken_chars(reply, "Olá, Ana. Como vai?"), 20);
+        assert_eq!(spoken_chars(reply, "Olá, Ana. Como vai? Tudo bem!"), reply.chars().count() as u32);
     }
 }

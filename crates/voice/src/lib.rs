@@ -16,12 +16,16 @@
 pub mod aec;
 pub mod audio;
 pub mod bus;
+pub mod commands;
 pub mod converse;
 pub mod devices;
 pub mod error;
 pub mod models;
 pub mod motor;
+pub mod onnx;
+pub mod piper;
 pub mod resample;
+pub mod silero;
 pub mod stt;
 pub mod tts;
 pub mod vad;

@@ -48,19 +48,26 @@ impl EspeakNg {
     }
 }
 
+/// What every synthesiser refuses before it starts: a rate outside
+/// [`RATE_RANGE`] and nothing to say.
+pub(crate) fn check_request(request: &SynthesisRequest<'_>) -> Result<(), VoiceError> {
+    if !RATE_RANGE.contains(&request.rate) {
+        return Err(VoiceError::Synthesis(format!(
+            "rate {} is outside {}..={}",
+            request.rate,
+            RATE_RANGE.start(),
+            RATE_RANGE.end()
+        )));
+    }
+    if request.text.trim().is_empty() {
+        return Err(VoiceError::Synthesis("there is no text to say".into()));
+    }
+    Ok(())
+}
+
 impl SpeechSynthesizer for EspeakNg {
     fn synthesize(&self, request: &SynthesisRequest<'_>) -> Result<Pcm, VoiceError> {
-        if !RATE_RANGE.contains(&request.rate) {
-            return Err(VoiceError::Synthesis(format!(
-                "rate {} is outside {}..={}",
-                request.rate,
-                RATE_RANGE.start(),
-                RATE_RANGE.end()
-            )));
-        }
-        if request.text.trim().is_empty() {
-            return Err(VoiceError::Synthesis("there is no text to say".into()));
-        }
+        check_request(request)?;
         let wpm = (ESPEAK_BASE_WPM * request.rate).round() as u32;
         // The text goes through stdin, never the command line: it may start
         // with "-" or be longer than an argument may be.

@@ -1,4 +1,6 @@
-//! Voice activity: WebRTC's VAD as the cheap pre-gate, 20 ms frames, with
+//! Voice activity: WebRTC's VAD as the cheap pre-gate, 20 ms frames, and,
+//! when it is installed, Silero's verdict on the same audio (a frame is
+//! voiced only when both say so; WebRTC alone is the fallback), with
 //! hysteresis so a cough does not start an utterance and a breath does not
 //! end one (Pipecat's defaults: speech after 200 ms voiced, the end after
 //! 800 ms unvoiced).
@@ -8,6 +10,8 @@ use webrtc_vad::{SampleRate, Vad, VadMode};
 /// 20 ms at 16 kHz.
 pub const FRAME: usize = 320;
 const FRAME_MS: u64 = 20;
+/// Silero's speech probability that counts as voiced (its authors' default).
+const SILERO_THRESHOLD: f32 = 0.5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GateConfig {
@@ -33,6 +37,7 @@ pub enum GateEvent {
 
 pub struct SpeechGate {
     vad: Vad,
+    silero: Option<crate::silero::SileroVad>,
     config: GateConfig,
     now_ms: u64,
     speaking: bool,
@@ -46,6 +51,7 @@ impl SpeechGate {
     pub fn new(config: GateConfig) -> Self {
         Self {
             vad: Vad::new_with_rate_and_mode(SampleRate::Rate16kHz, VadMode::Aggressive),
+            silero: None,
             config,
             now_ms: 0,
             speaking: false,
@@ -54,6 +60,18 @@ impl SpeechGate {
             unvoiced_run_ms: 0,
             last_voiced_end_ms: 0,
         }
+    }
+
+    /// The gate with Silero confirming WebRTC's voiced frames.
+    pub fn with_silero(config: GateConfig, silero: crate::silero::SileroVad) -> Self {
+        let mut gate = Self::new(config);
+        gate.silero = Some(silero);
+        gate
+    }
+
+    /// Whether Silero is confirming (false: WebRTC alone, or Silero failed).
+    pub fn uses_silero(&self) -> bool {
+        self.silero.is_some()
     }
 
     /// Forgets the current run: speech that goes on is detected afresh.
@@ -67,13 +85,28 @@ impl SpeechGate {
         self.speaking
     }
 
+    /// How long the current run of voiced frames has lasted (gaps up to 40 ms forgiven).
+    pub fn voiced_run_ms(&self) -> u64 {
+        self.voiced_run_ms
+    }
+
     /// Feeds one 20 ms frame (16 kHz mono, [-1, 1]); returns an event when
     /// the state changes. A frame of another length is zero-padded or cut.
     pub fn push(&mut self, frame: &[f32]) -> Option<GateEvent> {
         let mut pcm: Vec<i16> = frame.iter().take(FRAME).map(|s| (s.clamp(-1.0, 1.0) * 32767.0) as i16).collect();
         pcm.resize(FRAME, 0);
         // The VAD only fails on a wrong frame length, which cannot happen here.
-        let voiced = self.vad.is_voice_segment(&pcm).unwrap_or(false);
+        let mut voiced = self.vad.is_voice_segment(&pcm).unwrap_or(false);
+        // Silero hears every frame (its state follows the audio) and has the last word.
+        if let Some(silero) = self.silero.as_mut() {
+            match silero.push(frame) {
+                Ok(p) => voiced &= p >= SILERO_THRESHOLD,
+                Err(e) => {
+                    tracing::warn!("Silero VAD failed, WebRTC's VAD alone from now on: {e}");
+                    self.silero = None;
+                }
+            }
+        }
         let start = self.now_ms;
         self.now_ms += FRAME_MS;
         if voiced {

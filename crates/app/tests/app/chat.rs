@@ -123,3 +123,41 @@ async fn a_locked_keychain_gives_a_clear_error_and_no_event() {
     assert!(matches!(await_reply(&mut rx).await.1, Ok(_)));
     let _ = AppEvent::QueueChanged { busy: false, pending: 0 };
 }
+
+#[tokio::test]
+async fn a_spoken_turn_goes_through_the_same_pipeline_and_is_marked_as_voice() {
+    let h = Harness::new(&["Sure. I can speak more slowly. Just ask."]).await;
+    let ada = h.engine.create_persona("Ada", "A patient mathematics tutor").await.expect("create");
+    let mut rx = h.engine.subscribe();
+    let (msg, _request) = h.engine.send_message("ada", "Can you talk slower?").await.expect("send");
+    let reply = await_reply(&mut rx).await.1.expect("reply");
+    // Cut off after the first sentence: only that much was said aloud.
+    let turn = app::VoiceTurn {
+        message_id: msg.id.clone(),
+        reply_id: Some(reply.id.clone()),
+        interrupted: true,
+        spoken_chars: Some(5),
+    };
+    h.engine.record_voice_turn("ada", turn.clone()).await.expect("record");
+    let events = h.engine.ledger().events(None, 1).await.expect("events");
+    assert_eq!(events[0].kind, "voice_turn");
+    assert_eq!(events[0].signer, HUMAN_ENTITY);
+    let payload = events[0].payload.clone().expect("payload");
+    assert_eq!(payload["persona_id"], ada.id);
+    assert_eq!(payload["message_id"], msg.id);
+    assert_eq!(payload["reply_id"], reply.id);
+    assert_eq!(payload["interrupted"], true);
+    assert_eq!(payload["spoken_chars"], 5);
+    assert!(h.engine.verify().await.expect("verify").ok);
+    // A turn of another conversation, or a count without an interruption, is refused.
+    let other = h.engine.persona("Ei").await.expect("ei");
+    let e = h.engine.record_voice_turn(&other.id, turn.clone()).await.expect_err("not Ei's message");
+    assert_eq!(e.code, "INVALID_INPUT", "{e:?}");
+    let e = h
+        .engine
+        .record_voice_turn("ada", app::VoiceTurn { interrupted: false, ..turn })
+        .await
+        .expect_err("spoken_chars without an interruption");
+    assert_eq!(e.code, "INVALID_INPUT", "{e:?}");
+    assert_eq!(h.engine.ledger().events(None, 1).await.expect("events")[0].kind, "voice_turn");
+}

@@ -61,7 +61,7 @@ fn docs_add_search_list_and_remove_keep_the_issue_contract() {
     let found = lines(&home.run(&["docs", "search", "how often should I oil my chain", "--k", "2", "--json"]));
     assert_eq!(found.len(), 1);
     let top = &found[0]["results"][0];
-    assert_eq!(keys_of(top), ["document", "id", "page", "section", "score", "snippet"]);
+    assert_eq!(keys_of(top), ["document", "id", "page", "score", "section", "snippet"]);
     assert_eq!(top["section"], "Bicycle care › Chain");
     assert!(top["snippet"].as_str().is_some_and(|s| s.contains("Oil the chain")));
 

@@ -91,7 +91,9 @@ fn in_half_duplex_the_persona_never_interrupts_itself_through_the_speaker() {
     let mut stt = scripted(&texts.iter().map(String::as_str).collect::<Vec<_>>());
     let mut persona = Echoing(vec![]);
     let tts = ToneSynth { rate_hz: 16_000 };
-    let config = ConverseConfig { full_duplex: false, ..ConverseConfig::default() };
+    // The stop word is tested on its own; here the scripted recogniser must
+    // only hear the questions.
+    let config = ConverseConfig { full_duplex: false, stop_word: false, ..ConverseConfig::default() };
     let turns = converse(&mut mic, &mut stt, &mut persona, &tts, &config).expect("converse");
     assert_eq!(turns.len(), 10, "{turns:#?}");
     assert!(turns.iter().all(|t| !t.interrupted && t.barge_in_ms.is_none() && t.spoken == t.reply), "{turns:#?}");
@@ -163,4 +165,248 @@ fn with_echo_cancellation_a_person_still_interrupts_a_reply() {
     }
     eprintln!("barge-ins caught {}/{}: latencies {latencies:?} ms", latencies.len(), user_starts.len());
     assert!(latencies.len() >= 8, "caught {}/{}: {turns:#?}", latencies.len(), user_starts.len());
+}
+
+struct Counting(Vec<String>, &'static str);
+
+impl Responder for Counting {
+    fn reply(&mut self, heard: &str) -> Result<String, VoiceError> {
+        self.0.push(heard.to_owned());
+        Ok(self.1.into())
+    }
+}
+
+/// Where the speaker is silent again after `from_ms` (the end of a reply), in ms.
+fn playback_end_ms(played: &[f32], from_ms: u64) -> u64 {
+    // The first 100 ms of silence after `from` ends the reply.
+    let from = (from_ms * 16) as usize;
+    let mut zeros = 0;
+    for (i, s) in played.iter().enumerate().skip(from) {
+        zeros = if *s == 0.0 { zeros + 1 } else { 0 };
+        if zeros == 1_600 {
+            return ((i + 1 - zeros) / 16) as u64;
+        }
+    }
+    (played.len() / 16) as u64
+}
+
+#[test]
+fn spoken_rate_commands_are_handled_here_and_slow_the_next_reply() {
+    let Some(clips) = librivox_clips() else {
+        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let clip = |i: usize| read_mono(&clips[i].0, 16_000).expect("clip").samples;
+    let mut input = silence(300);
+    for i in 0..3 {
+        input.extend(clip(i));
+        input.extend(silence(8_000));
+    }
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut stt = scripted(&["What time is it?", "Mais devagar, por favor.", "And the date?"]);
+    let answer = "It is nine in the morning, on a quiet day.";
+    let mut persona = Counting(vec![], answer);
+    let tts = ToneSynth { rate_hz: 16_000 };
+    let turns = converse(&mut mic, &mut stt, &mut persona, &tts, &ConverseConfig::default()).expect("converse");
+    // The command never reached the persona; it was acknowledged.
+    assert_eq!(persona.0, vec!["What time is it?", "And the date?"]);
+    assert_eq!(turns.len(), 3, "{turns:#?}");
+    // Acknowledged in the language the recogniser reported (the script says English).
+    assert_eq!(turns[1].reply, "Okay, slower.");
+    // The same answer, spoken at 0.8: 1.25 times as long (60 ms a character at rate 1).
+    let before = playback_end_ms(mic.played(), turns[0].first_audio_ms) - turns[0].first_audio_ms;
+    let after = playback_end_ms(mic.played(), turns[2].first_audio_ms) - turns[2].first_audio_ms;
+    let expected = answer.chars().count() as f64 * 60.0;
+    assert!((before as f64 - expected).abs() < 40.0, "rate 1: {before} ms, expected {expected}");
+    assert!((after as f64 - expected / 0.8).abs() < 40.0, "rate 0.8: {after} ms, expected {}", expected / 0.8);
+}
+
+#[test]
+fn be_brief_keeps_later_replies_to_their_first_sentence() {
+    let Some(clips) = librivox_clips() else {
+        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let clip = |i: usize| read_mono(&clips[i].0, 16_000).expect("clip").samples;
+    let mut input = silence(300);
+    for i in 0..2 {
+        input.extend(clip(i));
+        input.extend(silence(9_000));
+    }
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut stt = scripted(&["Be brief.", "Tell me about Lisbon."]);
+    let mut persona = Counting(vec![], "Lisbon is by the sea. It has seven hills. Trams climb them.");
+    let turns = converse(&mut mic, &mut stt, &mut persona, &ToneSynth { rate_hz: 16_000 }, &ConverseConfig::default())
+        .expect("converse");
+    assert_eq!(persona.0, vec!["Tell me about Lisbon."]);
+    assert_eq!(turns.len(), 2, "{turns:#?}");
+    assert_eq!(turns[1].spoken, "Lisbon is by the sea.");
+}
+
+#[test]
+fn in_half_duplex_the_stop_word_still_stops_the_reply_and_other_speech_does_not() {
+    let Some(clips) = librivox_clips() else {
+        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let clip = |i: usize| read_mono(&clips[i].0, 16_000).expect("clip").samples;
+    // A long reply (about 16 s); two utterances during it: a remark, then "stop".
+    let long = "This is a long answer. ".repeat(12);
+    let mut input = silence(300);
+    input.extend(clip(0));
+    input.extend(silence(1_500));
+    input.extend(clip(1));
+    input.extend(silence(1_500));
+    let stop_start_ms = (input.len() / 16) as u64;
+    input.extend(clip(2));
+    input.extend(silence(12_000));
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut stt = scripted(&["Tell me everything.", "hmm interesting", "Stop!"]);
+    let mut persona = Counting(vec![], Box::leak(long.into_boxed_str()));
+    let config = ConverseConfig { full_duplex: false, ..ConverseConfig::default() };
+    let turns = converse(&mut mic, &mut stt, &mut persona, &ToneSynth { rate_hz: 16_000 }, &config).expect("converse");
+    assert_eq!(persona.0, vec!["Tell me everything."], "nothing said during the reply went to the persona");
+    assert_eq!(turns.len(), 1, "{turns:#?}");
+    let t = &turns[0];
+    assert!(t.interrupted, "{t:#?}");
+    let stopped = t.playback_stopped_ms.expect("stopped");
+    assert!(stopped > stop_start_ms, "stopped at {stopped}, stop word from {stop_start_ms}");
+    assert!(t.spoken.len() < t.reply.trim().len(), "{t:#?}");
+    let at = (stopped * 16) as usize;
+    assert!(mic.played()[at + 320..].iter().all(|s| *s == 0.0), "playback went on after the stop word");
+}
+
+/// Fails its first `fail` calls, then answers.
+struct Flaky {
+    calls: u32,
+    fail: u32,
+    safe: bool,
+}
+
+impl Responder for Flaky {
+    fn reply(&mut self, _heard: &str) -> Result<String, VoiceError> {
+        self.calls += 1;
+        if self.calls <= self.fail {
+            return Err(VoiceError::Inference("the model is not answering".into()));
+        }
+        Ok("Here I am.".into())
+    }
+    fn enter_safe_mode(&mut self) -> Result<(), VoiceError> {
+        self.safe = true;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_reply_is_retried_then_apologised_for_and_repeated_failures_enter_safe_mode() {
+    let Some(clips) = librivox_clips() else {
+        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let clip = |i: usize| read_mono(&clips[i].0, 16_000).expect("clip").samples;
+    let mut input = silence(300);
+    for i in 0..3 {
+        input.extend(clip(i));
+        input.extend(silence(8_000));
+    }
+    let tts = ToneSynth { rate_hz: 16_000 };
+    // One failure: retried within the turn, answered.
+    let mut mic = WavLoopback::new(Pcm { samples: input.clone(), rate: 16_000 }, None);
+    let mut persona = Flaky { calls: 0, fail: 1, safe: false };
+    let turns = converse(&mut mic, &mut scripted(&["a", "b", "c"]), &mut persona, &tts, &ConverseConfig::default())
+        .expect("converse");
+    assert_eq!(turns.iter().map(|t| t.reply.as_str()).collect::<Vec<_>>(), vec!["Here I am."; 3]);
+    assert_eq!(persona.calls, 4);
+    // Every try of two turns fails: an apology, then safe mode said aloud; the loop goes on.
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut persona = Flaky { calls: 0, fail: 2 * voice::converse::TRIES, safe: false };
+    let turns = converse(&mut mic, &mut scripted(&["a", "b", "c"]), &mut persona, &tts, &ConverseConfig::default())
+        .expect("the loop keeps running");
+    assert_eq!(turns.len(), 3, "{turns:#?}");
+    assert!(turns[0].reply.starts_with("Sorry, I could not answer"), "{turns:#?}");
+    assert!(turns[1].reply.contains("safe mode"), "{turns:#?}");
+    assert!(persona.safe);
+    assert_eq!(turns[2].reply, "Here I am.");
+}
+
+#[test]
+fn push_to_talk_stops_the_reply_at_once_and_the_press_is_the_utterance_even_in_half_duplex() {
+    let Some(clips) = librivox_clips() else {
+        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let clip = |i: usize| read_mono(&clips[i].0, 16_000).expect("clip").samples;
+    let mut input = silence(300);
+    input.extend(clip(0));
+    input.extend(silence(3_000));
+    let down = (input.len() / 16) as u64;
+    input.extend(clip(1));
+    let up = (input.len() / 16) as u64 + 200;
+    input.extend(silence(15_000));
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut persona = Counting(vec![], Box::leak("A long answer goes on and on. ".repeat(10).into_boxed_str()));
+    // Half duplex and no stop word: only the button can interrupt.
+    let config =
+        ConverseConfig { full_duplex: false, stop_word: false, push_to_talk: vec![(down, up)], ..ConverseConfig::default() };
+    let mut stt = scripted(&["first", "pressed"]);
+    let turns = converse(&mut mic, &mut stt, &mut persona, &ToneSynth { rate_hz: 16_000 }, &config).expect("converse");
+    assert_eq!(persona.0, vec!["first", "pressed"]);
+    assert_eq!(turns.len(), 2, "{turns:#?}");
+    assert!(turns[0].interrupted, "{turns:#?}");
+    let stopped = turns[0].playback_stopped_ms.expect("stopped");
+    assert!(stopped >= down && stopped <= down + 20, "stopped at {stopped}, pressed at {down}");
+    assert!(turns[1].end_of_speech_ms >= up && turns[1].end_of_speech_ms <= up + 20, "{turns:#?}");
+    // The whole press went to the recogniser: the clip and the 200 ms after it.
+    assert!(stt.heard[1] as u64 >= (up - down - 20) * 16, "{:?}", stt.heard);
+}
+
+#[test]
+fn with_ducking_a_short_sound_lowers_the_voice_which_resumes_and_held_speech_stops_it() {
+    let Some(clips) = librivox_clips() else {
+        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let clip = |i: usize| read_mono(&clips[i].0, 16_000).expect("clip").samples;
+    let long = Box::leak("A long answer goes on and on. ".repeat(12).into_boxed_str());
+    let ducking = voice::converse::Ducking::default();
+    let config = ConverseConfig { ducking: Some(ducking), ..ConverseConfig::default() };
+    let tts = ToneSynth { rate_hz: 16_000 };
+    // A 250 ms piece of speech during the reply: ducked, then full voice again, never stopped.
+    let voice_part: Vec<f32> = clip(1)[16_000..16_000 + 4_000].to_vec();
+    let mut input = silence(300);
+    input.extend(clip(0));
+    input.extend(silence(3_000));
+    let burst = (input.len() / 16) as u64;
+    input.extend(&voice_part);
+    input.extend(silence(25_000));
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut persona = Counting(vec![], long);
+    let mut stt = scripted(&["first"]);
+    let turns = converse(&mut mic, &mut stt, &mut persona, &tts, &config).expect("converse");
+    assert_eq!(turns.len(), 1, "{turns:#?} {:?} burst {burst}", stt.heard);
+    assert!(!turns[0].interrupted, "a short sound must not stop the reply: {turns:#?}");
+    let peak = |from_ms: u64, to_ms: u64| {
+        mic.played()[(from_ms * 16) as usize..(to_ms * 16) as usize].iter().fold(0.0f32, |m, s| m.max(s.abs()))
+    };
+    let full = peak(burst - 1_000, burst - 500);
+    let ducked = peak(burst + 400, burst + 900);
+    let resumed = peak(burst + 3_000, burst + 3_500);
+    eprintln!("peaks: before {full}, ducked {ducked}, after {resumed}");
+    assert!(ducked < full * 0.5 && ducked > 0.0, "ducked {ducked} vs {full}");
+    assert!((resumed - full).abs() < 0.01, "resumed {resumed} vs {full}");
+    // Held speech: stopped, the decision within 600 ms of the person's start.
+    let mut input = silence(300);
+    input.extend(clip(0));
+    input.extend(silence(3_000));
+    let user = (input.len() / 16) as u64;
+    input.extend(clip(2));
+    input.extend(silence(8_000));
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut persona = Counting(vec![], long);
+    let turns = converse(&mut mic, &mut scripted(&["first", "second"]), &mut persona, &tts, &config).expect("converse");
+    assert!(turns[0].interrupted, "{turns:#?}");
+    let barge = turns[0].barge_in_ms.expect("barge-in");
+    eprintln!("barge-in decision {} ms after the clip starts", barge - user);
+    assert!(barge > user && barge <= user + 600, "decided at {barge}, clip from {user}");
+    assert_eq!(persona.0, vec!["first", "second"]);
 }

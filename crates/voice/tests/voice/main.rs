@@ -5,6 +5,7 @@
 //! skipped when they are missing.
 
 mod conversation;
+mod onnx;
 mod portuguese;
 mod speech;
 mod vad;
@@ -38,6 +39,16 @@ pub fn whisper_base_dir() -> Option<PathBuf> {
 pub fn portuguese_dir() -> Option<PathBuf> {
     let dir = cache_dir()?.join("voice-fixtures/pt");
     dir.join("pangrama.wav").is_file().then_some(dir)
+}
+
+/// The cache's models folder when it holds Silero, the Piper voice and the
+/// ONNX Runtime library (scripts/setup.sh).
+pub fn onnx_models_dir() -> Option<PathBuf> {
+    let models = cache_dir()?.join("models");
+    (voice::onnx::runtime_path(&models).is_file()
+        && voice::silero::model_path(&models).is_file()
+        && voice::piper::model_dir(&models).join(format!("{}.onnx", voice::piper::VOICE)).is_file())
+    .then_some(models)
 }
 
 pub fn librivox_dir() -> Option<PathBuf> {

@@ -19,6 +19,7 @@ import { isRuntimeEvent, RuntimeState } from "../runtime/runtime-state.svelte";
 import { OfficeState } from "../office/office-state.svelte"; // office (#5)
 import { KEY_ERROR_CODES, KeysState } from "../keys/keys-state.svelte";
 import { isLibraryEvent, LibraryState } from "../library/library-state.svelte";
+import { VoiceOverlayState } from "../voice/voice-state.svelte";
 
 export type View = "chat" | "ledger" | "settings" | "checkpoints" | "memory" | "items" | "library";
 export const VIEWS: readonly View[] = ["chat", "ledger", "settings", "checkpoints", "memory", "items", "library"];
@@ -60,6 +61,7 @@ export class AppState {
   readonly keys: KeysState;
   /** The document library: documents, imports, citations under replies. */
   readonly library: LibraryState;
+  readonly voice: VoiceOverlayState;
 
   ready = $state(false);
   loadError = $state<string | null>(null);
@@ -89,6 +91,7 @@ export class AppState {
   private reloadedSeq = 0;
   private subscribed = false;
   private unlistenDrop: (() => void) | null = null;
+  private unlistenVoice: (() => void) | null = null;
 
   constructor(backend: Backend) {
     this.backend = backend;
@@ -100,6 +103,7 @@ export class AppState {
     this.office = new OfficeState(backend, this.notices); // office (#5)
     this.keys = new KeysState(backend, this.notices);
     this.library = new LibraryState(backend, this.notices);
+    this.voice = new VoiceOverlayState(backend);
   }
 
   /** True between `checkpoint_started` and its closing event: the whole UI is held. */
@@ -151,11 +155,20 @@ export class AppState {
         console.warn("file drop unavailable:", errorMessage(error));
       }
     }
+    if (!this.unlistenVoice) {
+      try {
+        this.unlistenVoice = await this.backend.onVoiceEvent((event) => this.voice.handle(event));
+      } catch (error) {
+        console.warn("voice events unavailable:", errorMessage(error));
+      }
+    }
   }
 
   stop(): void {
     this.unlistenDrop?.();
     this.unlistenDrop = null;
+    this.unlistenVoice?.();
+    this.unlistenVoice = null;
   }
 
   // ---- the event stream -----------------------------------------------------

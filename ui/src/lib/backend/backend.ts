@@ -45,6 +45,10 @@ import type { CitationView } from "../bindings/CitationView";
 import type { DocumentHitView } from "../bindings/DocumentHitView";
 import type { DocumentItemView } from "../bindings/DocumentItemView";
 import type { PassageView } from "../bindings/PassageView";
+import type { DesktopSettings } from "../bindings/DesktopSettings";
+import type { DesktopView } from "../bindings/DesktopView";
+import type { VoiceDeviceView } from "../bindings/VoiceDeviceView";
+import type { VoiceEvent } from "../bindings/VoiceEvent";
 
 /** What the window reports while files are dragged over it. */
 export type DragDropEvent =
@@ -221,6 +225,18 @@ export interface Backend {
   messageCitations(messageId: string): Promise<CitationView[]>;
   /** `document_passage`: the whole passage behind a citation. */
   documentPassage(chunkId: number): Promise<PassageView>;
+  /** `desktop_settings`: close-to-tray and the global shortcut, with what works on this machine. */
+  desktopSettings(): Promise<DesktopView>;
+  /** `set_desktop_settings`: saves them and registers the shortcut again. */
+  setDesktopSettings(settings: DesktopSettings): Promise<DesktopView>;
+  /** The voice turn's steps (the shell's `voice://event`). Returns an unlisten function. */
+  onVoiceEvent(handler: (event: VoiceEvent) => void): Promise<() => void>;
+  /** `voice_talk`: starts a voice turn with the persona chosen in the tray (or stops the running one). */
+  voiceTalk(): Promise<void>;
+  /** `voice_stop`: ends the running voice turn at once. */
+  voiceStop(): Promise<void>;
+  /** `voice_devices`: the machine's sound devices (an error when there is none). */
+  voiceDevices(): Promise<VoiceDeviceView[]>;
   /** Files dragged onto the window (not a command: a window event). Returns an unlisten function. */
   onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void>;
 }

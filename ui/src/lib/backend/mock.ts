@@ -38,6 +38,10 @@ import type { SessionModeView } from "../bindings/SessionModeView";
 import type { SimulationView } from "../bindings/SimulationView";
 import type { TokenUsageView } from "../bindings/TokenUsageView";
 import type { WhyView } from "../bindings/WhyView";
+import type { DesktopSettings } from "../bindings/DesktopSettings";
+import type { DesktopView } from "../bindings/DesktopView";
+import type { VoiceDeviceView } from "../bindings/VoiceDeviceView";
+import type { VoiceEvent } from "../bindings/VoiceEvent";
 import type { KeyEpochView } from "../bindings/KeyEpochView";
 import type { KeyReplacementView } from "../bindings/KeyReplacementView";
 import type { KeyStatusView } from "../bindings/KeyStatusView";
@@ -1031,6 +1035,44 @@ export class MockBackend implements Backend {
     this.emit({ type: "reply_citations", persona_id: personaId, message_id: messageId, citations });
   }
 
+  desktop: DesktopView = {
+    settings: {
+      close_to_tray: true,
+      shortcut: "Ctrl+Shift+Space",
+      shortcut_mode: "hold",
+      voice: { input_device: null, output_device: null, rate_percent: 100, barge_in: true, headphones: false },
+    },
+    tray: true,
+    shortcut_active: true,
+    shortcut_problem: null,
+  };
+  async desktopSettings(): Promise<DesktopView> {
+    return structuredClone(this.desktop);
+  }
+  async setDesktopSettings(settings: DesktopSettings): Promise<DesktopView> {
+    const shortcut = settings.shortcut.trim() || "Ctrl+Shift+Space";
+    if (!/^((Ctrl|Control|Shift|Alt|Super|Cmd|CmdOrCtrl)\+)*[A-Za-z0-9]+$/i.test(shortcut)) fail("INVALID_INPUT", `“${shortcut}” is not a key combination (try Ctrl+Shift+Space)`);
+    this.desktop = { ...this.desktop, settings: { ...settings, shortcut } };
+    return structuredClone(this.desktop);
+  }
+  /** The preview has no microphone: a turn says so, as the app does without one. */
+  voiceListener: ((event: VoiceEvent) => void) | null = null;
+  async onVoiceEvent(handler: (event: VoiceEvent) => void): Promise<() => void> {
+    this.voiceListener = handler;
+    return () => {
+      this.voiceListener = null;
+    };
+  }
+  async voiceTalk(): Promise<void> {
+    const emit = (event: VoiceEvent) => this.voiceListener?.(event);
+    emit({ type: "state", state: "listening", persona_id: null });
+    emit({ type: "failed", code: "VOICE_DEVICE_UNAVAILABLE", message: "no microphone is available in the preview" });
+    emit({ type: "state", state: "error", persona_id: null });
+  }
+  async voiceStop(): Promise<void> {}
+  async voiceDevices(): Promise<VoiceDeviceView[]> {
+    fail("VOICE_DEVICE_UNAVAILABLE", "no sound device in the preview");
+  }
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {
     if (typeof window === "undefined") return () => {};
     // A plain browser gives file names, not paths: good enough for a preview.

@@ -5,6 +5,11 @@ import type { ImportView } from "../bindings/ImportView";
 
 import { Channel, invoke } from "@tauri-apps/api/core";
 import { getCurrentWebview } from "@tauri-apps/api/webview";
+import { listen } from "@tauri-apps/api/event";
+import type { DesktopSettings } from "../bindings/DesktopSettings";
+import type { DesktopView } from "../bindings/DesktopView";
+import type { VoiceDeviceView } from "../bindings/VoiceDeviceView";
+import type { VoiceEvent } from "../bindings/VoiceEvent";
 import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
 import type { CeremonySettingsView } from "../bindings/CeremonySettingsView";
@@ -214,6 +219,24 @@ export class TauriBackend implements Backend {
     return call<PassageView>("document_passage", { chunkId });
   }
 
+  desktopSettings() {
+    return call<DesktopView>("desktop_settings");
+  }
+  setDesktopSettings(settings: DesktopSettings) {
+    return call<DesktopView>("set_desktop_settings", { settings });
+  }
+  async onVoiceEvent(handler: (event: VoiceEvent) => void): Promise<() => void> {
+    return listen<VoiceEvent>("voice://event", (event) => handler(event.payload));
+  }
+  voiceTalk() {
+    return call<void>("voice_talk");
+  }
+  voiceStop() {
+    return call<void>("voice_stop");
+  }
+  voiceDevices() {
+    return call<VoiceDeviceView[]>("voice_devices");
+  }
   async onDragDrop(handler: (event: DragDropEvent) => void): Promise<() => void> {
     return getCurrentWebview().onDragDropEvent((event) => {
       const payload = event.payload;

@@ -1,0 +1,438 @@
+//! One spoken turn for the shells (the tray's Talk, the global shortcut):
+//! listen until the person stops, transcribe, ask the persona, speak the
+//! reply sentence by sentence, and let a Stop or the person's voice cut it
+//! short. Every step is told as a typed [`VoiceEvent`], which the desktop
+//! turns into the tray icon and the window's voice overlay.
+//!
+//! Tauri-free: the audio comes through [`Duplex`] (the WAV-file backend of
+//! the voice engine on a simulated clock in tests, paced to the wall clock
+//! when the app is fed a file), the recogniser, synthesiser and persona
+//! behind the voice engine's traits.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+use voice::audio::{AudioInput, AudioOutput, WavLoopback};
+use voice::converse::{sentences, Responder};
+use voice::vad::{GateConfig, GateEvent, SpeechGate, FRAME};
+use voice::{Language, LanguageChoice, SpeechSynthesizer, SpeechToText, SynthesisRequest, VoiceError};
+
+mod persona;
+pub use persona::PersonaResponder;
+
+/// What the voice assistant is doing; the tray icon and the overlay show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub enum VoiceState {
+    Idle,
+    Listening,
+    Thinking,
+    Speaking,
+    Muted,
+    Error,
+}
+
+/// Everything a voice turn tells the shells, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub enum VoiceEvent {
+    State { state: VoiceState, persona_id: Option<String> },
+    /// The microphone's loudness, 0 (silence, -60 dBFS or less) to 1 (full scale).
+    Level { level: f32 },
+    /// What the recogniser heard.
+    Heard { text: String },
+    /// The reply as far as it has been spoken (grows sentence by sentence).
+    Spoken { text: String },
+    /// The turn is over; `interrupted` when Stop or the person cut the reply.
+    TurnEnded { heard: String, reply: String, spoken: String, interrupted: bool },
+    /// The turn failed; the app keeps running.
+    Failed { code: String, message: String },
+}
+
+/// The microphone and the speaker of a turn, on one timeline.
+pub trait Duplex {
+    /// The next `FRAME` of microphone audio, or `None` once the input ended.
+    fn next_frame(&mut self) -> Result<Option<Vec<f32>>, VoiceError>;
+    /// Plays `FRAME` of queued speech when there is no more microphone input.
+    fn drain(&mut self);
+    fn play(&mut self, samples: &[f32]);
+    /// Drops queued speech at once; returns how many samples were dropped.
+    fn stop_playback(&mut self) -> usize;
+    fn queued(&self) -> usize;
+}
+
+impl Duplex for WavLoopback {
+    fn next_frame(&mut self) -> Result<Option<Vec<f32>>, VoiceError> {
+        AudioInput::next_frame(self, FRAME)
+    }
+    fn drain(&mut self) {
+        WavLoopback::drain(self, FRAME);
+    }
+    fn play(&mut self, samples: &[f32]) {
+        self.output.enqueue(samples);
+    }
+    fn stop_playback(&mut self) -> usize {
+        self.output.stop()
+    }
+    fn queued(&self) -> usize {
+        self.output.queued()
+    }
+}
+
+/// A [`Duplex`] held to the wall clock: each frame takes its 20 ms, as a
+/// sound card would, so the overlay can be watched. Used when the app is fed
+/// a WAV file instead of a microphone.
+pub struct Paced<D> {
+    inner: D,
+    started: Instant,
+    frames: u32,
+}
+
+impl<D: Duplex> Paced<D> {
+    pub fn new(inner: D) -> Self {
+        Self { inner, started: Instant::now(), frames: 0 }
+    }
+    pub fn into_inner(self) -> D {
+        self.inner
+    }
+    fn wait(&mut self) {
+        self.frames += 1;
+        let due = self.started + Duration::from_millis(20) * self.frames;
+        if let Some(left) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(left);
+        }
+    }
+}
+
+impl<D: Duplex> Duplex for Paced<D> {
+    fn next_frame(&mut self) -> Result<Option<Vec<f32>>, VoiceError> {
+        self.wait();
+        self.inner.next_frame()
+    }
+    fn drain(&mut self) {
+        self.wait();
+        self.inner.drain();
+    }
+    fn play(&mut self, samples: &[f32]) {
+        self.inner.play(samples);
+    }
+    fn stop_playback(&mut self) -> usize {
+        self.inner.stop_playback()
+    }
+    fn queued(&self) -> usize {
+        self.inner.queued()
+    }
+}
+
+/// How the person steers a running turn from the shell: Stop ends it
+/// (listening, thinking or speaking); Release (letting go of a held
+/// shortcut) ends the listening and sends what was heard.
+#[derive(Debug, Clone, Default)]
+pub struct TurnControl {
+    stop: Arc<AtomicBool>,
+    release: Arc<AtomicBool>,
+}
+
+impl TurnControl {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+    pub fn release(&self) {
+        self.release.store(true, Ordering::SeqCst);
+    }
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+    fn released(&self) -> bool {
+        self.release.load(Ordering::SeqCst)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TurnConfig {
+    pub gate: GateConfig,
+    /// Give up when nobody has spoken for this long.
+    pub max_wait_ms: u64,
+    /// The longest utterance taken: listening ends there.
+    pub max_utterance_ms: u64,
+    pub listen: LanguageChoice,
+    pub speak: Language,
+    pub rate: f32,
+    /// The person's voice stops the reply (with headphones, or echo cancelled).
+    pub barge_in: bool,
+    /// Speech in the first moments of the reply does not interrupt it.
+    pub protect_ms: u64,
+    pub persona_id: Option<String>,
+}
+
+impl Default for TurnConfig {
+    fn default() -> Self {
+        Self {
+            gate: GateConfig::default(),
+            max_wait_ms: 8_000,
+            max_utterance_ms: 30_000,
+            listen: LanguageChoice::Fixed(Language::En),
+            speak: Language::En,
+            rate: 1.0,
+            barge_in: true,
+            protect_ms: 500,
+            persona_id: None,
+        }
+    }
+}
+
+/// What a turn came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnOutcome {
+    /// Nobody spoke (or Stop came before anything was said).
+    NothingHeard,
+    Done { heard: String, reply: String, spoken: String, interrupted: bool },
+}
+
+/// 0..1 from the frame's RMS on a -60..0 dBFS scale.
+pub fn level_of(frame: &[f32]) -> f32 {
+    if frame.is_empty() {
+        return 0.0;
+    }
+    let rms = (frame.iter().map(|s| s * s).sum::<f32>() / frame.len() as f32).sqrt();
+    if rms <= 0.0 {
+        return 0.0;
+    }
+    ((20.0 * rms.log10() + 60.0) / 60.0).clamp(0.0, 1.0)
+}
+
+const FRAME_MS: u64 = 20;
+/// A level event every 100 ms: enough for a meter, not a flood.
+const LEVEL_EVERY: u64 = 5;
+
+/// Runs one turn. Errors are returned (and told as `Failed`); the state goes
+/// back to idle either way.
+pub fn run_turn(
+    io: &mut dyn Duplex,
+    stt: &mut dyn SpeechToText,
+    responder: &mut dyn Responder,
+    tts: &dyn SpeechSynthesizer,
+    config: &TurnConfig,
+    control: &TurnControl,
+    emit: &mut dyn FnMut(VoiceEvent),
+) -> Result<TurnOutcome, VoiceError> {
+    let result = turn(io, stt, responder, tts, config, control, emit);
+    match &result {
+        Ok(_) => emit(state(VoiceState::Idle, config)),
+        Err(e) => {
+            emit(VoiceEvent::Failed { code: e.code().to_owned(), message: e.to_string() });
+            emit(state(VoiceState::Error, config));
+        }
+    }
+    result
+}
+
+fn state(state: VoiceState, config: &TurnConfig) -> VoiceEvent {
+    VoiceEvent::State { state, persona_id: config.persona_id.clone() }
+}
+
+fn turn(
+    io: &mut dyn Duplex,
+    stt: &mut dyn SpeechToText,
+    responder: &mut dyn Responder,
+    tts: &dyn SpeechSynthesizer,
+    config: &TurnConfig,
+    control: &TurnControl,
+    emit: &mut dyn FnMut(VoiceEvent),
+) -> Result<TurnOutcome, VoiceError> {
+    emit(state(VoiceState::Listening, config));
+    let Some(audio) = listen(io, config, control, emit)? else {
+        return Ok(TurnOutcome::NothingHeard);
+    };
+    emit(state(VoiceState::Thinking, config));
+    let transcript = stt.transcribe(&audio, config.listen)?;
+    let heard = transcript.text.trim().to_owned();
+    if heard.is_empty() || control.stopped() {
+        return Ok(TurnOutcome::NothingHeard);
+    }
+    emit(VoiceEvent::Heard { text: heard.clone() });
+    let reply = responder.reply(&heard)?;
+    if control.stopped() {
+        // Stopped while the persona thought: the reply is kept (it is in the
+        // conversation) but not a word of it was spoken.
+        let done = TurnOutcome::Done { heard: heard.clone(), reply: reply.clone(), spoken: String::new(), interrupted: true };
+        emit(VoiceEvent::TurnEnded { heard, reply, spoken: String::new(), interrupted: true });
+        return Ok(done);
+    }
+    let speak = if transcript.language == "pt" { Language::Pt } else { config.speak };
+    let (spoken, interrupted) = speak_reply(io, tts, &reply, speak, config, control, emit)?;
+    emit(VoiceEvent::TurnEnded {
+        heard: heard.clone(),
+        reply: reply.clone(),
+        spoken: spoken.clone(),
+        interrupted,
+    });
+    Ok(TurnOutcome::Done { heard, reply, spoken, interrupted })
+}
+
+/// The utterance, or `None` when nothing was said.
+fn listen(
+    io: &mut dyn Duplex,
+    config: &TurnConfig,
+    control: &TurnControl,
+    emit: &mut dyn FnMut(VoiceEvent),
+) -> Result<Option<Vec<f32>>, VoiceError> {
+    let mut gate = SpeechGate::new(config.gate);
+    let preroll_len = FRAME * 25; // half a second before the gate opened
+    let mut preroll = std::collections::VecDeque::with_capacity(preroll_len + FRAME);
+    let mut utterance: Option<Vec<f32>> = None;
+    let mut frames = 0u64;
+    loop {
+        if control.stopped() {
+            return Ok(None);
+        }
+        if control.released() {
+            break;
+        }
+        let Some(frame) = io.next_frame()? else { break };
+        frames += 1;
+        if frames % LEVEL_EVERY == 0 {
+            emit(VoiceEvent::Level { level: level_of(&frame) });
+        }
+        preroll.extend(frame.iter().copied());
+        while preroll.len() > preroll_len {
+            preroll.pop_front();
+        }
+        if let Some(u) = utterance.as_mut() {
+            u.extend_from_slice(&frame);
+            if u.len() as u64 * 1000 / u64::from(voice::SAMPLE_RATE) >= config.max_utterance_ms {
+                break;
+            }
+        }
+        match gate.push(&frame) {
+            Some(GateEvent::SpeechStarted { .. }) if utterance.is_none() => {
+                utterance = Some(preroll.iter().copied().collect());
+            }
+            Some(GateEvent::SpeechEnded { .. }) if utterance.is_some() => break,
+            _ => {}
+        }
+        if utterance.is_none() && frames * FRAME_MS >= config.max_wait_ms {
+            break;
+        }
+    }
+    emit(VoiceEvent::Level { level: 0.0 });
+    Ok(utterance)
+}
+
+/// Speaks `reply`; returns what was heard of it and whether it was cut.
+fn speak_reply(
+    io: &mut dyn Duplex,
+    tts: &dyn SpeechSynthesizer,
+    reply: &str,
+    language: Language,
+    config: &TurnConfig,
+    control: &TurnControl,
+    emit: &mut dyn FnMut(VoiceEvent),
+) -> Result<(String, bool), VoiceError> {
+    let parts = sentences(reply);
+    if parts.is_empty() {
+        return Ok((String::new(), false));
+    }
+    // Each sentence with the sample at which it starts playing.
+    let mut starts = Vec::new();
+    let mut total = 0usize;
+    for s in &parts {
+        let pcm = tts.synthesize(&SynthesisRequest { text: s, language, rate: config.rate })?;
+        let pcm = pcm.resampled(voice::SAMPLE_RATE).samples;
+        starts.push((s.clone(), total));
+        total += pcm.len();
+        io.play(&pcm);
+    }
+    emit(state(VoiceState::Speaking, config));
+    let mut gate = SpeechGate::new(config.gate);
+    let mut input_ended = false;
+    let mut told = 0usize;
+    let mut frames = 0u64;
+    let mut interrupted = false;
+    while io.queued() > 0 {
+        let played = total - io.queued();
+        // A sentence counts as spoken once its first sample has played.
+        let begun = starts.iter().filter(|(_, at)| *at < played).count();
+        if begun > told {
+            told = begun;
+            emit(VoiceEvent::Spoken { text: joined(&starts[..told]) });
+        }
+        if control.stopped() {
+            interrupted = true;
+            break;
+        }
+        if input_ended {
+            io.drain();
+            continue;
+        }
+        match io.next_frame()? {
+            None => input_ended = true,
+            Some(frame) => {
+                frames += 1;
+                if frames % LEVEL_EVERY == 0 {
+                    emit(VoiceEvent::Level { level: level_of(&frame) });
+                }
+                let event = gate.push(&frame);
+                if config.barge_in
+                    && frames * FRAME_MS >= config.protect_ms
+                    && matches!(event, Some(GateEvent::SpeechStarted { .. }))
+                {
+                    interrupted = true;
+                    break;
+                }
+            }
+        }
+    }
+    if interrupted {
+        io.stop_playback();
+    }
+    let heard_of = if interrupted { told } else { starts.len() };
+    let spoken = joined(&starts[..heard_of]);
+    if heard_of > told {
+        emit(VoiceEvent::Spoken { text: spoken.clone() });
+    }
+    Ok((spoken, interrupted))
+}
+
+fn joined(parts: &[(String, usize)]) -> String {
+    parts.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>().join(" ")
+}
+
+/// A sound device as Settings lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, TS)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct VoiceDeviceView {
+    pub id: String,
+    pub name: String,
+    pub input: bool,
+    pub output: bool,
+    pub default_input: bool,
+    pub default_output: bool,
+}
+
+/// The machine's sound devices; an error (with what to do) when there is none.
+pub fn devices() -> Result<Vec<VoiceDeviceView>, crate::AppError> {
+    let list = voice::devices::list().map_err(|e| crate::AppError::new(e.code(), e.to_string()))?;
+    Ok(list
+        .into_iter()
+        .map(|d| VoiceDeviceView {
+            id: d.id,
+            name: d.name,
+            input: d.input,
+            output: d.output,
+            default_input: d.default_input,
+            default_output: d.default_output,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests;

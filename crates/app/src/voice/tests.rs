@@ -1,0 +1,212 @@
+use std::collections::VecDeque;
+
+use voice::audio::WavLoopback;
+use voice::stt::ScriptedStt;
+use voice::tts::ToneSynth;
+use voice::wav::Pcm;
+use voice::{EspeakNg, Transcript};
+
+use super::*;
+
+/// What the person says, spoken by espeak-ng (installed by scripts/setup.sh).
+fn said(text: &str) -> Vec<f32> {
+    let pcm = EspeakNg::default()
+        .synthesize(&SynthesisRequest { text, language: Language::En, rate: 1.0 })
+        .expect("espeak-ng (scripts/setup.sh installs it)");
+    pcm.resampled(voice::SAMPLE_RATE).samples
+}
+
+fn silence(ms: usize) -> Vec<f32> {
+    vec![0.0; ms * 16]
+}
+
+fn mic(parts: &[Vec<f32>]) -> WavLoopback {
+    WavLoopback::new(Pcm { samples: parts.concat(), rate: voice::SAMPLE_RATE }, None)
+}
+
+fn stt(texts: &[&str]) -> ScriptedStt {
+    ScriptedStt {
+        replies: texts
+            .iter()
+            .map(|t| Transcript { text: (*t).into(), language: "en".into(), segments: vec![] })
+            .collect::<VecDeque<_>>(),
+        heard: vec![],
+    }
+}
+
+struct Persona {
+    heard: Vec<String>,
+    reply: Result<String, String>,
+}
+
+impl Responder for Persona {
+    fn reply(&mut self, heard: &str) -> Result<String, VoiceError> {
+        self.heard.push(heard.to_owned());
+        self.reply.clone().map_err(VoiceError::Inference)
+    }
+}
+
+fn persona(reply: &str) -> Persona {
+    Persona { heard: vec![], reply: Ok(reply.into()) }
+}
+
+const REPLY: &str = "It is a quarter past noon. The trains run late today. Take an umbrella.";
+const TONE: ToneSynth = ToneSynth { rate_hz: 16_000 };
+
+fn states(events: &[VoiceEvent]) -> Vec<VoiceState> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            VoiceEvent::State { state, .. } => Some(*state),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_turn_listens_thinks_speaks_the_whole_reply_and_tells_each_step() {
+    let mut io = mic(&[silence(300), said("what time is it"), silence(9_000)]);
+    let mut stt = stt(&["what time is it"]);
+    let mut persona = persona(REPLY);
+    let mut events = Vec::new();
+    let config = TurnConfig { persona_id: Some("p1".into()), ..Default::default() };
+    let outcome =
+        run_turn(&mut io, &mut stt, &mut persona, &TONE, &config, &TurnControl::new(), &mut |e| events.push(e))
+            .expect("turn");
+    assert_eq!(
+        outcome,
+        TurnOutcome::Done { heard: "what time is it".into(), reply: REPLY.into(), spoken: REPLY.into(), interrupted: false }
+    );
+    assert_eq!(persona.heard, vec!["what time is it"]);
+    assert_eq!(states(&events), vec![VoiceState::Listening, VoiceState::Thinking, VoiceState::Speaking, VoiceState::Idle]);
+    // The utterance went to the recogniser with its half second of preroll, not the whole file.
+    assert_eq!(stt.heard.len(), 1);
+    assert!(stt.heard[0] > 16_000 / 2 && stt.heard[0] < 5 * 16_000, "{} samples", stt.heard[0]);
+    let spoken: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            VoiceEvent::Spoken { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        spoken,
+        vec![
+            "It is a quarter past noon.",
+            "It is a quarter past noon. The trains run late today.",
+            REPLY
+        ]
+    );
+    // The meter moved while the person spoke and rests at zero once listening ended.
+    let levels: Vec<f32> = events
+        .iter()
+        .filter_map(|e| match e {
+            VoiceEvent::Level { level } => Some(*level),
+            _ => None,
+        })
+        .collect();
+    assert!(levels.iter().any(|l| *l > 0.3), "{levels:?}");
+    assert!(events.contains(&VoiceEvent::Level { level: 0.0 }));
+    assert!(io.played().iter().any(|s| *s != 0.0), "nothing reached the speaker");
+}
+
+#[test]
+fn stop_while_speaking_silences_the_speaker_at_once_and_keeps_only_what_was_heard() {
+    let mut io = mic(&[silence(300), said("tell me about trains"), silence(9_000)]);
+    let mut stt = stt(&["tell me about trains"]);
+    let mut persona = persona(REPLY);
+    let control = TurnControl::new();
+    let mut events = Vec::new();
+    let stopper = control.clone();
+    let outcome = run_turn(&mut io, &mut stt, &mut persona, &TONE, &TurnConfig::default(), &control, &mut |e| {
+        if matches!(e, VoiceEvent::Spoken { .. }) {
+            stopper.stop();
+        }
+        events.push(e);
+    })
+    .expect("turn");
+    let TurnOutcome::Done { spoken, interrupted, .. } = outcome else { panic!("{outcome:?}") };
+    assert!(interrupted);
+    assert_eq!(spoken, "It is a quarter past noon.");
+    assert_eq!(io.queued(), 0, "queued speech must be dropped");
+    assert!(events.iter().any(|e| matches!(e, VoiceEvent::TurnEnded { interrupted: true, .. })));
+    assert_eq!(states(&events).last(), Some(&VoiceState::Idle));
+}
+
+#[test]
+fn the_persons_voice_cuts_the_reply_unless_barge_in_is_off() {
+    // The person speaks again 1.5 s into the reply.
+    let input = [silence(300), said("what is the weather"), silence(2_300), said("no wait stop"), silence(9_000)];
+    let with = {
+        let mut io = mic(&input);
+        run_turn(&mut io, &mut stt(&["what is the weather"]), &mut persona(REPLY), &TONE, &TurnConfig::default(), &TurnControl::new(), &mut |_| {})
+            .expect("turn")
+    };
+    let TurnOutcome::Done { spoken, interrupted, .. } = with else { panic!("{with:?}") };
+    assert!(interrupted, "barge-in should have cut the reply");
+    assert!(spoken.len() < REPLY.len() && REPLY.starts_with(&spoken), "{spoken}");
+    let without = {
+        let mut io = mic(&input);
+        let config = TurnConfig { barge_in: false, ..Default::default() };
+        run_turn(&mut io, &mut stt(&["what is the weather"]), &mut persona(REPLY), &TONE, &config, &TurnControl::new(), &mut |_| {})
+            .expect("turn")
+    };
+    assert!(matches!(without, TurnOutcome::Done { interrupted: false, .. }), "{without:?}");
+}
+
+#[test]
+fn silence_gives_nothing_heard_without_asking_the_recogniser() {
+    let mut io = mic(&[silence(10_000)]);
+    let mut stt = stt(&[]);
+    let mut persona = persona(REPLY);
+    let mut events = Vec::new();
+    let config = TurnConfig { max_wait_ms: 3_000, ..Default::default() };
+    let outcome = run_turn(&mut io, &mut stt, &mut persona, &TONE, &config, &TurnControl::new(), &mut |e| events.push(e))
+        .expect("turn");
+    assert_eq!(outcome, TurnOutcome::NothingHeard);
+    assert!(stt.heard.is_empty() && persona.heard.is_empty());
+    assert_eq!(states(&events), vec![VoiceState::Listening, VoiceState::Idle]);
+}
+
+#[test]
+fn releasing_the_shortcut_sends_what_was_said_so_far() {
+    let mut io = mic(&[silence(300), said("remind me to call my sister tomorrow morning"), silence(9_000)]);
+    let mut stt = stt(&["remind me to call"]);
+    let mut persona = persona("I will.");
+    let control = TurnControl::new();
+    let releaser = control.clone();
+    let mut levels = 0;
+    let outcome = run_turn(&mut io, &mut stt, &mut persona, &TONE, &TurnConfig::default(), &control, &mut |e| {
+        if matches!(e, VoiceEvent::Level { .. }) {
+            levels += 1;
+            if levels == 10 {
+                releaser.release(); // one second in, mid-sentence
+            }
+        }
+    })
+    .expect("turn");
+    assert!(matches!(outcome, TurnOutcome::Done { interrupted: false, .. }), "{outcome:?}");
+    assert!(stt.heard[0] <= 16_000 + 320, "took {} samples after the release", stt.heard[0]);
+}
+
+#[test]
+fn an_engine_failing_mid_turn_is_told_and_the_state_shows_the_error() {
+    let mut io = mic(&[silence(300), said("hello there"), silence(3_000)]);
+    let mut persona = Persona { heard: vec![], reply: Err("the model crashed".into()) };
+    let mut events = Vec::new();
+    let e = run_turn(&mut io, &mut stt(&["hello there"]), &mut persona, &TONE, &TurnConfig::default(), &TurnControl::new(), &mut |e| {
+        events.push(e)
+    })
+    .expect_err("the reply failed");
+    assert!(e.to_string().contains("the model crashed"));
+    assert!(events.iter().any(|e| matches!(e, VoiceEvent::Failed { code, .. } if code == "STT_FAILED")));
+    assert_eq!(states(&events).last(), Some(&VoiceState::Error));
+}
+
+#[test]
+fn the_level_is_a_decibel_scale() {
+    assert_eq!(level_of(&[0.0; 320]), 0.0);
+    assert!((level_of(&[1.0; 320]) - 1.0).abs() < 1e-6);
+    assert!((level_of(&[0.001; 320]) - 0.0).abs() < 1e-6); // -60 dBFS
+    assert!((level_of(&[0.031_622_8; 320]) - 0.5).abs() < 0.01); // -30 dBFS
+}

@@ -1,0 +1,432 @@
+//! Living in the tray: closing the window hides it, the tray menu brings it
+//! back or quits, a second launch shows the running copy, and a global
+//! shortcut summons Ledgermind with the window hidden. Settings come from
+//! `app::DesktopSettings`; this module only wires them to Tauri.
+//!
+//! On Linux the tray host delivers no clicks on the icon itself, so every
+//! action is a menu item.
+
+use std::sync::Mutex;
+
+use app::{DataDir, DesktopSettings, DesktopView, PersonaView};
+use tauri::image::Image;
+use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuEvent, MenuItem, PredefinedMenuItem, Submenu};
+use tauri::tray::{TrayIcon, TrayIconBuilder};
+use tauri::{AppHandle, Manager, Runtime};
+use tauri_plugin_global_shortcut::{GlobalShortcutExt, Shortcut, ShortcutState};
+
+const TRAY_ID: &str = "main";
+const MENU_SHOW: &str = "show";
+const MENU_TALK: &str = "talk";
+const MENU_MUTE: &str = "mute";
+const MENU_QUIT: &str = "quit";
+const PERSONA_PREFIX: &str = "persona:";
+
+/// What the tray icon shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrayState {
+    Idle,
+    Listening,
+    Speaking,
+    Muted,
+    Error,
+}
+
+/// The shell's desktop state: settings, what the tray and shortcut could do
+/// on this machine, and the person's choices in the tray menu.
+pub struct Desktop {
+    data_dir: DataDir,
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    settings: DesktopSettings,
+    tray: bool,
+    shortcut_active: bool,
+    shortcut_problem: Option<String>,
+    muted: bool,
+    persona: Option<String>,
+    /// Set when the person chose Quit: closing then really closes.
+    quitting: bool,
+}
+
+/// Menu words in the language of the session (the tray is drawn by the
+/// desktop, before the web view has told us the person's choice).
+struct Words {
+    show: &'static str,
+    talk: &'static str,
+    stop_talking: &'static str,
+    talk_unavailable: &'static str,
+    mute: &'static str,
+    talk_to: &'static str,
+    no_personas: &'static str,
+    quit: &'static str,
+}
+
+fn words() -> Words {
+    let lang = std::env::var("LC_ALL").or_else(|_| std::env::var("LC_MESSAGES")).or_else(|_| std::env::var("LANG")).unwrap_or_default();
+    if lang.starts_with("pt") {
+        Words {
+            show: "Mostrar Ledgermind",
+            talk: "Falar",
+            stop_talking: "Parar de falar",
+            talk_unavailable: "Falar (modelo de voz não instalado)",
+            mute: "Silenciar microfone",
+            talk_to: "Falar com",
+            no_personas: "Nenhuma persona ainda",
+            quit: "Sair do Ledgermind",
+        }
+    } else {
+        Words {
+            show: "Show Ledgermind",
+            talk: "Talk",
+            stop_talking: "Stop talking",
+            talk_unavailable: "Talk (speech model not installed)",
+            mute: "Mute microphone",
+            talk_to: "Talk to",
+            no_personas: "No personas yet",
+            quit: "Quit Ledgermind",
+        }
+    }
+}
+
+/// One running copy per data directory: a second launch on the same data
+/// shows the first one's window; another profile may run beside it.
+pub fn instance_id(data_dir: &DataDir) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    data_dir.root().hash(&mut hasher);
+    format!("app.ledgermind.desktop.h{:016x}", hasher.finish())
+}
+
+impl Desktop {
+    pub fn new(data_dir: DataDir) -> Self {
+        let settings = DesktopSettings::load(&data_dir);
+        let inner = Inner {
+            settings,
+            tray: false,
+            shortcut_active: false,
+            shortcut_problem: None,
+            muted: false,
+            persona: None,
+            quitting: false,
+        };
+        Self { data_dir, inner: Mutex::new(inner) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn view(&self) -> DesktopView {
+        let inner = self.lock();
+        DesktopView {
+            settings: inner.settings.clone(),
+            tray: inner.tray,
+            shortcut_active: inner.shortcut_active,
+            shortcut_problem: inner.shortcut_problem.clone(),
+        }
+    }
+
+    /// Whether closing the window should hide it instead of quitting: only
+    /// when the person wants that *and* a tray icon exists to come back by.
+    pub fn set_tray(&self, shown: bool) {
+        self.lock().tray = shown;
+    }
+
+    pub fn muted(&self) -> bool {
+        self.lock().muted
+    }
+
+    /// The persona chosen under "Talk to".
+    pub fn persona(&self) -> Option<String> {
+        self.lock().persona.clone()
+    }
+
+    pub fn settings(&self) -> DesktopSettings {
+        self.lock().settings.clone()
+    }
+
+    pub fn data_dir(&self) -> &DataDir {
+        &self.data_dir
+    }
+
+    pub fn close_hides(&self) -> bool {
+        let inner = self.lock();
+        inner.settings.close_to_tray && inner.tray && !inner.quitting
+    }
+
+    /// Saves new settings and applies the shortcut at once.
+    pub fn update<R: Runtime>(&self, app: &AppHandle<R>, settings: DesktopSettings) -> Result<DesktopView, app::AppError> {
+        let settings = settings.normalised();
+        if settings.shortcut.parse::<Shortcut>().is_err() {
+            return Err(app::AppError::new(
+                "INVALID_INPUT",
+                format!("“{}” is not a key combination (try Ctrl+Shift+Space)", settings.shortcut),
+            ));
+        }
+        settings.save(&self.data_dir)?;
+        self.lock().settings = settings;
+        self.register_shortcut(app);
+        Ok(self.view())
+    }
+
+    /// (Re)registers the global shortcut; a failure is kept for Settings to
+    /// show, never fatal.
+    pub fn register_shortcut<R: Runtime>(&self, app: &AppHandle<R>) {
+        let shortcuts = app.global_shortcut();
+        let _ = shortcuts.unregister_all();
+        let chosen = self.lock().settings.shortcut.clone();
+        let result = if let Some(reason) = shortcuts_unsupported() {
+            Err(reason)
+        } else {
+            match chosen.parse::<Shortcut>() {
+                Err(e) => Err(format!("“{chosen}” is not a key combination: {e}")),
+                Ok(shortcut) => shortcuts.register(shortcut).map_err(|e| {
+                    format!("“{chosen}” could not be registered ({e}); another program may use it: choose another in Settings")
+                }),
+            }
+        };
+        let mut inner = self.lock();
+        match result {
+            Ok(()) => {
+                inner.shortcut_active = true;
+                inner.shortcut_problem = None;
+            }
+            Err(problem) => {
+                tracing::warn!("global shortcut unavailable: {problem}");
+                inner.shortcut_active = false;
+                inner.shortcut_problem = Some(problem);
+            }
+        }
+    }
+
+}
+
+/// Global shortcuts work through X11 key grabs; a Wayland session gives
+/// them to no one (only X11 windows with focus see them under XWayland).
+fn shortcuts_unsupported() -> Option<String> {
+    let wayland = std::env::var("XDG_SESSION_TYPE").is_ok_and(|t| t.eq_ignore_ascii_case("wayland"))
+        || (std::env::var_os("WAYLAND_DISPLAY").is_some() && std::env::var_os("DISPLAY").is_none());
+    wayland.then(|| {
+        "global shortcuts are not available in a Wayland session; use the tray menu's Talk, or log in with X11".to_owned()
+    })
+}
+
+/// Whether a tray host (a StatusNotifierWatcher) is on the session bus.
+/// Without one the icon would be invisible, so closing must quit.
+fn tray_host_present() -> bool {
+    let Ok(connection) = zbus::blocking::Connection::session() else { return false };
+    let Ok(proxy) = zbus::blocking::fdo::DBusProxy::new(&connection) else { return false };
+    ["org.kde.StatusNotifierWatcher", "org.freedesktop.StatusNotifierWatcher"].iter().any(|name| {
+        zbus::names::BusName::try_from(*name).ok().and_then(|bus| proxy.name_has_owner(bus).ok()).unwrap_or(false)
+    })
+}
+
+/// Shows, unminimises and focuses the main window.
+pub fn show_main<R: Runtime>(app: &AppHandle<R>) {
+    if let Some(window) = app.get_webview_window("main") {
+        let _ = window.show();
+        let _ = window.unminimize();
+        let _ = window.set_focus();
+    }
+}
+
+/// Closing the window: hide it into the tray when that is the setting and a
+/// tray exists; otherwise let it close (which quits).
+pub fn on_close_requested<R: Runtime>(window: &tauri::Window<R>, api: &tauri::CloseRequestApi) {
+    let hides = window.app_handle().try_state::<Desktop>().is_some_and(|d| d.close_hides());
+    if hides {
+        api.prevent_close();
+        let _ = window.hide();
+    }
+}
+
+/// A recoloured copy of the app icon for a tray state.
+fn icon_for(base: &Image<'_>, state: TrayState) -> Image<'static> {
+    let mut rgba = base.rgba().to_vec();
+    for px in rgba.chunks_exact_mut(4) {
+        let (r, g, b) = (f32::from(px[0]), f32::from(px[1]), f32::from(px[2]));
+        let grey = 0.3 * r + 0.59 * g + 0.11 * b;
+        let (nr, ng, nb) = match state {
+            TrayState::Idle => (r, g, b),
+            TrayState::Muted => (grey * 0.8, grey * 0.8, grey * 0.8),
+            TrayState::Error => (grey * 0.4 + 150.0, grey * 0.3, grey * 0.3),
+            TrayState::Listening => (grey * 0.3, grey * 0.4 + 120.0, grey * 0.3),
+            TrayState::Speaking => (grey * 0.3, grey * 0.4 + 60.0, grey * 0.4 + 150.0),
+        };
+        px[0] = nr.min(255.0) as u8;
+        px[1] = ng.min(255.0) as u8;
+        px[2] = nb.min(255.0) as u8;
+    }
+    Image::new_owned(rgba, base.width(), base.height())
+}
+
+pub fn set_tray_state<R: Runtime>(app: &AppHandle<R>, state: TrayState) {
+    let (Some(tray), Some(base)) = (app.tray_by_id(TRAY_ID), app.default_window_icon()) else { return };
+    let _ = tray.set_icon(Some(icon_for(base, state)));
+}
+
+/// Builds the tray icon and its menu. Returns false when there is no tray
+/// host to show it (the app then behaves as a plain window).
+pub fn install_tray<R: Runtime>(app: &AppHandle<R>) -> bool {
+    if !tray_host_present() {
+        tracing::info!("no tray host on the session bus: closing the window quits");
+        return false;
+    }
+    match build_tray(app) {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!("the tray icon could not be created: {e}");
+            false
+        }
+    }
+}
+
+fn build_tray<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<TrayIcon<R>> {
+    let w = words();
+    let show = MenuItem::with_id(app, MENU_SHOW, w.show, true, None::<&str>)?;
+    let can_talk = app.try_state::<Desktop>().is_some_and(|d| crate::talk::available(d.data_dir()));
+    let talk = MenuItem::with_id(app, MENU_TALK, if can_talk { w.talk } else { w.talk_unavailable }, can_talk, None::<&str>)?;
+    let mute = CheckMenuItem::with_id(app, MENU_MUTE, w.mute, true, false, None::<&str>)?;
+    let personas = Submenu::with_id(app, "personas", w.talk_to, true)?;
+    personas.append(&MenuItem::with_id(app, "persona-none", w.no_personas, false, None::<&str>)?)?;
+    let quit = MenuItem::with_id(app, MENU_QUIT, w.quit, true, None::<&str>)?;
+    let separator = PredefinedMenuItem::separator(app)?;
+    let menu = Menu::with_items(app, &[&show, &talk, &mute, &personas, &separator, &quit])?;
+    let mut builder = TrayIconBuilder::with_id(TRAY_ID).menu(&menu).tooltip("Ledgermind").on_menu_event(on_menu_event);
+    if let Some(icon) = app.default_window_icon() {
+        builder = builder.icon(icon.clone());
+    }
+    let tray = builder.build(app)?;
+    app.manage(TrayMenu { personas, talk });
+    Ok(tray)
+}
+
+fn on_menu_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
+    let id = event.id.as_ref();
+    match id {
+        MENU_SHOW => show_main(app),
+        MENU_TALK => crate::talk::talk_or_stop(app),
+        MENU_MUTE => {
+            if let Some(desktop) = app.try_state::<Desktop>() {
+                let muted = {
+                    let mut inner = desktop.lock();
+                    inner.muted = !inner.muted;
+                    inner.muted
+                };
+                if muted {
+                    crate::talk::stop(app);
+                }
+                set_tray_state(app, if muted { TrayState::Muted } else { TrayState::Idle });
+            }
+        }
+        MENU_QUIT => quit(app),
+        _ => {
+            if let Some(persona) = id.strip_prefix(PERSONA_PREFIX) {
+                if let Some(desktop) = app.try_state::<Desktop>() {
+                    desktop.lock().persona = Some(persona.to_owned());
+                }
+                refresh_persona_checks(app, persona);
+            }
+        }
+    }
+}
+
+/// Quit from the tray: the window closes for real and the app exits through
+/// the normal shutdown (sessions closed, queue kept).
+pub fn quit<R: Runtime>(app: &AppHandle<R>) {
+    if let Some(desktop) = app.try_state::<Desktop>() {
+        desktop.lock().quitting = true;
+    }
+    app.exit(0);
+}
+
+fn persona_submenu<R: Runtime>(app: &AppHandle<R>) -> Option<Submenu<R>> {
+    app.try_state::<TrayMenu<R>>().map(|menu| menu.personas.clone())
+}
+
+/// The tray's persona submenu, kept so it can be refilled.
+pub struct TrayMenu<R: Runtime> {
+    personas: Submenu<R>,
+    talk: MenuItem<R>,
+}
+
+/// The tray's Talk entry says Stop talking while a turn runs.
+pub fn set_talking<R: Runtime>(app: &AppHandle<R>, talking: bool) {
+    if let Some(menu) = app.try_state::<TrayMenu<R>>() {
+        let w = words();
+        let _ = menu.talk.set_text(if talking { w.stop_talking } else { w.talk });
+    }
+}
+
+fn refresh_persona_checks<R: Runtime>(app: &AppHandle<R>, chosen: &str) {
+    let Some(submenu) = persona_submenu(app) else { return };
+    let Ok(items) = submenu.items() else { return };
+    for item in items {
+        if let Some(check) = item.as_check_menuitem() {
+            let _ = check.set_checked(check.id().as_ref() == format!("{PERSONA_PREFIX}{chosen}"));
+        }
+    }
+}
+
+/// Refills "Talk to" with the active personas; the chosen one stays checked
+/// (the first one when nothing was chosen yet).
+pub fn set_personas<R: Runtime>(app: &AppHandle<R>, personas: &[PersonaView]) {
+    let Some(submenu) = persona_submenu(app) else { return };
+    let Some(desktop) = app.try_state::<Desktop>() else { return };
+    let chosen = {
+        let mut inner = desktop.lock();
+        let still_there = inner.persona.as_ref().is_some_and(|p| personas.iter().any(|v| &v.id == p));
+        if !still_there {
+            inner.persona = personas.first().map(|p| p.id.clone());
+        }
+        inner.persona.clone()
+    };
+    if let Ok(items) = submenu.items() {
+        for item in items {
+            let _ = submenu.remove(&item as &dyn IsMenuItem<R>);
+        }
+    }
+    if personas.is_empty() {
+        if let Ok(none) = MenuItem::with_id(app, "persona-none", words().no_personas, false, None::<&str>) {
+            let _ = submenu.append(&none);
+        }
+        return;
+    }
+    for persona in personas {
+        let checked = chosen.as_deref() == Some(persona.id.as_str());
+        if let Ok(item) =
+            CheckMenuItem::with_id(app, format!("{PERSONA_PREFIX}{}", persona.id), &persona.name, true, checked, None::<&str>)
+        {
+            let _ = submenu.append(&item);
+        }
+    }
+}
+
+/// The global shortcut's handler: a voice turn, held or toggled as chosen
+/// in Settings; it works with the window hidden.
+pub fn on_shortcut<R: Runtime>(app: &AppHandle<R>, state: ShortcutState) {
+    let hold = app.try_state::<Desktop>().is_none_or(|d| d.settings().shortcut_mode == app::ShortcutMode::Hold);
+    crate::talk::on_shortcut(app, state == ShortcutState::Pressed, hold);
+}
+
+/// Keeps the tray's persona list in step with the engine: filled once it
+/// has started, refilled whenever a persona changes.
+pub fn follow_personas<R: Runtime>(app: AppHandle<R>, engine: std::sync::Arc<app::Engine>) {
+    let mut events = engine.subscribe();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            if let Ok(personas) = engine.list_personas().await {
+                set_personas(&app, &personas);
+            }
+            loop {
+                match events.recv().await {
+                    Ok(app::AppEvent::PersonaChanged { .. }) => break,
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        }
+    });
+}

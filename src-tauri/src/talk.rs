@@ -1,0 +1,203 @@
+//! Voice turns from the tray's Talk and the global shortcut: one turn at a
+//! time on its own thread, through `app::voice` (no voice logic here). Each
+//! step is emitted to the web view as `voice://event` (the overlay) and
+//! drawn on the tray icon.
+//!
+//! The microphone: `LEDGERMIND_TEST_VOICE_INPUT` names a WAV file to use
+//! instead of a sound card (tests and headless machines only; the file is
+//! played at the speed of a real microphone). Live sound-card capture is not
+//! wired yet, so without it a turn ends with a plain "no microphone" error.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use app::voice::{run_turn, Paced, PersonaResponder, TurnConfig, TurnControl, VoiceEvent, VoiceState};
+use tauri::{AppHandle, Emitter, Manager, Runtime};
+use voice::audio::WavLoopback;
+use voice::models::whisper_for;
+use voice::whisper::Whisper;
+use voice::{EspeakNg, Language, LanguageChoice, VoiceError};
+
+use crate::desktop::{self, Desktop, TrayState};
+
+pub const VOICE_EVENT: &str = "voice://event";
+/// Test-only: a WAV file that stands in for the microphone.
+const TEST_INPUT_ENV: &str = "LEDGERMIND_TEST_VOICE_INPUT";
+/// Test-only: where to write what the speaker played during the last turn.
+const TEST_OUTPUT_ENV: &str = "LEDGERMIND_TEST_VOICE_OUTPUT";
+
+/// The running turn (if any) and the loaded recogniser, kept between turns.
+#[derive(Default)]
+pub struct VoiceShell {
+    turn: Mutex<Option<Running>>,
+    whisper: Arc<Mutex<Option<Whisper>>>,
+}
+
+struct Running {
+    control: TurnControl,
+    state: VoiceState,
+}
+
+impl VoiceShell {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Running>> {
+        self.turn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+    pub fn active(&self) -> bool {
+        self.lock().is_some()
+    }
+}
+
+/// Whether a voice turn can be tried: the recogniser is installed.
+pub fn available(data_dir: &app::DataDir) -> bool {
+    whisper_for(&data_dir.models(), LanguageChoice::Fixed(Language::En)).is_ok()
+}
+
+fn tell<R: Runtime>(app: &AppHandle<R>, event: &VoiceEvent) {
+    let _ = app.emit(VOICE_EVENT, event);
+    if let VoiceEvent::State { state, .. } = event {
+        if let Some(shell) = app.try_state::<VoiceShell>() {
+            let mut turn = shell.lock();
+            if let Some(r) = turn.as_mut() {
+                r.state = *state;
+            }
+        }
+        let muted = app.try_state::<Desktop>().is_some_and(|d| d.muted());
+        desktop::set_tray_state(
+            app,
+            match state {
+                VoiceState::Idle if muted => TrayState::Muted,
+                VoiceState::Idle => TrayState::Idle,
+                VoiceState::Listening | VoiceState::Thinking => TrayState::Listening,
+                VoiceState::Speaking => TrayState::Speaking,
+                VoiceState::Muted => TrayState::Muted,
+                VoiceState::Error => TrayState::Error,
+            },
+        );
+    }
+}
+
+fn fail<R: Runtime>(app: &AppHandle<R>, e: &VoiceError) {
+    tell(app, &VoiceEvent::Failed { code: e.code().to_owned(), message: e.to_string() });
+    tell(app, &VoiceEvent::State { state: VoiceState::Error, persona_id: None });
+}
+
+/// Talk: starts a turn, or when one runs, ends it (Stop).
+pub fn talk_or_stop<R: Runtime>(app: &AppHandle<R>) {
+    let Some(shell) = app.try_state::<VoiceShell>() else { return };
+    if shell.active() {
+        stop(app);
+    } else {
+        start(app);
+    }
+}
+
+/// Stop: ends the listening, the thinking or the reply at once.
+pub fn stop<R: Runtime>(app: &AppHandle<R>) {
+    if let Some(shell) = app.try_state::<VoiceShell>() {
+        if let Some(r) = shell.lock().as_ref() {
+            r.control.stop();
+        }
+    }
+}
+
+/// The global shortcut. Hold: pressed starts (or cuts a reply), released
+/// sends what was said. Toggle: a press starts, the next one sends what was
+/// said while listening, or stops the turn after that.
+pub fn on_shortcut<R: Runtime>(app: &AppHandle<R>, pressed: bool, hold: bool) {
+    let Some(shell) = app.try_state::<VoiceShell>() else { return };
+    let running = shell.lock().as_ref().map(|r| (r.control.clone(), r.state));
+    match (running, pressed, hold) {
+        (None, true, _) => start(app),
+        (Some((control, VoiceState::Listening)), false, true) | (Some((control, VoiceState::Listening)), true, false) => {
+            control.release()
+        }
+        (Some((control, _)), true, _) => control.stop(),
+        _ => {}
+    }
+}
+
+/// Starts a turn with the persona chosen in the tray.
+pub fn start<R: Runtime>(app: &AppHandle<R>) {
+    let (Some(shell), Some(desktop)) = (app.try_state::<VoiceShell>(), app.try_state::<Desktop>()) else { return };
+    if desktop.muted() {
+        tell(app, &VoiceEvent::Failed {
+            code: "VOICE_MUTED".into(),
+            message: "the microphone is muted: untick Mute microphone in the tray".into(),
+        });
+        tell(app, &VoiceEvent::State { state: VoiceState::Muted, persona_id: None });
+        return;
+    }
+    let Some(engine) = app.try_state::<crate::Backend>().and_then(|b| b.started()) else {
+        fail(app, &VoiceError::Device("Ledgermind is still starting; try again in a moment".into()));
+        return;
+    };
+    let Some(persona) = desktop.persona() else {
+        fail(app, &VoiceError::Device("there is no persona to talk to yet: create one first".into()));
+        return;
+    };
+    let control = TurnControl::new();
+    {
+        let mut turn = shell.lock();
+        if turn.is_some() {
+            return;
+        }
+        *turn = Some(Running { control: control.clone(), state: VoiceState::Listening });
+    }
+    desktop::set_talking(app, true);
+    let settings = desktop.settings().voice;
+    let config = TurnConfig {
+        rate: f32::from(settings.rate_percent) / 100.0,
+        barge_in: settings.listens_during_reply(),
+        persona_id: Some(persona.clone()),
+        ..TurnConfig::default()
+    };
+    let models = desktop.data_dir().models();
+    let whisper = shell.whisper.clone();
+    let app = app.clone();
+    let runtime = tauri::async_runtime::handle().inner().clone();
+    std::thread::spawn(move || {
+        let result = (|| -> Result<(), VoiceError> {
+            let mut io = open_audio()?;
+            let mut guard = whisper.lock().unwrap_or_else(|p| p.into_inner());
+            if guard.is_none() {
+                let choice = whisper_for(&models, LanguageChoice::Fixed(Language::En))?;
+                *guard = Some(Whisper::load(&choice.dir)?);
+            }
+            let Some(stt) = guard.as_mut() else { return Ok(()) };
+            let mut responder = PersonaResponder { engine, persona, runtime };
+            let tts = EspeakNg::default();
+            // run_turn tells its own failure (Failed, then the error state).
+            let outcome = run_turn(&mut io, stt, &mut responder, &tts, &config, &control, &mut |e| tell(&app, &e));
+            if let Ok(path) = std::env::var(TEST_OUTPUT_ENV) {
+                let played = voice::wav::Pcm { samples: io.into_inner().played().to_vec(), rate: voice::SAMPLE_RATE };
+                let _ = voice::wav::write_pcm16(&PathBuf::from(path), &played);
+            }
+            match outcome {
+                Ok(_) => Ok(()),
+                Err(e) => {
+                    tracing::warn!("voice turn failed: {e}");
+                    Ok(())
+                }
+            }
+        })();
+        if let Err(e) = result {
+            tracing::warn!("voice turn could not start: {e}");
+            fail(&app, &e);
+        }
+        if let Some(shell) = app.try_state::<VoiceShell>() {
+            *shell.lock() = None;
+        }
+        desktop::set_talking(&app, false);
+    });
+}
+
+/// The microphone and speaker of a turn.
+fn open_audio() -> Result<Paced<WavLoopback>, VoiceError> {
+    let Ok(path) = std::env::var(TEST_INPUT_ENV) else {
+        return Err(VoiceError::Device(
+            "no microphone is available: live sound-card capture is not wired into the desktop app yet".into(),
+        ));
+    };
+    let pcm = voice::wav::read_mono(std::path::Path::new(&path), voice::SAMPLE_RATE)?;
+    Ok(Paced::new(WavLoopback::new(pcm, None)))
+}

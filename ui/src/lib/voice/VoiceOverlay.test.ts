@@ -1,0 +1,46 @@
+import { fireEvent, render, screen } from "@testing-library/svelte";
+import { describe, expect, it } from "vitest";
+import VoiceOverlay from "./VoiceOverlay.svelte";
+import { startApp } from "../testing/harness";
+
+describe("VoiceOverlay", () => {
+  it("follows a turn: listening with a level, thinking, the reply as spoken, and an interruption", async () => {
+    const { app, context } = await startApp();
+    render(VoiceOverlay, { context });
+    expect(screen.queryByTestId("voice-overlay")).not.toBeInTheDocument();
+
+    app.voice.handle({ type: "state", state: "listening", persona_id: "p1" });
+    app.voice.handle({ type: "level", level: 0.62 });
+    const overlay = await screen.findByTestId("voice-overlay");
+    expect(overlay.dataset.state).toBe("listening");
+    expect(screen.getByRole("meter")).toHaveAttribute("aria-valuenow", "62");
+
+    app.voice.handle({ type: "state", state: "thinking", persona_id: "p1" });
+    app.voice.handle({ type: "heard", text: "do you like trains" });
+    expect(await screen.findByTestId("voice-heard")).toHaveTextContent("do you like trains");
+    expect(screen.getByRole("meter")).toHaveAttribute("aria-valuenow", "0");
+
+    app.voice.handle({ type: "state", state: "speaking", persona_id: "p1" });
+    app.voice.handle({ type: "spoken", text: "I do." });
+    expect(await screen.findByTestId("voice-spoken")).toHaveTextContent("I do.");
+    expect(screen.getByTestId("voice-stop")).toBeInTheDocument();
+
+    app.voice.handle({ type: "turn_ended", heard: "do you like trains", reply: "I do. Very much.", spoken: "I do.", interrupted: true });
+    app.voice.handle({ type: "state", state: "idle", persona_id: "p1" });
+    expect(await screen.findByTestId("voice-state")).toHaveTextContent("Interrupted");
+    expect(screen.getByTestId("voice-spoken")).toHaveTextContent("interrupted");
+
+    await fireEvent.keyDown(window, { key: "Escape" });
+    expect(screen.queryByTestId("voice-overlay")).not.toBeInTheDocument();
+  });
+
+  it("shows why a turn could not run and keeps the app usable", async () => {
+    const { app, context } = await startApp();
+    render(VoiceOverlay, { context });
+    await app.voice.talk();
+    expect(await screen.findByTestId("voice-error")).toHaveTextContent("no microphone");
+    expect(app.voice.state).toBe("error");
+    await fireEvent.click(screen.getByTestId("voice-close"));
+    expect(screen.queryByTestId("voice-overlay")).not.toBeInTheDocument();
+  });
+});
