@@ -22,7 +22,7 @@ pub use chunk::{chunk_blocks, sha256_hex, split, Chunk, TokenCounter, WordEstima
 pub use error::{LibraryError, Result};
 pub use extract::{extract_bytes, Block, Extraction, Format};
 pub use library::{
-    expand, now_ms, AddReport, DocumentView, Library, SearchHit, Status, DB_FILE, DEFAULT_CHUNK_TOKENS, EMBED_WINDOW,
+    expand, now_ms, AddReport, DocumentView, Library, Queued, SearchHit, Status, DB_FILE, DEFAULT_CHUNK_TOKENS, EMBED_WINDOW,
     SNIPPET_CHARS,
 };
 pub use search::{fuse, recency_bonus, snippet, SearchMode, SearchSettings, DEFAULT_SEARCH};

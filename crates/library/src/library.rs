@@ -202,6 +202,14 @@ fn guard_label(t: Treatment) -> &'static str {
     }
 }
 
+/// A file an import still has to read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queued {
+    pub file: PathBuf,
+    /// The watched folder it belongs to, if any.
+    pub root: Option<String>,
+}
+
 impl Library {
     /// Opens (creating) `dir/library.db`.
     pub async fn open(
@@ -245,7 +253,8 @@ impl Library {
 
     /// Adds files and folders (folders recursively, hidden entries and
     /// unsupported types skipped); `each` sees every report as it is made.
-    /// With `watch`, folders are remembered as watched roots.
+    /// With `watch`, folders are remembered as watched roots. The files are
+    /// queued first, so an add cut short is finished by [`Self::resume`].
     pub async fn add_paths(
         &self,
         paths: &[PathBuf],
@@ -253,25 +262,84 @@ impl Library {
         mut each: impl FnMut(&AddReport),
     ) -> Result<Vec<AddReport>> {
         let mut reports = Vec::new();
+        for queued in self.enqueue(paths, watch).await? {
+            let report = self.add_file(&queued.file, queued.root.as_deref()).await?;
+            self.dequeue(&queued.file).await?;
+            each(&report);
+            reports.push(report);
+        }
+        Ok(reports)
+    }
+
+    /// Expands `paths` into the files to read and writes them to the queue
+    /// before any is read (with `watch`, folders become watched roots).
+    /// Fails, queueing nothing, when a path does not exist.
+    pub async fn enqueue(&self, paths: &[PathBuf], watch: bool) -> Result<Vec<Queued>> {
+        let mut found = Vec::new();
         for path in paths {
             let abs = std::path::absolute(path)
                 .map_err(|e| LibraryError::Read { path: path.display().to_string(), reason: e.to_string() })?;
             if !abs.exists() {
                 return Err(LibraryError::Read { path: abs.display().to_string(), reason: "no such file or folder".into() });
             }
-            let root = abs.is_dir().then(|| abs.display().to_string());
-            if let (true, Some(root)) = (watch, &root) {
+            let root = (watch && abs.is_dir()).then(|| abs.display().to_string());
+            let files = tokio::task::spawn_blocking({
+                let abs = abs.clone();
+                move || expand(&abs)
+            })
+            .await
+            .map_err(|e| LibraryError::Task(e.to_string()))?;
+            found.push((root, files));
+        }
+        let mut tx = self.pool.begin().await?;
+        let mut queued = Vec::new();
+        for (root, files) in found {
+            if let Some(root) = &root {
                 sqlx::query("INSERT OR IGNORE INTO roots (path, added_at) VALUES (?, ?)")
                     .bind(root)
                     .bind(now_ms())
-                    .execute(&self.pool)
+                    .execute(&mut *tx)
                     .await?;
             }
-            for file in expand(&abs) {
-                let report = self.add_file(&file, root.as_deref().filter(|_| watch)).await?;
-                each(&report);
-                reports.push(report);
+            for file in files {
+                sqlx::query("INSERT OR REPLACE INTO queue (path, root, queued_at) VALUES (?, ?, ?)")
+                    .bind(file.display().to_string())
+                    .bind(&root)
+                    .bind(now_ms())
+                    .execute(&mut *tx)
+                    .await?;
+                queued.push(Queued { file, root: root.clone() });
             }
+        }
+        tx.commit().await?;
+        Ok(queued)
+    }
+
+    /// Files queued by an import that did not finish, oldest first.
+    pub async fn queued(&self) -> Result<Vec<Queued>> {
+        let rows = sqlx::query("SELECT path, root FROM queue ORDER BY queued_at, path").fetch_all(&self.pool).await?;
+        Ok(rows.iter().map(|r| Queued { file: PathBuf::from(r.get::<String, _>(0)), root: r.get(1) }).collect())
+    }
+
+    /// Takes `file` off the queue (read, or the import was cancelled).
+    pub async fn dequeue(&self, file: &Path) -> Result<()> {
+        sqlx::query("DELETE FROM queue WHERE path = ?").bind(file.display().to_string()).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Finishes an import cut short: reads every queued file.
+    pub async fn resume(&self, mut each: impl FnMut(&AddReport)) -> Result<Vec<AddReport>> {
+        let mut reports = Vec::new();
+        for queued in self.queued().await? {
+            if !queued.file.exists() {
+                // Gone since it was queued: nothing to read.
+                self.dequeue(&queued.file).await?;
+                continue;
+            }
+            let report = self.add_file(&queued.file, queued.root.as_deref()).await?;
+            self.dequeue(&queued.file).await?;
+            each(&report);
+            reports.push(report);
         }
         Ok(reports)
     }

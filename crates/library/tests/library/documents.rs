@@ -152,3 +152,32 @@ async fn the_start_up_scan_of_a_watched_folder_catches_new_changed_and_deleted_f
     assert!(listed.iter().any(|p| p.ends_with("new.md")) && !listed.iter().any(|p| p.ends_with("gone.md")), "{listed:?}");
     assert!(kept.exists());
 }
+
+#[tokio::test]
+async fn an_import_cut_short_is_finished_at_the_next_start() {
+    let docs = tempfile::tempdir().expect("docs");
+    let data = tempfile::tempdir().expect("data");
+    for name in ["a.md", "b.md", "c.md"] {
+        write(docs.path(), name, format!("# {name}\n\nNotes kept in {name} about kites.").as_bytes());
+    }
+    {
+        // The import queues the folder, reads one file, and the app quits.
+        let (lib, _) = open(data.path()).await;
+        let queued = lib.enqueue(&[docs.path().to_path_buf()], true).await.expect("queue");
+        assert_eq!(queued.len(), 3);
+        lib.add_file(&queued[0].file, queued[0].root.as_deref()).await.expect("first");
+        lib.dequeue(&queued[0].file).await.expect("dequeue");
+        std::fs::remove_file(&queued[2].file).expect("a queued file is deleted while the app is closed");
+        lib.close().await;
+    }
+    let (lib, _) = open(data.path()).await;
+    assert_eq!(lib.queued().await.expect("queued").len(), 2);
+    let finished = lib.resume(|_| {}).await.expect("resume");
+    assert_eq!(finished.len(), 1, "{finished:?}");
+    assert!(finished[0].document.ends_with("b.md") && finished[0].status == Status::Indexed);
+    assert!(lib.queued().await.expect("queued").is_empty());
+    assert_eq!(lib.list().await.expect("list").len(), 2);
+    assert_eq!(lib.watched_roots().await.expect("roots"), [std::path::absolute(docs.path()).expect("abs")]);
+    assert!(lib.enqueue(&[docs.path().join("nope")], false).await.is_err(), "a missing path queues nothing");
+    assert!(lib.queued().await.expect("queued").is_empty());
+}
