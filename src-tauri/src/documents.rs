@@ -21,7 +21,7 @@ pub fn dropped(handle: &tauri::AppHandle, paths: &[PathBuf]) {
     tauri::async_runtime::spawn(async move {
         let Some(backend) = handle.try_state::<Backend>() else { return };
         let started = match backend.engine().await {
-            Ok(engine) => engine.import_documents(documents).await,
+            Ok(engine) => engine.import_documents(documents, false).await,
             Err(e) => Err(e),
         };
         if let Err(e) = started {
@@ -31,8 +31,8 @@ pub fn dropped(handle: &tauri::AppHandle, paths: &[PathBuf]) {
 }
 
 #[tauri::command]
-pub async fn import_documents(state: State<'_, Backend>, paths: Vec<PathBuf>) -> Reply<String> {
-    view(engine(&state).await?.import_documents(paths).await)
+pub async fn import_documents(state: State<'_, Backend>, paths: Vec<PathBuf>, watch: Option<bool>) -> Reply<String> {
+    view(engine(&state).await?.import_documents(paths, watch.unwrap_or(false)).await)
 }
 
 #[tauri::command]

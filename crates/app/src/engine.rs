@@ -53,6 +53,10 @@ pub struct EngineConfig {
     /// sessions). Engine tests switch them off and call the ticks themselves,
     /// so that nothing is appended behind their backs.
     pub timers: bool,
+    /// How documents are read: this executable re-run as a child process
+    /// (the shells call `library::run_if_worker` first thing); tests, whose
+    /// executable is the test harness, read them in process.
+    pub document_extractor: ::library::Extractor,
 }
 
 impl EngineConfig {
@@ -74,6 +78,7 @@ impl EngineConfig {
             metadata_timeout: crate::metadata::timeout_from_env(),
             clock: Arc::new(ledger::SystemClock),
             timers: true,
+            document_extractor: ::library::Extractor::current_exe(),
         }
     }
 }
@@ -86,7 +91,7 @@ pub struct Engine {
     pub(crate) local: Arc<providers::LocalEngine>,
     provider_override: Option<Arc<dyn Provider>>,
     pub(crate) wake: Notify,
-    shutdown: watch::Sender<bool>,
+    pub(crate) shutdown: watch::Sender<bool>,
     worker: Mutex<Option<JoinHandle<()>>>,
     pub(crate) busy: AtomicBool,
     /// When each queued reply was sent, and when its message and job were written.
@@ -161,7 +166,7 @@ impl Engine {
             current_cancel: Mutex::new(None),
             memory,
             embedder_requested: AtomicBool::new(false),
-            documents: crate::library::Documents::default(),
+            documents: crate::library::Documents::new(config.document_extractor.clone()),
             assistant,
             background: Default::default(),
             extraction_delay: config.extraction_delay,
@@ -169,6 +174,8 @@ impl Engine {
             dreams: Default::default(), // office (#5)
         });
         engine.restore_awaiting().await; // runtime (#6): questions waiting across a restart
+        // Imports left unfinished and watched folders (only for a person who has a library).
+        engine.start_documents();
         let handle = tokio::spawn(chat::run_worker(engine.clone(), shutdown_rx));
         if let Ok(mut w) = engine.worker.lock() {
             *w = Some(handle);

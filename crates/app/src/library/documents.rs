@@ -23,10 +23,26 @@ pub const REPLY_PASSAGES: usize = 3;
 
 /// The engine's share of the library: the open library and the running
 /// imports' cancel flags.
-#[derive(Default)]
 pub struct Documents {
+    extractor: Extractor,
     library: tokio::sync::OnceCell<Arc<Library>>,
     imports: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    /// Whether the folder watcher runs (one per engine).
+    watching: AtomicBool,
+    /// Wakes the watcher when a folder is added as watched.
+    roots_changed: Arc<tokio::sync::Notify>,
+}
+
+impl Documents {
+    pub fn new(extractor: Extractor) -> Self {
+        Self {
+            extractor,
+            library: Default::default(),
+            imports: Default::default(),
+            watching: Default::default(),
+            roots_changed: Default::default(),
+        }
+    }
 }
 
 impl Engine {
@@ -50,7 +66,7 @@ impl Engine {
                     .map_err(|e| AppError::new("MODEL_UNAVAILABLE", e.to_string()))?;
                 let counter: Arc<dyn TokenCounter> = Arc::new(counter);
                 let dir = super::library_dir(self.data_dir());
-                let lib = Library::open(&dir, embedder, counter, Extractor::current_exe()).await?;
+                let lib = Library::open(&dir, embedder, counter, self.documents.extractor.clone()).await?;
                 Ok::<_, AppError>(Arc::new(lib))
             })
             .await?;
@@ -63,19 +79,83 @@ impl Engine {
         self.documents.library.initialized() || super::library_dir(self.data_dir()).join(DB_FILE).exists()
     }
 
-    /// Starts importing files and folders (folders recursively); progress
-    /// arrives as `DocumentImport` events. Returns the import's id.
-    pub async fn import_documents(self: &Arc<Self>, paths: Vec<PathBuf>) -> Result<String> {
+    /// At start, for a person who has a library: finishes an import the
+    /// last run left unfinished, catches up with the watched folders
+    /// (file-system events are lost while the app is closed), then watches
+    /// them while the engine runs.
+    pub(crate) fn start_documents(self: &Arc<Self>) {
+        if self.has_library() {
+            self.watch_documents();
+        }
+    }
+
+    /// Starts the folder watcher, or tells the running one that a folder
+    /// was added as watched.
+    fn watch_documents(self: &Arc<Self>) {
+        if self.documents.watching.swap(true, Ordering::SeqCst) {
+            self.documents.roots_changed.notify_one();
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let shutdown = self.shutdown.subscribe();
+        let roots_changed = self.documents.roots_changed.clone();
+        tokio::spawn(async move {
+            let Some(library) = (match weak.upgrade() {
+                Some(engine) => engine.library().await.map_err(|e| tracing::warn!(code = e.code, "{}", e.message)).ok(),
+                None => None,
+            }) else {
+                return;
+            };
+            let changed = {
+                let weak = weak.clone();
+                move || {
+                    if let Some(engine) = weak.upgrade() {
+                        engine.emit(AppEvent::DocumentsChanged {});
+                    }
+                }
+            };
+            match library.resume(|_| changed()).await {
+                Ok(done) if !done.is_empty() => tracing::info!(files = done.len(), "finished an import the last run left"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "an unfinished import could not be finished"),
+            }
+            match library.reconcile(|_| changed()).await {
+                Ok(seen) => tracing::debug!(files = seen.len(), "watched folders reconciled"),
+                Err(e) => tracing::warn!(error = %e, "the watched folders could not be scanned"),
+            }
+            let on_change = move |change: super::WatchChange| {
+                match &change {
+                    super::WatchChange::Failed { path, message } => tracing::warn!(%path, %message, "watched folder"),
+                    other => tracing::debug!(change = ?other, "watched folder"),
+                }
+                changed();
+            };
+            if let Err(e) = super::watch_folders(library, super::SETTLE, shutdown, roots_changed, on_change).await {
+                tracing::warn!(code = e.code, "folders are not watched: {}", e.message);
+            }
+        });
+    }
+
+    /// Starts importing files and folders (folders recursively; with
+    /// `watch`, folders stay watched); progress arrives as
+    /// `DocumentImport` events. Returns the import's id.
+    pub async fn import_documents(self: &Arc<Self>, paths: Vec<PathBuf>, watch: bool) -> Result<String> {
         let library = self.library().await?;
         let import_id = uuid::Uuid::now_v7().to_string();
         let cancel = Arc::new(AtomicBool::new(false));
         if let Ok(mut imports) = self.documents.imports.lock() {
             imports.insert(import_id.clone(), cancel.clone());
         }
+        // Queued before the call returns: quitting now still leaves the
+        // files to be read at the next start.
+        let queued = library.enqueue(&paths, watch).await?;
+        if watch {
+            self.watch_documents();
+        }
         let engine = self.clone();
         let id = import_id.clone();
         tokio::spawn(async move {
-            engine.run_import(&library, &id, paths, &cancel).await;
+            engine.run_import(&library, &id, queued, &cancel).await;
             if let Ok(mut imports) = engine.documents.imports.lock() {
                 imports.remove(&id);
             }
@@ -83,12 +163,7 @@ impl Engine {
         Ok(import_id)
     }
 
-    async fn run_import(&self, library: &Library, import_id: &str, paths: Vec<PathBuf>, cancel: &AtomicBool) {
-        let files: Vec<PathBuf> = tokio::task::spawn_blocking(move || {
-            paths.iter().filter_map(|p| std::path::absolute(p).ok()).flat_map(|p| ::library::expand(&p)).collect()
-        })
-        .await
-        .unwrap_or_default();
+    async fn run_import(&self, library: &Library, import_id: &str, files: Vec<::library::Queued>, cancel: &AtomicBool) {
         let mut progress = ImportProgressView {
             import_id: import_id.to_owned(),
             done: 0,
@@ -100,14 +175,24 @@ impl Engine {
             finished: false,
             cancelled: false,
         };
-        for file in files {
-            if cancel.load(Ordering::SeqCst) {
+        let mut files = files.into_iter();
+        for queued in files.by_ref() {
+            if cancel.load(Ordering::SeqCst) || self.is_shutting_down() {
                 progress.cancelled = true;
+                if !self.is_shutting_down() {
+                    // Cancelled by the person: the rest is not wanted.
+                    self.dequeue_all(library, std::iter::once(queued)).await;
+                }
                 break;
             }
+            let file = queued.file;
             progress.current = Some(file.display().to_string());
             self.emit(AppEvent::DocumentImport { progress: progress.clone() });
-            match library.add_file(&file, None).await {
+            let added = library.add_file(&file, queued.root.as_deref()).await;
+            if let Err(e) = library.dequeue(&file).await {
+                tracing::warn!(error = %e, "the import queue could not be updated");
+            }
+            match added {
                 Ok(report) => {
                     progress.chunks += report.chunks as u64;
                     progress.last_status = Some(report.status.as_str().to_owned());
@@ -122,9 +207,20 @@ impl Engine {
             progress.done += 1;
             self.emit(AppEvent::DocumentsChanged {});
         }
+        if progress.cancelled && !self.is_shutting_down() {
+            self.dequeue_all(library, files).await;
+        }
         progress.current = None;
         progress.finished = true;
         self.emit(AppEvent::DocumentImport { progress });
+    }
+
+    async fn dequeue_all(&self, library: &Library, files: impl Iterator<Item = ::library::Queued>) {
+        for queued in files {
+            if let Err(e) = library.dequeue(&queued.file).await {
+                tracing::warn!(error = %e, "the import queue could not be updated");
+            }
+        }
     }
 
     /// Stops an import after the file it is reading (that one is kept).

@@ -7,6 +7,7 @@
 mod documents;
 mod passages;
 mod views;
+mod watch;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ pub use ::library::{
 };
 pub use documents::{Documents, REPLY_PASSAGES};
 pub use passages::{cited_passages, passages_prompt, with_passages, without_passage_text, CitedPassage};
+pub use watch::{watch_folders, WatchChange, SETTLE};
 pub use views::{CitationView, DocumentHitView, DocumentItemView, ImportProgressView, PassageView};
 
 /// A model file (imported as a model, not as a document) when dropped.

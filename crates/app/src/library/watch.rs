@@ -1,7 +1,3 @@
-//! NOT YET WIRED: this module is not declared in `mod.rs` and has never
-//! been compiled; it needs `notify` 8.2 and `notify-debouncer-full` 0.7 in
-//! crates/app/Cargo.toml. Kept for the next step.
-//!
 //! Watched folders: an owned task that feeds file-system events (debounced
 //! by notify-debouncer-full: a rename is one event, a burst of writes is
 //! one) into the library. New and changed files are indexed, deleted ones
@@ -30,14 +26,16 @@ pub enum WatchChange {
 }
 
 /// Watches every watched root of `library` until `shutdown` turns true;
-/// `on_change` sees each change (the app turns them into events).
+/// `roots_changed` says a folder was added as watched; `on_change` sees
+/// each change (the app turns them into events).
 pub async fn watch_folders(
     library: Arc<Library>,
     settle: Duration,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
+    roots_changed: Arc<tokio::sync::Notify>,
     on_change: impl Fn(WatchChange) + Send + Sync + 'static,
 ) -> Result<(), AppError> {
-    let roots = library.watched_roots().await?;
+    let mut roots = library.watched_roots().await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<PathBuf>>();
     let mut debouncer = new_debouncer(settle, None, move |result: DebounceEventResult| match result {
         Ok(events) => {
@@ -58,6 +56,17 @@ pub async fn watch_folders(
     }
     loop {
         tokio::select! {
+            () = roots_changed.notified() => {
+                for root in library.watched_roots().await? {
+                    if roots.contains(&root) {
+                        continue;
+                    }
+                    match debouncer.watch(&root, RecursiveMode::Recursive) {
+                        Ok(()) => roots.push(root),
+                        Err(e) => on_change(WatchChange::Failed { path: root.display().to_string(), message: format!("cannot watch: {e}") }),
+                    }
+                }
+            }
             changed = shutdown.changed() => {
                 if changed.is_err() || *shutdown.borrow() {
                     break;
@@ -78,8 +87,12 @@ pub async fn watch_folders(
 }
 
 async fn apply(library: &Library, roots: &[PathBuf], path: &Path, on_change: &impl Fn(WatchChange)) {
-    let root = roots.iter().find(|r| path.starts_with(r)).map(|r| r.display().to_string());
-    let hidden = path.components().any(|c| c.as_os_str().to_str().is_some_and(|s| s.starts_with('.')));
+    let root = roots.iter().find(|r| path.starts_with(r));
+    // Hidden entries inside the watched folder are skipped (editors' swap
+    // files, .git); the folder itself may sit under a hidden one.
+    let inside = root.and_then(|r| path.strip_prefix(r).ok()).unwrap_or(path);
+    let hidden = inside.components().any(|c| c.as_os_str().to_str().is_some_and(|s| s.starts_with('.')));
+    let root = root.map(|r| r.display().to_string());
     if hidden {
         return;
     }

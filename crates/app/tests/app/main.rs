@@ -3,6 +3,7 @@
 mod accounts;
 mod chat;
 mod disk;
+mod documents;
 mod extraction;
 mod keys;
 mod memory;
@@ -46,6 +47,7 @@ impl Harness {
         let mut config = EngineConfig::new(DataDir::new(dir.path()), keys.clone());
         config.provider_override = Some(provider.clone());
         config.timers = false;
+        config.document_extractor = library::Extractor::InProcess;
         tweak(&mut config);
         let engine = Engine::start(config).await.expect("engine starts");
         Self { dir, keys, provider, engine }
@@ -65,6 +67,7 @@ async fn start(dir: &tempfile::TempDir, keys: Arc<MemoryKeyStore>, provider: Arc
     let mut config = EngineConfig::new(DataDir::new(dir.path()), keys);
     config.provider_override = Some(provider);
     config.timers = false;
+    config.document_extractor = library::Extractor::InProcess;
     Engine::start(config).await.expect("engine starts")
 }
 

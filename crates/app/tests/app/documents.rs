@@ -1,0 +1,61 @@
+//! The document library inside the engine: a folder added as watched is
+//! followed while the engine runs and caught up with at the next start.
+//! Needs the real embedding model (LEDGERMIND_TEST_EMBEDDER); skipped
+//! without it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::Harness;
+
+fn link_embedder(home: &Path) -> bool {
+    let Some(model) = std::env::var_os("LEDGERMIND_TEST_EMBEDDER").map(PathBuf::from) else {
+        eprintln!("LEDGERMIND_TEST_EMBEDDER is not set: skipped");
+        return false;
+    };
+    let models = home.join("models");
+    std::fs::create_dir_all(&models).expect("models dir");
+    std::os::unix::fs::symlink(model, models.join(memory::MINILM_DIR)).expect("link the model");
+    true
+}
+
+async fn wait_for_names(h: &Harness, want: &[&str], what: &str) {
+    let start = Instant::now();
+    loop {
+        let docs = h.engine.documents().await.expect("documents");
+        let mut names: Vec<String> =
+            docs.iter().filter(|d| d.status == "indexed").map(|d| d.name.clone()).collect();
+        names.sort();
+        if names == want {
+            return;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{what}: the library holds {names:?}, expected {want:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_folder_is_followed_while_running_and_caught_up_at_start() {
+    let h = Harness::new(&[]).await;
+    if !link_embedder(h.dir.path()) {
+        return;
+    }
+    let folder = tempfile::tempdir().expect("folder");
+    std::fs::write(folder.path().join("a.md"), "# Kites\n\nA kite needs steady wind.").expect("write");
+    h.engine.import_documents(vec![folder.path().to_path_buf()], true).await.expect("import");
+    wait_for_names(&h, &["a.md"], "after the import").await;
+
+    std::fs::write(folder.path().join("b.md"), "# Boats\n\nA boat needs a keel.").expect("write");
+    wait_for_names(&h, &["a.md", "b.md"], "a file created in the watched folder").await;
+    std::fs::remove_file(folder.path().join("a.md")).expect("remove");
+    wait_for_names(&h, &["b.md"], "a file deleted from the watched folder").await;
+
+    // Closed: what changes now is caught by the start-up scan.
+    h.engine.shutdown().await;
+    std::fs::write(folder.path().join("c.md"), "# Clocks\n\nA clock needs winding.").expect("write");
+    std::fs::remove_file(folder.path().join("b.md")).expect("remove");
+    let h = h.restart(&[]).await;
+    wait_for_names(&h, &["c.md"], "after a restart").await;
+    let hits = h.engine.search_documents("winding a clock", 3).await.expect("search");
+    assert!(hits.first().is_some_and(|hit| hit.document.ends_with("c.md")), "{hits:?}");
+}
