@@ -16,7 +16,8 @@ APT_PACKAGES=(build-essential pkg-config libwebkit2gtk-4.1-dev libjavascriptcore
   libayatana-appindicator3-dev librsvg2-dev libssl-dev libsoup-3.0-dev libxdo-dev libasound2-dev
   libdbus-1-dev xvfb xauth webkit2gtk-driver cmake clang libclang-dev gnome-keyring dbus-daemon
   libsecret-tools sqlite3 imagemagick espeak-ng sox python3-pip unzip curl
-  libayatana-appindicator3-1 xdotool python3-gi)
+  libayatana-appindicator3-1 xdotool python3-gi
+  poppler-utils) # pdftotext: the document parsers' text is checked against poppler's
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -17,6 +17,12 @@ suite rust cargo test --workspace --no-fail-fast
 read -r p f < <(grep -hE '^test result:' "$LOG_DIR/rust.log" | awk '{p+=$4; f+=$6} END {print p+0, f+0}')
 passed=$((passed + p)); failed=$((failed + f))
 
+# Every file of three third-party test corpora (pypdf, python-docx, odfpy)
+# through the extraction child: a clear status for each, no crash, no hang,
+# PDF text against poppler's.
+FIX="${LEDGERMIND_FIXTURES:-${LEDGERMIND_CACHE:-$HOME/.cache/ledgermind}/fixtures}"
+suite documents target/debug/examples/robustness "$FIX/pypdf-7.1.1" "$FIX/python_docx-1.2.0" "$FIX/odfpy-1.4.1"
+
 suite bindings bash -c 'git diff --exit-code --stat -- ui/src/lib/bindings || { echo "TypeScript bindings drifted from the Rust types: commit the regenerated ui/src/lib/bindings"; exit 1; }'
 suite ui-check bash -c 'cd ui && npm run --silent check'
 suite ui-test bash -c 'cd ui && npx vitest run --reporter=default'

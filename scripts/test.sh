@@ -10,6 +10,7 @@ CACHE="${LEDGERMIND_CACHE:-$HOME/.cache/ledgermind}"
 export LEDGERMIND_TEST_MODEL="$CACHE/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 export LEDGERMIND_TEST_EMBEDDER="$CACHE/models/all-MiniLM-L6-v2" LEDGERMIND_MINILM_DIR="$CACHE/models/all-MiniLM-L6-v2"
 export LEDGERMIND_THREADS="${LEDGERMIND_THREADS:-1}"
+export LEDGERMIND_FIXTURES="$CACHE/fixtures"
 export PATH="$HOME/.cargo/bin:$PATH"
 (cd ui && npm run --silent build)
 # One profile and one target dir for unit, CLI and end-to-end tests.

@@ -83,7 +83,8 @@ impl Format {
     }
 }
 
-/// Fewer visible characters per page than this means no text layer.
+/// Fewer visible characters per page than this, over a PDF of several
+/// pages, means no text layer.
 pub const MIN_CHARS_PER_PAGE: usize = 20;
 
 /// Extracts `bytes` read from `path` (whose extension picks the parser),
@@ -110,8 +111,11 @@ pub fn extract_bytes(path: &Path, bytes: &[u8]) -> Extraction {
         Ok(Extraction::Text { pages, blocks }) => {
             let blocks: Vec<Block> = blocks.into_iter().filter(|b| !b.text.trim().is_empty()).collect();
             let chars: usize = blocks.iter().map(|b| b.text.chars().filter(|c| !c.is_whitespace()).count()).sum();
-            let per_page = MIN_CHARS_PER_PAGE * pages.unwrap_or(1).max(1) as usize;
-            if chars == 0 || (format == Format::Pdf && chars < per_page) {
+            // A scan of several pages may carry a few characters (page
+            // numbers, a stamp); a one-page PDF with one line is text.
+            let pages_n = pages.unwrap_or(1).max(1) as usize;
+            let scanned = format == Format::Pdf && pages_n > 1 && chars < MIN_CHARS_PER_PAGE * pages_n;
+            if chars == 0 || scanned {
                 Extraction::NoText { pages }
             } else {
                 Extraction::Text { pages, blocks }
