@@ -1,6 +1,7 @@
 // End-to-end scenario for the document library through the real window:
-// add a two-page PDF with the in-app file chooser, watch it become
-// indexed, search it from the Library view and open the passage, ask Ei a
+// add a folder with a two-page PDF as watched with the in-app chooser,
+// watch it become indexed, drop a note into the folder and see it picked
+// up, search it from the Library view and open the passage, ask Ei a
 // question whose answer is on page 2 and see the reply cite that page,
 // open the cited passage, then remove the document and find no trace of
 // its text in the library's files.
@@ -72,7 +73,8 @@ async function addWithChooser(ctx, folder) {
   const names = async () => Promise.all((await ctx.session.findElements(css("chooser-entry"))).map((e) => e.attribute("data-name")));
   await waitFor(async () => (await names()).join() === "lighthouse.pdf", { timeout: 10_000, message: "the folder's PDF to be listed" });
   await shot(ctx, "chooser");
-  await (await ctx.session.findElement(css("chooser-list"))).sendKeys(Keys.ENTER);
+  // The whole folder, watched: files added to it later are picked up.
+  await (await ctx.session.findElement(css("chooser-folder-watch"))).click();
 }
 
 export async function main() {
@@ -90,6 +92,12 @@ export async function main() {
     await waitFor(async () => (await row.attribute("data-status")) === "indexed", { timeout: 120_000, message: "the PDF to be indexed" });
     log(`  listed: ${(await row.text()).replace(/\s+/g, " ")}`);
     await shot(ctx, "library-indexed");
+
+    log("adding a note to the watched folder");
+    await writeFile(join(folder, "harbour.md"), "# Harbour\n\nThe ferry to the island leaves from pier four.\n");
+    const note = await ctx.session.waitForElement(css("library-document", '[data-name="harbour.md"]'), 60_000);
+    await waitFor(async () => (await note.attribute("data-status")) === "indexed", { timeout: 60_000, message: "the new note to be indexed" });
+    await shot(ctx, "library-watched");
 
     log("searching the library");
     const search = await ctx.session.findElement(css("library-search"));
@@ -128,9 +136,13 @@ export async function main() {
 
     log("removing the document");
     await openTab(ctx, "library");
-    const remove = await ctx.session.waitForElement(css("library-remove"));
-    await remove.click();
-    await ctx.session.waitForElement(css("library-empty"), 30_000);
+    const pdfRow = await ctx.session.waitForElement(css("library-document", '[data-name="lighthouse.pdf"]'));
+    await (await ctx.session.findElement(css("library-remove"), pdfRow)).click();
+    await waitFor(async () => (await ctx.session.findElements(css("library-document", '[data-name="lighthouse.pdf"]'))).length === 0, {
+      timeout: 30_000,
+      message: "the PDF to leave the list",
+    });
+    check((await ctx.session.findElements(css("library-document", '[data-name="harbour.md"]'))).length === 1, "the note was removed too");
     await shot(ctx, "library-removed");
     const inLibrary = await filesContaining(join(home, "library"), WORD);
     check(inLibrary.length === 0, `the removed document's text is still in ${inLibrary.join(", ")}`);

@@ -209,8 +209,8 @@ export interface Backend {
   /** `simulate_proposal`: the pending proposal's risk, and what it would change when a simulation is required or recommended. */
   simulateProposal(personaId: string, nonce: string): Promise<SimulationView>;
   // ---- documents ----
-  /** `import_documents`: files and folders (recursively); resolves with the import id, progress arrives as `document_import` events. */
-  importDocuments(paths: string[]): Promise<string>;
+  /** `import_documents`: files and folders (recursively; with `watch`, folders stay watched); resolves with the import id, progress arrives as `document_import` events. */
+  importDocuments(paths: string[], watch?: boolean): Promise<string>;
   /** `cancel_import`: stops after the file being read. */
   cancelImport(importId: string): Promise<boolean>;
   /** `list_documents` */

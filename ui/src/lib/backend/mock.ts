@@ -967,7 +967,7 @@ export class MockBackend implements Backend {
   private documents: { view: DocumentItemView; passages: string[] }[] = [];
   private citationsByMessage = new Map<string, CitationView[]>();
 
-  async importDocuments(paths: string[]): Promise<string> {
+  async importDocuments(paths: string[], _watch = false): Promise<string> {
     const importId = `import-${this.nextId++}`;
     const total = paths.length;
     let done = 0;

@@ -194,8 +194,8 @@ export class TauriBackend implements Backend {
   }
 
   // documents
-  importDocuments(paths: string[]) {
-    return call<string>("import_documents", { paths });
+  importDocuments(paths: string[], watch = false) {
+    return call<string>("import_documents", { paths, watch });
   }
   cancelImport(importId: string) {
     return call<boolean>("cancel_import", { importId });

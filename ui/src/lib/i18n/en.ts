@@ -634,6 +634,8 @@ export const en = {
   "library.title": "Library",
   "library.intro": "Drop files or folders on the window (PDF, DOCX, ODT, EPUB, HTML, Markdown, text, CSV), or add one here. Personas answer from them and cite the page.",
   "library.add": "Add a document…",
+  "library.addFolder": "Add this folder",
+  "library.watchFolder": "Watch this folder",
   "library.chooseTitle": "Add a document to the library",
   "library.empty": "No documents yet.",
   "library.loading": "Loading the library…",

@@ -636,6 +636,8 @@ export const ptBR: Record<MessageKey, string> = {
   "library.title": "Biblioteca",
   "library.intro": "Solte arquivos ou pastas na janela (PDF, DOCX, ODT, EPUB, HTML, Markdown, texto, CSV) ou adicione aqui. As personas respondem a partir deles e citam a página.",
   "library.add": "Adicionar um documento…",
+  "library.addFolder": "Adicionar esta pasta",
+  "library.watchFolder": "Acompanhar esta pasta",
   "library.chooseTitle": "Adicionar um documento à biblioteca",
   "library.empty": "Nenhum documento ainda.",
   "library.loading": "Carregando a biblioteca…",

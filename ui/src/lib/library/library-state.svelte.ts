@@ -83,10 +83,11 @@ export class LibraryState {
     }
   }
 
-  async importPaths(paths: string[]): Promise<void> {
+  /** Imports files and folders; with `watch`, the folders stay watched (changes are picked up while the app runs and at start). */
+  async importPaths(paths: string[], watch = false): Promise<void> {
     if (paths.length === 0) return;
     try {
-      await this.backend.importDocuments(paths);
+      await this.backend.importDocuments(paths, watch);
     } catch (error) {
       this.notices.push("error", errorMessage(error));
     }
