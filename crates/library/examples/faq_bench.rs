@@ -22,6 +22,28 @@ use library::{extract_bytes, Extraction, Extractor, Library, SearchMode, TokenCo
 use memory::{Embedder, MiniLm, WordPiece};
 use regex::Regex;
 
+/// The embedder as the import calls it: each call's texts are kept so the
+/// same calls can be timed on the bare model.
+struct Recorder {
+    inner: Arc<MiniLm>,
+    calls: std::sync::Mutex<Vec<Vec<String>>>,
+}
+
+impl Embedder for Recorder {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn model_id(&self) -> String {
+        self.inner.model_id()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memory::MemoryError> {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.push(texts.iter().map(|t| (*t).to_owned()).collect());
+        }
+        self.inner.embed(texts)
+    }
+}
+
 struct Question {
     file: String,
     id: String,
@@ -170,7 +192,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let counter: Arc<dyn TokenCounter> = Arc::new(WordPiece::from_file(&model_dir.join("vocab.txt"), usize::MAX / 2)?);
     let db_dir = corpus.join("library");
     let _ = std::fs::remove_dir_all(&db_dir);
-    let mut lib = Library::open(&db_dir, model.clone(), counter, Extractor::InProcess).await?;
+    let recorder = Arc::new(Recorder { inner: model.clone(), calls: std::sync::Mutex::new(Vec::new()) });
+    let mut lib = Library::open(&db_dir, recorder.clone(), counter, Extractor::InProcess).await?;
     if let Some(t) = env_num("BENCH_CHUNK_TOKENS") {
         lib.chunk_tokens = t;
     }
@@ -187,22 +210,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reports = lib.add_paths(&[pages_dir.clone()], false, |_| {}).await?;
     let import_s = start.elapsed().as_secs_f64();
     let chunks: usize = reports.iter().map(|r| r.chunks).sum();
-    // The embedder's raw rate on the same passages, same run.
-    let texts: Vec<String> = {
-        let mut t = Vec::new();
-        for q in ["python", "list", "module", "error", "windows", "function", "class", "string"] {
-            for h in lib.search(q, 50, SearchMode::Keyword).await? {
-                t.push(h.text);
-            }
-        }
-        t.sort();
-        t.dedup();
-        t
-    };
-    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    // The embedder's raw rate: the very calls the import made (same texts,
+    // same batches), replayed on the bare model in the same run.
+    let calls: Vec<Vec<String>> = recorder.calls.lock().map(|mut c| std::mem::take(&mut *c)).unwrap_or_default();
     let raw_start = Instant::now();
-    model.embed(&refs)?;
-    let raw_rate = refs.len() as f64 / raw_start.elapsed().as_secs_f64();
+    for call in &calls {
+        let refs: Vec<&str> = call.iter().map(String::as_str).collect();
+        model.embed(&refs)?;
+    }
+    let raw_s = raw_start.elapsed().as_secs_f64();
+    let inputs: usize = calls.iter().map(Vec::len).sum();
+    // The injection guard's share: every embedded input screened again.
+    let guard_start = Instant::now();
+    for text in calls.iter().flatten() {
+        std::hint::black_box(runtime::guard::screen_document(text));
+    }
+    let guard_s = guard_start.elapsed().as_secs_f64();
 
     println!(
         "Python 3.11 FAQ: {} pages, {} questions ({} held out), {chunks} chunks of <= {} tokens; question text left in the pages: {leaks}",
@@ -212,12 +235,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         lib.chunk_tokens
     );
     println!(
-        "import: {:.1} s, {:.1} chunks/s; raw MiniLM on {} of the same passages: {:.1} passages/s (ratio {:.2})",
+        "import: {:.1} s, {:.2} chunks/s; the model alone on the same {} inputs ({} calls): {:.1} s, {:.2} chunks/s; ratio {:.2}; guard screening {:.2} s ({:.1} % of the import)",
         import_s,
         chunks as f64 / import_s,
-        refs.len(),
-        raw_rate,
-        chunks as f64 / import_s / raw_rate
+        inputs,
+        calls.len(),
+        raw_s,
+        chunks as f64 / raw_s,
+        raw_s / import_s,
+        guard_s,
+        100.0 * guard_s / import_s
     );
     println!(
         "settings: vector {:.2} / keyword {:.2}, RRF k {}, candidates {}",
