@@ -302,6 +302,8 @@ impl Library {
                     .await?;
             }
             for file in files {
+                // Added by the person: no longer left out of its watched folder.
+                sqlx::query("DELETE FROM ignored WHERE path = ?").bind(file.display().to_string()).execute(&mut *tx).await?;
                 sqlx::query("INSERT OR REPLACE INTO queue (path, root, queued_at) VALUES (?, ?, ?)")
                     .bind(file.display().to_string())
                     .bind(&root)
@@ -609,14 +611,33 @@ impl Library {
         let _one_writer = self.writer.lock().await;
         let doc = self.find(path_or_id).await?.ok_or_else(|| LibraryError::NotFound(path_or_id.to_owned()))?;
         let mut tx = self.pool.begin().await?;
+        let watched: Option<String> =
+            sqlx::query_scalar("SELECT root FROM documents WHERE id = ?").bind(doc.id).fetch_one(&mut *tx).await?;
         delete_chunks(&mut tx, doc.id).await?;
         delete_orphan_vectors(&mut tx).await?;
         sqlx::query("DELETE FROM citations WHERE document_id = ?").bind(doc.id).execute(&mut *tx).await?;
         sqlx::query("DELETE FROM documents WHERE id = ?").bind(doc.id).execute(&mut *tx).await?;
+        if watched.is_some() && Path::new(&doc.path).exists() {
+            sqlx::query("INSERT OR REPLACE INTO ignored (path, removed_at) VALUES (?, ?)")
+                .bind(&doc.path)
+                .bind(now_ms())
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         self.scrub().await?;
         *self.vectors.write().await = None;
         Ok(doc)
+    }
+
+    /// Whether the person removed `path` from a watched folder (the
+    /// watcher and the start-up scan leave it out until it is added again).
+    pub async fn is_ignored(&self, path: &Path) -> Result<bool> {
+        Ok(sqlx::query("SELECT 1 FROM ignored WHERE path = ?")
+            .bind(path.display().to_string())
+            .fetch_optional(&self.pool)
+            .await?
+            .is_some())
     }
 
     /// Documents under `root` whose files are gone (a watched folder's
@@ -642,7 +663,18 @@ impl Library {
                 self.remove(&gone.id.to_string()).await?;
             }
             if root.is_dir() {
-                reports.extend(self.add_paths(&[root], true, &mut each).await?);
+                let root_str = root.display().to_string();
+                let files = tokio::task::spawn_blocking(move || expand(&root))
+                    .await
+                    .map_err(|e| LibraryError::Task(e.to_string()))?;
+                for file in files {
+                    if self.is_ignored(&file).await? {
+                        continue;
+                    }
+                    let report = self.add_file(&file, Some(&root_str)).await?;
+                    each(&report);
+                    reports.push(report);
+                }
             } else {
                 tracing::warn!(root = %root.display(), "a watched folder is gone; its documents were removed");
             }

@@ -97,7 +97,7 @@ async fn apply(library: &Library, roots: &[PathBuf], path: &Path, on_change: &im
         return;
     }
     if path.is_file() {
-        if Format::of(path).is_none() {
+        if Format::of(path).is_none() || library.is_ignored(path).await.unwrap_or(false) {
             return;
         }
         match library.add_file(path, root.as_deref()).await {

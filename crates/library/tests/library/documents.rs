@@ -181,3 +181,24 @@ async fn an_import_cut_short_is_finished_at_the_next_start() {
     assert!(lib.enqueue(&[docs.path().join("nope")], false).await.is_err(), "a missing path queues nothing");
     assert!(lib.queued().await.expect("queued").is_empty());
 }
+
+#[tokio::test]
+async fn a_document_removed_from_a_watched_folder_stays_out_until_added_again() {
+    let docs = tempfile::tempdir().expect("docs");
+    let data = tempfile::tempdir().expect("data");
+    write(docs.path(), "keep.md", b"# Keep\n\nNotes about sailing boats.");
+    let drop = write(docs.path(), "drop.md", b"# Drop\n\nNotes about hot air balloons.");
+    let (lib, _) = open(data.path()).await;
+    lib.add_paths(&[docs.path().to_path_buf()], true, |_| {}).await.expect("add");
+    let abs = std::path::absolute(&drop).expect("abs");
+    lib.remove(&abs.display().to_string()).await.expect("remove");
+    assert!(lib.is_ignored(&abs).await.expect("ignored"));
+    lib.reconcile(|_| {}).await.expect("reconcile");
+    let names = |docs: Vec<library::DocumentView>| docs.into_iter().map(|d| d.path).collect::<Vec<_>>();
+    let listed = names(lib.list().await.expect("list"));
+    assert!(listed.len() == 1 && listed[0].ends_with("keep.md"), "the start-up scan brought it back: {listed:?}");
+    // Added again by the person: indexed, and followed again.
+    lib.add_paths(&[abs.clone()], false, |_| {}).await.expect("add again");
+    assert!(!lib.is_ignored(&abs).await.expect("ignored"));
+    assert_eq!(lib.list().await.expect("list").len(), 2);
+}
