@@ -292,6 +292,19 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         spoken_chars: Option<u32>,
     },
+
+    // ----- documents -----
+    /// A document entered the library (`added`), a new version of it was
+    /// indexed (`updated`), or it was removed (`removed`). Carries the
+    /// library's id, the SHA-256 of the file's bytes and its passage count,
+    /// never its name or text, so removing it leaves nothing of it here.
+    DocumentChanged {
+        change: String,
+        document_id: i64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
+        chunks: u32,
+    },
 }
 
 /// One thing a persona cares about (seed 002's persona topics). Also what
@@ -511,6 +524,7 @@ impl EventBody {
             Self::MessageContextSet { .. } => "message_context_set",
             Self::SummaryWritten { .. } => "summary_written",
             Self::VoiceTurn { .. } => "voice_turn",
+            Self::DocumentChanged { .. } => "document_changed",
         }
     }
 

@@ -227,7 +227,8 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
         | EventBody::NoteWritten { .. }
         | EventBody::StatementSigned { .. }
         | EventBody::ClarificationRequested { .. }
-        | EventBody::VoiceTurn { .. } => {}
+        | EventBody::VoiceTurn { .. }
+        | EventBody::DocumentChanged { .. } => {}
         EventBody::PersonaGroupsSet { .. }
         | EventBody::MemoryLearned { .. }
         | EventBody::MemoryUpdated { .. }

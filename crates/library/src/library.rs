@@ -83,6 +83,9 @@ pub struct AddReport {
     /// SHA-256 of the file (for the ledger's document events).
     #[serde(skip)]
     pub sha256: Option<String>,
+    /// An earlier version of this file was in the library.
+    #[serde(skip)]
+    pub replaced: bool,
 }
 
 /// A document as the library view lists it.
@@ -375,6 +378,7 @@ impl Library {
             embedded: 0,
             flagged: 0,
             sha256: row.get(7),
+            replaced: true,
         };
         if let Some(row) = &existing {
             if row.get::<i64, _>(1) == size && row.get::<i64, _>(2) == mtime && meta.is_ok() {
@@ -444,6 +448,7 @@ impl Library {
             embedded: embedded.1,
             flagged,
             sha256: sha,
+            replaced: existing.is_some(),
         })
     }
 

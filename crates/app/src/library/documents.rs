@@ -114,21 +114,38 @@ impl Engine {
                     }
                 }
             };
-            match library.resume(|_| changed()).await {
-                Ok(done) if !done.is_empty() => tracing::info!(files = done.len(), "finished an import the last run left"),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "an unfinished import could not be finished"),
-            }
-            match library.reconcile(|_| changed()).await {
-                Ok(seen) => tracing::debug!(files = seen.len(), "watched folders reconciled"),
-                Err(e) => tracing::warn!(error = %e, "the watched folders could not be scanned"),
-            }
-            let on_change = move |change: super::WatchChange| {
-                match &change {
-                    super::WatchChange::Failed { path, message } => tracing::warn!(%path, %message, "watched folder"),
-                    other => tracing::debug!(change = ?other, "watched folder"),
+            let finished = library.resume(|_| changed()).await;
+            let reconciled = library.reconcile(|_| changed()).await;
+            for (what, reports) in [("an unfinished import", finished), ("the watched folders' scan", reconciled)] {
+                match reports {
+                    Ok(reports) => {
+                        if let Some(engine) = weak.upgrade() {
+                            for report in &reports {
+                                engine.record_added(report).await;
+                            }
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "{what} could not be finished"),
                 }
-                changed();
+            }
+            let on_change = {
+                let weak = weak.clone();
+                move |change: super::WatchChange| {
+                    match &change {
+                        super::WatchChange::Failed { path, message } => tracing::warn!(%path, %message, "watched folder"),
+                        other => tracing::debug!(change = ?other, "watched folder"),
+                    }
+                    if let Some(engine) = weak.upgrade() {
+                        tokio::spawn(async move {
+                            match change {
+                                super::WatchChange::Indexed(report) => engine.record_added(&report).await,
+                                super::WatchChange::Removed(doc) => engine.record_removed(&doc).await,
+                                super::WatchChange::Failed { .. } => {}
+                            }
+                        });
+                    }
+                    changed();
+                }
             };
             if let Err(e) = super::watch_folders(library, super::SETTLE, shutdown, roots_changed, on_change).await {
                 tracing::warn!(code = e.code, "folders are not watched: {}", e.message);
@@ -194,6 +211,7 @@ impl Engine {
             }
             match added {
                 Ok(report) => {
+                    self.record_added(&report).await;
                     progress.chunks += report.chunks as u64;
                     progress.last_status = Some(report.status.as_str().to_owned());
                     progress.last_error = report.error;
@@ -213,6 +231,35 @@ impl Engine {
         progress.current = None;
         progress.finished = true;
         self.emit(AppEvent::DocumentImport { progress });
+    }
+
+    /// Records in the ledger that a document entered the library or a
+    /// new version of it was indexed (nothing for an unchanged file or one
+    /// without text). Signed by the person; no name, no text.
+    async fn record_added(&self, report: &::library::AddReport) {
+        if report.status == ::library::Status::Indexed {
+            let change = if report.replaced { "updated" } else { "added" };
+            self.record_document(change, report.id, report.sha256.clone(), report.chunks).await;
+        }
+    }
+
+    async fn record_removed(&self, doc: &::library::DocumentView) {
+        self.record_document("removed", doc.id, doc.sha256.clone(), usize::try_from(doc.chunks).unwrap_or(0)).await;
+    }
+
+    async fn record_document(&self, change: &str, document_id: i64, sha256: Option<String>, chunks: usize) {
+        let body = ledger::EventBody::DocumentChanged {
+            change: change.to_owned(),
+            document_id,
+            sha256,
+            chunks: u32::try_from(chunks).unwrap_or(u32::MAX),
+        };
+        // The library already holds the change; a ledger that cannot be
+        // written is said in the log, not turned into a failed import.
+        match self.ledger.append(ledger::HUMAN_ENTITY, body).await {
+            Ok(receipt) => self.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind }),
+            Err(e) => tracing::warn!(error = %e, "the document's ledger event could not be recorded"),
+        }
     }
 
     async fn dequeue_all(&self, library: &Library, files: impl Iterator<Item = ::library::Queued>) {
@@ -238,7 +285,8 @@ impl Engine {
 
     /// Removes a document: its text, passages, vectors and citations.
     pub async fn remove_document(&self, id: i64) -> Result<()> {
-        self.library().await?.remove(&id.to_string()).await?;
+        let removed = self.library().await?.remove(&id.to_string()).await?;
+        self.record_removed(&removed).await;
         self.emit(AppEvent::DocumentsChanged {});
         Ok(())
     }

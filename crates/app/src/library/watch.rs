@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ::library::{AddReport, Format, Library};
+use ::library::{AddReport, DocumentView, Format, Library};
 use notify::RecursiveMode;
 use notify_debouncer_full::{new_debouncer, DebounceEventResult};
 
@@ -21,7 +21,7 @@ pub const SETTLE: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, PartialEq)]
 pub enum WatchChange {
     Indexed(AddReport),
-    Removed(String),
+    Removed(DocumentView),
     Failed { path: String, message: String },
 }
 
@@ -120,7 +120,7 @@ async fn apply(library: &Library, roots: &[PathBuf], path: &Path, on_change: &im
     };
     for doc in gone {
         match library.remove(&doc.id.to_string()).await {
-            Ok(d) => on_change(WatchChange::Removed(d.path)),
+            Ok(d) => on_change(WatchChange::Removed(d)),
             Err(e) => on_change(WatchChange::Failed { path: doc.path, message: e.to_string() }),
         }
     }

@@ -58,4 +58,25 @@ async fn a_watched_folder_is_followed_while_running_and_caught_up_at_start() {
     wait_for_names(&h, &["c.md"], "after a restart").await;
     let hits = h.engine.search_documents("winding a clock", 3).await.expect("search");
     assert!(hits.first().is_some_and(|hit| hit.document.ends_with("c.md")), "{hits:?}");
+
+    // The ledger holds each change with the file's hash, never its text.
+    let start = Instant::now();
+    loop {
+        let events = h.engine.ledger().events(None, 100).await.expect("events");
+        let changes: Vec<String> = events
+            .iter()
+            .rev()
+            .filter(|e| e.kind == "document_changed")
+            .filter_map(|e| e.payload.as_ref()?.get("change")?.as_str().map(str::to_owned))
+            .collect();
+        if changes.len() >= 4 {
+            assert_eq!(changes[..3], ["added", "added", "removed"], "{changes:?}");
+            assert!(changes[3..].contains(&"added".to_owned()), "{changes:?}");
+            let text = serde_json::to_string(&events.iter().map(|e| &e.payload).collect::<Vec<_>>()).expect("json");
+            assert!(!text.contains("kite") && !text.contains("a.md"), "a document's text or name reached the ledger");
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "document events: {changes:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
