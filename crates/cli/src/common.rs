@@ -144,3 +144,25 @@ pub async fn queue(ctx: &Ctx, json: bool) -> ExitCode {
 pub async fn status(ctx: &Ctx) -> ExitCode {
     print_json(&ctx.engine.status().await)
 }
+
+/// The queries of a `--queries FILE.jsonl` file: one `{"query": …}` per
+/// line, blank lines skipped; a bad line is an error naming it.
+pub fn read_queries(path: &std::path::Path) -> Result<Vec<String>, AppError> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(path)
+        .map_err(|e| AppError::invalid(format!("cannot read {}: {e}", path.display())))?;
+    let mut out = Vec::new();
+    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| AppError::invalid(format!("cannot read {}: {e}", path.display())))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_str(&line)
+            .map_err(|e| AppError::invalid(format!("line {} of {}: not JSON: {e}", n + 1, path.display())))?;
+        let q = v.get("query").and_then(|q| q.as_str()).ok_or_else(|| {
+            AppError::invalid(format!("line {} of {}: expected {{\"query\": \"...\"}}", n + 1, path.display()))
+        })?;
+        out.push(q.to_owned());
+    }
+    Ok(out)
+}

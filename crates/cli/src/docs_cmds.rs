@@ -2,7 +2,7 @@
 //! search). Opens only the library and the local embedder, never the
 //! ledger, so it needs no keychain.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -135,26 +135,10 @@ fn json_line(query: &str, hits: &[SearchHit]) -> serde_json::Value {
     })
 }
 
-fn read_queries(path: &PathBuf) -> Result<Vec<String>, AppError> {
-    let file = std::fs::File::open(path).map_err(|e| AppError::invalid(format!("cannot read {}: {e}", path.display())))?;
-    let mut queries = Vec::new();
-    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| AppError::invalid(format!("cannot read {}: {e}", path.display())))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let q = serde_json::from_str::<serde_json::Value>(&line)
-            .ok()
-            .and_then(|v| v.get("query").and_then(|q| q.as_str()).map(str::to_owned))
-            .ok_or_else(|| AppError::invalid(format!("line {} of {} is not {{\"query\": …}}", n + 1, path.display())))?;
-        queries.push(q);
-    }
-    Ok(queries)
-}
 
 async fn search(library: &Library, args: SearchArgs) -> ExitCode {
     let queries = match (&args.queries, &args.query) {
-        (Some(file), _) => match read_queries(file) {
+        (Some(file), _) => match crate::common::read_queries(file) {
             Ok(q) => q,
             Err(e) => return fail(&e),
         },

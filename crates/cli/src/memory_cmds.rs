@@ -16,7 +16,7 @@
 //!     Command::Recall(args) => memory_cmds::recall(&ctx, args).await,
 //! ```
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -116,29 +116,10 @@ fn json_line(view: &RecallView) -> serde_json::Value {
     })
 }
 
-fn read_queries(path: &PathBuf) -> Result<Vec<String>, AppError> {
-    let file = std::fs::File::open(path)
-        .map_err(|e| AppError::invalid(format!("cannot read {}: {e}", path.display())))?;
-    let mut out = Vec::new();
-    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| AppError::invalid(format!("cannot read {}: {e}", path.display())))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: serde_json::Value = serde_json::from_str(&line)
-            .map_err(|e| AppError::invalid(format!("line {}: not JSON: {e}", n + 1)))?;
-        let q = v
-            .get("query")
-            .and_then(|q| q.as_str())
-            .ok_or_else(|| AppError::invalid(format!("line {}: expected {{\"query\": \"...\"}}", n + 1)))?;
-        out.push(q.to_owned());
-    }
-    Ok(out)
-}
 
 pub async fn recall(ctx: &Ctx, args: RecallArgs) -> ExitCode {
     let queries = match (&args.query, &args.queries) {
-        (_, Some(path)) => match read_queries(path) {
+        (_, Some(path)) => match crate::common::read_queries(path) {
             Ok(q) => q,
             Err(e) => return fail(&e),
         },
