@@ -20,12 +20,9 @@ pub fn dropped(handle: &tauri::AppHandle, paths: &[PathBuf]) {
     let handle = handle.clone();
     tauri::async_runtime::spawn(async move {
         let Some(backend) = handle.try_state::<Backend>() else { return };
-        let started = match backend.engine().await {
-            Ok(engine) => engine.import_documents(documents, false).await,
-            Err(e) => Err(e),
-        };
-        if let Err(e) = started {
-            tracing::warn!(code = e.code, "dropped documents were not imported: {}", e.message);
+        match backend.engine().await {
+            Ok(engine) => engine.import_dropped(documents).await,
+            Err(e) => tracing::warn!(code = e.code, "dropped documents were not imported: {}", e.message),
         }
     });
 }

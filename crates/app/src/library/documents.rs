@@ -270,6 +270,29 @@ impl Engine {
         }
     }
 
+    /// Files and folders dropped on the window: as `import_documents`,
+    /// but nobody awaits the answer, so an import that cannot start (no
+    /// embedding model, a path gone) is reported as a finished import with
+    /// its error, which the window shows.
+    pub async fn import_dropped(self: &Arc<Self>, paths: Vec<PathBuf>) {
+        if let Err(e) = self.import_documents(paths.clone(), false).await {
+            tracing::warn!(code = e.code, "dropped documents were not imported: {}", e.message);
+            self.emit(AppEvent::DocumentImport {
+                progress: ImportProgressView {
+                    import_id: uuid::Uuid::now_v7().to_string(),
+                    done: 0,
+                    total: paths.len() as u32,
+                    current: None,
+                    last_status: Some("failed".into()),
+                    last_error: Some(e.message),
+                    chunks: 0,
+                    finished: true,
+                    cancelled: false,
+                },
+            });
+        }
+    }
+
     /// Stops an import after the file it is reading (that one is kept).
     pub fn cancel_import(&self, import_id: &str) -> bool {
         let flag = self.documents.imports.lock().ok().and_then(|i| i.get(import_id).cloned());

@@ -658,6 +658,7 @@ export const en = {
   "library.progress": "Importing {done} of {total} files ({chunks} passages)",
   "library.current": "Reading {file}",
   "library.cancel": "Cancel",
+  "library.importFailed": "Nothing was imported: {error}",
   "library.importDone": "Import finished: {done} of {total} files.",
   "library.importCancelled": "Import cancelled after {done} of {total} files.",
   "library.searchLabel": "Search the library",

@@ -660,6 +660,7 @@ export const ptBR: Record<MessageKey, string> = {
   "library.progress": "Importando {done} de {total} arquivos ({chunks} trechos)",
   "library.current": "Lendo {file}",
   "library.cancel": "Cancelar",
+  "library.importFailed": "Nada foi importado: {error}",
   "library.importDone": "Importação concluída: {done} de {total} arquivos.",
   "library.importCancelled": "Importação cancelada após {done} de {total} arquivos.",
   "library.searchLabel": "Buscar na biblioteca",

@@ -39,6 +39,17 @@ describe("LibraryView", () => {
     expect(running).toHaveTextContent("Reading b.pdf");
     expect(screen.getByTestId("library-cancel")).toBeInTheDocument();
   });
+
+  it("says why a drop imported nothing", async () => {
+    const { app, context } = await startApp();
+    render(LibraryView, { context });
+    app.handle({
+      type: "document_import",
+      progress: { import_id: "i2", done: 0, total: 1, current: null, last_status: "failed", last_error: "The embedding model is not loaded.", chunks: 0, finished: true, cancelled: false },
+    });
+    await waitFor(() => expect(app.notices.items.map((n) => n.text)).toContain("Nothing was imported: The embedding model is not loaded."));
+    expect(app.notices.items.map((n) => n.text)).not.toContain("Import finished: 0 of 1 files.");
+  });
 });
 
 describe("Citations", () => {

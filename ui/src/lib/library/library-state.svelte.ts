@@ -49,7 +49,10 @@ export class LibraryState {
       case "document_import": {
         const p = event.progress;
         this.imports[p.import_id] = p;
-        if (p.finished) {
+        if (p.finished && p.done === 0 && p.last_status === "failed" && p.last_error) {
+          this.notices.push("error", t("library.importFailed", { error: p.last_error }));
+          void this.refresh();
+        } else if (p.finished) {
           this.notices.push(
             p.cancelled ? "info" : "success",
             t(p.cancelled ? "library.importCancelled" : "library.importDone", { done: p.done, total: p.total }),
