@@ -711,7 +711,8 @@ struct Scratch {
 
 async fn scratch_rows(tx: &mut Tx<'_>, sql: &str) -> Result<std::collections::BTreeMap<String, String>> {
     let rows = sqlx::query(sql).fetch_all(&mut **tx).await.map_err(LedgerError::Load)?;
-    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    // A column of another type is a load error, not a panic.
+    rows.iter().map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).collect::<std::result::Result<_, sqlx::Error>>().map_err(LedgerError::Load)
 }
 
 async fn scratch(tx: &mut Tx<'_>) -> Result<Scratch> {

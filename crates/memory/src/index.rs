@@ -918,7 +918,10 @@ impl MemoryIndex {
             .fetch_all(&self.pool)
             .await
             .map_err(MemoryError::Load)?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect::<std::result::Result<_, sqlx::Error>>()
+            .map_err(MemoryError::Load)
     }
 
     pub async fn close(&self) {
