@@ -1,6 +1,7 @@
 //! `docs`: the document library from the command line (add, list, remove,
 //! search). Opens only the library and the local embedder, never the
-//! ledger, so it needs no keychain.
+//! ledger, so it needs no keychain; the app records what changed here in
+//! the ledger (`document_changed`) at its next start.
 
 use std::io::Write;
 use std::path::PathBuf;

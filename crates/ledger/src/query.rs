@@ -194,6 +194,16 @@ impl Ledger {
         Ok(rows.iter().map(stored_event_row).collect())
     }
 
+    /// Every event of one kind (`document_changed`, …) in order.
+    pub async fn events_of_kind(&self, kind: &str) -> Result<Vec<StoredEvent>> {
+        let rows = sqlx::query(&format!("{EVENTS_WITH_PAYLOADS} WHERE e.kind = ? ORDER BY e.seq"))
+            .bind(kind)
+            .fetch_all(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(rows.iter().map(stored_event_row).collect())
+    }
+
     /// Every event in order (for export and tooling).
     pub async fn all_events(&self) -> Result<Vec<StoredEvent>> {
         let rows = sqlx::query(&format!("{EVENTS_WITH_PAYLOADS} ORDER BY e.seq"))

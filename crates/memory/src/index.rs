@@ -26,6 +26,7 @@ use crate::embed::Embedder;
 use crate::search::{
     fts_query, group_key, rank, Candidates, RecallSettings, Scope, DENSITY_NEIGHBOURS, DENSITY_POOL,
 };
+use crate::quant::{dot_i8, nearest_by_signs, quantise, sign_bits};
 use crate::MemoryError;
 
 type Result<T, E = MemoryError> = std::result::Result<T, E>;
@@ -126,16 +127,6 @@ const GONE: u32 = u32::MAX;
 const PREFILTER_ABOVE: usize = 20_000;
 const SHORTLIST: usize = 2_000;
 
-fn sign_bits(v: &[f32]) -> Vec<u64> {
-    let mut bits = vec![0u64; v.len().div_ceil(64)];
-    for (i, x) in v.iter().enumerate() {
-        if *x > 0.0 {
-            bits[i / 64] |= 1 << (i % 64);
-        }
-    }
-    bits
-}
-
 impl VectorCache {
     fn owner(&mut self, persona: &str) -> u32 {
         let n = self.owner_ids.len() as u32;
@@ -213,46 +204,9 @@ impl VectorCache {
         scored.into_iter().map(|(score, i)| (self.rows[i], score * q_scale)).collect()
     }
 
-    /// The `keep` rows of `rows` nearest to `query` by sign bits (Hamming
-    /// distance), in row order. One pass computes every distance (at most
-    /// `dim`, so a histogram finds the cut-off), a second keeps the rows
-    /// under it: no sort, no distance computed twice.
+    /// The `keep` rows of `rows` nearest to `query` by sign bits, in row order.
     fn shortlist(&self, rows: &[usize], query: &[f32], keep: usize) -> Vec<usize> {
-        let q_bits = sign_bits(query);
-        let words = q_bits.len();
-        let distances: Vec<u16> = rows
-            .iter()
-            .map(|&i| {
-                let bits = &self.signs[i * words..(i + 1) * words];
-                bits.iter().zip(&q_bits).map(|(a, b)| (a ^ b).count_ones() as u16).sum()
-            })
-            .collect();
-        let mut histogram = vec![0usize; words * 64 + 1];
-        for &d in &distances {
-            histogram[d as usize] += 1;
-        }
-        // The smallest distance `cut` with at least `keep` rows at or under it.
-        let mut below = 0;
-        let mut cut = histogram.len();
-        for (d, &count) in histogram.iter().enumerate() {
-            if below + count >= keep {
-                cut = d;
-                break;
-            }
-            below += count;
-        }
-        // All rows under the cut, and the first rows at it up to `keep`.
-        let mut at_cut = keep.saturating_sub(below);
-        let mut kept = Vec::with_capacity(keep);
-        for (&i, &d) in rows.iter().zip(&distances) {
-            if (d as usize) < cut {
-                kept.push(i);
-            } else if d as usize == cut && at_cut > 0 {
-                at_cut -= 1;
-                kept.push(i);
-            }
-        }
-        kept
+        nearest_by_signs(&self.signs, &sign_bits(query), rows, keep)
     }
 
     /// Each pool row's density (see [`Candidates::density`]): the mean
@@ -299,31 +253,6 @@ impl VectorCache {
             })
             .collect()
     }
-}
-
-/// Symmetric int8 quantisation: v ≈ scale · q.
-fn quantise(v: &[f32]) -> (f32, Vec<i8>) {
-    let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
-    if max == 0.0 {
-        return (0.0, vec![0; v.len()]);
-    }
-    let inv = 127.0 / max;
-    (max / 127.0, v.iter().map(|x| (x * inv).round().clamp(-127.0, 127.0) as i8).collect())
-}
-
-/// Written so the compiler vectorises it (i8 × i8 → i32 lanes).
-#[inline]
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    let mut acc = [0i32; 16];
-    let mut ca = a.chunks_exact(16);
-    let mut cb = b.chunks_exact(16);
-    for (x, y) in (&mut ca).zip(&mut cb) {
-        for j in 0..16 {
-            acc[j] += x[j] as i32 * y[j] as i32;
-        }
-    }
-    let tail: i32 = ca.remainder().iter().zip(cb.remainder()).map(|(&x, &y)| x as i32 * y as i32).sum();
-    acc.iter().sum::<i32>() + tail
 }
 
 fn to_blob(v: &[f32]) -> Vec<u8> {

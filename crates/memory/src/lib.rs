@@ -15,6 +15,7 @@ mod error;
 mod import;
 mod index;
 mod matching;
+pub mod quant;
 mod search;
 mod tokenizer;
 

@@ -15,6 +15,9 @@ use super::passages::{cited_passages, CitedPassage};
 use super::views::{CitationView, DocumentHitView, DocumentItemView, ImportProgressView, PassageView};
 use crate::engine::Engine;
 use crate::error::AppError;
+
+/// How long the start-up work waits for the embedding model to load.
+const MODEL_LOAD_PATIENCE: std::time::Duration = std::time::Duration::from_secs(180);
 use crate::views::AppEvent;
 use crate::Result;
 
@@ -81,17 +84,37 @@ impl Engine {
 
     /// At start, for a person who has a library: finishes an import the
     /// last run left unfinished, catches up with the watched folders
-    /// (file-system events are lost while the app is closed), then watches
-    /// them while the engine runs.
+    /// (file-system events are lost while the app is closed) and the
+    /// ledger with the library, then watches the folders while the engine
+    /// runs.
     pub(crate) fn start_documents(self: &Arc<Self>) {
         if self.has_library() {
-            self.watch_documents();
+            self.watch_documents(true);
+        }
+    }
+
+    /// The library once the embedding model is loaded. At start the model
+    /// may take longer to load than a reply can wait (a busy machine), so
+    /// this waits for as long as it is still loading.
+    async fn library_when_loaded(&self) -> Result<Arc<Library>> {
+        let started = std::time::Instant::now();
+        loop {
+            match self.library().await {
+                Err(e) if e.code == "MODEL_UNAVAILABLE"
+                    && !self.memory.embedder_status().starts_with("keyword")
+                    && started.elapsed() < MODEL_LOAD_PATIENCE =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+                other => return other,
+            }
         }
     }
 
     /// Starts the folder watcher, or tells the running one that a folder
-    /// was added as watched.
-    fn watch_documents(self: &Arc<Self>) {
+    /// was added as watched. `at_start`: the app just started, so the
+    /// ledger is brought level with the library before anything else runs.
+    fn watch_documents(self: &Arc<Self>, at_start: bool) {
         if self.documents.watching.swap(true, Ordering::SeqCst) {
             self.documents.roots_changed.notify_one();
             return;
@@ -101,7 +124,7 @@ impl Engine {
         let roots_changed = self.documents.roots_changed.clone();
         tokio::spawn(async move {
             let Some(library) = (match weak.upgrade() {
-                Some(engine) => engine.library().await.map_err(|e| tracing::warn!(code = e.code, "{}", e.message)).ok(),
+                Some(engine) => engine.library_when_loaded().await.map_err(|e| tracing::warn!(code = e.code, "{}", e.message)).ok(),
                 None => None,
             }) else {
                 return;
@@ -127,6 +150,9 @@ impl Engine {
                     }
                     Err(e) => tracing::warn!(error = %e, "{what} could not be finished"),
                 }
+            }
+            if let Some(engine) = weak.upgrade().filter(|_| at_start) {
+                engine.catch_up_ledger(&library).await;
             }
             let on_change = {
                 let weak = weak.clone();
@@ -167,7 +193,7 @@ impl Engine {
         // files to be read at the next start.
         let queued = library.enqueue(&paths, watch).await?;
         if watch {
-            self.watch_documents();
+            self.watch_documents(false);
         }
         let engine = self.clone();
         let id = import_id.clone();
@@ -240,6 +266,46 @@ impl Engine {
         if report.status == ::library::Status::Indexed {
             let change = if report.replaced { "updated" } else { "added" };
             self.record_document(change, report.id, report.sha256.clone(), report.chunks).await;
+        }
+    }
+
+    /// Brings the ledger level with the library: documents added, changed
+    /// or removed where the app did not see it (the command line, files
+    /// gone while the app was closed) are recorded at the next start.
+    pub(crate) async fn catch_up_ledger(&self, library: &Library) {
+        let events = match self.ledger.events_of_kind("document_changed").await {
+            Ok(events) => events,
+            Err(e) => return tracing::warn!(error = %e, "the ledger's document events could not be read"),
+        };
+        // What the ledger last heard of each document: its content hash.
+        let mut heard: HashMap<i64, Option<String>> = HashMap::new();
+        for payload in events.into_iter().filter_map(|e| e.payload) {
+            if let Ok(ledger::EventBody::DocumentChanged { change, document_id, sha256, .. }) = serde_json::from_value(payload) {
+                if change == "removed" {
+                    heard.remove(&document_id);
+                } else {
+                    heard.insert(document_id, sha256);
+                }
+            }
+        }
+        let documents = match library.list().await {
+            Ok(documents) => documents,
+            Err(e) => return tracing::warn!(error = %e, "the library could not be listed"),
+        };
+        for doc in documents {
+            let last = heard.remove(&doc.id);
+            if doc.status != ::library::Status::Indexed {
+                continue;
+            }
+            let chunks = usize::try_from(doc.chunks).unwrap_or(0);
+            match last {
+                None => self.record_document("added", doc.id, doc.sha256, chunks).await,
+                Some(sha) if sha != doc.sha256 => self.record_document("updated", doc.id, doc.sha256, chunks).await,
+                Some(_) => {}
+            }
+        }
+        for (document_id, sha256) in heard {
+            self.record_document("removed", document_id, sha256, 0).await;
         }
     }
 

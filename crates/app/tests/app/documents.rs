@@ -80,3 +80,72 @@ async fn a_watched_folder_is_followed_while_running_and_caught_up_at_start() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// The `document_changed` changes in the ledger, oldest first, with the
+/// document ids they name.
+async fn document_changes(h: &Harness) -> Vec<(String, i64)> {
+    let events = h.engine.ledger().events_of_kind("document_changed").await.expect("events");
+    events
+        .iter()
+        .filter_map(|e| {
+            let p = e.payload.as_ref()?;
+            Some((p.get("change")?.as_str()?.to_owned(), p.get("document_id")?.as_i64()?))
+        })
+        .collect()
+}
+
+async fn wait_for_changes(h: &Harness, want: &[(&str, i64)], what: &str) {
+    let start = Instant::now();
+    loop {
+        let got = document_changes(h).await;
+        if got.iter().map(|(c, id)| (c.as_str(), *id)).eq(want.iter().copied()) {
+            return;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{what}: the ledger holds {got:?}, expected {want:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The library as the command line opens it (without the engine), reading
+/// files in this process.
+async fn open_alone(data_dir: &app::DataDir) -> library::Library {
+    let model_dir = data_dir.models().join(memory::MINILM_DIR);
+    let model = memory::MiniLm::load(&model_dir).expect("model");
+    let counter = memory::WordPiece::from_file(&model_dir.join("vocab.txt"), usize::MAX / 2).expect("vocab");
+    let dir = app::library::library_dir(data_dir);
+    library::Library::open(&dir, std::sync::Arc::new(model), std::sync::Arc::new(counter), library::Extractor::InProcess)
+        .await
+        .expect("library")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn documents_changed_without_the_app_reach_the_ledger_at_its_next_start() {
+    let h = Harness::new(&[]).await;
+    if !link_embedder(h.dir.path()) {
+        return;
+    }
+    // Added as the command line does: the library alone, no ledger.
+    h.engine.shutdown().await;
+    let note = h.dir.path().join("note.md");
+    std::fs::write(&note, "# Tides\n\nThe tide turns twice a day.").expect("write");
+    let data_dir = app::DataDir::new(h.dir.path());
+    let library = open_alone(&data_dir).await;
+    let added = library.add_file(&note, None).await.expect("add");
+    assert_eq!(added.status, library::Status::Indexed, "{added:?}");
+    library.close().await;
+
+    let h = h.restart(&[]).await;
+    wait_for_changes(&h, &[("added", added.id)], "after a start").await;
+    // Nothing new: a second start records nothing more.
+    h.engine.shutdown().await;
+    let h = h.restart(&[]).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    wait_for_changes(&h, &[("added", added.id)], "after a second start").await;
+
+    h.engine.shutdown().await;
+    let library = open_alone(&data_dir).await;
+    library.remove(&note.display().to_string()).await.expect("remove");
+    library.close().await;
+    let h = h.restart(&[]).await;
+    wait_for_changes(&h, &[("added", added.id), ("removed", added.id)], "after the removal").await;
+}
