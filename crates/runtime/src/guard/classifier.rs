@@ -349,6 +349,11 @@ pub fn featurize(text: &str) -> Featurized {
         if i == 0 {
             features.push(fnv_str(2, "^", Some(&t.text)));
         }
+        // A skip-bigram with the token after next: "ignore all previous",
+        // "ignore the previous" share "ignore _ previous".
+        if let Some(n2) = tokens.get(i + 2) {
+            features.push(fnv_str(4, &t.text, Some(&n2.text)));
+        }
         let n = t.text.chars().count();
         if n >= 4 && t.text.chars().next().is_some_and(char::is_alphabetic) {
             // 4-grams of " word ", hashed without building strings.
