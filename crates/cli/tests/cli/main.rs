@@ -161,11 +161,11 @@ fn guard_says_when_it_runs_without_its_classifier() {
 
     let cached = std::env::var_os("LEDGERMIND_CACHE")
         .map(std::path::PathBuf::from)
-        .map(|c| c.join("models").join("guard-classifier-v1.bin"))
+        .map(|c| c.join("models").join("guard-classifier-v2.bin"))
         .filter(|p| p.exists());
     if let Some(model) = cached {
         std::fs::create_dir_all(home.path().join("models")).expect("models dir");
-        std::fs::copy(&model, home.path().join("models").join("guard-classifier-v1.bin")).expect("copy model");
+        std::fs::copy(&model, home.path().join("models").join("guard-classifier-v2.bin")).expect("copy model");
         let out = run(&nowhere);
         assert!(out.status.success());
         assert!(!String::from_utf8_lossy(&out.stderr).contains("rules only"));

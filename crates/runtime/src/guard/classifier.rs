@@ -23,7 +23,7 @@ const DIM: usize = 1 << BITS;
 /// Tokens per window and the stride between windows.
 pub const WINDOW: usize = 32;
 const STRIDE: usize = 16;
-const MAGIC: &[u8; 8] = b"LMGUARD1";
+const MAGIC: &[u8; 8] = b"LMGUARD2";
 /// Magic, bits, bias, six thresholds.
 const HEAD: usize = 8 + 4 + 7 * 4;
 

@@ -35,7 +35,7 @@ pub use frame::{quote_untrusted, screen_document, ScreenedText, Treatment};
 pub use normalize::deep as normalise;
 
 /// The file name of the trained weights in a models directory.
-pub const CLASSIFIER_FILE: &str = "guard-classifier-v1.bin";
+pub const CLASSIFIER_FILE: &str = "guard-classifier-v2.bin";
 
 static CLASSIFIER: OnceLock<Classifier> = OnceLock::new();
 
