@@ -279,11 +279,13 @@ fn third_fresh_holdout_rates() {
 /// before the public-data retraining it measures and never tuned on: no
 /// rule or corpus change looked at its rows. Measured before that work:
 /// rules alone 27/41 detected, 1/40 benign flagged; rules + the previous
-/// classifier 30/41 and 1/40. The floors only catch regressions.
+/// classifier 30/41 and 1/40. After it (more public data, skip-bigrams,
+/// short texts on their own validation cut-offs): 33/41 and 1/40, the same
+/// through `ledgermind guard --json`. The floors only catch regressions.
 #[test]
 fn fourth_holdout_rates() {
-    // Below the figure measured before the retraining (30/41 = 0.73).
-    const FOURTH_FLOOR: f64 = 0.70;
+    // The figure measured after the retraining (33/41 = 0.805).
+    const FOURTH_FLOOR: f64 = 0.80;
     let cases = parse(include_str!("guard_fourth_holdout.jsonl"));
     let mut rules = Tally::default();
     for case in &cases {
