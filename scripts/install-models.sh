@@ -7,12 +7,12 @@ MODELS="${LEDGERMIND_CACHE:-$HOME/.cache/ledgermind}/models"
 mkdir -p "$HOME_DIR/models"
 # Voice: the converted Whisper models (whisper-*), Silero, the Piper voice and
 # the ONNX Runtime library they run on, from scripts/setup.sh.
-for m in "$MODELS"/*.gguf "$MODELS"/all-MiniLM-L6-v2 "$MODELS"/guard-classifier-v1.bin "$MODELS"/whisper-* \
+for m in "$MODELS"/*.gguf "$MODELS"/all-MiniLM-L6-v2 "$MODELS"/guard-classifier-v2.bin "$MODELS"/whisper-* \
   "$MODELS"/silero-vad "$MODELS"/piper-* "$MODELS"/onnxruntime; do
   [ -e "$m" ] || continue
   target="$HOME_DIR/models/$(basename "$m")"
   # The guard's classifier is retrained when its corpus changes: replace a stale copy.
-  if [ -f "$target" ] && [ "$(basename "$m")" = guard-classifier-v1.bin ] && ! cmp -s "$m" "$target"; then
+  if [ -f "$target" ] && [ "$(basename "$m")" = guard-classifier-v2.bin ] && ! cmp -s "$m" "$target"; then
     rm -f "$target"
   fi
   [ -e "$target" ] && continue

@@ -22,6 +22,8 @@ use crate::Result;
 pub(crate) const SOURCE_INPUT: &str = "input";
 pub(crate) const SOURCE_IMPORT: &str = "import";
 pub(crate) const SOURCE_METADATA: &str = "metadata";
+/// A tool's output, before a later step's prompt shows it.
+pub(crate) const SOURCE_TOOL: &str = "tool";
 
 /// What the guard did to an import.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -85,7 +87,7 @@ pub(crate) fn screen_imported_text(text: &str) -> (GuardReport, Option<String>) 
 }
 
 impl Engine {
-    async fn record_flags(&self, drafts: Vec<Draft>) -> Result<()> {
+    pub(crate) async fn record_flags(&self, drafts: Vec<Draft>) -> Result<()> {
         if drafts.is_empty() {
             return Ok(());
         }

@@ -56,6 +56,9 @@ enum Command {
     },
     /// Check TEXT (or stdin) for prompt injection.
     Guard {
+        /// Text may start with "-" (a YAML front matter, a list): it is
+        /// still the text, not an option.
+        #[arg(allow_hyphen_values = true)]
         text: Option<String>,
         #[arg(long)]
         json: bool,

@@ -3,7 +3,7 @@
 //! `to_lowercase()` plus one regex scan. Goal: p95 ≤ 5 ms.
 //!
 //! With the trained classifier (argument MODEL, else
-//! `$LEDGERMIND_CACHE/models/guard-classifier-v1.bin` when present) the
+//! `$LEDGERMIND_CACHE/models/guard-classifier-v2.bin` when present) the
 //! guard runs rules + classifier, as the app does; the line "classifier:"
 //! says which was measured.
 //!

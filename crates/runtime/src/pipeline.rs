@@ -124,8 +124,9 @@ pub struct CallContext<'a> {
     /// The user's settings: is this tool switched on?
     pub enabled: &'a dyn Fn(&str) -> bool,
     /// The prompt behind this call quoted text the person did not write
-    /// (passages of their documents): whatever the tool, it waits for the
-    /// person's confirmation, since the text may have asked for the call.
+    /// (passages of their documents, a tool's output that held
+    /// instructions): whatever the tool, it waits for the person's
+    /// confirmation, since the text may have asked for the call.
     pub quoted_untrusted: bool,
 }
 
@@ -478,7 +479,7 @@ impl Pipeline {
         // 4. Classify.
         let state = ActionState::Detected;
         if spec.requires_confirmation || ctx.quoted_untrusted {
-            let why = if spec.requires_confirmation { "requires confirmation" } else { "requires confirmation: the prompt quoted documents" };
+            let why = if spec.requires_confirmation { "requires confirmation" } else { "requires confirmation: the prompt quoted text the person did not write (documents, tool output)" };
             self.audit(ctx, Step::Classify, t, why);
             let _ = self.transition(ctx, t, state, ActionEvent::Propose);
             let proposed =
@@ -898,7 +899,7 @@ mod tests {
         let Outcome::Proposed { proposal, .. } = out else { panic!("expected a proposal, got {out:?}") };
         assert_eq!(r.exec.runs.load(Ordering::SeqCst), 0, "nothing ran before the person's yes");
         let last = r.audit.records().into_iter().find(|a| a.step == Step::Classify).expect("classified");
-        assert_eq!(last.detail, "requires confirmation: the prompt quoted documents");
+        assert_eq!(last.detail, "requires confirmation: the prompt quoted text the person did not write (documents, tool output)");
         assert!(matches!(r.pipe.confirm(&c, &proposal.nonce), Ok(Outcome::Executed { .. })));
         assert_eq!(r.exec.runs.load(Ordering::SeqCst), 1);
     }

@@ -440,6 +440,12 @@ impl Engine {
         })
     }
 
+    /// Whether `persona_id`'s current turn quotes text the person did not
+    /// write (see [`Self::quote_documents_in_turn`]).
+    pub(crate) fn quotes_untrusted_text(&self, persona_id: &str) -> bool {
+        self.assistant.quoted_turns.lock().is_ok_and(|q| q.contains(persona_id))
+    }
+
     /// Marks (or clears) `persona_id`'s current turn as quoting documents:
     /// while marked, every tool call of the turn needs confirmation.
     pub(crate) fn quote_documents_in_turn(&self, persona_id: &str, quoted: bool) {

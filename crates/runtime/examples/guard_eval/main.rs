@@ -164,6 +164,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for path in &args[2..] {
         let repo = read(path)?;
         report(&format!("repository corpus {path} (regression; as `ledgermind guard` sees it)"), &repo, |r| r.category.clone(), &c, GuardOptions::default(), show);
+        if repo.iter().any(|r| !r.lang.is_empty()) {
+            report(&format!("repository corpus {path}, by language"), &repo, |r| format!("{} ({})", r.lang, if r.attack { "attack" } else { "benign" }), &c, GuardOptions::default(), 0);
+        }
     }
 
     // Latency on 2 000-character inputs cut from the test split.

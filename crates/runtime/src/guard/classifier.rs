@@ -23,7 +23,7 @@ const DIM: usize = 1 << BITS;
 /// Tokens per window and the stride between windows.
 pub const WINDOW: usize = 32;
 const STRIDE: usize = 16;
-const MAGIC: &[u8; 8] = b"LMGUARD1";
+const MAGIC: &[u8; 8] = b"LMGUARD2";
 /// Magic, bits, bias, six thresholds.
 const HEAD: usize = 8 + 4 + 7 * 4;
 
@@ -348,6 +348,11 @@ pub fn featurize(text: &str) -> Featurized {
         features.push(fnv_str(2, &t.text, Some(next)));
         if i == 0 {
             features.push(fnv_str(2, "^", Some(&t.text)));
+        }
+        // A skip-bigram with the token after next: "ignore all previous",
+        // "ignore the previous" share "ignore _ previous".
+        if let Some(n2) = tokens.get(i + 2) {
+            features.push(fnv_str(4, &t.text, Some(&n2.text)));
         }
         let n = t.text.chars().count();
         if n >= 4 && t.text.chars().next().is_some_and(char::is_alphabetic) {
