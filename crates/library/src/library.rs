@@ -773,8 +773,25 @@ impl Library {
     /// lets a reader use.
     pub async fn search_visible(&self, query: &str, k: usize, mode: SearchMode, visible: &Visibility) -> Result<Vec<SearchHit>> {
         let s = self.settings;
-        let keyword = if mode == SearchMode::Vector { vec![] } else { self.keyword_ranking(query, s.candidates).await? };
-        let vector = if mode == SearchMode::Keyword { vec![] } else { self.vector_ranking(query, s.candidates).await? };
+        // Both retrievers at once: FTS5 on SQLite's connection, the query's
+        // embedding and the vector scan on a blocking thread.
+        let (keyword, vector) = tokio::join!(
+            async {
+                if mode == SearchMode::Vector {
+                    Ok(vec![])
+                } else {
+                    self.keyword_ranking(query, s.candidates).await
+                }
+            },
+            async {
+                if mode == SearchMode::Keyword {
+                    Ok(vec![])
+                } else {
+                    self.vector_ranking(query, s.candidates).await
+                }
+            }
+        );
+        let (keyword, vector) = (keyword?, vector?);
         let fused: Vec<(i64, f64)> = match mode {
             SearchMode::Keyword => keyword.iter().map(|(id, score)| (*id, *score)).collect(),
             SearchMode::Vector => vector.iter().map(|(id, score)| (*id, *score)).collect(),
