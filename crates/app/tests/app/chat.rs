@@ -161,3 +161,29 @@ async fn a_spoken_turn_goes_through_the_same_pipeline_and_is_marked_as_voice() {
     assert_eq!(e.code, "INVALID_INPUT", "{e:?}");
     assert_eq!(h.engine.ledger().events(None, 1).await.expect("events")[0].kind, "voice_turn");
 }
+
+#[tokio::test]
+async fn the_next_prompt_holds_only_what_was_said_aloud_of_an_interrupted_reply() {
+    let h = Harness::new(&["Sure. I can speak more slowly. Just ask.", "Fine.", "Of course. Ask away."]).await;
+    h.engine.create_persona("Ada", "A patient mathematics tutor").await.expect("create");
+    let mut rx = h.engine.subscribe();
+    let (msg, _) = h.engine.send_message("ada", "Can you talk slower?").await.expect("send");
+    let reply = await_reply(&mut rx).await.1.expect("reply");
+    // Cut off after "Sure." (5 characters said aloud).
+    let turn = app::VoiceTurn { message_id: msg.id, reply_id: Some(reply.id), interrupted: true, spoken_chars: Some(5) };
+    h.engine.record_voice_turn("ada", turn).await.expect("record");
+    h.engine.send_message("ada", "Thanks.").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let prompt = |i: usize| h.provider.requests()[i].messages.iter().map(|m| m.content.clone()).collect::<Vec<_>>().join("\n");
+    let seen = prompt(h.provider.requests().len() - 1);
+    assert!(seen.contains("Sure. [interrupted]"), "{seen}");
+    assert!(!seen.contains("I can speak more slowly"), "the unspoken rest reached the prompt: {seen}");
+    // The conversation itself keeps the whole reply (the ledger is not rewritten),
+    // and a reply spoken to the end stays whole in the next prompt.
+    let messages = h.engine.list_messages("ada").await.expect("messages");
+    assert!(messages.iter().any(|m| m.content == "Sure. I can speak more slowly. Just ask."));
+    h.engine.send_message("ada", "And again?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let seen = prompt(h.provider.requests().len() - 1);
+    assert!(seen.contains("Fine.") && !seen.contains("Fine. [interrupted]"), "{seen}");
+}
