@@ -165,7 +165,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
                 *guard = Some(Whisper::load(&choice.dir)?);
             }
             let Some(stt) = guard.as_mut() else { return Ok(()) };
-            let mut responder = PersonaResponder { engine, persona, runtime };
+            let mut responder = PersonaResponder::new(engine, persona, runtime);
             let tts = EspeakNg::default();
             let io: &mut dyn Duplex = match &mut audio {
                 Audio::File(io) => io,

@@ -298,12 +298,14 @@ fn turn(
     if control.stopped() {
         // Stopped while the persona thought: the reply is kept (it is in the
         // conversation) but not a word of it was spoken.
+        finished(responder, &heard, &reply, "", true)?;
         let done = TurnOutcome::Done { heard: heard.clone(), reply: reply.clone(), spoken: String::new(), interrupted: true };
         emit(VoiceEvent::TurnEnded { heard, reply, spoken: String::new(), interrupted: true });
         return Ok(done);
     }
     let speak = if transcript.language == "pt" { Language::Pt } else { config.speak };
     let (spoken, interrupted) = speak_reply(io, stt, tts, &reply, speak, config, control, emit)?;
+    finished(responder, &heard, &reply, &spoken, interrupted)?;
     emit(VoiceEvent::TurnEnded {
         heard: heard.clone(),
         reply: reply.clone(),
@@ -311,6 +313,24 @@ fn turn(
         interrupted,
     });
     Ok(TurnOutcome::Done { heard, reply, spoken, interrupted })
+}
+
+/// Tells the responder the turn is over, with what was said aloud (where
+/// the persona pipeline records it). Times are not tracked in a desktop turn.
+fn finished(responder: &mut dyn Responder, heard: &str, reply: &str, spoken: &str, interrupted: bool) -> Result<(), VoiceError> {
+    responder.turn_finished(&voice::converse::TurnReport {
+        turn: 0,
+        heard: heard.to_owned(),
+        reply: reply.to_owned(),
+        spoken: spoken.to_owned(),
+        interrupted,
+        end_of_speech_ms: 0,
+        first_audio_ms: 0,
+        barge_in_ms: None,
+        playback_stopped_ms: None,
+        compute_ms: 0,
+        timings: Default::default(),
+    })
 }
 
 /// The utterance, or `None` when nothing was said.
