@@ -3,15 +3,16 @@
 //! step is emitted to the web view as `voice://event` (the overlay) and
 //! drawn on the tray icon.
 //!
-//! The microphone: `LEDGERMIND_TEST_VOICE_INPUT` names a WAV file to use
-//! instead of a sound card (tests and headless machines only; the file is
-//! played at the speed of a real microphone). Live sound-card capture is not
-//! wired yet, so without it a turn ends with a plain "no microphone" error.
+//! The microphone and speaker: the sound card chosen in Settings (or the
+//! system's default), opened for each turn; a machine without one gets a
+//! plain "no microphone found" error. `LEDGERMIND_TEST_VOICE_INPUT` names a
+//! WAV file to use instead (tests and headless machines only; the file is
+//! played at the speed of a real microphone).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use app::voice::{run_turn, Paced, PersonaResponder, TurnConfig, TurnControl, VoiceEvent, VoiceState};
+use app::voice::{run_turn, Duplex, Paced, PersonaResponder, TurnConfig, TurnControl, VoiceEvent, VoiceState};
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 use voice::audio::WavLoopback;
 use voice::models::whisper_for;
@@ -157,18 +158,22 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
     let runtime = tauri::async_runtime::handle().inner().clone();
     std::thread::spawn(move || {
         let result = (|| -> Result<(), VoiceError> {
-            let mut io = open_audio()?;
+            let mut audio = open_audio(settings.input_device.as_deref(), settings.output_device.as_deref())?;
             let mut guard = whisper.lock().unwrap_or_else(|p| p.into_inner());
             if guard.is_none() {
                 let choice = whisper_for(&models, LanguageChoice::Fixed(Language::En))?;
                 *guard = Some(Whisper::load(&choice.dir)?);
             }
             let Some(stt) = guard.as_mut() else { return Ok(()) };
-            let mut responder = PersonaResponder { engine, persona, runtime };
+            let mut responder = PersonaResponder::new(engine, persona, runtime);
             let tts = EspeakNg::default();
+            let io: &mut dyn Duplex = match &mut audio {
+                Audio::File(io) => io,
+                Audio::Live(io) => io,
+            };
             // run_turn tells its own failure (Failed, then the error state).
-            let outcome = run_turn(&mut io, stt, &mut responder, &tts, &config, &control, &mut |e| tell(&app, &e));
-            if let Ok(path) = std::env::var(TEST_OUTPUT_ENV) {
+            let outcome = run_turn(io, stt, &mut responder, &tts, &config, &control, &mut |e| tell(&app, &e));
+            if let (Ok(path), Audio::File(io)) = (std::env::var(TEST_OUTPUT_ENV), audio) {
                 let played = voice::wav::Pcm { samples: io.into_inner().played().to_vec(), rate: voice::SAMPLE_RATE };
                 let _ = voice::wav::write_pcm16(&PathBuf::from(path), &played);
             }
@@ -191,13 +196,17 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
     });
 }
 
-/// The microphone and speaker of a turn.
-fn open_audio() -> Result<Paced<WavLoopback>, VoiceError> {
+enum Audio {
+    File(Paced<WavLoopback>),
+    Live(voice::live::LiveAudio),
+}
+
+/// The microphone and speaker of a turn: the test file when one is named,
+/// else the sound card's devices chosen in Settings (None: the default).
+fn open_audio(input: Option<&str>, output: Option<&str>) -> Result<Audio, VoiceError> {
     let Ok(path) = std::env::var(TEST_INPUT_ENV) else {
-        return Err(VoiceError::Device(
-            "no microphone is available: live sound-card capture is not wired into the desktop app yet".into(),
-        ));
+        return Ok(Audio::Live(voice::live::open(input, output)?));
     };
     let pcm = voice::wav::read_mono(std::path::Path::new(&path), voice::SAMPLE_RATE)?;
-    Ok(Paced::new(WavLoopback::new(pcm, None)))
+    Ok(Audio::File(Paced::new(WavLoopback::new(pcm, None))))
 }

@@ -95,7 +95,8 @@ pub(crate) async fn run(engine: &Arc<Engine>, item: &QueueItem) -> Result<(), Fa
         .map_err(|e| Failure::Final(AppError::invalid(format!("unreadable job: {e}"))))?;
     let persona = engine.ledger.persona(&job.persona_id).await.map_err(|e| Failure::Final(e.into()))?;
     let profile = engine.ledger.persona_profile(&persona.id).await.map_err(|e| Failure::Retry(e.into()))?;
-    let history = engine.ledger.messages(&persona.id, Some(crate::prompt::HISTORY)).await.map_err(|e| Failure::Retry(e.into()))?;
+    let mut history = engine.ledger.messages(&persona.id, Some(crate::prompt::HISTORY)).await.map_err(|e| Failure::Retry(e.into()))?;
+    crate::spoken::keep_what_was_heard(engine, &persona.id, &mut history).await;
     let talked_since = history.last().map(|m| m.seq) != Some(job.last_seq);
     let paused = crate::personas::paused_at(profile.paused_until.as_deref(), engine.ledger.now()).is_some();
     if persona.archived || paused || talked_since {

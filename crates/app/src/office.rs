@@ -208,6 +208,7 @@ impl Engine {
             )?;
             let start = handover.map_or(0, |h| h.seq);
             history.retain(|m| m.seq > start);
+            crate::spoken::keep_what_was_heard(self, &persona.id, &mut history).await;
             let reads = started.elapsed();
             let ranked = Instant::now();
             let memories = crate::memory::memories_for_reply(self, persona, &history).await;

@@ -3,7 +3,7 @@
 //! this records afterwards that it was spoken, so the ledger tells the two
 //! apart without changing how messages are stored.
 
-use ledger::{EventBody, HUMAN_ENTITY};
+use ledger::{EventBody, Message, MessageRole, HUMAN_ENTITY};
 
 use crate::engine::Engine;
 use crate::error::AppError;
@@ -46,5 +46,25 @@ impl Engine {
         let receipt = self.ledger.append(HUMAN_ENTITY, body).await?;
         self.emit(crate::AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
         Ok(())
+    }
+}
+
+/// Replaces, in `history`, each reply the person cut off with only what
+/// was said aloud. A ledger that cannot be read leaves the history whole.
+pub(crate) async fn keep_what_was_heard(engine: &Engine, persona_id: &str, history: &mut [Message]) {
+    if !history.iter().any(|m| m.role == MessageRole::Persona) {
+        return;
+    }
+    let cut = match engine.ledger.interrupted_replies(persona_id).await {
+        Ok(cut) => cut,
+        Err(e) => {
+            tracing::warn!("voice turns unreadable, the history keeps whole replies: {e}");
+            return;
+        }
+    };
+    for m in history.iter_mut().filter(|m| m.role == MessageRole::Persona) {
+        if let Some(n) = cut.get(&m.id) {
+            m.content = office::as_heard(&m.content, *n);
+        }
     }
 }

@@ -156,6 +156,31 @@ impl Ledger {
         Ok(rows.iter().map(message_row).collect())
     }
 
+    /// The replies of `persona_id` that were cut off while spoken aloud:
+    /// reply id → how many of its characters were said (`voice_turn`
+    /// events; an erased payload counts as no record).
+    pub async fn interrupted_replies(&self, persona_id: &str) -> Result<std::collections::HashMap<String, u32>> {
+        let rows = sqlx::query(
+            "SELECT json_extract(CAST(p.body AS TEXT), '$.reply_id'), json_extract(CAST(p.body AS TEXT), '$.spoken_chars') \
+             FROM events e JOIN payloads p ON p.seq = e.seq \
+             WHERE e.kind = 'voice_turn' AND json_extract(CAST(p.body AS TEXT), '$.persona_id') = ? \
+             AND json_extract(CAST(p.body AS TEXT), '$.interrupted') = 1 ORDER BY e.seq",
+        )
+        .bind(persona_id)
+        .fetch_all(self.pool())
+        .await
+        .map_err(LedgerError::Load)?;
+        let mut out = std::collections::HashMap::new();
+        for r in &rows {
+            let reply: Option<String> = r.try_get(0).map_err(LedgerError::Load)?;
+            let chars: Option<i64> = r.try_get(1).map_err(LedgerError::Load)?;
+            if let Some(reply) = reply {
+                out.insert(reply, u32::try_from(chars.unwrap_or(0)).unwrap_or(0));
+            }
+        }
+        Ok(out)
+    }
+
     pub async fn accounts(&self) -> Result<Vec<Account>> {
         let rows = sqlx::query("SELECT name, base_url, default_model, enabled FROM accounts ORDER BY created_seq")
             .fetch_all(self.pool())

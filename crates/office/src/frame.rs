@@ -188,10 +188,28 @@ pub(crate) fn parse_ts(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(s, &Rfc3339).ok()
 }
 
-fn event_line(e: StoredEvent) -> EventLine {
+/// How a reply the person cut off while it was spoken reads in what the
+/// persona is shown (history, recent events): the part said aloud, marked,
+/// so the unspoken rest is not taken as heard.
+pub fn as_heard(reply: &str, spoken_chars: u32) -> String {
+    let said: String = reply.chars().take(spoken_chars as usize).collect();
+    let said = said.trim_end();
+    if said.is_empty() {
+        "[interrupted before saying anything]".to_owned()
+    } else {
+        format!("{said} [interrupted]")
+    }
+}
+
+fn event_line(e: StoredEvent, cut: &std::collections::HashMap<String, u32>) -> EventLine {
     let text = e.payload.map(|p| {
         let full = match (p.get("kind").and_then(|k| k.as_str()), p.get("content").and_then(|c| c.as_str())) {
-            (Some("message_added"), Some(content)) => content.to_owned(),
+            (Some("message_added"), Some(content)) => {
+                match p.get("message_id").and_then(|m| m.as_str()).and_then(|m| cut.get(m)) {
+                    Some(n) => as_heard(content, *n),
+                    None => content.to_owned(),
+                }
+            }
             _ => p.to_string(),
         };
         truncate_chars(&full, EVENT_CHARS)
@@ -245,6 +263,7 @@ pub async fn read_frame(ledger: &Ledger, req: FrameRequest<'_>) -> Result<Contex
         periods,
         bookmarks,
         baseline,
+        interrupted,
     ) = tokio::try_join!(
         ledger.persona(id),
         ledger.persona_language(id),
@@ -258,6 +277,7 @@ pub async fn read_frame(ledger: &Ledger, req: FrameRequest<'_>) -> Result<Contex
         ledger.periods(id, &since),
         ledger.bookmarks(id, BOOKMARKS),
         ledger.baseline(id),
+        ledger.interrupted_replies(id),
     )?;
     let language = Language::parse(&language.unwrap_or_default());
     let obligations: Vec<Obligation> = reminders
@@ -327,7 +347,7 @@ pub async fn read_frame(ledger: &Ledger, req: FrameRequest<'_>) -> Result<Contex
         obligations,
         capabilities: req.capabilities,
         memory: Memory {
-            recent_events: recent_events.into_iter().map(event_line).collect(),
+            recent_events: recent_events.into_iter().map(|e| event_line(e, &interrupted)).collect(),
             periods,
             bookmarks,
             baseline: baseline.map(|b| b.text),
@@ -375,4 +395,16 @@ pub fn frame_hash(frame: &ContextFrame) -> String {
         h.update(&bytes);
     }
     hex::encode(h.finalize())
+}
+
+#[cfg(test)]
+mod heard_tests {
+    use super::as_heard;
+
+    #[test]
+    fn a_cut_reply_keeps_what_was_said_and_is_marked() {
+        assert_eq!(as_heard("Sure. I can speak more slowly.", 5), "Sure. [interrupted]");
+        assert_eq!(as_heard("Olá, Ana. Tudo bem?", 9), "Olá, Ana. [interrupted]");
+        assert_eq!(as_heard("Sure.", 0), "[interrupted before saying anything]");
+    }
 }

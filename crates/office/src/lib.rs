@@ -18,7 +18,7 @@ pub mod session;
 pub mod simulation;
 pub mod tokens;
 
-pub use frame::{build_frame, capabilities, frame_hash, Capabilities, ContextFrame, FrameRequest, Restriction};
+pub use frame::{as_heard, build_frame, capabilities, frame_hash, Capabilities, ContextFrame, FrameRequest, Restriction};
 pub use narrator::{minimal, narrate, reply_prompt, NarrativeBudget, SectionShare};
 pub use session::{Language, SessionMode, SessionRule, SessionType};
 pub use tokens::{Estimate, TokenCounter};

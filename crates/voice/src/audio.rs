@@ -30,10 +30,17 @@ pub trait AudioOutput {
 }
 
 /// Our output stage: a queue the device pulls from, with a gain.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct OutputStage {
     queue: VecDeque<f32>,
     gain: f32,
+}
+
+impl Default for OutputStage {
+    /// Full gain (a derived default would be silent).
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl OutputStage {

@@ -99,6 +99,10 @@ pub struct ConverseConfig {
     pub push_to_talk: Vec<(u64, u64)>,
     /// Duck instead of stopping at once: None stops at the gate's start.
     pub ducking: Option<Ducking>,
+    /// The person's voice may interrupt a reply. Off is the "headphones /
+    /// no interruptions" setting: while the persona speaks only
+    /// push-to-talk and the stop word cut it, whatever the gate hears.
+    pub barge_in: bool,
 }
 
 /// Speech heard while the persona speaks first lowers its voice; speech
@@ -130,6 +134,7 @@ impl Default for ConverseConfig {
             stop_word: true,
             push_to_talk: Vec::new(),
             ducking: None,
+            barge_in: true,
         }
     }
 }
@@ -149,6 +154,22 @@ pub struct TurnReport {
     /// Wall time of recognition, reply and first sentence (not printed).
     #[serde(skip)]
     pub compute_ms: u64,
+    /// The same, part by part (not printed; the latency benchmark's split).
+    #[serde(skip)]
+    pub timings: TurnTimings,
+}
+
+/// Where a turn's time to its first audio went, in wall milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TurnTimings {
+    /// When the gate decided the utterance had ended (input timeline, ms).
+    pub detected_at_ms: u64,
+    /// Recognising the utterance.
+    pub stt_ms: u64,
+    /// The responder's answer (the persona's model), up to the whole reply.
+    pub reply_ms: u64,
+    /// Synthesising the first sentence (and resampling it).
+    pub tts_first_ms: u64,
 }
 
 /// Splits a reply into sentences to speak one by one.
@@ -270,7 +291,9 @@ pub fn converse(
         let now = mic.clock().now_ms();
         // In half duplex the persona's own voice must not interrupt it: the
         // microphone is still heard, but only a stop word ends the reply.
-        let deaf = playing.is_some() && !config.full_duplex;
+        // Without barge-in the same holds in full duplex: only the stop word
+        // (and push-to-talk, below) end a reply.
+        let deaf = playing.is_some() && (!config.full_duplex || !config.barge_in);
         let mut event = if deaf && !config.stop_word { None } else { gate.push(&frame) };
         if let (Some(GateEvent::SpeechStarted { .. }), Some(p)) = (event, playing.as_ref()) {
             if !deaf && now < p.started_ms + config.protect_ms {
@@ -405,7 +428,9 @@ pub fn converse(
                     continue;
                 }
                 let started = Instant::now();
+                let mut timings = TurnTimings { detected_at_ms: now, ..TurnTimings::default() };
                 let transcript = with_retries(|| stt.transcribe(&audio, config.listen))?;
+                timings.stt_ms = started.elapsed().as_millis() as u64;
                 let heard = transcript.text.trim().to_owned();
                 if heard.is_empty() {
                     continue;
@@ -418,6 +443,7 @@ pub fn converse(
                     continue;
                 }
                 let turn = motor.user_spoke().map_err(|e| VoiceError::Inference(e.to_string()))?;
+                let asked = Instant::now();
                 let reply = match command {
                     Some(c) => {
                         // Handled here, never sent to the persona.
@@ -443,15 +469,18 @@ pub fn converse(
                         }
                     },
                 };
+                timings.reply_ms = asked.elapsed().as_millis() as u64;
                 let mut parts = sentences(&reply);
                 if brief && command.is_none() {
                     parts.truncate(1);
                 }
                 let mut sentences_pcm = Vec::new();
                 for s in &parts {
+                    let synth = Instant::now();
                     let pcm = tts.synthesize(&SynthesisRequest { text: s, language: speak, rate: rate_now })?;
                     sentences_pcm.push((s.clone(), pcm.resampled(rate).samples));
                     if sentences_pcm.len() == 1 {
+                        timings.tts_first_ms = synth.elapsed().as_millis() as u64;
                         // The first sentence is ready: this is when speech can start.
                         frames_to_charge =
                             (started.elapsed().as_millis() as usize * rate as usize / 1000).div_ceil(FRAME);
@@ -496,6 +525,7 @@ pub fn converse(
                         barge_in_ms: None,
                         playback_stopped_ms: None,
                         compute_ms,
+                        timings,
                     },
                     sentences: lens,
                     queued_total: total,

@@ -20,6 +20,7 @@ pub mod commands;
 pub mod converse;
 pub mod devices;
 pub mod error;
+pub mod live;
 pub mod models;
 pub mod motor;
 pub mod onnx;

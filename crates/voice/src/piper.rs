@@ -146,7 +146,16 @@ impl Piper {
     }
 
     fn piper(&self, text: &str, rate: f32) -> Result<Pcm, VoiceError> {
-        let ids = self.ids(&self.phonemes(text)?);
+        self.run_ids(self.ids(&self.phonemes(text)?), rate)
+    }
+
+    /// The voice's input ids for `text` (espeak-ng phonemes, mapped).
+    pub fn ids_of(&self, text: &str) -> Result<Vec<i64>, VoiceError> {
+        Ok(self.ids(&self.phonemes(text)?))
+    }
+
+    /// The raw model run alone on ids (the benchmarks' baseline).
+    pub fn run_ids(&self, ids: Vec<i64>, rate: f32) -> Result<Pcm, VoiceError> {
         let err = |e: ort::Error| onnx::run_error("the Piper voice failed", e);
         let n = ids.len();
         let inf = &self.config.inference;

@@ -64,6 +64,9 @@ pub trait Duplex {
     /// Drops queued speech at once; returns how many samples were dropped.
     fn stop_playback(&mut self) -> usize;
     fn queued(&self) -> usize;
+    /// Forgets microphone audio captured while nobody listened (while the
+    /// persona thought), so the reply is not judged on stale sound.
+    fn flush_input(&mut self) {}
 }
 
 impl Duplex for WavLoopback {
@@ -81,6 +84,32 @@ impl Duplex for WavLoopback {
     }
     fn queued(&self) -> usize {
         self.output.queued()
+    }
+}
+
+/// The sound card: the device paces the frames, and plays queued speech
+/// on its own.
+impl Duplex for voice::live::LiveAudio {
+    fn next_frame(&mut self) -> Result<Option<Vec<f32>>, VoiceError> {
+        if let Some(reason) = self.output.shared.failure() {
+            return Err(VoiceError::Device(format!("the speaker failed: {reason}")));
+        }
+        AudioInput::next_frame(&mut self.input, FRAME)
+    }
+    fn drain(&mut self) {
+        std::thread::sleep(Duration::from_millis(FRAME_MS));
+    }
+    fn play(&mut self, samples: &[f32]) {
+        self.output.enqueue(samples);
+    }
+    fn stop_playback(&mut self) -> usize {
+        self.output.stop()
+    }
+    fn queued(&self) -> usize {
+        self.output.queued()
+    }
+    fn flush_input(&mut self) {
+        self.input.flush();
     }
 }
 
@@ -167,7 +196,12 @@ pub struct TurnConfig {
     pub speak: Language,
     pub rate: f32,
     /// The person's voice stops the reply (with headphones, or echo cancelled).
+    /// Off ("no interruptions"): only Stop, push-to-talk and, with
+    /// `stop_word`, the spoken word "stop" cut the reply.
     pub barge_in: bool,
+    /// Without barge-in, what is said during the reply is transcribed for
+    /// the stop word ("stop", "pare", "chega") alone; nothing else counts.
+    pub stop_word: bool,
     /// Speech in the first moments of the reply does not interrupt it.
     pub protect_ms: u64,
     pub persona_id: Option<String>,
@@ -183,6 +217,7 @@ impl Default for TurnConfig {
             speak: Language::En,
             rate: 1.0,
             barge_in: true,
+            stop_word: true,
             protect_ms: 500,
             persona_id: None,
         }
@@ -263,12 +298,14 @@ fn turn(
     if control.stopped() {
         // Stopped while the persona thought: the reply is kept (it is in the
         // conversation) but not a word of it was spoken.
+        finished(responder, &heard, &reply, "", true)?;
         let done = TurnOutcome::Done { heard: heard.clone(), reply: reply.clone(), spoken: String::new(), interrupted: true };
         emit(VoiceEvent::TurnEnded { heard, reply, spoken: String::new(), interrupted: true });
         return Ok(done);
     }
     let speak = if transcript.language == "pt" { Language::Pt } else { config.speak };
-    let (spoken, interrupted) = speak_reply(io, tts, &reply, speak, config, control, emit)?;
+    let (spoken, interrupted) = speak_reply(io, stt, tts, &reply, speak, config, control, emit)?;
+    finished(responder, &heard, &reply, &spoken, interrupted)?;
     emit(VoiceEvent::TurnEnded {
         heard: heard.clone(),
         reply: reply.clone(),
@@ -276,6 +313,24 @@ fn turn(
         interrupted,
     });
     Ok(TurnOutcome::Done { heard, reply, spoken, interrupted })
+}
+
+/// Tells the responder the turn is over, with what was said aloud (where
+/// the persona pipeline records it). Times are not tracked in a desktop turn.
+fn finished(responder: &mut dyn Responder, heard: &str, reply: &str, spoken: &str, interrupted: bool) -> Result<(), VoiceError> {
+    responder.turn_finished(&voice::converse::TurnReport {
+        turn: 0,
+        heard: heard.to_owned(),
+        reply: reply.to_owned(),
+        spoken: spoken.to_owned(),
+        interrupted,
+        end_of_speech_ms: 0,
+        first_audio_ms: 0,
+        barge_in_ms: None,
+        playback_stopped_ms: None,
+        compute_ms: 0,
+        timings: Default::default(),
+    })
 }
 
 /// The utterance, or `None` when nothing was said.
@@ -328,8 +383,10 @@ fn listen(
 }
 
 /// Speaks `reply`; returns what was heard of it and whether it was cut.
+#[allow(clippy::too_many_arguments)]
 fn speak_reply(
     io: &mut dyn Duplex,
+    stt: &mut dyn SpeechToText,
     tts: &dyn SpeechSynthesizer,
     reply: &str,
     language: Language,
@@ -341,6 +398,7 @@ fn speak_reply(
     if parts.is_empty() {
         return Ok((String::new(), false));
     }
+    io.flush_input();
     // Each sentence with the sample at which it starts playing.
     let mut starts = Vec::new();
     let mut total = 0usize;
@@ -357,6 +415,10 @@ fn speak_reply(
     let mut told = 0usize;
     let mut frames = 0u64;
     let mut interrupted = false;
+    // Without barge-in: what is said during the reply, for the stop word.
+    let listens_for_stop = !config.barge_in && config.stop_word;
+    let mut utterance: Option<Vec<f32>> = None;
+    let mut recent = std::collections::VecDeque::new();
     while io.queued() > 0 {
         let played = total - io.queued();
         // A sentence counts as spoken once its first sample has played.
@@ -387,6 +449,29 @@ fn speak_reply(
                 {
                     interrupted = true;
                     break;
+                }
+                if !listens_for_stop {
+                    continue;
+                }
+                // Half a second before the gate opened, as when listening.
+                recent.extend(frame.iter().copied());
+                while recent.len() > FRAME * 25 {
+                    recent.pop_front();
+                }
+                if let Some(u) = utterance.as_mut() {
+                    u.extend_from_slice(&frame);
+                }
+                match event {
+                    Some(GateEvent::SpeechStarted { .. }) => utterance = Some(recent.iter().copied().collect()),
+                    Some(GateEvent::SpeechEnded { .. }) => {
+                        let Some(audio) = utterance.take() else { continue };
+                        let heard = stt.transcribe(&audio, config.listen)?;
+                        if voice::commands::parse(&heard.text) == Some(voice::commands::VoiceCommand::Stop) {
+                            interrupted = true;
+                            break;
+                        }
+                    }
+                    None => {}
                 }
             }
         }

@@ -1,18 +1,28 @@
 //! The persona pipeline as the voice turn's responder: the heard words are
 //! sent as the person's message (so the turn is in the conversation like a
-//! typed one) and the finished reply comes back.
+//! typed one) and the finished reply comes back. Once the turn is over it
+//! is marked as spoken in the ledger (`voice_turn`), with how much of the
+//! reply was said aloud when the person cut it off.
 
 use std::sync::Arc;
 
-use voice::converse::Responder;
+use voice::converse::{spoken_chars, Responder, TurnReport};
 use voice::VoiceError;
 
-use crate::{AppEvent, Engine};
+use crate::{AppEvent, Engine, VoiceTurn};
 
 pub struct PersonaResponder {
-    pub engine: Arc<Engine>,
-    pub persona: String,
-    pub runtime: tokio::runtime::Handle,
+    engine: Arc<Engine>,
+    persona: String,
+    runtime: tokio::runtime::Handle,
+    /// The person's message and the reply of the turn under way.
+    pending: Option<(String, Option<String>)>,
+}
+
+impl PersonaResponder {
+    pub fn new(engine: Arc<Engine>, persona: String, runtime: tokio::runtime::Handle) -> Self {
+        Self { engine, persona, runtime, pending: None }
+    }
 }
 
 impl Responder for PersonaResponder {
@@ -20,21 +30,22 @@ impl Responder for PersonaResponder {
         let engine = self.engine.clone();
         let persona = self.persona.clone();
         let heard = heard.to_owned();
-        self.runtime.block_on(async move {
+        let (message_id, reply) = self.runtime.block_on(async move {
             let mut rx = engine.subscribe();
-            let (_, request) = engine
+            let (sent, request) = engine
                 .send_message(&persona, &heard)
                 .await
                 .map_err(|e| VoiceError::Inference(format!("[{}] {}", e.code, e.message)))?;
             if request.is_empty() {
                 // Answered at once without the model (a deterministic intent).
                 let last = engine.list_messages(&persona).await.ok().and_then(|mut m| m.pop());
-                return Ok(last.map(|m| m.content).unwrap_or_default());
+                let reply = last.filter(|m| m.id != sent.id).map(|m| (m.id, m.content));
+                return Ok((sent.id, reply));
             }
             loop {
                 match rx.recv().await {
                     Ok(AppEvent::ReplyFinished { request_id, message }) if request_id == request => {
-                        return Ok(message.content)
+                        return Ok((sent.id, Some((message.id, message.content))))
                     }
                     Ok(AppEvent::ReplyFailed { request_id, error, .. }) if request_id == request => {
                         return Err(VoiceError::Inference(format!(
@@ -48,6 +59,24 @@ impl Responder for PersonaResponder {
                     }
                 }
             }
+        })?;
+        let (reply_id, text) = reply.map_or((None, String::new()), |(id, text)| (Some(id), text));
+        self.pending = Some((message_id, reply_id));
+        Ok(text)
+    }
+
+    fn turn_finished(&mut self, report: &TurnReport) -> Result<(), VoiceError> {
+        let Some((message_id, reply_id)) = self.pending.take() else { return Ok(()) };
+        let turn = VoiceTurn {
+            message_id,
+            reply_id,
+            interrupted: report.interrupted,
+            spoken_chars: report.interrupted.then(|| spoken_chars(&report.reply, &report.spoken)),
+        };
+        let engine = self.engine.clone();
+        let persona = self.persona.clone();
+        self.runtime.block_on(async move { engine.record_voice_turn(&persona, turn).await }).map_err(|e| {
+            VoiceError::Inference(format!("cannot record the voice turn: [{}] {}", e.code, e.message))
         })
     }
 }

@@ -145,13 +145,27 @@ fn the_persons_voice_cuts_the_reply_unless_barge_in_is_off() {
     let TurnOutcome::Done { spoken, interrupted, .. } = with else { panic!("{with:?}") };
     assert!(interrupted, "barge-in should have cut the reply");
     assert!(spoken.len() < REPLY.len() && REPLY.starts_with(&spoken), "{spoken}");
+    // Barge-in off ("no interruptions"): the same words do not cut it...
+    let config = TurnConfig { barge_in: false, ..Default::default() };
     let without = {
         let mut io = mic(&input);
-        let config = TurnConfig { barge_in: false, ..Default::default() };
-        run_turn(&mut io, &mut stt(&["what is the weather"]), &mut persona(REPLY), &TONE, &config, &TurnControl::new(), &mut |_| {})
-            .expect("turn")
+        let mut stt = stt(&["what is the weather", "no wait, I meant tomorrow"]);
+        let outcome = run_turn(&mut io, &mut stt, &mut persona(REPLY), &TONE, &config, &TurnControl::new(), &mut |_| {})
+            .expect("turn");
+        assert_eq!(stt.heard.len(), 2, "the words during the reply were listened to for the stop word");
+        outcome
     };
     assert!(matches!(without, TurnOutcome::Done { interrupted: false, .. }), "{without:?}");
+    // ...but the stop word does, and the speaker falls silent at once.
+    // (A longer reply: the word is known only once the person has finished saying it.)
+    let long = [REPLY; 4].join(" ");
+    let mut io = mic(&input);
+    let mut stt = stt(&["what is the weather", "Stop!"]);
+    let stopped = run_turn(&mut io, &mut stt, &mut persona(&long), &TONE, &config, &TurnControl::new(), &mut |_| {})
+        .expect("turn");
+    let TurnOutcome::Done { spoken, interrupted, .. } = stopped else { panic!("{stopped:?}") };
+    assert!(interrupted && spoken.len() < long.len(), "{spoken}");
+    assert_eq!(io.queued(), 0);
 }
 
 #[test]

@@ -161,3 +161,73 @@ async fn a_spoken_turn_goes_through_the_same_pipeline_and_is_marked_as_voice() {
     assert_eq!(e.code, "INVALID_INPUT", "{e:?}");
     assert_eq!(h.engine.ledger().events(None, 1).await.expect("events")[0].kind, "voice_turn");
 }
+
+#[tokio::test]
+async fn the_next_prompt_holds_only_what_was_said_aloud_of_an_interrupted_reply() {
+    let h = Harness::new(&["Sure. I can speak more slowly. Just ask.", "Fine.", "Of course. Ask away."]).await;
+    h.engine.create_persona("Ada", "A patient mathematics tutor").await.expect("create");
+    let mut rx = h.engine.subscribe();
+    let (msg, _) = h.engine.send_message("ada", "Can you talk slower?").await.expect("send");
+    let reply = await_reply(&mut rx).await.1.expect("reply");
+    // Cut off after "Sure." (5 characters said aloud).
+    let turn = app::VoiceTurn { message_id: msg.id, reply_id: Some(reply.id), interrupted: true, spoken_chars: Some(5) };
+    h.engine.record_voice_turn("ada", turn).await.expect("record");
+    h.engine.send_message("ada", "Thanks.").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let prompt = |i: usize| h.provider.requests()[i].messages.iter().map(|m| m.content.clone()).collect::<Vec<_>>().join("\n");
+    let seen = prompt(h.provider.requests().len() - 1);
+    assert!(seen.contains("Sure. [interrupted]"), "{seen}");
+    assert!(!seen.contains("I can speak more slowly"), "the unspoken rest reached the prompt: {seen}");
+    // The conversation itself keeps the whole reply (the ledger is not rewritten),
+    // and a reply spoken to the end stays whole in the next prompt.
+    let messages = h.engine.list_messages("ada").await.expect("messages");
+    assert!(messages.iter().any(|m| m.content == "Sure. I can speak more slowly. Just ask."));
+    h.engine.send_message("ada", "And again?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let seen = prompt(h.provider.requests().len() - 1);
+    assert!(seen.contains("Fine.") && !seen.contains("Fine. [interrupted]"), "{seen}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_desktop_voice_turn_goes_to_the_persona_and_is_recorded_as_spoken() {
+    use voice::audio::WavLoopback;
+    use voice::stt::ScriptedStt;
+    use voice::tts::ToneSynth;
+    let h = Harness::new(&["Sure. I can speak more slowly. Just ask."]).await;
+    h.engine.create_persona("Ada", "A patient mathematics tutor").await.expect("create");
+    let (engine, runtime) = (h.engine.clone(), tokio::runtime::Handle::current());
+    let outcome = tokio::task::spawn_blocking(move || {
+        // espeak-ng's voice as the person (the recogniser is scripted).
+        use voice::SpeechSynthesizer;
+        let request = voice::SynthesisRequest { text: "Can you talk slower?", language: voice::Language::En, rate: 1.0 };
+        let voice = voice::EspeakNg::default().synthesize(&request).expect("espeak-ng").resampled(16_000).samples;
+        let samples = [vec![0.0; 4_800], voice, vec![0.0; 16 * 9_000]].concat();
+        let mut io = WavLoopback::new(voice::wav::Pcm { samples, rate: 16_000 }, None);
+        let mut stt = ScriptedStt {
+            replies: [voice::Transcript { text: "Can you talk slower?".into(), language: "en".into(), segments: vec![] }].into(),
+            heard: vec![],
+        };
+        let mut responder = app::voice::PersonaResponder::new(engine, "ada".into(), runtime);
+        let config = app::voice::TurnConfig::default();
+        app::voice::run_turn(
+            &mut io,
+            &mut stt,
+            &mut responder,
+            &ToneSynth { rate_hz: 16_000 },
+            &config,
+            &app::voice::TurnControl::new(),
+            &mut |_| {},
+        )
+    })
+    .await
+    .expect("join")
+    .expect("turn");
+    assert!(matches!(outcome, app::voice::TurnOutcome::Done { interrupted: false, .. }), "{outcome:?}");
+    let messages = h.engine.list_messages("ada").await.expect("messages");
+    assert_eq!(messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), vec!["Can you talk slower?", "Sure. I can speak more slowly. Just ask."]);
+    let events = h.engine.ledger().events(None, 1).await.expect("events");
+    assert_eq!(events[0].kind, "voice_turn");
+    let payload = events[0].payload.clone().expect("payload");
+    assert_eq!(payload["interrupted"], false);
+    assert_eq!(payload["reply_id"], messages[1].id);
+}

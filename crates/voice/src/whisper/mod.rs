@@ -170,6 +170,9 @@ impl Whisper {
         let mut segments = Vec::new();
         let mut advance = window_frames;
         let text_of = |slice: &[u32]| self.vocab.decode(slice, self.sp.eot).trim().to_owned();
+        // A timestamp past the window's audio (the encoder's margin of
+        // padding) is the end of the audio.
+        let window_ms = window_frames as u64 * MS_PER_FRAME;
         if !cuts.is_empty() {
             if single_ending {
                 cuts.push(toks.len());
@@ -178,8 +181,9 @@ impl Whisper {
             for &cut in &cuts {
                 let slice = &toks[last..cut];
                 if slice.len() >= 2 {
-                    let start = u64::from(slice[0].saturating_sub(ts_begin)) * MS_PER_TIMESTAMP;
-                    let end = u64::from(slice[slice.len() - 1].saturating_sub(ts_begin)) * MS_PER_TIMESTAMP;
+                    let start = (u64::from(slice[0].saturating_sub(ts_begin)) * MS_PER_TIMESTAMP).min(window_ms);
+                    let end =
+                        (u64::from(slice[slice.len() - 1].saturating_sub(ts_begin)) * MS_PER_TIMESTAMP).min(window_ms);
                     let text = text_of(slice);
                     if !text.is_empty() {
                         segments.push(Segment { start_ms: offset_ms + start, end_ms: offset_ms + end, text });
@@ -196,12 +200,11 @@ impl Whisper {
                 }
             }
         } else {
-            let window_ms = window_frames as u64 * MS_PER_FRAME;
             let end = toks
                 .iter()
                 .rev()
                 .find(|&&t| is_ts(t) && t > ts_begin)
-                .map(|&t| u64::from(t - ts_begin) * MS_PER_TIMESTAMP)
+                .map(|&t| (u64::from(t - ts_begin) * MS_PER_TIMESTAMP).min(window_ms))
                 .unwrap_or(window_ms);
             let text = text_of(toks);
             if !text.is_empty() {
@@ -286,7 +289,8 @@ impl SpeechToText for Whisper {
                     seek += window_frames;
                     continue;
                 }
-                let features = self.model.encoder.forward(&mel.narrow(2, seek, m::N_FRAMES)?, true)?;
+                let context = encoder_context(window_frames);
+                let features = self.model.encoder.forward(&mel.narrow(2, seek, context)?, true)?;
                 if !english_only && lang_token.is_none() {
                     lang_token = Some(self.detect_language(&features)?);
                 }
@@ -313,6 +317,20 @@ impl SpeechToText for Whisper {
         let text = segments.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(" ");
         Ok(Transcript { text, language, segments })
     }
+}
+
+/// Mel frames of padding the encoder still sees after a short window's audio.
+const CONTEXT_MARGIN: usize = 200;
+
+/// How many mel frames the encoder runs on for a window holding
+/// `window_frames` of audio: a short utterance is encoded with its length
+/// and a two-second margin instead of a full 30 s window of padding (the
+/// encoder's cost grows with its input; candle takes the positions for the
+/// length given). Long audio keeps the full window.
+fn encoder_context(window_frames: usize) -> usize {
+    let n = (window_frames + CONTEXT_MARGIN).min(m::N_FRAMES);
+    // The second convolution has stride 2.
+    n + n % 2
 }
 
 /// OpenAI's `ApplyTimestampRules`: timestamps come in pairs and never go
@@ -385,6 +403,14 @@ mod tests {
     fn specials() -> Specials {
         // A toy vocabulary: 0..10 text, 10 eot, 11 sot, 12 transcribe, 13 notimestamps, 14 nospeech, 15.. timestamps.
         Specials { eot: 10, sot: 11, transcribe: 12, no_timestamps: 13, no_speech: 14, timestamp_begin: 15 }
+    }
+
+    #[test]
+    fn a_short_window_is_encoded_with_its_length_and_a_margin_a_long_one_whole() {
+        assert_eq!(encoder_context(300), 500);
+        assert_eq!(encoder_context(301), 502, "even: the second convolution has stride 2");
+        assert_eq!(encoder_context(2_900), m::N_FRAMES);
+        assert_eq!(encoder_context(m::N_FRAMES), m::N_FRAMES);
     }
 
     #[test]

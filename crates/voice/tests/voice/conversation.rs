@@ -410,3 +410,55 @@ fn with_ducking_a_short_sound_lowers_the_voice_which_resumes_and_held_speech_sto
     assert!(barge > user && barge <= user + 600, "decided at {barge}, clip from {user}");
     assert_eq!(persona.0, vec!["first", "second"]);
 }
+
+#[test]
+fn with_barge_in_off_speech_does_not_interrupt_but_the_stop_word_and_push_to_talk_do() {
+    let Some(clips) = librivox_clips() else {
+        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let clip = |i: usize| read_mono(&clips[i].0, 16_000).expect("clip").samples;
+    let long: &'static str = Box::leak("This is a long answer. ".repeat(12).into_boxed_str());
+    // Full duplex, barge-in off ("headphones / no interruptions").
+    let config = ConverseConfig { barge_in: false, ..ConverseConfig::default() };
+    let tts = ToneSynth { rate_hz: 16_000 };
+    // A remark during the reply, then "stop".
+    let mut input = silence(300);
+    input.extend(clip(0));
+    input.extend(silence(1_500));
+    let remark_ms = (input.len() / 16) as u64;
+    input.extend(clip(1));
+    input.extend(silence(1_500));
+    let stop_start_ms = (input.len() / 16) as u64;
+    input.extend(clip(2));
+    input.extend(silence(12_000));
+    let mut mic = WavLoopback::new(Pcm { samples: input.clone(), rate: 16_000 }, None);
+    let mut persona = Counting(vec![], long);
+    let mut stt = scripted(&["Tell me everything.", "hmm interesting", "Stop!"]);
+    let turns = converse(&mut mic, &mut stt, &mut persona, &tts, &config).expect("converse");
+    assert_eq!(persona.0, vec!["Tell me everything."], "{turns:#?}");
+    assert_eq!(turns.len(), 1, "{turns:#?}");
+    let stopped = turns[0].playback_stopped_ms.expect("the stop word stopped it");
+    assert!(stopped > stop_start_ms, "stopped at {stopped}: the remark at {remark_ms} must not have");
+    // Baseline, same input with barge-in on: the remark itself interrupts.
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut persona = Counting(vec![], long);
+    let mut stt = scripted(&["Tell me everything.", "hmm interesting", "Stop!"]);
+    let turns = converse(&mut mic, &mut stt, &mut persona, &tts, &ConverseConfig::default()).expect("converse");
+    let cut = turns[0].barge_in_ms.expect("barge-in");
+    assert!(cut >= remark_ms && cut < stop_start_ms, "barge-in at {cut}, remark at {remark_ms}");
+    // Push-to-talk still cuts the reply with barge-in off.
+    let mut input = silence(300);
+    input.extend(clip(0));
+    input.extend(silence(3_000));
+    let down = (input.len() / 16) as u64;
+    input.extend(clip(1));
+    let up = (input.len() / 16) as u64 + 200;
+    input.extend(silence(15_000));
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut persona = Counting(vec![], long);
+    let config = ConverseConfig { barge_in: false, stop_word: false, push_to_talk: vec![(down, up)], ..config };
+    let turns = converse(&mut mic, &mut scripted(&["first", "pressed"]), &mut persona, &tts, &config).expect("converse");
+    let stopped = turns[0].playback_stopped_ms.expect("stopped by the press");
+    assert!(stopped >= down && stopped <= down + 20, "stopped at {stopped}, pressed at {down}");
+}

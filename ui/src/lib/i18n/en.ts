@@ -261,6 +261,7 @@ export const en = {
   "desktop.bargeIn": "Speaking over the reply interrupts it (barge-in)",
   "desktop.headphones": "I use headphones (the reply cannot be heard by the microphone)",
   "desktop.bargeInHint": "Barge-in needs headphones for now: on open speakers the microphone would hear the reply and cut it.",
+  "desktop.noInterruptionsHint": "No interruptions: while the persona speaks, only Stop, push-to-talk and the word “stop” cut the reply.",
 
   "status.busy": "Working",
   "status.idle": "Idle",

@@ -263,6 +263,7 @@ export const ptBR: Record<MessageKey, string> = {
   "desktop.bargeIn": "Falar por cima da resposta a interrompe (barge-in)",
   "desktop.headphones": "Uso fones de ouvido (o microfone não ouve a resposta)",
   "desktop.bargeInHint": "Por enquanto o barge-in precisa de fones: em alto-falantes o microfone ouviria a resposta e a cortaria.",
+  "desktop.noInterruptionsHint": "Sem interrupções: enquanto a persona fala, só o botão Parar, o aperte-para-falar e a palavra “pare” cortam a resposta.",
 
   "status.busy": "Trabalhando",
   "status.idle": "Ocioso",
