@@ -221,6 +221,7 @@ impl Engine {
             flag.cancel();
         }
         let _ = self.shutdown.send(true);
+        self.stop_documents().await;
         self.memory.stop();
         let handle = self.worker.lock().ok().and_then(|mut w| w.take());
         if let Some(handle) = handle {

@@ -34,6 +34,9 @@ pub struct Documents {
     watching: AtomicBool,
     /// Wakes the watcher when a folder is added as watched.
     roots_changed: Arc<tokio::sync::Notify>,
+    /// The start-up work and the watcher, ended at shutdown so nothing of
+    /// this engine indexes or records after it (see `stop_documents`).
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Documents {
@@ -44,6 +47,7 @@ impl Documents {
             imports: Default::default(),
             watching: Default::default(),
             roots_changed: Default::default(),
+            task: Default::default(),
         }
     }
 }
@@ -101,6 +105,7 @@ impl Engine {
         loop {
             match self.library().await {
                 Err(e) if e.code == "MODEL_UNAVAILABLE"
+                    && !self.is_shutting_down()
                     && !self.memory.embedder_status().starts_with("keyword")
                     && started.elapsed() < MODEL_LOAD_PATIENCE =>
                 {
@@ -122,7 +127,7 @@ impl Engine {
         let weak = Arc::downgrade(self);
         let shutdown = self.shutdown.subscribe();
         let roots_changed = self.documents.roots_changed.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let Some(library) = (match weak.upgrade() {
                 Some(engine) => engine.library_when_loaded().await.map_err(|e| tracing::warn!(code = e.code, "{}", e.message)).ok(),
                 None => None,
@@ -177,6 +182,21 @@ impl Engine {
                 tracing::warn!(code = e.code, "folders are not watched: {}", e.message);
             }
         });
+        if let Ok(mut slot) = self.documents.task.lock() {
+            *slot = Some(task);
+        }
+    }
+
+    /// At shutdown: lets the watcher end (it listens for the shutdown
+    /// signal), or stops the start-up work where it is waiting. A file
+    /// being indexed then is rolled back with its transaction and read
+    /// again at the next start.
+    pub(crate) async fn stop_documents(&self) {
+        let Some(mut task) = self.documents.task.lock().ok().and_then(|mut t| t.take()) else { return };
+        if tokio::time::timeout(std::time::Duration::from_secs(5), &mut task).await.is_err() {
+            task.abort();
+            let _ = task.await;
+        }
     }
 
     /// Starts importing files and folders (folders recursively; with
