@@ -160,8 +160,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
             let mut io = open_audio()?;
             let mut guard = whisper.lock().unwrap_or_else(|p| p.into_inner());
             if guard.is_none() {
-                let choice = whisper_for(&models, LanguageChoice::Fixed(Language::En))?;
-                *guard = Some(Whisper::load(&choice.dir)?);
+                *guard = Some(load_whisper(&models)?);
             }
             let Some(stt) = guard.as_mut() else { return Ok(()) };
             let mut responder = PersonaResponder { engine, persona, runtime };
@@ -191,13 +190,45 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
     });
 }
 
+/// The English recogniser (tiny.en when installed), timed in the log.
+fn load_whisper(models: &std::path::Path) -> Result<Whisper, VoiceError> {
+    let started = std::time::Instant::now();
+    let choice = whisper_for(models, LanguageChoice::Fixed(Language::En))?;
+    let whisper = Whisper::load(&choice.dir)?;
+    tracing::info!(ms = started.elapsed().as_millis() as u64, model = %choice.dir.display(), "voice: recogniser loaded");
+    Ok(whisper)
+}
+
 /// The microphone and speaker of a turn.
 fn open_audio() -> Result<Paced<WavLoopback>, VoiceError> {
-    let Ok(path) = std::env::var(TEST_INPUT_ENV) else {
+    open_audio_from(std::env::var(TEST_INPUT_ENV).ok())
+}
+
+fn open_audio_from(test_input: Option<String>) -> Result<Paced<WavLoopback>, VoiceError> {
+    let Some(path) = test_input else {
         return Err(VoiceError::Device(
             "no microphone is available: live sound-card capture is not wired into the desktop app yet".into(),
         ));
     };
     let pcm = voice::wav::read_mono(std::path::Path::new(&path), voice::SAMPLE_RATE)?;
     Ok(Paced::new(WavLoopback::new(pcm, None)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_microphone_a_turn_fails_with_a_plain_device_error() {
+        let Err(e) = open_audio_from(None) else { panic!("no input should be no microphone") };
+        assert_eq!(e.code(), VoiceError::Device(String::new()).code());
+        assert!(e.to_string().contains("no microphone is available"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_test_input_file_is_an_error_not_a_panic() {
+        let missing = std::env::temp_dir().join(format!("ledgermind-no-such-{}.wav", std::process::id()));
+        let missing = missing.display().to_string();
+        assert!(open_audio_from(Some(missing)).is_err());
+    }
 }
