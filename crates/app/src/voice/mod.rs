@@ -102,9 +102,19 @@ impl<D: Duplex> Paced<D> {
     }
     fn wait(&mut self) {
         self.frames += 1;
-        let due = self.started + Duration::from_millis(20) * self.frames;
-        if let Some(left) = due.checked_duration_since(Instant::now()) {
-            std::thread::sleep(left);
+        let frame = Duration::from_millis(FRAME_MS);
+        let due = self.started + frame * self.frames;
+        let now = Instant::now();
+        match due.checked_duration_since(now) {
+            Some(left) => std::thread::sleep(left),
+            // Behind by more than a few frames: the turn was away (thinking)
+            // without reading or playing. A sound card does not play the
+            // reply faster to make up for that time; the clock runs on from now.
+            None if now.duration_since(due) > frame * 5 => {
+                self.started = now;
+                self.frames = 0;
+            }
+            None => {}
         }
     }
 }
