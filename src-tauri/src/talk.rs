@@ -161,8 +161,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
             let mut audio = open_audio(settings.input_device.as_deref(), settings.output_device.as_deref())?;
             let mut guard = whisper.lock().unwrap_or_else(|p| p.into_inner());
             if guard.is_none() {
-                let choice = whisper_for(&models, LanguageChoice::Fixed(Language::En))?;
-                *guard = Some(Whisper::load(&choice.dir)?);
+                *guard = Some(load_whisper(&models)?);
             }
             let Some(stt) = guard.as_mut() else { return Ok(()) };
             let mut responder = PersonaResponder::new(engine, persona, runtime);
@@ -196,6 +195,15 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
     });
 }
 
+/// The English recogniser (tiny.en when installed), timed in the log.
+fn load_whisper(models: &std::path::Path) -> Result<Whisper, VoiceError> {
+    let started = std::time::Instant::now();
+    let choice = whisper_for(models, LanguageChoice::Fixed(Language::En))?;
+    let whisper = Whisper::load(&choice.dir)?;
+    tracing::info!(ms = started.elapsed().as_millis() as u64, model = %choice.dir.display(), "voice: recogniser loaded");
+    Ok(whisper)
+}
+
 enum Audio {
     File(Paced<WavLoopback>),
     Live(voice::live::LiveAudio),
@@ -204,9 +212,25 @@ enum Audio {
 /// The microphone and speaker of a turn: the test file when one is named,
 /// else the sound card's devices chosen in Settings (None: the default).
 fn open_audio(input: Option<&str>, output: Option<&str>) -> Result<Audio, VoiceError> {
-    let Ok(path) = std::env::var(TEST_INPUT_ENV) else {
-        return Ok(Audio::Live(voice::live::open(input, output)?));
-    };
-    let pcm = voice::wav::read_mono(std::path::Path::new(&path), voice::SAMPLE_RATE)?;
+    match std::env::var(TEST_INPUT_ENV) {
+        Ok(path) => open_test_audio(&path),
+        Err(_) => Ok(Audio::Live(voice::live::open(input, output)?)),
+    }
+}
+
+fn open_test_audio(path: &str) -> Result<Audio, VoiceError> {
+    let pcm = voice::wav::read_mono(std::path::Path::new(path), voice::SAMPLE_RATE)?;
     Ok(Audio::File(Paced::new(WavLoopback::new(pcm, None))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_test_input_file_is_an_error_not_a_panic() {
+        let missing = std::env::temp_dir().join(format!("ledgermind-no-such-{}.wav", std::process::id()));
+        let missing = missing.display().to_string();
+        assert!(open_test_audio(&missing).is_err());
+    }
 }

@@ -131,9 +131,19 @@ impl<D: Duplex> Paced<D> {
     }
     fn wait(&mut self) {
         self.frames += 1;
-        let due = self.started + Duration::from_millis(20) * self.frames;
-        if let Some(left) = due.checked_duration_since(Instant::now()) {
-            std::thread::sleep(left);
+        let frame = Duration::from_millis(FRAME_MS);
+        let due = self.started + frame * self.frames;
+        let now = Instant::now();
+        match due.checked_duration_since(now) {
+            Some(left) => std::thread::sleep(left),
+            // Behind by more than a few frames: the turn was away (thinking)
+            // without reading or playing. A sound card does not play the
+            // reply faster to make up for that time; the clock runs on from now.
+            None if now.duration_since(due) > frame * 5 => {
+                self.started = now;
+                self.frames = 0;
+            }
+            None => {}
         }
     }
 }
@@ -284,17 +294,24 @@ fn turn(
     emit: &mut dyn FnMut(VoiceEvent),
 ) -> Result<TurnOutcome, VoiceError> {
     emit(state(VoiceState::Listening, config));
+    let stage = Instant::now();
     let Some(audio) = listen(io, config, control, emit)? else {
+        tracing::info!(ms = ms(stage), "voice turn: nothing heard");
         return Ok(TurnOutcome::NothingHeard);
     };
+    tracing::info!(ms = ms(stage), audio_ms = audio.len() as u64 * 1000 / u64::from(voice::SAMPLE_RATE), "voice turn: listened");
     emit(state(VoiceState::Thinking, config));
+    let stage = Instant::now();
     let transcript = stt.transcribe(&audio, config.listen)?;
     let heard = transcript.text.trim().to_owned();
+    tracing::info!(ms = ms(stage), chars = heard.len(), "voice turn: transcribed");
     if heard.is_empty() || control.stopped() {
         return Ok(TurnOutcome::NothingHeard);
     }
     emit(VoiceEvent::Heard { text: heard.clone() });
+    let stage = Instant::now();
     let reply = responder.reply(&heard)?;
+    tracing::info!(ms = ms(stage), chars = reply.len(), "voice turn: persona replied");
     if control.stopped() {
         // Stopped while the persona thought: the reply is kept (it is in the
         // conversation) but not a word of it was spoken.
@@ -304,7 +321,9 @@ fn turn(
         return Ok(done);
     }
     let speak = if transcript.language == "pt" { Language::Pt } else { config.speak };
+    let stage = Instant::now();
     let (spoken, interrupted) = speak_reply(io, stt, tts, &reply, speak, config, control, emit)?;
+    tracing::info!(ms = ms(stage), interrupted, "voice turn: spoken");
     finished(responder, &heard, &reply, &spoken, interrupted)?;
     emit(VoiceEvent::TurnEnded {
         heard: heard.clone(),
@@ -402,6 +421,7 @@ fn speak_reply(
     // Each sentence with the sample at which it starts playing.
     let mut starts = Vec::new();
     let mut total = 0usize;
+    let synthesis = Instant::now();
     for s in &parts {
         let pcm = tts.synthesize(&SynthesisRequest { text: s, language, rate: config.rate })?;
         let pcm = pcm.resampled(voice::SAMPLE_RATE).samples;
@@ -409,6 +429,7 @@ fn speak_reply(
         total += pcm.len();
         io.play(&pcm);
     }
+    tracing::info!(ms = ms(synthesis), sentences = parts.len(), "voice turn: synthesised");
     emit(state(VoiceState::Speaking, config));
     let mut gate = SpeechGate::new(config.gate);
     let mut input_ended = false;
@@ -485,6 +506,10 @@ fn speak_reply(
         emit(VoiceEvent::Spoken { text: spoken.clone() });
     }
     Ok((spoken, interrupted))
+}
+
+fn ms(since: Instant) -> u64 {
+    since.elapsed().as_millis() as u64
 }
 
 fn joined(parts: &[(String, usize)]) -> String {

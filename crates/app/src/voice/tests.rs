@@ -224,3 +224,18 @@ fn the_level_is_a_decibel_scale() {
     assert!((level_of(&[0.001; 320]) - 0.0).abs() < 1e-6); // -60 dBFS
     assert!((level_of(&[0.031_622_8; 320]) - 0.5).abs() < 0.01); // -30 dBFS
 }
+
+#[test]
+fn the_paced_device_plays_at_the_wall_clock_after_a_pause() {
+    // The turn thinks (no frame read or played) for a while, then speaks:
+    // the reply must take its real time, not catch up on the pause.
+    let mut io = Paced::new(mic(&[silence(100)]));
+    io.play(&vec![0.0; FRAME * 15]);
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let started = std::time::Instant::now();
+    while io.queued() > 0 {
+        io.drain();
+    }
+    let took = started.elapsed();
+    assert!(took >= std::time::Duration::from_millis(200), "15 frames of 20 ms played in {took:?}");
+}
