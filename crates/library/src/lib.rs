@@ -20,7 +20,7 @@ mod worker;
 pub use citations::{Citation, Passage, Visibility};
 pub use chunk::{chunk_blocks, sha256_hex, split, Chunk, TokenCounter, WordEstimate};
 pub use error::{LibraryError, Result};
-pub use extract::{extract_bytes, Block, Extraction, Format};
+pub use extract::{extract_bytes, Block, ExtractError, Extraction, Format};
 pub use library::{
     expand, now_ms, AddReport, DocumentView, Library, Queued, SearchHit, Status, DB_FILE, DEFAULT_CHUNK_TOKENS, EMBED_WINDOW,
     SNIPPET_CHARS,

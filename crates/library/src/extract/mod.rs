@@ -7,6 +7,7 @@
 //! process with a timeout ([`crate::worker`]), never in the app's process.
 
 mod blocks;
+mod error;
 mod office;
 mod pdf;
 mod table;
@@ -16,6 +17,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 pub use blocks::{markdown_blocks, BlockBuilder};
+pub use error::ExtractError;
+use error::Result;
 
 /// A run of text with one location: its page (1-based, where known) and
 /// its heading path ("Chapter › Section").
@@ -122,13 +125,13 @@ pub fn extract_bytes(path: &Path, bytes: &[u8]) -> Extraction {
             }
         }
         Ok(other) => other,
-        Err(reason) => Extraction::Failed { reason },
+        Err(e) => Extraction::Failed { reason: e.to_string() },
     }
 }
 
 /// Text files in UTF-8 (with or without BOM), else UTF-16 with a BOM, else
 /// Latin-1; a file with NUL bytes in its first 8 KB is binary.
-fn text_of(bytes: &[u8]) -> Result<String, String> {
+fn text_of(bytes: &[u8]) -> Result<String> {
     if let Some(rest) = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
         return Ok(String::from_utf8_lossy(rest).into_owned());
     }
@@ -141,7 +144,7 @@ fn text_of(bytes: &[u8]) -> Result<String, String> {
         return Ok(String::from_utf16_lossy(&units));
     }
     if bytes.iter().take(8192).any(|b| *b == 0) {
-        return Err("binary content in a text file".into());
+        return Err(ExtractError::Binary("text"));
     }
     Ok(match std::str::from_utf8(bytes) {
         Ok(s) => s.to_owned(),
@@ -154,15 +157,15 @@ fn plain_blocks(text: &str) -> Vec<Block> {
 }
 
 /// HTML through Markdown, so headings become the sections' path.
-pub(crate) fn html_to_markdown(html: &str) -> Result<String, String> {
+pub(crate) fn html_to_markdown(html: &str) -> Result<String> {
     htmd::HtmlToMarkdown::builder()
         .skip_tags(vec!["script", "style", "head", "nav", "noscript", "svg", "template"])
         .build()
         .convert(html)
-        .map_err(|e| format!("unreadable HTML: {e}"))
+        .map_err(ExtractError::Html)
 }
 
-fn html(bytes: &[u8]) -> Result<Extraction, String> {
+fn html(bytes: &[u8]) -> Result<Extraction> {
     let markdown = html_to_markdown(&text_of(bytes)?)?;
     Ok(Extraction::Text { pages: None, blocks: markdown_blocks(&markdown) })
 }

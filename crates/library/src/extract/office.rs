@@ -7,21 +7,23 @@ use std::io::{Cursor, Read};
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 
-use super::{html_to_markdown, markdown_blocks, BlockBuilder, Extraction};
+use super::{html_to_markdown, markdown_blocks, BlockBuilder, ExtractError, Extraction, Result};
 
 /// Largest XML part we inflate: a zip bomb stops here.
 const MAX_PART_BYTES: u64 = 256 << 20;
 
 type Archive<'a> = zip::ZipArchive<Cursor<&'a [u8]>>;
 
-fn open(bytes: &[u8]) -> Result<Archive<'_>, String> {
-    zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| format!("not a readable zip container: {e}"))
+fn open(bytes: &[u8]) -> Result<Archive<'_>> {
+    zip::ZipArchive::new(Cursor::new(bytes)).map_err(ExtractError::Container)
 }
 
-fn part(archive: &mut Archive<'_>, name: &str) -> Result<String, String> {
-    let file = archive.by_name(name).map_err(|e| format!("{name} is missing: {e}"))?;
+fn part(archive: &mut Archive<'_>, name: &str) -> Result<String> {
+    let file = archive.by_name(name).map_err(|source| ExtractError::MissingPart { part: name.to_owned(), source })?;
     let mut text = String::new();
-    file.take(MAX_PART_BYTES).read_to_string(&mut text).map_err(|e| format!("{name} is unreadable: {e}"))?;
+    file.take(MAX_PART_BYTES)
+        .read_to_string(&mut text)
+        .map_err(|source| ExtractError::UnreadablePart { part: name.to_owned(), source })?;
     Ok(text)
 }
 
@@ -67,7 +69,7 @@ fn heading_level(style: &str) -> Option<u8> {
     digits.parse::<u8>().ok().filter(|l| (1..=9).contains(l))
 }
 
-pub fn docx(bytes: &[u8]) -> Result<Extraction, String> {
+pub fn docx(bytes: &[u8]) -> Result<Extraction> {
     let mut archive = open(bytes)?;
     let xml = part(&mut archive, "word/document.xml")?;
     let paged = xml.contains("lastRenderedPageBreak") || xml.contains("w:type=\"page\"");
@@ -75,7 +77,7 @@ pub fn docx(bytes: &[u8]) -> Result<Extraction, String> {
     let mut reader = Reader::from_str(&xml);
     let (mut para, mut in_text, mut level) = (String::new(), false, None::<u8>);
     loop {
-        let event = reader.read_event().map_err(|e| format!("word/document.xml is not valid XML: {e}"))?;
+        let event = reader.read_event().map_err(|source| xml_error("word/document.xml", source))?;
         match &event {
             Event::Eof => break,
             Event::Start(e) | Event::Empty(e) => match e.local_name().as_ref() {
@@ -122,7 +124,7 @@ pub fn docx(bytes: &[u8]) -> Result<Extraction, String> {
     Ok(Extraction::Text { pages: b.pages(), blocks: b.finish() })
 }
 
-pub fn odt(bytes: &[u8]) -> Result<Extraction, String> {
+pub fn odt(bytes: &[u8]) -> Result<Extraction> {
     let mut archive = open(bytes)?;
     let xml = part(&mut archive, "content.xml")?;
     let mut b = BlockBuilder::new(xml.contains("soft-page-break"));
@@ -130,7 +132,7 @@ pub fn odt(bytes: &[u8]) -> Result<Extraction, String> {
     // Paragraphs nest (frames, notes): the outermost one collects the text.
     let (mut para, mut depth, mut level, mut in_body) = (String::new(), 0usize, None::<u8>, false);
     loop {
-        let event = reader.read_event().map_err(|e| format!("content.xml is not valid XML: {e}"))?;
+        let event = reader.read_event().map_err(|source| xml_error("content.xml", source))?;
         match &event {
             Event::Eof => break,
             Event::Start(e) => match e.local_name().as_ref() {
@@ -183,18 +185,18 @@ pub fn odt(bytes: &[u8]) -> Result<Extraction, String> {
 }
 
 /// `META-INF/container.xml` → the package document → its spine, in order.
-pub fn epub(bytes: &[u8]) -> Result<Extraction, String> {
+pub fn epub(bytes: &[u8]) -> Result<Extraction> {
     let mut archive = open(bytes)?;
     let container = part(&mut archive, "META-INF/container.xml")?;
-    let opf_path = first_attr(&container, "rootfile", "full-path")?
-        .ok_or_else(|| "META-INF/container.xml names no package document".to_owned())?;
+    let opf_path = first_attr(&container, "META-INF/container.xml", "rootfile", "full-path")?
+        .ok_or(ExtractError::NoPackageDocument("META-INF/container.xml"))?;
     let opf = part(&mut archive, &opf_path)?;
     let base = opf_path.rsplit_once('/').map(|(d, _)| format!("{d}/")).unwrap_or_default();
     let mut manifest = std::collections::HashMap::new();
     let mut spine = Vec::new();
     let mut reader = Reader::from_str(&opf);
     loop {
-        match reader.read_event().map_err(|e| format!("{opf_path} is not valid XML: {e}"))? {
+        match reader.read_event().map_err(|source| xml_error(&opf_path, source))? {
             Event::Eof => break,
             Event::Start(e) | Event::Empty(e) => match e.local_name().as_ref() {
                 "item" => {
@@ -218,15 +220,20 @@ pub fn epub(bytes: &[u8]) -> Result<Extraction, String> {
     Ok(Extraction::Text { pages: None, blocks })
 }
 
-fn first_attr(xml: &str, element: &str, name: &str) -> Result<Option<String>, String> {
+/// The first `element`'s attribute `name` in `xml` (the part called `part`).
+fn first_attr(xml: &str, part: &str, element: &str, name: &str) -> Result<Option<String>> {
     let mut reader = Reader::from_str(xml);
     loop {
-        match reader.read_event().map_err(|e| format!("not valid XML: {e}"))? {
+        match reader.read_event().map_err(|source| xml_error(part, source))? {
             Event::Eof => return Ok(None),
             Event::Start(e) | Event::Empty(e) if e.local_name().as_ref() == element => return Ok(attr(&e, name)),
             _ => {}
         }
     }
+}
+
+fn xml_error(part: &str, source: quick_xml::Error) -> ExtractError {
+    ExtractError::Xml { part: part.to_owned(), source }
 }
 
 fn percent_decode(s: &str) -> String {

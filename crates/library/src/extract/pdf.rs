@@ -3,12 +3,12 @@
 //! text: pdf_oxide returns empty text for AES-256 R5 files and for
 //! user-password files, where lopdf reads the first and reports the second.
 
-use super::{Block, Extraction, MIN_CHARS_PER_PAGE};
+use super::{Block, ExtractError, Extraction, Result, MIN_CHARS_PER_PAGE};
 
-pub fn extract(bytes: &[u8]) -> Result<Extraction, String> {
+pub fn extract(bytes: &[u8]) -> Result<Extraction> {
     // The header may follow some junk, within the first kilobyte.
     if !bytes.windows(4).take(1024).any(|w| w == b"%PDF") {
-        return Err("not a PDF (no %PDF header)".into());
+        return Err(ExtractError::NotPdf);
     }
     let oxide = with_oxide(bytes);
     if let Ok(Extraction::Text { pages, blocks }) = &oxide {
@@ -47,23 +47,23 @@ fn page_blocks(texts: Vec<String>) -> Vec<Block> {
         .collect()
 }
 
-fn with_oxide(bytes: &[u8]) -> Result<Extraction, String> {
-    let doc = pdf_oxide::PdfDocument::from_bytes(bytes.to_vec()).map_err(|e| format!("unreadable PDF: {e}"))?;
+fn with_oxide(bytes: &[u8]) -> Result<Extraction> {
+    let doc = pdf_oxide::PdfDocument::from_bytes(bytes.to_vec()).map_err(ExtractError::Pdf)?;
     if doc.is_encrypted() && !doc.authenticate(b"").unwrap_or(false) {
         let pages = doc.page_count().ok().map(|n| n as u32);
         return Ok(Extraction::NeedsPassword { pages });
     }
-    let count = doc.page_count().map_err(|e| format!("unreadable PDF page tree: {e}"))?;
+    let count = doc.page_count().map_err(ExtractError::PdfPages)?;
     // A page that fails alone leaves a gap, not a failed document.
     let texts = (0..count).map(|i| doc.extract_text(i).unwrap_or_default()).collect();
     Ok(Extraction::Text { pages: Some(count as u32), blocks: page_blocks(texts) })
 }
 
-fn with_lopdf(bytes: &[u8]) -> Result<Extraction, String> {
+fn with_lopdf(bytes: &[u8]) -> Result<Extraction> {
     let mut doc = match lopdf::Document::load_mem(bytes) {
         Ok(d) => d,
         Err(lopdf::Error::Decryption(_)) => return Ok(Extraction::NeedsPassword { pages: None }),
-        Err(e) => return Err(format!("unreadable PDF: {e}")),
+        Err(e) => return Err(ExtractError::PdfStructure(e)),
     };
     if doc.is_encrypted() && doc.decrypt("").is_err() {
         return Ok(Extraction::NeedsPassword { pages: Some(doc.get_pages().len() as u32) });

@@ -1,24 +1,24 @@
 //! CSV: rows in groups, the header repeated at the top of every group so a
 //! passage stands alone; the section cites the row range.
 
-use super::{Block, Extraction};
+use super::{Block, ExtractError, Extraction, Result};
 
 /// Rows per block (a block is chunked further when it is long).
 const ROWS_PER_BLOCK: usize = 20;
 
-pub fn csv(bytes: &[u8]) -> Result<Extraction, String> {
+pub fn csv(bytes: &[u8]) -> Result<Extraction> {
     if bytes.iter().take(8192).any(|b| *b == 0) {
-        return Err("binary content in a CSV file".into());
+        return Err(ExtractError::Binary("CSV"));
     }
     let mut reader = csv::ReaderBuilder::new().flexible(true).has_headers(true).from_reader(bytes);
     let header: Vec<String> =
-        reader.headers().map_err(|e| format!("unreadable CSV: {e}"))?.iter().map(str::to_owned).collect();
+        reader.headers()?.iter().map(str::to_owned).collect();
     let mut blocks = Vec::new();
     let mut text = String::new();
     let mut first_row = 2; // 1-based line numbers, the header is row 1
     let mut row_no = 1;
     for record in reader.records() {
-        let record = record.map_err(|e| format!("unreadable CSV: {e}"))?;
+        let record = record?;
         row_no += 1;
         let cells: Vec<String> = record
             .iter()
