@@ -13,7 +13,14 @@
 //! With `--keep DIR` the library is built in DIR and left there; a later
 //! run with the same DIR searches it without importing again.
 //! Prints p50/p95 per search mode at the size of one copy and at the
-//! target, and MiniLM's query embedding alone, in the same run.
+//! target, and MiniLM's query embedding alone, in the same run. The
+//! keyword search runs twice: with every query word ("BM25 all", the
+//! baseline) and within the keyword budget the product uses, with the
+//! share of questions whose section is in the top 5 for both (the pages
+//! keep their question headings here, so that figure is only a check of
+//! what the budget loses) and how many top-5 passages are the same.
+//! `SCALE_BENCH_POSTINGS` / `SCALE_BENCH_COMMON_SHARE` try other budgets;
+//! `SCALE_BENCH_SLOWEST=1` lists the slowest keyword questions.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,23 +62,73 @@ async fn passages(lib: &Library) -> Result<usize, Box<dyn std::error::Error>> {
     Ok(lib.list().await?.iter().map(|d| d.chunks.max(0) as usize).sum())
 }
 
-async fn time_searches(lib: &Library, questions: &[String], label: &str, n: usize) -> Result<(), Box<dyn std::error::Error>> {
-    for (mode_label, mode) in [("BM25", SearchMode::Keyword), ("embedding", SearchMode::Vector), ("ours", SearchMode::Hybrid)] {
+/// A FAQ question and the page it heads a section of.
+struct Question {
+    file: String,
+    text: String,
+}
+
+impl Question {
+    /// Whether `hit` is in the section this question heads. The pages keep
+    /// their headings here, so this is an easy test; what it shows is what
+    /// leaving common words out of the keyword search loses.
+    fn answered_by(&self, hit: &library::SearchHit) -> bool {
+        hit.document.ends_with(&format!("faq/{}", self.file))
+            && hit.section.as_deref().is_some_and(|s| s.trim_end().ends_with(self.text.trim()))
+    }
+}
+
+async fn time_searches(lib: &mut Library, questions: &[Question], label: &str, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let budget = lib.settings.keyword_postings;
+    let runs = [
+        ("BM25 all", SearchMode::Keyword, None),
+        ("BM25", SearchMode::Keyword, budget),
+        ("embedding", SearchMode::Vector, budget),
+        ("ours", SearchMode::Hybrid, budget),
+    ];
+    let mut top_all: Vec<Vec<i64>> = Vec::new();
+    for (mode_label, mode, keyword_postings) in runs {
+        lib.settings.keyword_postings = keyword_postings;
         // One search first so the vector table is loaded, as after the app's start.
-        lib.search(&questions[0], 5, mode).await?;
+        lib.search(&questions[0].text, 5, mode).await?;
         let mut times = Vec::with_capacity(questions.len());
+        let mut tops = Vec::with_capacity(questions.len());
+        let mut found = 0;
+        let mut slowest = Vec::with_capacity(questions.len());
         for q in questions {
             let t = Instant::now();
-            std::hint::black_box(lib.search(q, 5, mode).await?);
+            let hits = std::hint::black_box(lib.search(&q.text, 5, mode).await?);
             times.push(t.elapsed().as_secs_f64() * 1000.0);
+            slowest.push((t.elapsed().as_secs_f64() * 1000.0, q.text.as_str()));
+            found += usize::from(hits.iter().any(|h| q.answered_by(h)));
+            tops.push(hits.iter().map(|h| h.chunk_id).collect::<Vec<_>>());
         }
         times.sort_by(f64::total_cmp);
-        println!(
-            "{label:<10} {n:>8} {mode_label:<10} p50 {:>7.1} ms  p95 {:>7.1} ms",
-            percentile(&times, 50),
-            percentile(&times, 95)
-        );
+        print!("{label:<10} {n:>8} {mode_label:<10} p50 {:>7.1} ms  p95 {:>7.1} ms", percentile(&times, 50), percentile(&times, 95));
+        // The passages carry stand-in vectors: only keyword results mean anything.
+        if mode == SearchMode::Keyword {
+            print!("  R@5 {:.3}", found as f64 / questions.len() as f64);
+        }
+        if mode_label == "BM25 all" {
+            top_all = tops;
+            println!();
+        } else if mode_label == "BM25" {
+            if std::env::var_os("SCALE_BENCH_SLOWEST").is_some() {
+                slowest.sort_by(|a, b| b.0.total_cmp(&a.0));
+                for (ms, q) in slowest.iter().take(8) {
+                    println!("    {ms:>7.1} ms  {q}");
+                }
+            }
+            // What leaving common words out costs: the top 5 kept.
+            let (same, all) = tops.iter().zip(&top_all).fold((0, 0), |(s, a), (t, b)| {
+                (s + t.iter().filter(|id| b.contains(id)).count(), a + b.len())
+            });
+            println!("  top 5 as with all words: {:.3}", same as f64 / all.max(1) as f64);
+        } else {
+            println!();
+        }
     }
+    lib.settings.keyword_postings = budget;
     Ok(())
 }
 
@@ -85,8 +142,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let target: usize =
         args.iter().position(|a| a == "--passages").and_then(|i| args.get(i + 1)).and_then(|n| n.parse().ok()).unwrap_or(100_000);
     let model_dir = PathBuf::from(std::env::var("LEDGERMIND_MINILM_DIR").map_err(|_| "set LEDGERMIND_MINILM_DIR")?);
-    let questions: Vec<String> =
-        std::fs::read_to_string(&gold)?.lines().skip(1).filter_map(|l| l.split('\t').nth(2).map(str::to_owned)).collect();
+    let questions: Vec<Question> = std::fs::read_to_string(&gold)?
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            Some(Question { file: f.first()?.to_string(), text: f.get(2)?.to_string() })
+        })
+        .collect();
     if questions.is_empty() {
         return Err("no questions in the gold file".into());
     }
@@ -97,7 +160,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let keep = args.iter().position(|a| a == "--keep").and_then(|i| args.get(i + 1)).map(PathBuf::from);
     let work = keep.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("scale_bench_{}", std::process::id())));
     std::fs::create_dir_all(&work)?;
-    let lib = Library::open(&work.join("library"), embedder.clone(), counter, Extractor::InProcess).await?;
+    let mut lib = Library::open(&work.join("library"), embedder.clone(), counter, Extractor::InProcess).await?;
+    // Other trade-offs of the keyword budget, for trying them.
+    if let Some(budget) = std::env::var("SCALE_BENCH_POSTINGS").ok().and_then(|v| v.parse().ok()) {
+        lib.settings.keyword_postings = Some(budget);
+    }
+    if let Some(share) = std::env::var("SCALE_BENCH_COMMON_SHARE").ok().and_then(|v| v.parse().ok()) {
+        lib.settings.common_term_share = share;
+    }
 
     let copy = |k: usize| -> Result<PathBuf, Box<dyn std::error::Error>> {
         let dest = work.join(format!("copy{k:02}"));
@@ -118,7 +188,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("the pages gave no passages".into());
     }
     embedder.importing.store(false, Ordering::Relaxed);
-    time_searches(&lib, &questions, "one copy", one).await?;
+    time_searches(&mut lib, &questions, "one copy", one).await?;
 
     embedder.importing.store(true, Ordering::Relaxed);
     let mut k = 1;
@@ -129,13 +199,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let total = passages(&lib).await?;
     println!("{k} copies: {total} passages, imported in {:.0} s", started.elapsed().as_secs_f64());
     embedder.importing.store(false, Ordering::Relaxed);
-    time_searches(&lib, &questions, "target", total).await?;
+    time_searches(&mut lib, &questions, "target", total).await?;
 
     // The query's embedding alone, the floor under every embedding search.
     let mut times = Vec::with_capacity(questions.len());
     for q in &questions {
         let t = Instant::now();
-        std::hint::black_box(real.embed(&[q.as_str()])?);
+        std::hint::black_box(real.embed(&[q.text.as_str()])?);
         times.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     times.sort_by(f64::total_cmp);

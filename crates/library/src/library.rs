@@ -17,7 +17,7 @@ use crate::chunk::{chunk_blocks, sha256_hex, split, Chunk, TokenCounter};
 use crate::error::{LibraryError, Result};
 use crate::extract::{Extraction, Format};
 use crate::citations::Visibility;
-use crate::search::{fuse, recency_bonus, snippet, SearchMode, SearchSettings, DEFAULT_SEARCH};
+use crate::search::{fuse, keyword_expression, recency_bonus, snippet, SearchMode, SearchSettings, DEFAULT_SEARCH};
 use crate::worker::{Extractor, MAX_FILE_BYTES};
 
 /// File name of the library database in its directory.
@@ -174,8 +174,17 @@ pub struct Library {
     pub chunk_tokens: usize,
     pub settings: SearchSettings,
     vectors: tokio::sync::RwLock<Option<Arc<VectorTable>>>,
+    /// Passage counts of query words (capped at the keyword budget + 1)
+    /// and the number of passages, both as of the last change to the index.
+    term_counts: std::sync::Mutex<TermCounts>,
     /// One add at a time: two adds of one path must not interleave.
     writer: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct TermCounts {
+    passages: Option<usize>,
+    words: std::collections::HashMap<String, usize>,
 }
 
 pub fn now_ms() -> i64 {
@@ -278,6 +287,7 @@ impl Library {
             extractor,
             chunk_tokens: DEFAULT_CHUNK_TOKENS,
             settings: DEFAULT_SEARCH,
+            term_counts: Default::default(),
             vectors: tokio::sync::RwLock::new(None),
             writer: tokio::sync::Mutex::new(()),
         })
@@ -471,6 +481,7 @@ impl Library {
             .store(path_str.clone(), format, sha.clone(), size, mtime, status, pages, error.clone(), root, &prepared, embedded.0)
             .await?;
         *self.vectors.write().await = None;
+        self.forget_term_counts();
         Ok(AddReport {
             document: path_str,
             id,
@@ -665,6 +676,7 @@ impl Library {
         tx.commit().await?;
         self.scrub().await?;
         *self.vectors.write().await = None;
+        self.forget_term_counts();
         Ok(doc)
     }
 
@@ -853,7 +865,7 @@ impl Library {
 
     /// (chunk id, −BM25) best first; FTS5's bm25 is lower-is-better.
     async fn keyword_ranking(&self, query: &str, n: usize) -> Result<Vec<(i64, f64)>> {
-        let Some(q) = memory::fts_query(query) else { return Ok(vec![]) };
+        let Some(q) = self.keyword_query(query).await? else { return Ok(vec![]) };
         let rows = sqlx::query(
             "SELECT rowid, bm25(chunks_fts, 1.0, 0.5) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
         )
@@ -862,6 +874,53 @@ impl Library {
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.iter().map(|r| (r.get::<i64, _>(0), -r.get::<f64, _>(1))).collect())
+    }
+
+    /// The FTS5 expression for `query` within the keyword budget
+    /// ([`keyword_expression`]). Counts come from FTS5 itself, so they are
+    /// of its stemmed terms, and stop at the budget: past it a word is
+    /// common whatever its exact count.
+    async fn keyword_query(&self, query: &str) -> Result<Option<String>> {
+        let terms = memory::fts_terms(query);
+        let Some(budget) = self.settings.keyword_postings else { return Ok(memory::fts_or(&terms)) };
+        if terms.len() < 2 {
+            return Ok(memory::fts_or(&terms));
+        }
+        let (mut passages, mut known) = {
+            let c = self.term_counts.lock().unwrap_or_else(|p| p.into_inner());
+            (c.passages, terms.iter().map(|t| c.words.get(t).copied()).collect::<Vec<_>>())
+        };
+        if passages.is_none() {
+            let n: i64 = sqlx::query_scalar("SELECT count(*) FROM chunks").fetch_one(&self.pool).await?;
+            passages = Some(n.max(0) as usize);
+        }
+        for (term, count) in terms.iter().zip(known.iter_mut()) {
+            if count.is_none() {
+                let n: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT ?)",
+                )
+                .bind(memory::fts_or(std::slice::from_ref(term)))
+                .bind(budget as i64 + 1)
+                .fetch_one(&self.pool)
+                .await?;
+                *count = Some(n.max(0) as usize);
+            }
+        }
+        let counted: Vec<(String, usize)> = terms.into_iter().zip(known.into_iter().map(|c| c.unwrap_or(0))).collect();
+        {
+            let mut c = self.term_counts.lock().unwrap_or_else(|p| p.into_inner());
+            c.passages = passages;
+            // Words are few per query but unbounded over time.
+            if c.words.len() > 50_000 {
+                c.words.clear();
+            }
+            c.words.extend(counted.iter().cloned());
+        }
+        Ok(keyword_expression(counted, passages.unwrap_or(0), Some(budget), self.settings.common_term_share))
+    }
+
+    fn forget_term_counts(&self) {
+        *self.term_counts.lock().unwrap_or_else(|p| p.into_inner()) = TermCounts::default();
     }
 
     /// (chunk id, cosine of its best part) best first.

@@ -30,6 +30,54 @@ pub struct SearchSettings {
     pub min_score: f64,
     /// Share of the final score given to recency (the seed's 15 %).
     pub recency_weight: f64,
+    /// Postings FTS5 may score alone for one query (`None`: no limit).
+    /// BM25 costs about a microsecond per passage holding any query word,
+    /// so in a large library one common word ("python" in Python's
+    /// manual, a third of its passages) makes the keyword search slower
+    /// than the rest of the search together. Beyond this budget, words in
+    /// more than `common_term_share` of the passages only count in pairs:
+    /// a passage is scored for them when it holds two of them (or a
+    /// rarer word). Passages holding a single common word and nothing
+    /// else rank low anyway; leaving the words out instead loses a tenth
+    /// of the right answers in Python's manual.
+    pub keyword_postings: Option<usize>,
+    /// Share of the passages above which a word is common.
+    pub common_term_share: f64,
+}
+
+/// Common words paired at most (their pairs grow as n²).
+const MAX_PAIRED: usize = 4;
+
+/// An FTS5 MATCH expression for `terms` with their passage counts, in
+/// `total` passages (see [`SearchSettings::keyword_postings`]). Rarest
+/// first, a word stands alone while the postings stay within `budget`, or
+/// when it is not common; the others are ANDed in pairs. The rarest word
+/// always stands alone. `None` when there is no term.
+pub fn keyword_expression(mut terms: Vec<(String, usize)>, total: usize, budget: Option<usize>, common_share: f64) -> Option<String> {
+    terms.sort_by_key(|(_, df)| *df);
+    let common = (total as f64 * common_share) as usize;
+    let mut spent = 0usize;
+    let (mut alone, mut paired) = (Vec::new(), Vec::new());
+    for (term, df) in terms {
+        if alone.is_empty() || budget.is_none_or(|b| spent + df <= b) || df <= common {
+            spent += df;
+            alone.push(term);
+        } else {
+            paired.push(term);
+        }
+    }
+    paired.truncate(MAX_PAIRED);
+    let mut parts: Vec<String> = alone.iter().map(|t| quoted(t)).collect();
+    for (i, a) in paired.iter().enumerate() {
+        for b in &paired[i + 1..] {
+            parts.push(format!("({} AND {})", quoted(a), quoted(b)));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(" OR "))
+}
+
+fn quoted(term: &str) -> String {
+    memory::fts_or(&[term]).unwrap_or_default()
 }
 
 pub const DEFAULT_SEARCH: SearchSettings = SearchSettings {
@@ -39,6 +87,8 @@ pub const DEFAULT_SEARCH: SearchSettings = SearchSettings {
     candidates: 50,
     min_score: 0.0,
     recency_weight: 0.15,
+    keyword_postings: Some(20_000),
+    common_term_share: 0.05,
 };
 
 /// The seed's four age bands: < 30 days 1.0, < 90 0.7, < 365 0.4, older 0.1.
@@ -104,6 +154,29 @@ mod tests {
         assert_eq!(fused[1].0, 3, "second in both lists beats second in one: {fused:?}");
         let vector_only = fuse(&[7], &[], &DEFAULT_SEARCH);
         assert!((vector_only[0].1 - 0.7).abs() < 1e-9);
+    }
+
+    #[test]
+    fn common_words_over_budget_count_only_in_pairs() {
+        let t = |v: &[(&str, usize)]| v.iter().map(|(w, n)| (w.to_string(), *n)).collect::<Vec<_>>();
+        let e = |v: &[(&str, usize)], budget| keyword_expression(t(v), 100_000, budget, 0.05).unwrap_or_default();
+        // 100 000 passages: "python", "use" and "module" are common, "indentation" rare.
+        let q = [("why", 600), ("python", 37_000), ("use", 39_000), ("indentation", 900)];
+        assert_eq!(e(&q, Some(20_000)), r#""why" OR "indentation" OR ("python" AND "use")"#);
+        assert_eq!(e(&q, None), r#""why" OR "indentation" OR "python" OR "use""#);
+        // Within budget every word stands alone, however common.
+        assert_eq!(e(&q, Some(100_000)), r#""why" OR "indentation" OR "python" OR "use""#);
+        // Over budget but each word in ≤ 5 % of passages: all alone.
+        let mid = [("a1", 5_000), ("a2", 5_000), ("a3", 5_000), ("a4", 5_000), ("a5", 5_000)];
+        assert_eq!(e(&mid, Some(20_000)).matches(" OR ").count(), 4);
+        assert!(!e(&mid, Some(20_000)).contains("AND"));
+        // One common word left has no pair: it is left out.
+        assert_eq!(e(&[("x", 50_000), ("y", 30_000)], Some(20_000)), r#""y""#);
+        // At most four common words are paired: six pairs.
+        let many = [("r", 10), ("c1", 30_000), ("c2", 31_000), ("c3", 32_000), ("c4", 33_000), ("c5", 34_000)];
+        assert_eq!(e(&many, Some(20_000)).matches(" AND ").count(), 6);
+        assert!(!e(&many, Some(20_000)).contains("c5"));
+        assert_eq!(keyword_expression(vec![], 10, Some(1), 0.05), None);
     }
 
     #[test]

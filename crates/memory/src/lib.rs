@@ -28,7 +28,7 @@ pub use error::MemoryError;
 pub use import::{import_file, import_rows, parse_conversation, ConversationRow, ImportReport, IMPORT_BATCH};
 pub use index::{now_ms, parse_rfc3339_ms, EmbedProgress, Hit, ItemKind, MemoryIndex, NewItem, Recall};
 pub use matching::{best_match, cosine, lexical_similarity, similarities, MERGE_THRESHOLD};
-pub use search::{fts_query, group_key, rank, recency_bonus, Candidates, Fusion, RecallSettings, Scope};
+pub use search::{fts_or, fts_query, fts_terms, group_key, rank, recency_bonus, Candidates, Fusion, RecallSettings, Scope};
 pub use tokenizer::WordPiece;
 
 /// The settings recall uses unless told otherwise (see the crate README

@@ -243,11 +243,11 @@ const STOPWORDS: &[&str] = &[
     "ainda", "mais", "muito", "lembra", "disse", "falei",
 ];
 
-/// Makes any user text safe for FTS5 MATCH: words only (letters and
-/// digits), each quoted, joined by OR; operators, quotes, `*`, `:`, `^`,
-/// parentheses and column filters are dropped. Common words are dropped
-/// unless nothing else is left. `None` when no word remains.
-pub fn fts_query(text: &str) -> Option<String> {
+/// The words of any user text as FTS5 terms: letters and digits only,
+/// lower-cased, each once, at most 32; common words are dropped unless
+/// nothing else is left. Operators, quotes, `*`, `:`, `^`, parentheses and
+/// column filters cannot survive, so each term is safe quoted alone.
+pub fn fts_terms(text: &str) -> Vec<String> {
     let words: Vec<String> = text
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -258,13 +258,22 @@ pub fn fts_query(text: &str) -> Option<String> {
         kept = words.iter().collect();
     }
     let mut seen = std::collections::HashSet::new();
-    let terms: Vec<String> =
-        kept.into_iter().filter(|w| seen.insert(w.as_str())).take(32).map(|w| format!("\"{w}\"")).collect();
+    kept.into_iter().filter(|w| seen.insert(w.as_str())).take(32).cloned().collect()
+}
+
+/// `terms` as one FTS5 MATCH expression, each quoted, joined by OR;
+/// `None` when there is none.
+pub fn fts_or<S: AsRef<str>>(terms: &[S]) -> Option<String> {
     if terms.is_empty() {
-        None
-    } else {
-        Some(terms.join(" OR "))
+        return None;
     }
+    Some(terms.iter().map(|t| format!("\"{}\"", t.as_ref())).collect::<Vec<_>>().join(" OR "))
+}
+
+/// Makes any user text safe for FTS5 MATCH: [`fts_terms`] joined by
+/// [`fts_or`]. `None` when no word remains.
+pub fn fts_query(text: &str) -> Option<String> {
+    fts_or(&fts_terms(text))
 }
 
 #[cfg(test)]
