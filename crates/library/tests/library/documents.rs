@@ -74,6 +74,35 @@ async fn an_edit_re_embeds_only_the_changed_chunks() {
 }
 
 #[tokio::test]
+async fn a_loaded_vector_table_follows_edits_and_removals_like_a_fresh_start() {
+    let docs = tempfile::tempdir().expect("docs");
+    let data = tempfile::tempdir().expect("data");
+    let rivers = write(docs.path(), "rivers.md", paragraphs("rivers", 12).as_bytes());
+    let birds = write(docs.path(), "birds.md", paragraphs("birds", 12).as_bytes());
+    write(docs.path(), "stones.md", paragraphs("stones", 12).as_bytes());
+    let (mut lib, _) = open(data.path()).await;
+    lib.chunk_tokens = 40;
+    lib.add_paths(&[docs.path().to_path_buf()], false, |_| {}).await.expect("add");
+    // The search loads the table; what follows changes it in place.
+    assert!(!lib.search("birds", 5, SearchMode::Vector).await.expect("search").is_empty());
+    std::fs::write(&rivers, format!("{}\n\nLighthouses guide ships at night.", paragraphs("rivers", 6))).expect("edit");
+    lib.add_file(&rivers, None).await.expect("re-add");
+    lib.remove(&birds.display().to_string()).await.expect("remove");
+    let ranking = |hits: Vec<library::SearchHit>| hits.into_iter().map(|h| (h.chunk_id, h.document)).collect::<Vec<_>>();
+    let mut live = Vec::new();
+    for q in ["lighthouses guide ships", "birds", "rivers paragraph 3", "stones"] {
+        live.push(ranking(lib.search(q, 8, SearchMode::Vector).await.expect("search")));
+    }
+    assert!(live.iter().flatten().all(|(_, d)| !d.ends_with("birds.md")), "{live:?}");
+    assert!(live[0][0].1.ends_with("rivers.md"), "{live:?}");
+    lib.close().await;
+    let (fresh, _) = open(data.path()).await;
+    for (q, expected) in ["lighthouses guide ships", "birds", "rivers paragraph 3", "stones"].into_iter().zip(&live) {
+        assert_eq!(&ranking(fresh.search(q, 8, SearchMode::Vector).await.expect("search")), expected, "{q}");
+    }
+}
+
+#[tokio::test]
 async fn a_removed_document_leaves_no_trace_of_its_text() {
     let docs = tempfile::tempdir().expect("docs");
     let data = tempfile::tempdir().expect("data");
