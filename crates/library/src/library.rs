@@ -820,6 +820,13 @@ impl Library {
         Ok(table)
     }
 
+    /// Loads every stored vector for searching, as the first search would
+    /// (seconds at 100 000 passages): at start, so the first question
+    /// does not wait for it.
+    pub async fn preload(&self) -> Result<()> {
+        self.vector_table().await.map(|_| ())
+    }
+
     /// The best `k` passages for `query` in every document.
     pub async fn search(&self, query: &str, k: usize, mode: SearchMode) -> Result<Vec<SearchHit>> {
         self.search_visible(query, k, mode, &Visibility::All).await

@@ -159,6 +159,11 @@ impl Engine {
             if let Some(engine) = weak.upgrade().filter(|_| at_start) {
                 engine.catch_up_ledger(&library).await;
             }
+            if at_start {
+                if let Err(e) = library.preload().await {
+                    tracing::warn!(error = %e, "the library's vectors could not be loaded ahead of the first search");
+                }
+            }
             let on_change = {
                 let weak = weak.clone();
                 move |change: super::WatchChange| {
