@@ -227,6 +227,10 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
             protect_ms: 500,
             listen,
             silero_models: Some(models.clone()),
+            // End the turn after 300 ms of silence when the words so far
+            // (transcribed from 200 ms on) end a sentence and Silero is sure;
+            // otherwise the gate's 800 ms hold (latency_bench measures both).
+            endpoint: Some(voice::converse::Endpoint::default()),
             ..Default::default()
         };
         let tts = synthesizer(&models);

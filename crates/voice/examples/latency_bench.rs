@@ -23,7 +23,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use voice::audio::{Echo, WavLoopback};
-use voice::converse::{converse, ConverseConfig, Ducking, Responder};
+use voice::converse::{converse, ConverseConfig, Ducking, Endpoint, Responder};
 use voice::wav::Pcm;
 use voice::whisper::Whisper;
 use voice::{EspeakNg, Language, LanguageChoice, SpeechSynthesizer, SpeechToText, SynthesisRequest, VoiceError};
@@ -38,6 +38,16 @@ const QUESTIONS: [&str; 5] = [
     "Which is the largest lake in Africa?",
     "Is Lisbon older than Rome?",
 ];
+/// The same questions in two halves, for the pause in the middle.
+const HALVES: [(&str, &str); 5] = [
+    ("What is the capital", "of France?"),
+    ("How tall is", "Mount Everest?"),
+    ("Tell me about", "the river Seine."),
+    ("Which is the largest lake", "in Africa?"),
+    ("Is Lisbon older", "than Rome?"),
+];
+/// Pauses in the middle of a question, ms.
+const PAUSES: [u64; 3] = [300, 500, 700];
 const INTERRUPTION: &str = "Wait, I have another question.";
 const SHORT_REPLY: &str = "Paris is the capital of France. It stands on the Seine.";
 
@@ -99,8 +109,10 @@ fn ms_of(samples: usize) -> u64 {
     samples as u64 * 1000 / u64::from(RATE)
 }
 
-/// The CLI's configuration (full duplex, AEC, 500 ms protected, Silero).
-fn cli_config(models: &Path, ducking: Option<Ducking>) -> ConverseConfig {
+/// The CLI's configuration (full duplex, AEC, 500 ms protected, Silero,
+/// the early end of turn), or with `endpoint` None the one before it (the
+/// gate's whole 800 ms hold): the baseline.
+fn cli_config(models: &Path, ducking: Option<Ducking>, endpoint: Option<Endpoint>) -> ConverseConfig {
     ConverseConfig {
         full_duplex: true,
         echo_cancel: true,
@@ -108,8 +120,14 @@ fn cli_config(models: &Path, ducking: Option<Ducking>) -> ConverseConfig {
         listen: LanguageChoice::Fixed(Language::En),
         silero_models: Some(models.to_path_buf()),
         ducking,
+        endpoint,
         ..ConverseConfig::default()
     }
+}
+
+/// The two end-of-turn rules compared in every scene.
+fn rules() -> [(&'static str, Option<Endpoint>); 2] {
+    [("hold 800 ms (before)", None), ("early end (ours)", Some(Endpoint::default()))]
 }
 
 fn median(mut v: Vec<u64>) -> u64 {
@@ -140,6 +158,7 @@ fn run() -> Result<(), VoiceError> {
         }
     };
     println!("models {}; Whisper {}; {runs} runs where timed alone, fastest kept", models.display(), choice.dir.display());
+    println!("load average at the start: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
 
     // 1. Speech start after the end of speech, fixed reply.
     println!("\n== 1. speech start after the end of the person's speech (fixed reply: no model time) ==");
@@ -151,53 +170,107 @@ fn run() -> Result<(), VoiceError> {
         ends.push(ms_of(input.len()));
         input.extend(silence(8_000));
     }
-    let mut mic = WavLoopback::new(Pcm { samples: input, rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
-    let turns = converse(&mut mic, &mut stt, &mut Fixed(SHORT_REPLY), tts.as_ref(), &cli_config(&models, None))?;
+    for (rule, endpoint) in rules() {
+    println!("-- {rule} --");
+    let mut mic = WavLoopback::new(Pcm { samples: input.clone(), rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
+    let turns = converse(&mut mic, &mut stt, &mut Fixed(SHORT_REPLY), tts.as_ref(), &cli_config(&models, None, endpoint))?;
     println!(
-        "{:<4} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>9} {:>11}  heard",
-        "turn", "end ms", "detect", "stt", "reply", "tts1", "loop", "start-end", "w/o model"
+        "{:<4} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>9} {:>11}  heard",
+        "turn", "end ms", "detect", "stt", "wait", "reply", "tts1", "loop", "start-end", "w/o model"
     );
     let mut without_model = Vec::new();
-    let mut split = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+    let mut split = [Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     for t in &turns {
         // The question this turn answered: the last sound end before the gate's end.
         let Some(&end) = ends.iter().filter(|e| **e <= t.end_of_speech_ms + 100).next_back() else { continue };
         let tm = t.timings;
         let detect = tm.detected_at_ms.saturating_sub(end);
-        let computed = tm.stt_ms + tm.reply_ms + tm.tts_first_ms;
+        let computed = tm.stt_wait_ms + tm.reply_ms + tm.tts_first_ms;
         let rest = t.first_audio_ms.saturating_sub(tm.detected_at_ms).saturating_sub(computed);
         let total = t.first_audio_ms.saturating_sub(end);
         let no_model = total.saturating_sub(tm.reply_ms);
         without_model.push(no_model);
-        for (v, x) in split.iter_mut().zip([detect, tm.stt_ms, tm.reply_ms, tm.tts_first_ms, rest]) {
+        for (v, x) in split.iter_mut().zip([detect, tm.stt_ms, tm.stt_wait_ms, tm.reply_ms, tm.tts_first_ms, rest]) {
             v.push(x);
         }
         println!(
-            "{:<4} {end:>8} {detect:>7} {:>6} {:>6} {:>6} {rest:>6} {total:>9} {no_model:>11}  {}",
-            t.turn, tm.stt_ms, tm.reply_ms, tm.tts_first_ms, t.heard
+            "{:<4} {end:>8} {detect:>7} {:>6} {:>6} {:>6} {:>6} {rest:>6} {total:>9} {no_model:>11}  {}",
+            t.turn, tm.stt_ms, tm.stt_wait_ms, tm.reply_ms, tm.tts_first_ms, t.heard
         );
     }
     println!(
-        "median: detection {} + stt {} + reply {} + tts first sentence {} + loop {} ms; speech starts {} ms after the end of speech without the model (goal <= 700)",
+        "{rule}, median: detection {} + waiting for stt {} (stt computed {}) + reply {} + tts first piece {} + loop {} ms; speech starts {} ms after the end of speech without the model (goal <= 700); {} of {} questions answered",
         median(split[0].clone()),
-        median(split[1].clone()),
         median(split[2].clone()),
+        median(split[1].clone()),
         median(split[3].clone()),
         median(split[4].clone()),
+        median(split[5].clone()),
         median(without_model.clone()),
+        turns.len(),
+        QUESTIONS.len(),
     );
+    }
     println!(
-        "baseline, same run: the gate's end-of-speech hold alone is {} ms (GateConfig::stop_ms); a zero-cost engine would start speaking {} ms after the end of speech",
-        cli_config(&models, None).gate.stop_ms,
-        median(split[0].clone()) + median(split[4].clone()),
+        "baseline, same run: the gate's end-of-speech hold alone is {} ms (GateConfig::stop_ms)",
+        cli_config(&models, None, None).gate.stop_ms,
     );
 
-    // 2. Barge-in, without and with ducking.
-    println!("\n== 2. barge-in (-6 dB echo, AEC on) ==");
+    // 1b. A pause in the middle of a question: answered too early?
+    println!("\n== 1b. a pause in the middle of the question (cut off = the reply starts before the question's end) ==");
+    let mut halves = Vec::new();
+    for (i, (a, b)) in HALVES.iter().enumerate() {
+        halves.push((spoken(&tmp, &format!("h{i}a"), a)?, spoken(&tmp, &format!("h{i}b"), b)?));
+    }
+    let mut input = Vec::new();
+    let mut questions_at = Vec::new();
+    for pause in PAUSES {
+        for ((a, b), (_, words)) in halves.iter().zip(HALVES) {
+            input.extend(silence(1_000));
+            let start = ms_of(input.len());
+            input.extend(a);
+            input.extend(silence(pause));
+            input.extend(b);
+            let last = words.split_whitespace().last().unwrap_or("").trim_matches(|c: char| !c.is_alphanumeric());
+            questions_at.push((pause, start, ms_of(input.len()), last.to_lowercase()));
+            input.extend(silence(8_000));
+        }
+    }
+    for (rule, endpoint) in rules() {
+        let mut mic = WavLoopback::new(Pcm { samples: input.clone(), rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
+        let turns =
+            converse(&mut mic, &mut stt, &mut Fixed(SHORT_REPLY), tts.as_ref(), &cli_config(&models, None, endpoint))?;
+        let mut line = format!("{rule}:");
+        for pause in PAUSES {
+            let asked: Vec<_> = questions_at.iter().filter(|q| q.0 == pause).collect();
+            // A reply whose first audio falls inside a question (after its start, before its end).
+            let cut = asked
+                .iter()
+                .filter(|(_, start, end, _)| turns.iter().any(|t| t.first_audio_ms > *start && t.first_audio_ms < *end))
+                .count();
+            // Answered after its end, having heard its last word.
+            let whole = asked
+                .iter()
+                .filter(|(_, _, end, last)| {
+                    turns.iter().any(|t| {
+                        t.first_audio_ms >= *end && t.first_audio_ms < end + 8_000 && t.heard.to_lowercase().contains(last.as_str())
+                    })
+                })
+                .count();
+            line.push_str(&format!(" pause {pause} ms: cut off {cut}/{}, answered whole {whole}/{};", asked.len(), asked.len()));
+        }
+        println!("{line} ({} turns)", turns.len());
+        for t in &turns {
+            println!("    turn {} end {} first audio {}: {}", t.turn, t.end_of_speech_ms, t.first_audio_ms, t.heard);
+        }
+    }
+
+    // 2. Barge-in (no ducking: the CLI's choice), under each end-of-turn rule.
+    println!("\n== 2. barge-in (-6 dB echo, AEC on, no ducking) ==");
     let medium = "Paris is the capital of France. It has been for a very long time. The river Seine runs through it.";
     let long: &'static str = Box::leak(format!("{medium} ").repeat(4).into_boxed_str());
-    for ducking in [None, Some(Ducking::default())] {
-        let name = if ducking.is_some() { "ducking" } else { "stop at the gate" };
+    for (name, endpoint) in rules() {
+        let ducking: Option<Ducking> = None;
         // A question, then the person cuts in 14 s later (recognition on this
         // machine takes seconds: the long reply is playing by then).
         let mut input = Vec::new();
@@ -211,7 +284,8 @@ fn run() -> Result<(), VoiceError> {
             input.extend(silence(40_000));
         }
         let mut mic = WavLoopback::new(Pcm { samples: input, rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
-        let turns = converse(&mut mic, &mut stt, &mut Fixed(long), tts.as_ref(), &cli_config(&models, ducking))?;
+        let turns =
+            converse(&mut mic, &mut stt, &mut Fixed(long), tts.as_ref(), &cli_config(&models, ducking, endpoint))?;
         let mut decisions = Vec::new();
         let mut stops = Vec::new();
         let mut early = Vec::new();
@@ -239,7 +313,8 @@ fn run() -> Result<(), VoiceError> {
             input.extend(silence(25_000));
         }
         let mut mic = WavLoopback::new(Pcm { samples: input, rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
-        let turns = converse(&mut mic, &mut stt, &mut Fixed(medium), tts.as_ref(), &cli_config(&models, ducking))?;
+        let turns =
+            converse(&mut mic, &mut stt, &mut Fixed(medium), tts.as_ref(), &cli_config(&models, ducking, endpoint))?;
         let false_cuts = turns.iter().filter(|t| t.interrupted).count();
         println!(
             "{name}: {false_cuts} false barge-ins over {} replies with no user speech during them (goal 0)",

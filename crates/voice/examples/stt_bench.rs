@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use voice::wer::{normalize_en, word_errors};
-use voice::whisper::Whisper;
+use voice::whisper::{StageTimes, Whisper};
 use voice::{Language, LanguageChoice, SpeechToText, VoiceError};
 
 fn main() -> ExitCode {
@@ -46,9 +46,11 @@ fn run() -> Result<(), VoiceError> {
         model_dir.display(),
         load_started.elapsed().as_millis()
     );
+    println!("load average at the start: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
     let en = LanguageChoice::Fixed(Language::En);
     let (mut errors, mut words, mut raw_errors) = (0, 0, 0);
     let (mut ours_ms, mut raw_ms, mut audio_ms) = (0f64, 0f64, 0u64);
+    let mut stages: Vec<(String, u64, StageTimes, StageTimes)> = Vec::new();
     println!(
         "{:<6} {:>8} {:>8} {:>8} {:>6} {:>7}  hypothesis (ours)",
         "clip", "audio ms", "ours ms", "raw ms", "WER", "raw WER"
@@ -63,18 +65,27 @@ fn run() -> Result<(), VoiceError> {
         let file = clips.join(format!("{id}.wav"));
         let (mut best_ours, mut best_raw) = (f64::MAX, f64::MAX);
         let (mut hypothesis, mut raw_text, mut clip_ms) = (String::new(), String::new(), 0);
+        let (mut ours_stages, mut raw_stages) = (StageTimes::default(), StageTimes::default());
         for _ in 0..runs {
             // Ours: everything after the model is loaded, from the file on disk.
             let t = Instant::now();
             let pcm = voice::wav::read_mono(&file, voice::SAMPLE_RATE)?;
             let transcript = model.transcribe(&pcm.samples, en)?;
-            best_ours = best_ours.min(t.elapsed().as_secs_f64() * 1000.0);
+            let took = t.elapsed().as_secs_f64() * 1000.0;
+            if took < best_ours {
+                best_ours = took;
+                ours_stages = model.last_times();
+            }
             hypothesis = transcript.text;
             clip_ms = pcm.duration_ms();
             // The raw model on the same samples, already in memory.
             let t = Instant::now();
             let tokens = model.raw_greedy(&pcm.samples)?;
-            best_raw = best_raw.min(t.elapsed().as_secs_f64() * 1000.0);
+            let took = t.elapsed().as_secs_f64() * 1000.0;
+            if took < best_raw {
+                best_raw = took;
+                raw_stages = model.last_times();
+            }
             raw_text = model.text_of(&tokens);
         }
         let (e, n) = word_errors(&reference, &normalize_en(&hypothesis));
@@ -86,6 +97,7 @@ fn run() -> Result<(), VoiceError> {
         raw_ms += best_raw;
         audio_ms += clip_ms;
         let short = id.rsplit('-').next().unwrap_or(id);
+        stages.push((short.to_owned(), clip_ms, ours_stages, raw_stages));
         let pct = |x: usize| 100.0 * x as f64 / n.max(1) as f64;
         println!(
             "{short:<6} {clip_ms:>8} {best_ours:>8.0} {best_raw:>8.0} {:>5.1}% {:>6.1}%  {hypothesis}",
@@ -96,6 +108,28 @@ fn run() -> Result<(), VoiceError> {
     if words == 0 {
         return Err(VoiceError::Inference(format!("no clips listed in {}", refs_path.display())));
     }
+    println!("\nwhere the time goes (fastest run of each): ours | raw model");
+    println!(
+        "{:<6} {:>8} {:>15} {:>17} {:>22} {:>20}",
+        "clip", "audio ms", "mel ms", "encoder ms", "decoder ms (passes)", "decoder ms/pass"
+    );
+    for (clip, ms, o, r) in &stages {
+        let per = |s: &StageTimes| s.decoder_ms / s.tokens.max(1) as f64;
+        println!(
+            "{clip:<6} {ms:>8} {:>6.0} | {:>6.0} {:>7.0} | {:>7.0} {:>6.0} ({:>3}) | {:>5.0} ({:>3}) {:>8.1} | {:>7.1}",
+            o.mel_ms,
+            r.mel_ms,
+            o.encoder_ms,
+            r.encoder_ms,
+            o.decoder_ms,
+            o.tokens,
+            r.decoder_ms,
+            r.tokens,
+            per(o),
+            per(r)
+        );
+    }
+    println!("threads: candle {}", candle_threads());
     let audio = audio_ms as f64;
     println!(
         "WER ours {:.1}% ({errors}/{words} words), raw model {:.1}% ({raw_errors}/{words}); goal <= 8%",
@@ -109,4 +143,9 @@ fn run() -> Result<(), VoiceError> {
         raw_ms / ours_ms
     );
     Ok(())
+}
+
+/// The thread count candle's CPU kernels use.
+fn candle_threads() -> usize {
+    voice::whisper::compute_threads()
 }

@@ -23,13 +23,21 @@ use crate::audio::{AudioInput, AudioOutput, WavLoopback};
 use crate::bus::{Lane, Priority, Signal, SignalBus, SignalKind, Source};
 use crate::error::VoiceError;
 use crate::motor::Motor;
-use crate::stt::{Language, LanguageChoice, SpeechToText};
+use crate::stt::{Language, LanguageChoice, SpeechToText, Transcript};
 use crate::tts::{SpeechSynthesizer, SynthesisRequest};
 use crate::vad::{GateConfig, GateEvent, SpeechGate, FRAME};
 
 /// What answers the person: the persona pipeline in the app.
 pub trait Responder {
     fn reply(&mut self, heard: &str) -> Result<String, VoiceError>;
+    /// The same reply, with its text handed to `on_text` piece by piece as
+    /// the model writes it (so the first sentence can be spoken before the
+    /// reply is whole); returns the whole reply, which has the last word.
+    /// By default the reply is waited for whole.
+    fn reply_streaming(&mut self, heard: &str, on_text: &mut dyn FnMut(&str)) -> Result<String, VoiceError> {
+        let _ = on_text;
+        self.reply(heard)
+    }
     /// Called once per turn when it is over (spoken to the end or cut
     /// off), with what was actually said: where the turn is recorded.
     fn turn_finished(&mut self, _report: &TurnReport) -> Result<(), VoiceError> {
@@ -103,6 +111,57 @@ pub struct ConverseConfig {
     /// no interruptions" setting: while the persona speaks only
     /// push-to-talk and the stop word cut it, whatever the gate hears.
     pub barge_in: bool,
+    /// Ending a turn before the gate's whole hold: None waits `gate.stop_ms`.
+    pub endpoint: Option<Endpoint>,
+}
+
+/// An earlier end of turn than the gate's silence hold (800 ms). After
+/// `speculate_ms` of silence the utterance so far is transcribed while the
+/// hold runs on (in the background on a live device; on the simulated clock
+/// the result is ready when its compute time has passed); speech that
+/// resumes throws that transcript away. The turn then ends after only
+/// `quick_stop_ms` of silence when the transcript reads as a finished
+/// sentence (it ends in . ? or !) and Silero is sure the person stopped
+/// (its speech probability under `silero_quiet` over the last 100 ms);
+/// otherwise the hold runs out as before, and the speculative
+/// transcript, if no speech came since, saves recognising again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Endpoint {
+    pub speculate_ms: u64,
+    pub quick_stop_ms: u64,
+    pub silero_quiet: f32,
+}
+
+impl Default for Endpoint {
+    fn default() -> Self {
+        Self { speculate_ms: 200, quick_stop_ms: 300, silero_quiet: 0.2 }
+    }
+}
+
+/// Whether a transcript reads as a finished sentence.
+pub fn reads_finished(text: &str) -> bool {
+    let t = text.trim_end_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ')');
+    t.ends_with(['.', '?', '!']) && !t.ends_with("...")
+}
+
+/// The reply's first piece, synthesised while the reply was still coming.
+struct Early {
+    text: String,
+    pcm: Vec<f32>,
+    /// Wall ms from the turn's start to the piece's audio being ready.
+    ready_ms: u64,
+    /// Wall ms the model took to write the piece.
+    model_ms: u64,
+    tts_ms: u64,
+}
+
+/// A transcript of the utterance so far, made during a silence.
+struct Speculation {
+    transcript: Transcript,
+    /// When it is ready on the input's timeline.
+    ready_ms: u64,
+    /// Its compute time.
+    stt_ms: u64,
 }
 
 /// Speech heard while the persona speaks first lowers its voice; speech
@@ -135,6 +194,7 @@ impl Default for ConverseConfig {
             push_to_talk: Vec::new(),
             ducking: None,
             barge_in: true,
+            endpoint: None,
         }
     }
 }
@@ -164,12 +224,43 @@ pub struct TurnReport {
 pub struct TurnTimings {
     /// When the gate decided the utterance had ended (input timeline, ms).
     pub detected_at_ms: u64,
-    /// Recognising the utterance.
+    /// Recognising the utterance (its compute time, wherever it ran).
     pub stt_ms: u64,
-    /// The responder's answer (the persona's model), up to the whole reply.
+    /// How long the turn waited for recognition after the end was
+    /// detected: all of `stt_ms` without speculation, what was left of it
+    /// with (0 when the speculative transcript was ready).
+    pub stt_wait_ms: u64,
+    /// The responder's answer (the persona's model): up to the whole
+    /// reply, or up to its first piece when that was spoken from the stream.
     pub reply_ms: u64,
-    /// Synthesising the first sentence (and resampling it).
+    /// Synthesising the first piece (and resampling it).
     pub tts_first_ms: u64,
+}
+
+/// The pieces to synthesise one by one: the sentences, with a long first
+/// sentence split at its first clause break (a comma, semicolon or colon
+/// after at least three words, with at least three after it) so the first
+/// piece is short and speech starts sooner.
+pub fn speaking_pieces(text: &str) -> Vec<String> {
+    let mut parts = sentences(text);
+    let Some(first) = parts.first().cloned() else { return parts };
+    let mut words = 0;
+    let mut prev_space = true;
+    for (i, c) in first.char_indices() {
+        if !c.is_whitespace() && prev_space {
+            words += 1;
+        }
+        prev_space = c.is_whitespace();
+        let next = first[i + c.len_utf8()..].chars().next();
+        if matches!(c, ',' | ';' | ':') && next.is_some_and(char::is_whitespace) && words >= 3 {
+            let (head, tail) = first.split_at(i + c.len_utf8());
+            if tail.split_whitespace().count() >= 3 {
+                parts.splice(0..1, [head.trim().to_owned(), tail.trim().to_owned()]);
+            }
+            break;
+        }
+    }
+    parts
 }
 
 /// Splits a reply into sentences to speak one by one.
@@ -274,6 +365,7 @@ pub fn converse(
     let mut playing: Option<Playing> = None;
     let mut frames_to_charge = 0usize;
     let mut aec = config.echo_cancel.then(|| EchoCanceller::new(rate));
+    let mut speculation: Option<Speculation> = None;
     // The next microphone frame, echo-cancelled against what was played meanwhile.
     let mut listen = |mic: &mut WavLoopback| -> Result<Option<Vec<f32>>, VoiceError> {
         let Some(mut f) = mic.next_frame(FRAME)? else { return Ok(None) };
@@ -360,6 +452,31 @@ pub fn converse(
         if let Some(u) = utterance.as_mut() {
             u.extend_from_slice(&frame);
         }
+        if let Some(ep) = config.endpoint {
+            if held || !gate.is_speaking() && event.is_none() || gate.is_speaking() && gate.silence_ms() == 0 {
+                // Speech resumed (or the floor changed hands): start over.
+                speculation = None;
+            }
+            let plain_turn = playing.is_none() && !began_deaf && !began_ducked && !held && event.is_none();
+            if plain_turn && gate.is_speaking() && gate.silence_ms() == ep.speculate_ms && speculation.is_none() {
+                if let Some(audio) = utterance.as_ref() {
+                    let started = Instant::now();
+                    // A failure here is not the turn's: the hold runs out and it is tried again.
+                    if let Ok(transcript) = stt.transcribe(audio, config.listen) {
+                        let stt_ms = started.elapsed().as_millis() as u64;
+                        speculation = Some(Speculation { transcript, ready_ms: now + stt_ms, stt_ms });
+                    }
+                }
+            }
+            let sure_quiet = gate.silence_peak().is_some_and(|p| p < ep.silero_quiet);
+            if plain_turn
+                && sure_quiet
+                && gate.silence_ms() >= ep.quick_stop_ms
+                && speculation.as_ref().is_some_and(|s| now >= s.ready_ms && reads_finished(&s.transcript.text))
+            {
+                event = gate.end_now();
+            }
+        }
         match event {
             Some(GateEvent::SpeechStarted { at_ms }) => {
                 bus.publish(Signal {
@@ -429,8 +546,22 @@ pub fn converse(
                 }
                 let started = Instant::now();
                 let mut timings = TurnTimings { detected_at_ms: now, ..TurnTimings::default() };
-                let transcript = with_retries(|| stt.transcribe(&audio, config.listen))?;
-                timings.stt_ms = started.elapsed().as_millis() as u64;
+                // Time the turn waits on the timeline beyond the compute below.
+                let mut waited_ms = 0;
+                let transcript = match speculation.take() {
+                    Some(s) => {
+                        timings.stt_ms = s.stt_ms;
+                        waited_ms = s.ready_ms.saturating_sub(now);
+                        timings.stt_wait_ms = waited_ms;
+                        s.transcript
+                    }
+                    None => {
+                        let t = with_retries(|| stt.transcribe(&audio, config.listen))?;
+                        timings.stt_ms = started.elapsed().as_millis() as u64;
+                        timings.stt_wait_ms = timings.stt_ms;
+                        t
+                    }
+                };
                 let heard = transcript.text.trim().to_owned();
                 if heard.is_empty() {
                     continue;
@@ -444,6 +575,8 @@ pub fn converse(
                 }
                 let turn = motor.user_spoke().map_err(|e| VoiceError::Inference(e.to_string()))?;
                 let asked = Instant::now();
+                // The first piece, synthesised while the reply streamed.
+                let mut early: Option<Early> = None;
                 let reply = match command {
                     Some(c) => {
                         // Handled here, never sent to the persona.
@@ -451,12 +584,40 @@ pub fn converse(
                         brief |= c == crate::commands::VoiceCommand::Brief;
                         crate::commands::acknowledgement(c, speak).unwrap_or_default().to_owned()
                     }
-                    None => match with_retries(|| responder.reply(&heard)) {
+                    None => match with_retries(|| {
+                        early = None;
+                        let mut streamed = String::new();
+                        let mut on_text = |delta: &str| {
+                            if early.is_some() {
+                                return;
+                            }
+                            streamed.push_str(delta);
+                            // The first piece is complete once something follows it.
+                            let pieces = speaking_pieces(&streamed);
+                            if pieces.len() < 2 {
+                                return;
+                            }
+                            let model_ms = asked.elapsed().as_millis() as u64;
+                            let synth = Instant::now();
+                            let request = SynthesisRequest { text: &pieces[0], language: speak, rate: rate_now };
+                            if let Ok(pcm) = tts.synthesize(&request) {
+                                early = Some(Early {
+                                    text: pieces[0].clone(),
+                                    pcm: pcm.resampled(rate).samples,
+                                    ready_ms: started.elapsed().as_millis() as u64,
+                                    model_ms,
+                                    tts_ms: synth.elapsed().as_millis() as u64,
+                                });
+                            }
+                        };
+                        responder.reply_streaming(&heard, &mut on_text)
+                    }) {
                         Ok(r) => {
                             failed_turns = 0;
                             r
                         }
                         Err(e) => {
+                            early = None;
                             // The loop keeps running: say so instead of stopping.
                             tracing::warn!("voice: the reply failed after {TRIES} tries: {e}");
                             failed_turns += 1;
@@ -470,23 +631,33 @@ pub fn converse(
                     },
                 };
                 timings.reply_ms = asked.elapsed().as_millis() as u64;
-                let mut parts = sentences(&reply);
-                if brief && command.is_none() {
-                    parts.truncate(1);
-                }
+                let parts = if brief && command.is_none() {
+                    speaking_pieces(sentences(&reply).first().map_or("", String::as_str))
+                } else {
+                    speaking_pieces(&reply)
+                };
                 let mut sentences_pcm = Vec::new();
-                for s in &parts {
+                if let Some(e) = early.take().filter(|e| parts.first() == Some(&e.text)) {
+                    // Spoken from the stream: speech starts when it was ready.
+                    timings.reply_ms = e.model_ms;
+                    timings.tts_first_ms = e.tts_ms;
+                    let charge_ms = e.ready_ms as usize + waited_ms as usize;
+                    frames_to_charge = (charge_ms * rate as usize / 1000).div_ceil(FRAME);
+                    sentences_pcm.push((e.text, e.pcm));
+                }
+                for s in parts.iter().skip(sentences_pcm.len()) {
                     let synth = Instant::now();
                     let pcm = tts.synthesize(&SynthesisRequest { text: s, language: speak, rate: rate_now })?;
                     sentences_pcm.push((s.clone(), pcm.resampled(rate).samples));
                     if sentences_pcm.len() == 1 {
                         timings.tts_first_ms = synth.elapsed().as_millis() as u64;
                         // The first sentence is ready: this is when speech can start.
-                        frames_to_charge =
-                            (started.elapsed().as_millis() as usize * rate as usize / 1000).div_ceil(FRAME);
+                        let charge_ms = started.elapsed().as_millis() as usize + waited_ms as usize;
+                        frames_to_charge = (charge_ms * rate as usize / 1000).div_ceil(FRAME);
                     }
                 }
-                let compute_ms = started.elapsed().as_millis() as u64;
+                let speculated_ms = if timings.stt_wait_ms < timings.stt_ms { timings.stt_ms } else { 0 };
+                let compute_ms = started.elapsed().as_millis() as u64 + speculated_ms;
                 // The microphone kept recording while we computed.
                 for _ in 0..frames_to_charge {
                     let Some(f) = listen(mic)? else { break };

@@ -10,6 +10,8 @@ use webrtc_vad::{SampleRate, Vad, VadMode};
 /// 20 ms at 16 kHz.
 pub const FRAME: usize = 320;
 const FRAME_MS: u64 = 20;
+/// Frames over which Silero must be sure of silence for an early end (100 ms).
+const QUIET_FRAMES: usize = 5;
 /// Silero's speech probability that counts as voiced (its authors' default).
 const SILERO_THRESHOLD: f32 = 0.5;
 
@@ -45,6 +47,9 @@ pub struct SpeechGate {
     run_start_ms: u64,
     unvoiced_run_ms: u64,
     last_voiced_end_ms: u64,
+    /// Silero's speech probabilities of the last frames of the current
+    /// unvoiced run (at most `QUIET_FRAMES`).
+    silence_probs: std::collections::VecDeque<f32>,
 }
 
 impl SpeechGate {
@@ -59,6 +64,7 @@ impl SpeechGate {
             run_start_ms: 0,
             unvoiced_run_ms: 0,
             last_voiced_end_ms: 0,
+            silence_probs: std::collections::VecDeque::new(),
         }
     }
 
@@ -85,6 +91,40 @@ impl SpeechGate {
         self.speaking
     }
 
+    /// How long the person has been silent inside an utterance (0 while
+    /// voiced, and outside speech).
+    pub fn silence_ms(&self) -> u64 {
+        if self.speaking {
+            self.unvoiced_run_ms
+        } else {
+            0
+        }
+    }
+
+    /// Silero's highest speech probability over the last 100 ms of the
+    /// current silence: how sure it is now that the person stopped (None
+    /// without Silero; 1 before 100 ms of silence).
+    pub fn silence_peak(&self) -> Option<f32> {
+        self.silero.as_ref().map(|_| {
+            if self.silence_probs.len() < QUIET_FRAMES {
+                1.0
+            } else {
+                self.silence_probs.iter().copied().fold(0.0, f32::max)
+            }
+        })
+    }
+
+    /// Ends the utterance now, before the hold has run out (an early end
+    /// of turn decided by the caller); None when no speech is under way.
+    pub fn end_now(&mut self) -> Option<GateEvent> {
+        if !self.speaking {
+            return None;
+        }
+        self.speaking = false;
+        self.voiced_run_ms = 0;
+        Some(GateEvent::SpeechEnded { at_ms: self.last_voiced_end_ms })
+    }
+
     /// How long the current run of voiced frames has lasted (gaps up to 40 ms forgiven).
     pub fn voiced_run_ms(&self) -> u64 {
         self.voiced_run_ms
@@ -97,10 +137,14 @@ impl SpeechGate {
         pcm.resize(FRAME, 0);
         // The VAD only fails on a wrong frame length, which cannot happen here.
         let mut voiced = self.vad.is_voice_segment(&pcm).unwrap_or(false);
+        let mut prob = 0.0;
         // Silero hears every frame (its state follows the audio) and has the last word.
         if let Some(silero) = self.silero.as_mut() {
             match silero.push(frame) {
-                Ok(p) => voiced &= p >= SILERO_THRESHOLD,
+                Ok(p) => {
+                    prob = p;
+                    voiced &= p >= SILERO_THRESHOLD;
+                }
                 Err(e) => {
                     tracing::warn!("Silero VAD failed, WebRTC's VAD alone from now on: {e}");
                     self.silero = None;
@@ -115,6 +159,7 @@ impl SpeechGate {
             }
             self.voiced_run_ms += FRAME_MS;
             self.unvoiced_run_ms = 0;
+            self.silence_probs.clear();
             self.last_voiced_end_ms = self.now_ms;
             if !self.speaking && self.voiced_run_ms >= self.config.start_ms {
                 self.speaking = true;
@@ -122,6 +167,10 @@ impl SpeechGate {
             }
         } else {
             self.unvoiced_run_ms += FRAME_MS;
+            self.silence_probs.push_back(prob);
+            if self.silence_probs.len() > QUIET_FRAMES {
+                self.silence_probs.pop_front();
+            }
             // Short gaps inside a start run are forgiven; longer ones reset it.
             if self.unvoiced_run_ms > 2 * FRAME_MS {
                 self.voiced_run_ms = 0;

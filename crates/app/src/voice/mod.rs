@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 use voice::audio::{AudioInput, AudioOutput, WavLoopback};
-use voice::converse::{sentences, Responder};
+use voice::converse::{speaking_pieces, Responder};
 use voice::vad::{GateConfig, GateEvent, SpeechGate, FRAME};
 use voice::{Language, LanguageChoice, SpeechSynthesizer, SpeechToText, SynthesisRequest, VoiceError};
 
@@ -214,6 +214,10 @@ pub struct TurnConfig {
     pub stop_word: bool,
     /// Speech in the first moments of the reply does not interrupt it.
     pub protect_ms: u64,
+    /// After this much silence the utterance so far is transcribed while
+    /// the gate's hold runs on; kept if no speech follows (so the hold's end
+    /// does not wait for recognition), dropped if it does. None: off.
+    pub speculate_ms: Option<u64>,
     pub persona_id: Option<String>,
 }
 
@@ -229,6 +233,7 @@ impl Default for TurnConfig {
             barge_in: true,
             stop_word: true,
             protect_ms: 500,
+            speculate_ms: Some(200),
             persona_id: None,
         }
     }
@@ -295,34 +300,69 @@ fn turn(
 ) -> Result<TurnOutcome, VoiceError> {
     emit(state(VoiceState::Listening, config));
     let stage = Instant::now();
-    let Some(audio) = listen(io, config, control, emit)? else {
+    let Some((audio, speculated)) = listen(io, stt, config, control, emit)? else {
         tracing::info!(ms = ms(stage), "voice turn: nothing heard");
         return Ok(TurnOutcome::NothingHeard);
     };
     tracing::info!(ms = ms(stage), audio_ms = audio.len() as u64 * 1000 / u64::from(voice::SAMPLE_RATE), "voice turn: listened");
     emit(state(VoiceState::Thinking, config));
     let stage = Instant::now();
-    let transcript = stt.transcribe(&audio, config.listen)?;
+    let transcript = match speculated {
+        Some(t) => t,
+        None => stt.transcribe(&audio, config.listen)?,
+    };
     let heard = transcript.text.trim().to_owned();
     tracing::info!(ms = ms(stage), chars = heard.len(), "voice turn: transcribed");
     if heard.is_empty() || control.stopped() {
         return Ok(TurnOutcome::NothingHeard);
     }
     emit(VoiceEvent::Heard { text: heard.clone() });
+    let speak = if transcript.language == "pt" { Language::Pt } else { config.speak };
     let stage = Instant::now();
-    let reply = responder.reply(&heard)?;
+    // The reply's first piece starts playing as soon as the model has
+    // written it; the rest waits for the whole reply.
+    let mut early: Option<(String, usize)> = None;
+    let mut streamed = String::new();
+    let reply = responder.reply_streaming(&heard, &mut |delta| {
+        if early.is_some() || control.stopped() {
+            return;
+        }
+        streamed.push_str(delta);
+        let pieces = speaking_pieces(&streamed);
+        if pieces.len() < 2 {
+            return;
+        }
+        match tts.synthesize(&SynthesisRequest { text: &pieces[0], language: speak, rate: config.rate }) {
+            Ok(pcm) => {
+                let pcm = pcm.resampled(voice::SAMPLE_RATE).samples;
+                io.flush_input();
+                io.play(&pcm);
+                emit(state(VoiceState::Speaking, config));
+                tracing::info!(ms = ms(stage), "voice turn: first piece playing while the reply streams");
+                early = Some((pieces[0].clone(), pcm.len()));
+            }
+            // Tried again with the whole reply.
+            Err(e) => tracing::warn!("voice turn: the first piece could not be synthesised: {e}"),
+        }
+    })?;
     tracing::info!(ms = ms(stage), chars = reply.len(), "voice turn: persona replied");
     if control.stopped() {
         // Stopped while the persona thought: the reply is kept (it is in the
-        // conversation) but not a word of it was spoken.
-        finished(responder, &heard, &reply, "", true)?;
-        let done = TurnOutcome::Done { heard: heard.clone(), reply: reply.clone(), spoken: String::new(), interrupted: true };
-        emit(VoiceEvent::TurnEnded { heard, reply, spoken: String::new(), interrupted: true });
+        // conversation); only a first piece already playing was heard.
+        let spoken = match early.take() {
+            Some((text, _)) => {
+                io.stop_playback();
+                text
+            }
+            None => String::new(),
+        };
+        finished(responder, &heard, &reply, &spoken, true)?;
+        let done = TurnOutcome::Done { heard: heard.clone(), reply: reply.clone(), spoken: spoken.clone(), interrupted: true };
+        emit(VoiceEvent::TurnEnded { heard, reply, spoken, interrupted: true });
         return Ok(done);
     }
-    let speak = if transcript.language == "pt" { Language::Pt } else { config.speak };
     let stage = Instant::now();
-    let (spoken, interrupted) = speak_reply(io, stt, tts, &reply, speak, config, control, emit)?;
+    let (spoken, interrupted) = speak_reply(io, stt, tts, &reply, early, speak, config, control, emit)?;
     tracing::info!(ms = ms(stage), interrupted, "voice turn: spoken");
     finished(responder, &heard, &reply, &spoken, interrupted)?;
     emit(VoiceEvent::TurnEnded {
@@ -352,17 +392,20 @@ fn finished(responder: &mut dyn Responder, heard: &str, reply: &str, spoken: &st
     })
 }
 
-/// The utterance, or `None` when nothing was said.
+/// The utterance, or `None` when nothing was said; with its transcript
+/// when one made in the last silence still holds.
 fn listen(
     io: &mut dyn Duplex,
+    stt: &mut dyn SpeechToText,
     config: &TurnConfig,
     control: &TurnControl,
     emit: &mut dyn FnMut(VoiceEvent),
-) -> Result<Option<Vec<f32>>, VoiceError> {
+) -> Result<Option<(Vec<f32>, Option<voice::Transcript>)>, VoiceError> {
     let mut gate = SpeechGate::new(config.gate);
     let preroll_len = FRAME * 25; // half a second before the gate opened
     let mut preroll = std::collections::VecDeque::with_capacity(preroll_len + FRAME);
     let mut utterance: Option<Vec<f32>> = None;
+    let mut speculated: Option<voice::Transcript> = None;
     let mut frames = 0u64;
     loop {
         if control.stopped() {
@@ -386,11 +429,25 @@ fn listen(
                 break;
             }
         }
-        match gate.push(&frame) {
+        let event = gate.push(&frame);
+        if gate.is_speaking() && gate.silence_ms() == 0 {
+            speculated = None;
+        }
+        if let (Some(at), Some(u), true) = (config.speculate_ms, utterance.as_ref(), gate.is_speaking()) {
+            if gate.silence_ms() == at {
+                // Recognised now, while the hold runs (a live microphone
+                // keeps its frames meanwhile); a failure waits for the end.
+                speculated = stt.transcribe(u, config.listen).ok();
+            }
+        }
+        match event {
             Some(GateEvent::SpeechStarted { .. }) if utterance.is_none() => {
                 utterance = Some(preroll.iter().copied().collect());
             }
-            Some(GateEvent::SpeechEnded { .. }) if utterance.is_some() => break,
+            Some(GateEvent::SpeechEnded { .. }) if utterance.is_some() => {
+                emit(VoiceEvent::Level { level: 0.0 });
+                return Ok(utterance.map(|u| (u, speculated)));
+            }
             _ => {}
         }
         if utterance.is_none() && frames * FRAME_MS >= config.max_wait_ms {
@@ -398,39 +455,65 @@ fn listen(
         }
     }
     emit(VoiceEvent::Level { level: 0.0 });
-    Ok(utterance)
+    // Released, cut at the longest utterance or the input ended: recognised whole.
+    Ok(utterance.map(|u| (u, None)))
 }
 
-/// Speaks `reply`; returns what was heard of it and whether it was cut.
+/// Audio of speech queued ahead of what plays before the next piece is
+/// synthesised: a second.
+const AHEAD: usize = voice::SAMPLE_RATE as usize;
+
+/// Speaks `reply` piece by piece, each synthesised while the one before it
+/// plays (`early`: the first piece, already playing from the stream, with
+/// its length); returns what was heard of it and whether it was cut.
 #[allow(clippy::too_many_arguments)]
 fn speak_reply(
     io: &mut dyn Duplex,
     stt: &mut dyn SpeechToText,
     tts: &dyn SpeechSynthesizer,
     reply: &str,
+    early: Option<(String, usize)>,
     language: Language,
     config: &TurnConfig,
     control: &TurnControl,
     emit: &mut dyn FnMut(VoiceEvent),
 ) -> Result<(String, bool), VoiceError> {
-    let parts = sentences(reply);
+    let parts = speaking_pieces(reply);
+    // Each piece with the sample at which it starts playing.
+    let mut starts = Vec::new();
+    let mut total = 0usize;
+    match early {
+        Some((text, len)) if parts.first() == Some(&text) => {
+            starts.push((text, 0));
+            total = len;
+        }
+        Some(_) => {
+            // The saved reply does not begin as the stream did: it has the last word.
+            io.stop_playback();
+            io.flush_input();
+        }
+        None => io.flush_input(),
+    }
     if parts.is_empty() {
         return Ok((String::new(), false));
     }
-    io.flush_input();
-    // Each sentence with the sample at which it starts playing.
-    let mut starts = Vec::new();
-    let mut total = 0usize;
-    let synthesis = Instant::now();
-    for s in &parts {
+    let mut next = starts.len();
+    let speak_next = |io: &mut dyn Duplex, starts: &mut Vec<(String, usize)>, total: &mut usize, next: &mut usize| {
+        let synthesis = Instant::now();
+        let s = &parts[*next];
         let pcm = tts.synthesize(&SynthesisRequest { text: s, language, rate: config.rate })?;
         let pcm = pcm.resampled(voice::SAMPLE_RATE).samples;
-        starts.push((s.clone(), total));
-        total += pcm.len();
+        starts.push((s.clone(), *total));
+        *total += pcm.len();
         io.play(&pcm);
+        tracing::info!(ms = ms(synthesis), piece = *next, "voice turn: synthesised");
+        *next += 1;
+        Ok::<(), VoiceError>(())
+    };
+    if next == 0 {
+        speak_next(io, &mut starts, &mut total, &mut next)?;
+        emit(state(VoiceState::Speaking, config));
     }
-    tracing::info!(ms = ms(synthesis), sentences = parts.len(), "voice turn: synthesised");
-    emit(state(VoiceState::Speaking, config));
     let mut gate = SpeechGate::new(config.gate);
     let mut input_ended = false;
     let mut told = 0usize;
@@ -440,7 +523,10 @@ fn speak_reply(
     let listens_for_stop = !config.barge_in && config.stop_word;
     let mut utterance: Option<Vec<f32>> = None;
     let mut recent = std::collections::VecDeque::new();
-    while io.queued() > 0 {
+    while io.queued() > 0 || next < parts.len() {
+        if next < parts.len() && io.queued() < AHEAD {
+            speak_next(io, &mut starts, &mut total, &mut next)?;
+        }
         let played = total - io.queued();
         // A sentence counts as spoken once its first sample has played.
         let begun = starts.iter().filter(|(_, at)| *at < played).count();

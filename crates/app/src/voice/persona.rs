@@ -1,6 +1,6 @@
 //! The persona pipeline as the voice turn's responder: the heard words are
 //! sent as the person's message (so the turn is in the conversation like a
-//! typed one) and the finished reply comes back. Once the turn is over it
+//! typed one) and the reply comes back, streamed as the model writes it. Once the turn is over it
 //! is marked as spoken in the ledger (`voice_turn`), with how much of the
 //! reply was said aloud when the person cut it off.
 
@@ -27,6 +27,12 @@ impl PersonaResponder {
 
 impl Responder for PersonaResponder {
     fn reply(&mut self, heard: &str) -> Result<String, VoiceError> {
+        self.reply_streaming(heard, &mut |_| {})
+    }
+
+    /// The model's text as the chat window streams it (`ReplyDelta`), then
+    /// the reply as saved.
+    fn reply_streaming(&mut self, heard: &str, on_text: &mut dyn FnMut(&str)) -> Result<String, VoiceError> {
         let engine = self.engine.clone();
         let persona = self.persona.clone();
         let heard = heard.to_owned();
@@ -44,6 +50,7 @@ impl Responder for PersonaResponder {
             }
             loop {
                 match rx.recv().await {
+                    Ok(AppEvent::ReplyDelta { request_id, text, .. }) if request_id == request => on_text(&text),
                     Ok(AppEvent::ReplyFinished { request_id, message }) if request_id == request => {
                         return Ok((sent.id, Some((message.id, message.content))))
                     }

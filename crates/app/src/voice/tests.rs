@@ -239,3 +239,65 @@ fn the_paced_device_plays_at_the_wall_clock_after_a_pause() {
     let took = started.elapsed();
     assert!(took >= std::time::Duration::from_millis(200), "15 frames of 20 ms played in {took:?}");
 }
+
+/// A persona that streams its reply in pieces and logs when it does.
+struct Streaming {
+    deltas: Vec<&'static str>,
+    saved: &'static str,
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Responder for Streaming {
+    fn reply(&mut self, _heard: &str) -> Result<String, VoiceError> {
+        Ok(self.saved.into())
+    }
+    fn reply_streaming(&mut self, _heard: &str, on_text: &mut dyn FnMut(&str)) -> Result<String, VoiceError> {
+        for d in &self.deltas {
+            self.log.lock().unwrap().push(format!("delta {d}"));
+            on_text(d);
+        }
+        self.log.lock().unwrap().push("saved".into());
+        Ok(self.saved.into())
+    }
+}
+
+fn streamed_turn(deltas: Vec<&'static str>, saved: &'static str) -> (TurnOutcome, Vec<String>) {
+    let mut io = mic(&[silence(300), said("what time is it"), silence(9_000)]);
+    let mut stt = stt(&["what time is it"]);
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut persona = Streaming { deltas, saved, log: log.clone() };
+    let config = TurnConfig::default();
+    let events = log.clone();
+    let outcome = run_turn(&mut io, &mut stt, &mut persona, &TONE, &config, &TurnControl::new(), &mut |e| {
+        if let VoiceEvent::State { state, .. } = e {
+            events.lock().unwrap().push(format!("{state:?}"));
+        }
+    })
+    .expect("turn");
+    let log = log.lock().unwrap().clone();
+    (outcome, log)
+}
+
+#[test]
+fn the_first_sentence_plays_while_the_reply_still_streams() {
+    let (outcome, log) = streamed_turn(vec!["It is a quarter ", "past noon. The", " trains run late today. Take an umbrella."], REPLY);
+    // Speaking began once the first sentence was complete, before the rest came.
+    let speaking = log.iter().position(|l| l == "Speaking").expect("spoke");
+    assert_eq!(log[speaking - 1], "delta past noon. The", "{log:?}");
+    assert_eq!(log.iter().filter(|l| *l == "Speaking").count(), 1, "{log:?}");
+    assert_eq!(
+        outcome,
+        TurnOutcome::Done { heard: "what time is it".into(), reply: REPLY.into(), spoken: REPLY.into(), interrupted: false }
+    );
+}
+
+#[test]
+fn a_saved_reply_that_differs_from_its_stream_is_spoken_as_saved() {
+    let saved = "It is noon. Take an umbrella.";
+    let (outcome, log) = streamed_turn(vec!["It is a quarter past noon. The", " trains run late."], saved);
+    assert!(log.iter().position(|l| l == "Speaking") < log.iter().position(|l| l == "saved"), "{log:?}");
+    assert_eq!(
+        outcome,
+        TurnOutcome::Done { heard: "what time is it".into(), reply: saved.into(), spoken: saved.into(), interrupted: false }
+    );
+}

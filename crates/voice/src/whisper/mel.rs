@@ -1,6 +1,8 @@
 //! Whisper's log-mel front end: the filter bank (librosa's Slaney mel
 //! scale and area normalisation, as `whisper/assets/mel_filters.npz` was
-//! made) and the spectrogram, candle's implementation.
+//! made) and the spectrogram: candle's implementation as the reference,
+//! and the same transform computed only over the audio and the silence the
+//! encoder is shown.
 
 use candle_transformers::models::whisper::{self as m, audio};
 
@@ -51,16 +53,125 @@ fn mel_to_hz(mel: f64) -> f64 {
 }
 
 /// The log-mel spectrogram of `pcm` followed by 15 s of silence, row-major
-/// `[n_mels][frames]`; returns it with its frame count.
-pub fn log_mel(cfg: &m::Config, pcm: &[f32], filters: &[f32]) -> (Vec<f32>, usize) {
+/// `[n_mels][frames]`, by candle's implementation (which pads further to a
+/// multiple of 15 s and computes every frame, silence included); returns it
+/// with its frame count. Kept as the reference `log_mel` is tested against.
+pub fn log_mel_candle(cfg: &m::Config, pcm: &[f32], filters: &[f32]) -> (Vec<f32>, usize) {
     let mut padded = Vec::with_capacity(pcm.len() + m::N_SAMPLES);
     padded.extend_from_slice(pcm);
     padded.extend(std::iter::repeat_n(0f32, m::N_SAMPLES / 2));
-    // candle pads to a multiple of 15 s and adds 15 s more, so with our
-    // 15 s every 30 s window that starts inside the audio is whole.
     let mel = audio::pcm_to_mel(cfg, &padded, filters);
     let frames = mel.len() / cfg.num_mel_bins;
     (mel, frames)
+}
+
+/// The same log-mel spectrogram as candle's (Whisper's framing: a 400-sample
+/// Hann window every 160 samples, no centring; power spectrum; mel filters;
+/// log10 floored at 1e-10; clamped 8 below the maximum; scaled), computed
+/// only where it is needed: the audio's frames and then `pad_frames` frames
+/// of silence, whose value is known without a transform. Twiddle factors
+/// are tabulated once, not recomputed with sin/cos in every butterfly.
+pub struct MelFrontEnd {
+    n_mels: usize,
+    filters: Vec<f32>,
+    hann: Vec<f32>,
+    /// cos and sin of 2*pi*k/N_FFT for k in 0..N_FFT.
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+}
+
+const SILENT_LOG: f32 = -10.0; // log10(1e-10)
+
+impl MelFrontEnd {
+    pub fn new(n_mels: usize, filters: Vec<f32>) -> Self {
+        let n = m::N_FFT;
+        let two_pi = std::f32::consts::PI * 2.0;
+        let hann = (0..n).map(|i| 0.5 * (1.0 - (two_pi * i as f32 / n as f32).cos())).collect();
+        let cos = (0..n).map(|k| (two_pi * k as f32 / n as f32).cos()).collect();
+        let sin = (0..n).map(|k| (two_pi * k as f32 / n as f32).sin()).collect();
+        Self { n_mels, filters, hann, cos, sin }
+    }
+
+    /// Row-major `[n_mels][frames]` with `frames = pcm.len() / HOP + pad_frames`.
+    pub fn log_mel(&self, pcm: &[f32], pad_frames: usize) -> (Vec<f32>, usize) {
+        let (n_fft, hop) = (m::N_FFT, m::HOP_LENGTH);
+        let n_bins = 1 + n_fft / 2;
+        let frames = pcm.len() / hop + pad_frames;
+        let mut mel = vec![SILENT_LOG; self.n_mels * frames];
+        let mut input = vec![0f32; n_fft];
+        let mut power = vec![0f32; n_bins];
+        for i in 0..frames {
+            let offset = i * hop;
+            if offset >= pcm.len() {
+                break; // only silence from here: SILENT_LOG already
+            }
+            let take = n_fft.min(pcm.len() - offset);
+            for j in 0..take {
+                input[j] = self.hann[j] * pcm[offset + j];
+            }
+            input[take..].fill(0.0);
+            self.power_spectrum(&input, &mut power);
+            for (j, row) in self.filters.chunks_exact(n_bins).enumerate().take(self.n_mels) {
+                let sum: f32 = row.iter().zip(&power).map(|(f, p)| f * p).sum();
+                mel[j * frames + i] = sum.max(1e-10).log10();
+            }
+        }
+        let max = mel.iter().copied().fold(f32::NEG_INFINITY, f32::max) - 8.0;
+        for v in &mut mel {
+            *v = v.max(max) / 4.0 + 1.0;
+        }
+        (mel, frames)
+    }
+
+    /// `|X_k|^2` for k in 0..=N/2, with candle's folding of the mirrored half
+    /// (bins 1..N/2 get the mirror's power added, as its implementation does).
+    fn power_spectrum(&self, input: &[f32], power: &mut [f32]) {
+        let n = input.len();
+        let mut out = vec![0f32; 2 * n];
+        self.fft(input, 1, &mut out);
+        let p = |k: usize| out[2 * k] * out[2 * k] + out[2 * k + 1] * out[2 * k + 1];
+        for (k, slot) in power.iter_mut().enumerate() {
+            *slot = p(k);
+            if k >= 1 && k < n / 2 {
+                *slot += p(n - k);
+            }
+        }
+    }
+
+    /// A complex FFT of the real `inp` (length N_FFT / stride) into `out`
+    /// (interleaved re, im): radix 2 while the length is even, a direct DFT
+    /// for the odd rest (400 = 16 x 25), twiddles from the table.
+    fn fft(&self, inp: &[f32], stride: usize, out: &mut [f32]) {
+        let n = inp.len();
+        if n % 2 == 1 {
+            for k in 0..n {
+                let (mut re, mut im) = (0f32, 0f32);
+                for (j, &x) in inp.iter().enumerate() {
+                    let t = (k * j % n) * stride;
+                    re += x * self.cos[t];
+                    im -= x * self.sin[t];
+                }
+                out[2 * k] = re;
+                out[2 * k + 1] = im;
+            }
+            return;
+        }
+        let even: Vec<f32> = inp.iter().step_by(2).copied().collect();
+        let odd: Vec<f32> = inp.iter().skip(1).step_by(2).copied().collect();
+        let mut e = vec![0f32; n];
+        let mut o = vec![0f32; n];
+        self.fft(&even, stride * 2, &mut e);
+        self.fft(&odd, stride * 2, &mut o);
+        for k in 0..n / 2 {
+            let (c, s) = (self.cos[k * stride], -self.sin[k * stride]);
+            let (ro, io) = (o[2 * k], o[2 * k + 1]);
+            let (tr, ti) = (c * ro - s * io, c * io + s * ro);
+            out[2 * k] = e[2 * k] + tr;
+            out[2 * k + 1] = e[2 * k + 1] + ti;
+            out[2 * (k + n / 2)] = e[2 * k] - tr;
+            out[2 * (k + n / 2) + 1] = e[2 * k + 1] - ti;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,12 +3,14 @@
 //! yields timed segments and tells where the next window starts), the
 //! no-speech check, and language detection for the multilingual model.
 
+pub mod decoder;
 pub mod mel;
 pub mod tokens;
 
 use std::path::Path;
+use std::time::Instant;
 
-use candle_core::{DType, Device, IndexOp, Tensor, D};
+use candle_core::{DType, Device, IndexOp, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::whisper::{self as m, model::Whisper as Model};
 use serde::Deserialize;
@@ -35,11 +37,25 @@ struct Extras {
     lang_ids: Vec<u32>,
 }
 
+/// Where the last `transcribe` spent its time, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StageTimes {
+    pub mel_ms: f64,
+    pub encoder_ms: f64,
+    pub decoder_ms: f64,
+    /// Decoder passes (prompt and sampled tokens) over all windows.
+    pub tokens: usize,
+}
+
 pub struct Whisper {
     model: Model,
+    /// The decoder with a self-attention cache, on the model's weights.
+    decoder: decoder::CachedDecoder,
+    mel: mel::MelFrontEnd,
     vocab: Vocabulary,
     sp: Specials,
     filters: Vec<f32>,
+    last_times: StageTimes,
     suppress_begin: Vec<u32>,
     lang_ids: Vec<u32>,
     device: Device,
@@ -72,12 +88,18 @@ impl Whisper {
             .map_err(|e| corrupt(format!("model.safetensors: {e}")))?;
         let vb = VarBuilder::from_tensors(tensors, DType::F32, &device);
         let filters = mel::filters(config.num_mel_bins);
+        let decoder = decoder::CachedDecoder::load(vb.pp("model.decoder"), &config)
+            .map_err(|e| corrupt(format!("model.safetensors: {e}")))?;
+        let mel = mel::MelFrontEnd::new(config.num_mel_bins, filters.clone());
         let model = Model::load(&vb, config).map_err(|e| corrupt(format!("model.safetensors: {e}")))?;
         Ok(Self {
             model,
+            decoder,
+            mel,
             vocab,
             sp,
             filters,
+            last_times: StageTimes::default(),
             suppress_begin: extras.suppress_tokens_begin,
             lang_ids: extras.lang_ids,
             device,
@@ -89,13 +111,22 @@ impl Whisper {
         self.model.config.vocab_size == 51_864
     }
 
+    /// Where the last `transcribe` spent its time.
+    pub fn last_times(&self) -> StageTimes {
+        self.last_times
+    }
+
+    /// The spectrogram of the audio and of a full window of silence after
+    /// it (so every window the encoder is given lies inside it).
     fn mel_tensor(&self, pcm: &[f32]) -> Result<(Tensor, usize), VoiceError> {
-        let (mel, frames) = mel::log_mel(&self.model.config, pcm, &self.filters);
+        let (mel, frames) = self.mel.log_mel(pcm, m::N_FRAMES);
         let n_mels = self.model.config.num_mel_bins;
         Ok((Tensor::from_vec(mel, (1, n_mels, frames), &self.device)?, frames))
     }
 
-    /// Logits for the next token after `tokens`, as a plain vector.
+    /// Logits for the next token after `tokens` through candle's decoder
+    /// (the whole sequence again each token), as a plain vector: the raw
+    /// baseline's path.
     fn next_logits(
         &mut self,
         tokens: &[u32],
@@ -110,7 +141,9 @@ impl Whisper {
     }
 
     fn detect_language(&mut self, features: &Tensor) -> Result<u32, VoiceError> {
-        let (logits, _) = self.next_logits(&[self.sp.sot], features, true)?;
+        self.decoder.start(features)?;
+        let hidden = self.decoder.feed(&[self.sp.sot])?;
+        let logits = self.decoder.last_logits(&hidden)?;
         self.lang_ids
             .iter()
             .copied()
@@ -125,13 +158,16 @@ impl Whisper {
         let max_tokens = self.model.config.max_target_positions / 2;
         let suppress = self.model.config.suppress_tokens.clone();
         let (mut sum_logprob, mut no_speech_prob) = (0f32, 0f32);
+        self.decoder.start(features)?;
         for i in 0..max_tokens {
-            let (mut logits, ys) = self.next_logits(&tokens, features, i == 0)?;
+            // The prompt first, then one new token a pass (the rest is cached).
+            let hidden = self.decoder.feed(&tokens[self.decoder.len()..])?;
+            self.last_times.tokens += 1;
+            let mut logits = self.decoder.last_logits(&hidden)?;
             if i == 0 {
                 // The no-speech probability is read at the start-of-transcript position.
-                let sot_logits = self.model.decoder.final_linear(&ys.i((..1, ..1))?)?.i(0)?.i(0)?;
-                let probs = candle_nn::ops::softmax(&sot_logits, D::Minus1)?.to_vec1::<f32>()?;
-                no_speech_prob = probs.get(self.sp.no_speech as usize).copied().unwrap_or(0.0);
+                let sot_logits = self.decoder.logits_at(&hidden, 0)?;
+                no_speech_prob = softmax_at(&sot_logits, self.sp.no_speech as usize);
             }
             for &t in &suppress {
                 if let Some(l) = logits.get_mut(t as usize) {
@@ -214,24 +250,34 @@ impl Whisper {
         (segments, advance)
     }
 
-    /// The model alone, as candle's own example drives it: mel, encoder
-    /// and greedy decoding without timestamps or any rule but the model's
-    /// suppressed tokens. The benchmark's baseline; returns the tokens.
+    /// The model alone, as candle's own example drives it: candle's mel
+    /// (over the audio padded to whole 30 s windows), the encoder on 30 s
+    /// windows and candle's decoder (the whole sequence again each token),
+    /// greedy without timestamps or any rule but the model's suppressed
+    /// tokens. The benchmark's baseline; returns the tokens and leaves its
+    /// stage times in `last_times`.
     pub fn raw_greedy(&mut self, pcm_16k: &[f32]) -> Result<Vec<u32>, VoiceError> {
+        self.last_times = StageTimes::default();
+        let started = Instant::now();
         let mel = m::audio::pcm_to_mel(&self.model.config, pcm_16k, &self.filters);
         let n_mels = self.model.config.num_mel_bins;
         let frames = mel.len() / n_mels;
         let mel = Tensor::from_vec(mel, (1, n_mels, frames), &self.device)?;
+        self.last_times.mel_ms = ms_since(started);
         let content = pcm_16k.len() / m::HOP_LENGTH;
         let mut out = Vec::new();
         let mut seek = 0;
         while seek < content {
             let len = m::N_FRAMES.min(frames - seek);
+            let started = Instant::now();
             let features = self.model.encoder.forward(&mel.narrow(2, seek, len)?, true)?;
+            self.last_times.encoder_ms += ms_since(started);
+            let started = Instant::now();
             let mut tokens = vec![self.sp.sot, self.sp.no_timestamps];
             let max_tokens = self.model.config.max_target_positions / 2;
             for i in 0..max_tokens {
                 let (mut logits, _) = self.next_logits(&tokens, &features, i == 0)?;
+                self.last_times.tokens += 1;
                 for &t in &self.model.config.suppress_tokens {
                     if let Some(l) = logits.get_mut(t as usize) {
                         *l = f32::NEG_INFINITY;
@@ -243,10 +289,35 @@ impl Whisper {
                 }
                 tokens.push(next);
             }
+            self.last_times.decoder_ms += ms_since(started);
             out.extend_from_slice(&tokens[2..]);
             seek += m::N_FRAMES;
         }
         Ok(out)
+    }
+
+    /// The largest difference between the cached decoder's logits and
+    /// candle's whole-sequence decoder's, at every step of decoding the
+    /// start of `pcm` greedily; with the number of steps.
+    #[cfg(feature = "test-support")]
+    pub fn decoder_difference(&mut self, pcm: &[f32]) -> Result<(f32, usize), VoiceError> {
+        let (mel, _) = self.mel_tensor(pcm)?;
+        let frames = (pcm.len() / m::HOP_LENGTH).min(m::N_FRAMES);
+        let features = self.model.encoder.forward(&mel.narrow(2, 0, encoder_context(frames))?, true)?;
+        let window = self.decode_window(&features, &[self.sp.sot])?;
+        let mut tokens = vec![self.sp.sot];
+        tokens.extend(&window.tokens);
+        self.decoder.start(&features)?;
+        let mut worst = 0f32;
+        for k in 1..=tokens.len() {
+            let hidden = self.decoder.feed(&tokens[k - 1..k])?;
+            let ours = self.decoder.last_logits(&hidden)?;
+            let (theirs, _) = self.next_logits(&tokens[..k], &features, k == 1)?;
+            for (a, b) in ours.iter().zip(&theirs) {
+                worst = worst.max((a - b).abs());
+            }
+        }
+        Ok((worst, tokens.len()))
     }
 
     /// The text of tokens (for the raw baseline).
@@ -275,8 +346,11 @@ impl SpeechToText for Whisper {
         }
         let content_frames = pcm_16k.len() / m::HOP_LENGTH;
         let mut segments = Vec::new();
+        self.last_times = StageTimes::default();
         if content_frames > 0 {
+            let started = Instant::now();
             let (mel, _) = self.mel_tensor(pcm_16k)?;
+            self.last_times.mel_ms = ms_since(started);
             let mut seek = 0usize;
             while seek < content_frames {
                 let window_frames = m::N_FRAMES.min(content_frames - seek);
@@ -290,7 +364,10 @@ impl SpeechToText for Whisper {
                     continue;
                 }
                 let context = encoder_context(window_frames);
+                let started = Instant::now();
                 let features = self.model.encoder.forward(&mel.narrow(2, seek, context)?, true)?;
+                self.last_times.encoder_ms += ms_since(started);
+                let started = Instant::now();
                 if !english_only && lang_token.is_none() {
                     lang_token = Some(self.detect_language(&features)?);
                 }
@@ -299,6 +376,7 @@ impl SpeechToText for Whisper {
                     prompt.extend([l, self.sp.transcribe]);
                 }
                 let window = self.decode_window(&features, &prompt)?;
+                self.last_times.decoder_ms += ms_since(started);
                 if window.no_speech_prob > m::NO_SPEECH_THRESHOLD as f32
                     && window.avg_logprob < m::LOGPROB_THRESHOLD as f32
                 {
@@ -317,6 +395,12 @@ impl SpeechToText for Whisper {
         let text = segments.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join(" ");
         Ok(Transcript { text, language, segments })
     }
+}
+
+/// The thread count candle's CPU kernels use (RAYON_NUM_THREADS, else
+/// the cores available).
+pub fn compute_threads() -> usize {
+    candle_core::utils::get_num_threads()
 }
 
 /// Mel frames of padding the encoder still sees after a short window's audio.
@@ -371,6 +455,15 @@ fn apply_timestamp_rules(logits: &mut [f32], sampled: &[u32], sp: &Specials) {
             logits[..ts].fill(f32::NEG_INFINITY);
         }
     }
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+/// The softmax probability of entry `i`.
+fn softmax_at(x: &[f32], i: usize) -> f32 {
+    x.get(i).map_or(0.0, |v| (v - log_sum_exp(x)).exp())
 }
 
 fn log_sum_exp(x: &[f32]) -> f32 {

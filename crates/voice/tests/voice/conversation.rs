@@ -213,10 +213,14 @@ fn spoken_rate_commands_are_handled_here_and_slow_the_next_reply() {
     assert_eq!(turns.len(), 3, "{turns:#?}");
     // Acknowledged in the language the recogniser reported (the script says English).
     assert_eq!(turns[1].reply, "Okay, slower.");
-    // The same answer, spoken at 0.8: 1.25 times as long (60 ms a character at rate 1).
+    // The same answer, spoken at 0.8: 1.25 times as long (60 ms a character
+    // at rate 1, over the pieces it is spoken in: "..., on a quiet day."
+    // is its own piece, without the space before it).
     let before = playback_end_ms(mic.played(), turns[0].first_audio_ms) - turns[0].first_audio_ms;
     let after = playback_end_ms(mic.played(), turns[2].first_audio_ms) - turns[2].first_audio_ms;
-    let expected = answer.chars().count() as f64 * 60.0;
+    let pieces = voice::converse::speaking_pieces(answer);
+    assert_eq!(pieces.len(), 2, "{pieces:?}");
+    let expected = pieces.iter().map(|p| p.chars().count()).sum::<usize>() as f64 * 60.0;
     assert!((before as f64 - expected).abs() < 40.0, "rate 1: {before} ms, expected {expected}");
     assert!((after as f64 - expected / 0.8).abs() < 40.0, "rate 0.8: {after} ms, expected {}", expected / 0.8);
 }
@@ -462,3 +466,117 @@ fn with_barge_in_off_speech_does_not_interrupt_but_the_stop_word_and_push_to_tal
     let stopped = turns[0].playback_stopped_ms.expect("stopped by the press");
     assert!(stopped >= down && stopped <= down + 20, "stopped at {stopped}, pressed at {down}");
 }
+
+/// Two halves of a question with a pause between, spoken by espeak-ng.
+fn question_with_pause(pause_ms: usize) -> Vec<f32> {
+    let tts = EspeakNg::default();
+    let say = |text: &str| {
+        use voice::{Language, SpeechSynthesizer, SynthesisRequest};
+        let pcm = tts.synthesize(&SynthesisRequest { text, language: Language::En, rate: 1.0 }).expect("espeak-ng");
+        pcm.resampled(16_000).samples
+    };
+    let mut input = silence(500);
+    input.extend(say("What is the capital"));
+    input.extend(silence(pause_ms));
+    input.extend(say("of France?"));
+    input.extend(silence(6_000));
+    input
+}
+
+#[test]
+fn the_early_end_of_turn_waits_out_an_unfinished_sentence_and_ends_a_finished_one_early() {
+    let (Some(models), true) = (crate::onnx_models_dir(), espeak_available()) else {
+        eprintln!("skipped: needs Silero (scripts/setup.sh) and espeak-ng");
+        return;
+    };
+    let endpoint = voice::converse::Endpoint::default();
+    let config = ConverseConfig { silero_models: Some(models), endpoint: Some(endpoint), ..ConverseConfig::default() };
+    // The recogniser hears the first half in the pause (not a finished
+    // sentence: no early end), then the whole question at its end.
+    let mut stt = scripted(&["What is the capital", "What is the capital of France?"]);
+    let mut mic = WavLoopback::new(Pcm { samples: question_with_pause(500), rate: 16_000 }, None);
+    let mut persona = Echoing(vec![]);
+    let tts = ToneSynth { rate_hz: 16_000 };
+    let turns = converse(&mut mic, &mut stt, &mut persona, &tts, &config).expect("converse");
+    assert_eq!(persona.0, vec!["What is the capital of France?"], "{turns:#?}");
+    assert_eq!(turns.len(), 1);
+    // Two transcriptions, both speculative (in the pause, then after the
+    // question): nothing was recognised again after the end was decided.
+    assert_eq!(stt.heard.len(), 2, "{:?}", stt.heard);
+    assert!(stt.heard[0] < stt.heard[1]);
+    let t = &turns[0];
+    let detected_after = t.timings.detected_at_ms - t.end_of_speech_ms;
+    assert!(
+        detected_after >= endpoint.quick_stop_ms && detected_after < 600,
+        "ended {detected_after} ms after the last voiced frame (the hold is 800)"
+    );
+
+    // Baseline: the same audio without the early end waits the whole hold.
+    let mut stt = scripted(&["What is the capital of France?"]);
+    let mut mic = WavLoopback::new(Pcm { samples: question_with_pause(500), rate: 16_000 }, None);
+    let config = ConverseConfig { endpoint: None, ..config };
+    let turns = converse(&mut mic, &mut stt, &mut Echoing(vec![]), &tts, &config).expect("converse");
+    assert_eq!(turns.len(), 1);
+    assert!(turns[0].timings.detected_at_ms - turns[0].end_of_speech_ms >= 800);
+}
+
+/// A responder that writes its first sentence at once and the rest after a while.
+struct SlowStreaming;
+
+impl Responder for SlowStreaming {
+    fn reply(&mut self, _heard: &str) -> Result<String, VoiceError> {
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        Ok("Paris is the capital. It stands on the Seine.".into())
+    }
+    fn reply_streaming(&mut self, heard: &str, on_text: &mut dyn FnMut(&str)) -> Result<String, VoiceError> {
+        on_text("Paris is the capital. It");
+        self.reply(heard)
+    }
+}
+
+#[test]
+fn the_first_sentence_is_spoken_from_the_stream_before_the_reply_is_whole() {
+    let mut input = silence(300);
+    let Some(clips) = librivox_clips() else {
+        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    input.extend(read_mono(&clips[1].0, 16_000).expect("clip").samples);
+    input.extend(silence(8_000));
+    let mut stt = scripted(&["where is paris"]);
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let tts = ToneSynth { rate_hz: 16_000 };
+    let turns = converse(&mut mic, &mut stt, &mut SlowStreaming, &tts, &ConverseConfig::default()).expect("converse");
+    assert_eq!(turns.len(), 1);
+    let t = &turns[0];
+    assert_eq!(t.spoken, "Paris is the capital. It stands on the Seine.");
+    // The model's time counted to the first sentence, not to the whole reply (400 ms).
+    assert!(t.timings.reply_ms < 200, "{:?}", t.timings);
+    assert!(t.first_audio_ms - t.timings.detected_at_ms < 300, "{t:#?}");
+}
+
+#[test]
+fn a_long_first_sentence_is_spoken_from_its_first_clause() {
+    assert_eq!(
+        voice::converse::speaking_pieces("Well, Paris is the capital of France, and it stands on the Seine. Yes."),
+        vec!["Well, Paris is the capital of France,", "and it stands on the Seine.", "Yes."]
+    );
+    // Too short on either side: whole.
+    assert_eq!(voice::converse::speaking_pieces("Yes, it is. Fine."), vec!["Yes, it is.", "Fine."]);
+    assert_eq!(voice::converse::speaking_pieces("Paris is lovely, truly."), vec!["Paris is lovely, truly."]);
+    // Only the first sentence is split; "3,000" is not a clause break.
+    assert_eq!(
+        voice::converse::speaking_pieces("It is 3,000 metres high. Later, we can talk about the other one."),
+        vec!["It is 3,000 metres high.", "Later, we can talk about the other one."]
+    );
+}
+
+#[test]
+fn a_transcript_reads_finished_when_it_ends_a_sentence() {
+    assert!(voice::converse::reads_finished("What is the capital of France?"));
+    assert!(voice::converse::reads_finished("Tell me about the river Seine. "));
+    assert!(!voice::converse::reads_finished("What is the capital of"));
+    assert!(!voice::converse::reads_finished("Which is the largest..."));
+    assert!(!voice::converse::reads_finished(""));
+}
+

@@ -159,3 +159,48 @@ fn resampled_audio_is_recognised_like_the_original() {
     let (e, n) = word_errors(&normalize_en(reference), &normalize_en(&t.text));
     assert!(e * 100 <= n * 10, "WER {e}/{n}: {}", t.text);
 }
+
+#[test]
+fn the_cached_decoder_gives_the_logits_of_candles_whole_sequence_decoder() {
+    let (Some(dir), Some(clips)) = (whisper_dir(), librivox_clips()) else {
+        eprintln!("skipped: needs the whisper-tiny.en model and pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let mut model = Whisper::load(&dir).expect("load");
+    let pcm = read_mono(&clips[1].0, 16_000).expect("clip");
+    let (worst, steps) = model.decoder_difference(&pcm.samples).expect("decode");
+    assert!(steps > 10, "{steps} steps");
+    assert!(worst < 2e-3, "largest logit difference {worst}");
+}
+
+#[test]
+fn our_spectrogram_equals_candles_over_the_audio_and_the_silence_after_it() {
+    use candle_transformers::models::whisper as m;
+    use voice::whisper::mel::{filters, log_mel_candle, MelFrontEnd};
+    let cfg: m::Config = serde_json::from_str(
+        r#"{"num_mel_bins":80,"max_source_positions":1500,"d_model":384,"encoder_attention_heads":6,
+            "encoder_layers":4,"vocab_size":51864,"max_target_positions":448,"decoder_attention_heads":6,
+            "decoder_layers":4,"suppress_tokens":[]}"#,
+    )
+    .unwrap();
+    let f = filters(80);
+    // 1.3 s of a chirp with a little noise, then nothing.
+    let pcm: Vec<f32> = (0..20_800)
+        .map(|i| {
+            let t = i as f32 / 16_000.0;
+            0.3 * (2.0 * std::f32::consts::PI * (200.0 + 900.0 * t) * t).sin()
+                + 0.01 * ((i * 7919 % 101) as f32 / 101.0 - 0.5)
+        })
+        .collect();
+    let (reference, ref_frames) = log_mel_candle(&cfg, &pcm, &f);
+    let front = MelFrontEnd::new(80, f);
+    let (ours, frames) = front.log_mel(&pcm, 300);
+    assert_eq!(frames, 130 + 300);
+    let mut worst = 0f32;
+    for j in 0..80 {
+        for i in 0..frames {
+            worst = worst.max((ours[j * frames + i] - reference[j * ref_frames + i]).abs());
+        }
+    }
+    assert!(worst < 1e-3, "largest difference {worst}");
+}
