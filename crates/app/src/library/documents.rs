@@ -1,6 +1,6 @@
-//! The library inside the running engine: opened on first need with its
-//! own embedder when setup installed one (multilingual-e5-small), else the
-//! memory's (one MiniLM in memory, not two), imports as owned
+//! The library inside the running engine: opened on first need with the
+//! memory's embedder (one MiniLM in memory, not two) unless e5 is chosen
+//! (`LEDGERMIND_LIBRARY_EMBEDDER=e5`), imports as owned
 //! tasks that report progress and can be cancelled between files, the
 //! Library view's queries, and the passages and citations of a reply.
 
@@ -61,7 +61,7 @@ impl Engine {
             .library
             .get_or_try_init(|| async {
                 let models = self.data_dir().models();
-                let own = tokio::task::spawn_blocking(move || super::stronger_embedder(&models))
+                let own = tokio::task::spawn_blocking(move || super::chosen_embedder(&models))
                     .await
                     .map_err(|e| AppError::new("INTERNAL", e.to_string()))?;
                 let embedder = match own {

@@ -1,8 +1,7 @@
 //! The document library composed for the app and the CLI: where it lives
-//! in the data directory, which embedder and tokenizer it uses
-//! (multilingual-e5-small when setup installed it, else the same local
-//! all-MiniLM-L6-v2 as memory; passages are sized by MiniLM's word
-//! pieces either way), how files are extracted (this very executable
+//! in the data directory, which embedder and tokenizer it uses (the same
+//! local all-MiniLM-L6-v2 as memory, or multilingual-e5-small when chosen;
+//! passages are sized by MiniLM's word pieces either way), how files are extracted (this very executable
 //! re-run as a child process), and the cited passages a persona's reply
 //! may use.
 
@@ -67,7 +66,7 @@ pub async fn open_library(data_dir: &DataDir) -> Result<Library, AppError> {
     let models = data_dir.models();
     let model_dir = models.join(MINILM_DIR);
     let loaded = tokio::task::spawn_blocking(move || {
-        let model: Arc<dyn Embedder> = match stronger_embedder(&models) {
+        let model: Arc<dyn Embedder> = match chosen_embedder(&models) {
             Some(e5) => e5,
             None => Arc::new(MiniLm::load(&model_dir)?),
         };
@@ -89,10 +88,18 @@ pub async fn open_library(data_dir: &DataDir) -> Result<Library, AppError> {
     Ok(library)
 }
 
-/// The library's own embedder when setup installed it under `models`
-/// (multilingual-e5-small); None means the caller uses MiniLM. A file that
-/// does not load is logged and MiniLM used.
-pub fn stronger_embedder(models: &std::path::Path) -> Option<Arc<dyn Embedder>> {
+/// Environment variable choosing the library's embedder: `e5` for
+/// multilingual-e5-small (installed under `models`); anything else, or
+/// nothing, MiniLM. MiniLM is the default: on the FAQ benchmark's tuning
+/// half the 4-bit e5 ranked worse than MiniLM (docs/STATUS.md, session 12).
+pub const LIBRARY_EMBEDDER_VAR: &str = "LEDGERMIND_LIBRARY_EMBEDDER";
+
+/// The library's e5 embedder when chosen and installed; None means the
+/// caller uses MiniLM. A file that does not load is logged and MiniLM used.
+pub fn chosen_embedder(models: &std::path::Path) -> Option<Arc<dyn Embedder>> {
+    if std::env::var(LIBRARY_EMBEDDER_VAR).ok().as_deref() != Some("e5") {
+        return None;
+    }
     match ::library::e5::installed(models)? {
         Ok(e5) => Some(Arc::new(e5)),
         Err(e) => {

@@ -81,9 +81,9 @@ fn docs_add_search_list_and_remove_keep_the_issue_contract() {
     assert!(!home.run(&["docs", "remove", &id]).status.success(), "removing twice fails");
 }
 
-/// The library's own embedder (multilingual-e5-small) when setup installed
-/// it; a library indexed with MiniLM is re-embedded with it at the next
-/// command, and with MiniLM again when it is gone.
+/// The library's e5 embedder when chosen (LEDGERMIND_LIBRARY_EMBEDDER=e5)
+/// and installed: a library indexed with MiniLM is re-embedded with it at
+/// the next command, and with MiniLM again when it is not chosen.
 #[test]
 fn a_library_follows_the_installed_embedder() {
     let Some(e5) = std::env::var_os("LEDGERMIND_CACHE")
@@ -109,10 +109,13 @@ fn a_library_follows_the_installed_embedder() {
     std::fs::create_dir_all(&target).expect("dir");
     let file = "e5-small-enpt-q4.bin";
     std::fs::hard_link(e5.join(file), target.join(file)).or_else(|_| std::fs::copy(e5.join(file), target.join(file)).map(|_| ())).expect("model");
-    let found = lines(&home.run(&["docs", "search", "quanto tempo devo sovar a massa?", "--k", "1", "--json"]));
+    // Installed but not chosen: MiniLM stays.
+    assert!(home.run(&["docs", "search", "tyre pressure", "--json"]).status.success());
+    assert_eq!(models(&db), "all-MiniLM-L6-v2");
+    let chosen = [("LEDGERMIND_LIBRARY_EMBEDDER", "e5")];
+    let found = lines(&home.run_with(&["docs", "search", "quanto tempo devo sovar a massa?", "--k", "1", "--json"], &chosen));
     assert!(found[0]["results"][0]["document"].as_str().is_some_and(|d| d.ends_with("pao.md")), "{found:?}");
     assert_eq!(models(&db), "e5-small/e5-small-enpt-q4");
-    std::fs::remove_dir_all(&target).expect("remove the model");
     let found = lines(&home.run(&["docs", "search", "tyre pressure", "--k", "1", "--json"]));
     assert!(found[0]["results"][0]["document"].as_str().is_some_and(|d| d.ends_with("bike.md")), "{found:?}");
     assert_eq!(models(&db), "all-MiniLM-L6-v2");
