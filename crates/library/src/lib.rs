@@ -11,6 +11,7 @@
 
 mod chunk;
 mod citations;
+pub mod e5;
 mod error;
 pub mod extract;
 mod library;

@@ -24,8 +24,9 @@ use crate::worker::{Extractor, MAX_FILE_BYTES};
 pub const DB_FILE: &str = "library.db";
 /// Largest chunk, in model tokens (the issue's ≤ 256).
 pub const DEFAULT_CHUNK_TOKENS: usize = 256;
-/// Word pieces the embedder reads (its window minus `[CLS]`/`[SEP]`);
-/// longer chunks are embedded in parts.
+/// Word pieces MiniLM reads (its window minus `[CLS]`/`[SEP]`); longer
+/// chunks are embedded in parts. Another embedder's window is its own
+/// [`Embedder::max_tokens`] minus two.
 pub const EMBED_WINDOW: usize = memory::MINILM_MAX_TOKENS - 2;
 /// Embeddings computed per call (and vectors written per statement).
 const EMBED_BATCH: usize = 64;
@@ -516,7 +517,8 @@ impl Library {
             let counter = self.counter.clone();
             let model = self.embedder.model_id();
             let max = self.chunk_tokens;
-            tokio::task::spawn_blocking(move || prepare(&blocks, counter.as_ref(), max, &model))
+            let window = self.embed_window();
+            tokio::task::spawn_blocking(move || prepare(&blocks, counter.as_ref(), max, window, &model))
                 .await
                 .map_err(|e| LibraryError::Task(e.to_string()))?
         };
@@ -544,13 +546,20 @@ impl Library {
     /// Embeds the parts that have no stored vector for this model; returns
     /// them (hash, vector) and how many chunks needed any.
     async fn embed_missing(&self, prepared: &[Prepared]) -> Result<(Vec<(String, Vec<f32>)>, usize)> {
+        let parts: Vec<&[(String, String)]> = prepared.iter().map(|p| p.parts.as_slice()).collect();
+        self.embed_parts(&parts).await
+    }
+
+    /// Embeds the parts (per chunk) that have no stored vector for this
+    /// model; returns them and how many chunks needed any.
+    async fn embed_parts(&self, chunks: &[&[(String, String)]]) -> Result<(Vec<(String, Vec<f32>)>, usize)> {
         let model = self.embedder.model_id();
         let mut missing: Vec<(String, String)> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         let mut chunks_needing = 0;
-        for p in prepared {
+        for parts in chunks {
             let mut needs = false;
-            for (hash, input) in &p.parts {
+            for (hash, input) in parts.iter() {
                 if !seen.insert(hash.clone()) {
                     continue;
                 }
@@ -777,6 +786,89 @@ impl Library {
         Ok(reports)
     }
 
+    /// The embedder's window in the splitter's tokens.
+    fn embed_window(&self) -> usize {
+        self.embedder.max_tokens().saturating_sub(2).max(16)
+    }
+
+    /// Chunks with a part that has no vector from the current embedder
+    /// (indexed with another model): they are found by keyword only until
+    /// [`Self::reembed`] runs.
+    pub async fn stale_chunks(&self) -> Result<usize> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT count(DISTINCT p.chunk_id) FROM chunk_parts p
+             WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = p.vector_hash AND v.model = ?)",
+        )
+        .bind(self.embedder.model_id())
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(n as usize)
+    }
+
+    /// Re-embeds, with the current embedder, every chunk indexed with
+    /// another one (vectors are stored per model; a library is searched
+    /// with one model's vectors only), a batch per transaction; vectors no
+    /// chunk uses any more are deleted. `each` sees (done, total).
+    /// Returns how many chunks were re-embedded.
+    pub async fn reembed(&self, mut each: impl FnMut(usize, usize)) -> Result<usize> {
+        let model = self.embedder.model_id();
+        let window = self.embed_window();
+        let total = self.stale_chunks().await?;
+        let mut done = 0;
+        while done < total {
+            let _one_writer = self.writer.lock().await;
+            let rows: Vec<(i64, Option<String>, String)> = sqlx::query_as(
+                "SELECT c.id, c.section, c.text FROM chunks c WHERE EXISTS (
+                   SELECT 1 FROM chunk_parts p WHERE p.chunk_id = c.id
+                   AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.hash = p.vector_hash AND v.model = ?))
+                 ORDER BY c.id LIMIT ?",
+            )
+            .bind(&model)
+            .bind(EMBED_BATCH as i64)
+            .fetch_all(&self.pool)
+            .await?;
+            if rows.is_empty() {
+                break;
+            }
+            let counter = self.counter.clone();
+            let m = model.clone();
+            let batch = rows.clone();
+            let parts: Vec<Vec<(String, String)>> = tokio::task::spawn_blocking(move || {
+                batch.iter().map(|(_, section, text)| parts_of(section.as_deref(), text, counter.as_ref(), window, &m)).collect()
+            })
+            .await
+            .map_err(|e| LibraryError::Task(e.to_string()))?;
+            let refs: Vec<&[(String, String)]> = parts.iter().map(Vec::as_slice).collect();
+            let (vectors, _) = self.embed_parts(&refs).await?;
+            let mut tx = self.pool.begin().await?;
+            for (hash, v) in &vectors {
+                sqlx::query("INSERT OR IGNORE INTO vectors (hash, model, vector) VALUES (?, ?, ?)")
+                    .bind(hash)
+                    .bind(&model)
+                    .bind(blob(v))
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            for ((chunk_id, _, _), parts) in rows.iter().zip(&parts) {
+                sqlx::query("DELETE FROM chunk_parts WHERE chunk_id = ?").bind(chunk_id).execute(&mut *tx).await?;
+                for (i, (hash, _)) in parts.iter().enumerate() {
+                    sqlx::query("INSERT INTO chunk_parts (chunk_id, part, vector_hash) VALUES (?, ?, ?)")
+                        .bind(chunk_id)
+                        .bind(i as i64)
+                        .bind(hash)
+                        .execute(&mut *tx)
+                        .await?;
+                }
+            }
+            delete_orphan_vectors(&mut tx).await?;
+            tx.commit().await?;
+            *self.vectors.write().await = None;
+            done += rows.len();
+            each(done.min(total), total);
+        }
+        Ok(done)
+    }
+
     async fn scrub(&self) -> Result<()> {
         sqlx::query("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')").execute(&self.pool).await?;
         sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.pool).await?;
@@ -984,7 +1076,7 @@ impl Library {
         let q = query.to_owned();
         // The query's embedding and the scan are CPU work: off the async threads.
         let ranked = tokio::task::spawn_blocking(move || {
-            let qv = embedder.embed(&[q.as_str()])?.pop().unwrap_or_default();
+            let qv = embedder.embed_query(&[q.as_str()])?.pop().unwrap_or_default();
             Ok::<_, memory::MemoryError>(table.search(&qv, n))
         })
         .await
@@ -1015,7 +1107,13 @@ async fn delete_orphan_vectors(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>) -> 
 /// Chunks the blocks, screens each chunk with the injection guard and
 /// works out what each is embedded as: its heading path and text, in
 /// parts when longer than the model's window.
-fn prepare(blocks: &[crate::extract::Block], counter: &dyn TokenCounter, max_tokens: usize, model: &str) -> Vec<Prepared> {
+fn prepare(
+    blocks: &[crate::extract::Block],
+    counter: &dyn TokenCounter,
+    max_tokens: usize,
+    window: usize,
+    model: &str,
+) -> Vec<Prepared> {
     chunk_blocks(blocks, counter, max_tokens)
         .into_iter()
         .map(|chunk| {
@@ -1035,15 +1133,7 @@ fn prepare(blocks: &[crate::extract::Block], counter: &dyn TokenCounter, max_tok
                 .collect();
             categories.sort();
             categories.dedup();
-            let head = chunk.section.as_deref().map(|s| format!("{s}\n")).unwrap_or_default();
-            let whole = format!("{head}{}", chunk.text);
-            let inputs = if counter.tokens(&whole) <= EMBED_WINDOW {
-                vec![whole]
-            } else {
-                let room = EMBED_WINDOW.saturating_sub(counter.tokens(&head)).max(EMBED_WINDOW / 2);
-                split(&chunk.text, counter, room).into_iter().map(|t| format!("{head}{t}")).collect()
-            };
-            let parts = inputs.into_iter().map(|t| (sha256_hex(&[model, &t]), t)).collect();
+            let parts = parts_of(chunk.section.as_deref(), &chunk.text, counter, window, model);
             Prepared {
                 guard: guard_label(screened.treatment),
                 categories: categories.join(","),
@@ -1053,4 +1143,18 @@ fn prepare(blocks: &[crate::extract::Block], counter: &dyn TokenCounter, max_tok
             }
         })
         .collect()
+}
+
+/// What a chunk is embedded as: its heading path and text, in parts of at
+/// most `window` tokens, each keyed by the hash of the model and the text.
+fn parts_of(section: Option<&str>, text: &str, counter: &dyn TokenCounter, window: usize, model: &str) -> Vec<(String, String)> {
+    let head = section.map(|s| format!("{s}\n")).unwrap_or_default();
+    let whole = format!("{head}{text}");
+    let inputs = if counter.tokens(&whole) <= window {
+        vec![whole]
+    } else {
+        let room = window.saturating_sub(counter.tokens(&head)).max(window / 2);
+        split(text, counter, room).into_iter().map(|t| format!("{head}{t}")).collect()
+    };
+    inputs.into_iter().map(|t| (sha256_hex(&[model, &t]), t)).collect()
 }

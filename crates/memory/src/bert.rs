@@ -1,4 +1,5 @@
-//! The BERT encoder of all-MiniLM-L6-v2, one text at a time, on the CPU.
+//! The BERT encoder of all-MiniLM-L6-v2 (and of other BERT-shaped
+//! encoders read into the same weights), one text at a time, on the CPU.
 //!
 //! Candle's `BertModel` (used until session 6) spent a fixed ~8 ms per
 //! query packing every weight matrix for its matrix library, whatever the
@@ -17,7 +18,7 @@ use crate::MemoryError;
 
 /// The parts of a BERT `config.json` the encoder needs.
 #[derive(Debug, Clone, Deserialize)]
-pub(crate) struct BertConfig {
+pub struct BertConfig {
     pub hidden_size: usize,
     pub num_attention_heads: usize,
     pub num_hidden_layers: usize,
@@ -59,7 +60,7 @@ struct Layer {
     output_norm: Norm,
 }
 
-pub(crate) struct Bert {
+pub struct Bert {
     word: Vec<f32>,
     position: Vec<f32>,
     token_type: Vec<f32>,
@@ -71,22 +72,34 @@ pub(crate) struct Bert {
 impl Bert {
     /// From a safetensors map (names with or without a `bert.` prefix).
     pub fn from_tensors(tensors: &HashMap<String, Tensor>, config: BertConfig) -> Result<Self, MemoryError> {
+        let get = |name: &str| -> Result<Vec<f32>, MemoryError> {
+            let t = tensors
+                .get(name)
+                .or_else(|| tensors.get(&format!("bert.{name}")))
+                .ok_or_else(|| MemoryError::ModelUnavailable(format!("the weights have no {name}")))?;
+            t.flatten_all()
+                .and_then(|t| t.to_dtype(candle_core::DType::F32))
+                .and_then(|t| t.to_vec1::<f32>())
+                .map_err(|e| MemoryError::ModelUnavailable(format!("bad weights for {name}: {e}")))
+        };
+        Self::from_parts(&get, config)
+    }
+
+    /// From named float weights with Hugging Face BERT's names (the word
+    /// table's row count is its length over the width); another model file
+    /// format reads its own weights into these names.
+    pub fn from_parts(
+        get: &dyn Fn(&str) -> Result<Vec<f32>, MemoryError>,
+        config: BertConfig,
+    ) -> Result<Self, MemoryError> {
         if config.hidden_act != "gelu" || config.num_attention_heads == 0 || config.hidden_size % config.num_attention_heads != 0 {
             return Err(MemoryError::ModelUnavailable(format!(
                 "unsupported BERT: activation {}, {} heads for {} dimensions",
                 config.hidden_act, config.num_attention_heads, config.hidden_size
             )));
         }
-        let get = |name: &str, len: usize| -> Result<Vec<f32>, MemoryError> {
-            let t = tensors
-                .get(name)
-                .or_else(|| tensors.get(&format!("bert.{name}")))
-                .ok_or_else(|| MemoryError::ModelUnavailable(format!("the weights have no {name}")))?;
-            let v = t
-                .flatten_all()
-                .and_then(|t| t.to_dtype(candle_core::DType::F32))
-                .and_then(|t| t.to_vec1::<f32>())
-                .map_err(|e| MemoryError::ModelUnavailable(format!("bad weights for {name}: {e}")))?;
+        let sized = |name: &str, len: usize| -> Result<Vec<f32>, MemoryError> {
+            let v = get(name)?;
             if v.len() == len {
                 Ok(v)
             } else {
@@ -95,10 +108,10 @@ impl Bert {
         };
         let (h, inter) = (config.hidden_size, config.intermediate_size);
         let linear = |name: &str, inputs: usize, outputs: usize| -> Result<Linear, MemoryError> {
-            Ok(Linear { weight: get(&format!("{name}.weight"), inputs * outputs)?, bias: get(&format!("{name}.bias"), outputs)? })
+            Ok(Linear { weight: sized(&format!("{name}.weight"), inputs * outputs)?, bias: sized(&format!("{name}.bias"), outputs)? })
         };
         let norm = |name: &str| -> Result<Norm, MemoryError> {
-            Ok(Norm { gain: get(&format!("{name}.weight"), h)?, bias: get(&format!("{name}.bias"), h)? })
+            Ok(Norm { gain: sized(&format!("{name}.weight"), h)?, bias: sized(&format!("{name}.bias"), h)? })
         };
         let layers = (0..config.num_hidden_layers)
             .map(|i| {
@@ -115,15 +128,19 @@ impl Bert {
                 })
             })
             .collect::<Result<Vec<_>, MemoryError>>()?;
-        let vocab = tensors
-            .get("embeddings.word_embeddings.weight")
-            .or_else(|| tensors.get("bert.embeddings.word_embeddings.weight"))
-            .map(|t| t.elem_count() / h.max(1))
-            .unwrap_or(0);
+        let word = get("embeddings.word_embeddings.weight")?;
+        if word.is_empty() || word.len() % h != 0 {
+            return Err(MemoryError::ModelUnavailable(format!("the word table has {} values for width {h}", word.len())));
+        }
+        let token_type = get("embeddings.token_type_embeddings.weight")?;
+        if token_type.len() < h || token_type.len() % h != 0 {
+            return Err(MemoryError::ModelUnavailable(format!("the token type table has {} values", token_type.len())));
+        }
         Ok(Self {
-            word: get("embeddings.word_embeddings.weight", vocab * h)?,
-            position: get("embeddings.position_embeddings.weight", config.max_position_embeddings * h)?,
-            token_type: get("embeddings.token_type_embeddings.weight", 2 * h)?,
+            word,
+            position: sized("embeddings.position_embeddings.weight", config.max_position_embeddings * h)?,
+            // Only type 0 is ever used (one segment).
+            token_type: token_type[..h].to_vec(),
             embedding_norm: norm("embeddings.LayerNorm")?,
             layers,
             config,

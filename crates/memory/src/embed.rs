@@ -16,6 +16,17 @@ pub trait Embedder: Send + Sync {
     fn model_id(&self) -> String {
         format!("unnamed-{}", self.dim())
     }
+    /// Embeds search queries; models trained with distinct query and
+    /// passage inputs (e5's "query: " / "passage: ") override it, and
+    /// `embed` is then the passage side.
+    fn embed_query(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, MemoryError> {
+        self.embed(texts)
+    }
+    /// Longest input the model reads whole, in its tokens with its special
+    /// tokens (a longer one is truncated or must be split by the caller).
+    fn max_tokens(&self) -> usize {
+        MINILM_MAX_TOKENS
+    }
 }
 
 /// Folder name of the default local embedding model under `<home>/models/`.
@@ -75,22 +86,29 @@ impl Embedder for MiniLm {
     /// One text (a query) on the calling thread; several (background
     /// indexing) spread over one thread per core.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, MemoryError> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(texts.len());
-        if threads <= 1 {
-            return Ok(texts.iter().map(|t| self.embed_one(t)).collect());
-        }
-        let per_thread = texts.len().div_ceil(threads);
-        std::thread::scope(|scope| {
-            let parts: Vec<_> = texts
-                .chunks(per_thread)
-                .map(|part| scope.spawn(move || part.iter().map(|t| self.embed_one(t)).collect::<Vec<_>>()))
-                .collect();
-            parts.into_iter().try_fold(Vec::with_capacity(texts.len()), |mut out, part| {
-                out.extend(part.join().map_err(|_| MemoryError::Embed("an embedding thread panicked".into()))?);
-                Ok(out)
-            })
-        })
+        on_threads(texts, |t| self.embed_one(t))
     }
+}
+
+/// `embed` over `texts` in order: one text on the calling thread, several
+/// spread over one thread per core.
+pub fn on_threads(texts: &[&str], embed: impl Fn(&str) -> Vec<f32> + Sync) -> Result<Vec<Vec<f32>>, MemoryError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(texts.len());
+    if threads <= 1 {
+        return Ok(texts.iter().map(|t| embed(t)).collect());
+    }
+    let per_thread = texts.len().div_ceil(threads);
+    let embed = &embed;
+    std::thread::scope(|scope| {
+        let parts: Vec<_> = texts
+            .chunks(per_thread)
+            .map(|part| scope.spawn(move || part.iter().map(|t| embed(t)).collect::<Vec<_>>()))
+            .collect();
+        parts.into_iter().try_fold(Vec::with_capacity(texts.len()), |mut out, part| {
+            out.extend(part.join().map_err(|_| MemoryError::Embed("an embedding thread panicked".into()))?);
+            Ok(out)
+        })
+    })
 }
 
 pub fn normalise(mut v: Vec<f32>) -> Vec<f32> {

@@ -21,9 +21,10 @@ mod tokenizer;
 
 #[cfg(any(test, feature = "test-support"))]
 pub use embed::HashingEmbedder;
+pub use bert::{Bert, BertConfig};
 pub use cache::CachedEmbedder;
 pub use decay::{decay_factor, DEFAULT_HALF_LIFE_DAYS};
-pub use embed::{normalise, Embedder, MiniLm, MINILM_DIR, MINILM_MAX_TOKENS};
+pub use embed::{normalise, on_threads, Embedder, MiniLm, MINILM_DIR, MINILM_MAX_TOKENS};
 pub use error::MemoryError;
 pub use import::{import_file, import_rows, parse_conversation, ConversationRow, ImportReport, IMPORT_BATCH};
 pub use index::{now_ms, parse_rfc3339_ms, EmbedProgress, Hit, ItemKind, MemoryIndex, NewItem, Recall};

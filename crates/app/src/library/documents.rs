@@ -1,5 +1,6 @@
 //! The library inside the running engine: opened on first need with the
-//! memory's embedder (one MiniLM in memory, not two), imports as owned
+//! memory's embedder (one MiniLM in memory, not two) unless e5 is chosen
+//! (`LEDGERMIND_LIBRARY_EMBEDDER=e5`), imports as owned
 //! tasks that report progress and can be cancelled between files, the
 //! Library view's queries, and the passages and citations of a reply.
 
@@ -59,13 +60,25 @@ impl Engine {
             .documents
             .library
             .get_or_try_init(|| async {
-                self.ensure_embedder().await;
-                let embedder = self.memory.embedder().ok_or_else(|| {
-                    AppError::new(
-                        "MODEL_UNAVAILABLE",
-                        format!("The embedding model is not loaded ({}). Run scripts/setup.sh.", self.memory.embedder_status()),
-                    )
-                })?;
+                let models = self.data_dir().models();
+                let own = tokio::task::spawn_blocking(move || super::chosen_embedder(&models))
+                    .await
+                    .map_err(|e| AppError::new("INTERNAL", e.to_string()))?;
+                let embedder = match own {
+                    Some(e5) => e5,
+                    None => {
+                        self.ensure_embedder().await;
+                        self.memory.embedder().ok_or_else(|| {
+                            AppError::new(
+                                "MODEL_UNAVAILABLE",
+                                format!(
+                                    "The embedding model is not loaded ({}). Run scripts/setup.sh.",
+                                    self.memory.embedder_status()
+                                ),
+                            )
+                        })?
+                    }
+                };
                 let vocab = self.data_dir().models().join(MINILM_DIR).join("vocab.txt");
                 let counter = tokio::task::spawn_blocking(move || WordPiece::from_file(&vocab, usize::MAX / 2))
                     .await
@@ -143,6 +156,11 @@ impl Engine {
                 }
             };
             let finished = library.resume(|_| changed()).await;
+            // Passages indexed with another embedder are embedded again
+            // before the scan (found by keyword only until then).
+            if let Err(e) = super::reembed(&library).await {
+                tracing::warn!(code = e.code, "the library could not be re-embedded: {}", e.message);
+            }
             let reconciled = library.reconcile(|_| changed()).await;
             for (what, reports) in [("an unfinished import", finished), ("the watched folders' scan", reconciled)] {
                 match reports {

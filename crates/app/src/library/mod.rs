@@ -1,8 +1,9 @@
 //! The document library composed for the app and the CLI: where it lives
 //! in the data directory, which embedder and tokenizer it uses (the same
-//! local all-MiniLM-L6-v2 as memory), how files are extracted (this very
-//! executable re-run as a child process), and the cited passages a
-//! persona's reply may use.
+//! local all-MiniLM-L6-v2 as memory, or multilingual-e5-small when chosen;
+//! passages are sized by MiniLM's word pieces either way), how files are extracted (this very executable
+//! re-run as a child process), and the cited passages a persona's reply
+//! may use.
 
 mod documents;
 mod passages;
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use ::library::{Extractor, LibraryError, TokenCounter};
-use memory::{MiniLm, WordPiece, MINILM_DIR};
+use memory::{Embedder, MiniLm, WordPiece, MINILM_DIR};
 
 use crate::error::AppError;
 use crate::paths::DataDir;
@@ -62,9 +63,13 @@ pub async fn open_library(data_dir: &DataDir) -> Result<Library, AppError> {
     // must be in place first (without it the guard runs on rules alone).
     let guard = crate::guard_model::install_guard_model(&crate::guard_model::guard_model_dirs(&data_dir.models()));
     tracing::info!("{}", guard.describe());
-    let model_dir = data_dir.models().join(MINILM_DIR);
+    let models = data_dir.models();
+    let model_dir = models.join(MINILM_DIR);
     let loaded = tokio::task::spawn_blocking(move || {
-        let model = MiniLm::load(&model_dir)?;
+        let model: Arc<dyn Embedder> = match chosen_embedder(&models) {
+            Some(e5) => e5,
+            None => Arc::new(MiniLm::load(&model_dir)?),
+        };
         // The splitter counts the chunk's real word pieces, never truncated.
         let counter = WordPiece::from_file(&model_dir.join("vocab.txt"), usize::MAX / 2)?;
         Ok::<_, memory::MemoryError>((model, counter))
@@ -78,5 +83,39 @@ pub async fn open_library(data_dir: &DataDir) -> Result<Library, AppError> {
         )
     })?;
     let counter: Arc<dyn TokenCounter> = Arc::new(counter);
-    Ok(Library::open(&library_dir(data_dir), Arc::new(model), counter, Extractor::current_exe()).await?)
+    let library = Library::open(&library_dir(data_dir), model, counter, Extractor::current_exe()).await?;
+    reembed(&library).await?;
+    Ok(library)
+}
+
+/// Environment variable choosing the library's embedder: `e5` for
+/// multilingual-e5-small (installed under `models`); anything else, or
+/// nothing, MiniLM. MiniLM is the default: on the FAQ benchmark's tuning
+/// half the 4-bit e5 ranked worse than MiniLM (docs/STATUS.md, session 12).
+pub const LIBRARY_EMBEDDER_VAR: &str = "LEDGERMIND_LIBRARY_EMBEDDER";
+
+/// The library's e5 embedder when chosen and installed; None means the
+/// caller uses MiniLM. A file that does not load is logged and MiniLM used.
+pub fn chosen_embedder(models: &std::path::Path) -> Option<Arc<dyn Embedder>> {
+    if std::env::var(LIBRARY_EMBEDDER_VAR).ok().as_deref() != Some("e5") {
+        return None;
+    }
+    match ::library::e5::installed(models)? {
+        Ok(e5) => Some(Arc::new(e5)),
+        Err(e) => {
+            tracing::warn!(error = %e, "the library's e5 model did not load; using MiniLM");
+            None
+        }
+    }
+}
+
+/// Re-embeds what an earlier embedder indexed (a library is searched with
+/// one model's vectors).
+pub async fn reembed(library: &Library) -> Result<usize, AppError> {
+    let stale = library.stale_chunks().await?;
+    if stale == 0 {
+        return Ok(0);
+    }
+    tracing::info!(stale, "re-embedding the library's passages with its current embedder");
+    Ok(library.reembed(|done, total| tracing::debug!(done, total, "re-embedding")).await?)
 }

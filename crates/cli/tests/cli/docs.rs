@@ -80,3 +80,43 @@ fn docs_add_search_list_and_remove_keep_the_issue_contract() {
     assert!(after[0]["results"].as_array().expect("results").iter().all(|r| !r["document"].as_str().unwrap_or("").ends_with("bike.md")));
     assert!(!home.run(&["docs", "remove", &id]).status.success(), "removing twice fails");
 }
+
+/// The library's e5 embedder when chosen (LEDGERMIND_LIBRARY_EMBEDDER=e5)
+/// and installed: a library indexed with MiniLM is re-embedded with it at
+/// the next command, and with MiniLM again when it is not chosen.
+#[test]
+fn a_library_follows_the_installed_embedder() {
+    let Some(e5) = std::env::var_os("LEDGERMIND_CACHE")
+        .map(|c| Path::new(&c).join("models").join("multilingual-e5-small"))
+        .filter(|d| d.join("e5-small-enpt-q4.bin").is_file())
+    else {
+        eprintln!("the e5 model is not installed (scripts/setup.sh): skipped");
+        return;
+    };
+    let home = home_with_embedder();
+    let docs = tempfile::tempdir().expect("docs");
+    std::fs::write(docs.path().join("pao.md"), "# Pão caseiro\n\nSove a massa por dez minutos e deixe crescer por uma hora.\n")
+        .expect("write");
+    std::fs::write(docs.path().join("bike.md"), "# Bicycle care\n\nPump the tyres to 4 bar before a long ride.\n").expect("write");
+    assert!(home.run(&["docs", "add", docs.path().to_str().expect("path"), "--json"]).status.success());
+    let db = home.path().join("library").join("library.db");
+    let models = |db: &Path| {
+        let out = std::process::Command::new("sqlite3").arg(db).arg("SELECT DISTINCT model FROM vectors").output().expect("sqlite3");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert_eq!(models(&db), "all-MiniLM-L6-v2");
+    let target = home.path().join("models").join("multilingual-e5-small");
+    std::fs::create_dir_all(&target).expect("dir");
+    let file = "e5-small-enpt-q4.bin";
+    std::fs::hard_link(e5.join(file), target.join(file)).or_else(|_| std::fs::copy(e5.join(file), target.join(file)).map(|_| ())).expect("model");
+    // Installed but not chosen: MiniLM stays.
+    assert!(home.run(&["docs", "search", "tyre pressure", "--json"]).status.success());
+    assert_eq!(models(&db), "all-MiniLM-L6-v2");
+    let chosen = [("LEDGERMIND_LIBRARY_EMBEDDER", "e5")];
+    let found = lines(&home.run_with(&["docs", "search", "quanto tempo devo sovar a massa?", "--k", "1", "--json"], &chosen));
+    assert!(found[0]["results"][0]["document"].as_str().is_some_and(|d| d.ends_with("pao.md")), "{found:?}");
+    assert_eq!(models(&db), "e5-small/e5-small-enpt-q4");
+    let found = lines(&home.run(&["docs", "search", "tyre pressure", "--k", "1", "--json"]));
+    assert!(found[0]["results"][0]["document"].as_str().is_some_and(|d| d.ends_with("bike.md")), "{found:?}");
+    assert_eq!(models(&db), "all-MiniLM-L6-v2");
+}

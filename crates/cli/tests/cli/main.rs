@@ -29,11 +29,17 @@ impl Home {
     }
 
     fn run(&self, args: &[&str]) -> Output {
+        self.run_with(args, &[])
+    }
+
+    /// `run` with extra environment variables.
+    fn run_with(&self, args: &[&str], envs: &[(&str, &str)]) -> Output {
         let out = Command::new(env!("CARGO_BIN_EXE_ledgermind"))
             .arg("--home")
             .arg(self.path())
             .args(args)
             .env("LEDGERMIND_THREADS", "1")
+            .envs(envs.iter().copied())
             .output()
             .expect("run ledgermind");
         if !out.status.success() {

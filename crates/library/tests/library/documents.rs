@@ -231,3 +231,82 @@ async fn a_document_removed_from_a_watched_folder_stays_out_until_added_again() 
     assert!(!lib.is_ignored(&abs).await.expect("ignored"));
     assert_eq!(lib.list().await.expect("list").len(), 2);
 }
+
+/// Another model: its own id, a wider window, and queries embedded apart
+/// (counted) from passages.
+#[derive(Default)]
+struct Other {
+    inner: memory::HashingEmbedder,
+    passages: std::sync::atomic::AtomicUsize,
+    queries: std::sync::atomic::AtomicUsize,
+}
+
+impl memory::Embedder for Other {
+    fn dim(&self) -> usize {
+        self.inner.dim
+    }
+    fn model_id(&self) -> String {
+        "other-model".into()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memory::MemoryError> {
+        self.passages.fetch_add(texts.len(), Ordering::SeqCst);
+        self.inner.embed(texts)
+    }
+    fn embed_query(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memory::MemoryError> {
+        self.queries.fetch_add(texts.len(), Ordering::SeqCst);
+        self.inner.embed(texts)
+    }
+    fn max_tokens(&self) -> usize {
+        512
+    }
+}
+
+async fn vector_models(dir: &Path) -> Vec<(String, i64)> {
+    let url = format!("sqlite://{}?mode=ro", dir.join(library::DB_FILE).display());
+    let pool = sqlx::SqlitePool::connect(&url).await.expect("db");
+    let rows = sqlx::query_as("SELECT model, count(*) FROM vectors GROUP BY model ORDER BY model").fetch_all(&pool).await.expect("count");
+    pool.close().await;
+    rows
+}
+
+#[tokio::test]
+async fn a_library_indexed_with_another_embedder_is_re_embedded_with_the_new_one() {
+    let docs = tempfile::tempdir().expect("docs");
+    let data = tempfile::tempdir().expect("data");
+    write(docs.path(), "rivers.md", format!("# Rivers\n\n{}", paragraphs("rivers", 60)).as_bytes());
+    write(docs.path(), "bread.md", b"# Bread\n\nKnead the dough for ten minutes, then let it rise.\n");
+    let (mut lib, _) = open(data.path()).await;
+    // Passages longer than MiniLM's window (126 pieces): embedded in parts.
+    lib.chunk_tokens = 400;
+    lib.add_paths(&[docs.path().to_path_buf()], false, |_| {}).await.expect("add");
+    let chunks: i64 = lib.list().await.expect("list").iter().map(|d| d.chunks).sum();
+    lib.close().await;
+    let before = vector_models(data.path()).await;
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert!(before[0].1 > chunks, "{before:?} for {chunks} chunks");
+
+    let other = std::sync::Arc::new(Other::default());
+    let lib = library::Library::open(data.path(), other.clone(), std::sync::Arc::new(library::WordEstimate), crate::worker())
+        .await
+        .expect("reopen");
+    assert_eq!(lib.stale_chunks().await.expect("stale") as i64, chunks);
+    // Before re-embedding, the new model has no vector to search.
+    assert!(lib.search("knead the dough", 3, SearchMode::Vector).await.expect("search").is_empty());
+    let mut seen = Vec::new();
+    let done = lib.reembed(|d, t| seen.push((d, t))).await.expect("re-embed");
+    assert_eq!(done as i64, chunks);
+    assert_eq!(seen.last().copied(), Some((done, done)));
+    assert_eq!(lib.stale_chunks().await.expect("stale"), 0);
+    // One vector per chunk now (the wider window holds each chunk whole),
+    // and the old model's vectors are gone.
+    lib.close().await;
+    assert_eq!(vector_models(data.path()).await, vec![("other-model".to_owned(), chunks)]);
+    let lib = library::Library::open(data.path(), other.clone(), std::sync::Arc::new(library::WordEstimate), crate::worker())
+        .await
+        .expect("reopen");
+    assert_eq!(lib.reembed(|_, _| {}).await.expect("nothing left"), 0);
+    let queries = other.queries.load(Ordering::SeqCst);
+    let hits = lib.search("knead the dough", 3, SearchMode::Vector).await.expect("search");
+    assert!(hits[0].document.ends_with("bread.md"), "{hits:?}");
+    assert_eq!(other.queries.load(Ordering::SeqCst), queries + 1, "the query is embedded as a query");
+}

@@ -4,6 +4,7 @@
 
 mod child;
 mod documents;
+mod e5;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
