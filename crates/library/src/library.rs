@@ -657,14 +657,7 @@ impl Library {
             .fetch_one(&mut *tx)
             .await?
             .get(0);
-            for (i, (hash, _)) in p.parts.iter().enumerate() {
-                sqlx::query("INSERT INTO chunk_parts (chunk_id, part, vector_hash) VALUES (?, ?, ?)")
-                    .bind(chunk_id)
-                    .bind(i as i64)
-                    .bind(hash)
-                    .execute(&mut *tx)
-                    .await?;
-            }
+            insert_parts(&mut tx, chunk_id, p.parts.iter().map(|(hash, _)| hash)).await?;
         }
         delete_orphan_vectors(&mut tx).await?;
         tx.commit().await?;
@@ -851,14 +844,7 @@ impl Library {
             }
             for ((chunk_id, _, _), parts) in rows.iter().zip(&parts) {
                 sqlx::query("DELETE FROM chunk_parts WHERE chunk_id = ?").bind(chunk_id).execute(&mut *tx).await?;
-                for (i, (hash, _)) in parts.iter().enumerate() {
-                    sqlx::query("INSERT INTO chunk_parts (chunk_id, part, vector_hash) VALUES (?, ?, ?)")
-                        .bind(chunk_id)
-                        .bind(i as i64)
-                        .bind(hash)
-                        .execute(&mut *tx)
-                        .await?;
-                }
+                insert_parts(&mut tx, *chunk_id, parts.iter().map(|(hash, _)| hash)).await?;
             }
             delete_orphan_vectors(&mut tx).await?;
             tx.commit().await?;
@@ -1096,6 +1082,23 @@ async fn delete_chunks(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, document_id
         .execute(&mut **tx)
         .await?;
     sqlx::query("DELETE FROM chunks WHERE document_id = ?").bind(document_id).execute(&mut **tx).await?;
+    Ok(())
+}
+
+/// A chunk's parts, in order, each by the hash of its vector.
+async fn insert_parts<'h>(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    chunk_id: i64,
+    hashes: impl Iterator<Item = &'h String>,
+) -> Result<()> {
+    for (i, hash) in hashes.enumerate() {
+        sqlx::query("INSERT INTO chunk_parts (chunk_id, part, vector_hash) VALUES (?, ?, ?)")
+            .bind(chunk_id)
+            .bind(i as i64)
+            .bind(hash)
+            .execute(&mut **tx)
+            .await?;
+    }
     Ok(())
 }
 
