@@ -26,6 +26,11 @@ pub enum VoiceError {
     Inference(String),
     #[error("text to speech failed: {0}")]
     Synthesis(String),
+    /// The persona's side of a turn (the model, its provider, the ledger),
+    /// not the speech engines: told apart so the person is not sent to
+    /// check the microphone when the model's server is down.
+    #[error("{0}")]
+    Reply(String),
     #[error("{0}")]
     Device(String),
 }
@@ -47,6 +52,7 @@ impl VoiceError {
             VoiceError::ModelCorrupt { .. } => "VOICE_MODEL_CORRUPT",
             VoiceError::Inference(_) => "STT_FAILED",
             VoiceError::Synthesis(_) => "TTS_FAILED",
+            VoiceError::Reply(_) => "REPLY_FAILED",
             VoiceError::Device(_) => "VOICE_DEVICE_UNAVAILABLE",
         }
     }

@@ -41,7 +41,7 @@ impl Responder for PersonaResponder {
             let (sent, request) = engine
                 .send_message(&persona, &heard)
                 .await
-                .map_err(|e| VoiceError::Inference(format!("[{}] {}", e.code, e.message)))?;
+                .map_err(|e| VoiceError::Reply(format!("the reply failed: [{}] {}", e.code, e.message)))?;
             if request.is_empty() {
                 // Answered at once without the model (a deterministic intent).
                 let last = engine.list_messages(&persona).await.ok().and_then(|mut m| m.pop());
@@ -55,14 +55,14 @@ impl Responder for PersonaResponder {
                         return Ok((sent.id, Some((message.id, message.content))))
                     }
                     Ok(AppEvent::ReplyFailed { request_id, error, .. }) if request_id == request => {
-                        return Err(VoiceError::Inference(format!(
+                        return Err(VoiceError::Reply(format!(
                             "the reply failed: [{}] {}",
                             error.code, error.message
                         )))
                     }
                     Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                        return Err(VoiceError::Inference("the engine stopped before the reply finished".into()))
+                        return Err(VoiceError::Reply("the engine stopped before the reply finished".into()))
                     }
                 }
             }
@@ -83,7 +83,7 @@ impl Responder for PersonaResponder {
         let engine = self.engine.clone();
         let persona = self.persona.clone();
         self.runtime.block_on(async move { engine.record_voice_turn(&persona, turn).await }).map_err(|e| {
-            VoiceError::Inference(format!("cannot record the voice turn: [{}] {}", e.code, e.message))
+            VoiceError::Reply(format!("cannot record the voice turn: [{}] {}", e.code, e.message))
         })
     }
 }

@@ -42,7 +42,7 @@ struct Persona {
 impl Responder for Persona {
     fn reply(&mut self, heard: &str) -> Result<String, VoiceError> {
         self.heard.push(heard.to_owned());
-        self.reply.clone().map_err(VoiceError::Inference)
+        self.reply.clone().map_err(VoiceError::Reply)
     }
 }
 
@@ -213,7 +213,7 @@ fn an_engine_failing_mid_turn_is_told_and_the_state_shows_the_error() {
     })
     .expect_err("the reply failed");
     assert!(e.to_string().contains("the model crashed"));
-    assert!(events.iter().any(|e| matches!(e, VoiceEvent::Failed { code, .. } if code == "STT_FAILED")));
+    assert!(events.iter().any(|e| matches!(e, VoiceEvent::Failed { code, .. } if code == "REPLY_FAILED")));
     assert_eq!(states(&events).last(), Some(&VoiceState::Error));
 }
 

@@ -66,7 +66,7 @@ describe("VoiceOverlay", () => {
     app.voice.handle({ type: "state", state: "listening", persona_id: "p1" });
     app.voice.handle({ type: "state", state: "thinking", persona_id: "p1" });
     app.voice.handle({ type: "heard", text: "do you like trains" });
-    app.voice.handle({ type: "failed", code: "STT_FAILED", message: "the persona could not answer" });
+    app.voice.handle({ type: "failed", code: "REPLY_FAILED", message: "the persona could not answer" });
     app.voice.handle({ type: "state", state: "error", persona_id: null });
     expect(await screen.findByTestId("voice-error")).toHaveTextContent("could not answer");
     expect(screen.getByTestId("voice-heard")).toHaveTextContent("do you like trains");
