@@ -13,7 +13,7 @@ use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuEvent, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::{TrayIcon, TrayIconBuilder};
 use tauri::{AppHandle, Manager, Runtime};
-use tauri_plugin_global_shortcut::{GlobalShortcutExt, Shortcut, ShortcutState};
+use tauri_plugin_global_shortcut::Shortcut;
 
 const TRAY_ID: &str = "main";
 const MENU_SHOW: &str = "show";
@@ -172,19 +172,15 @@ impl Desktop {
     }
 
     /// (Re)registers the global shortcut; a failure is kept for Settings to
-    /// show, never fatal.
+    /// show (and told once in the window), never fatal.
     pub fn register_shortcut<R: Runtime>(&self, app: &AppHandle<R>) {
-        let shortcuts = app.global_shortcut();
-        let _ = shortcuts.unregister_all();
         let chosen = self.lock().settings.shortcut.clone();
         let result = if let Some(reason) = shortcuts_unsupported() {
             Err(reason)
         } else {
             match chosen.parse::<Shortcut>() {
                 Err(e) => Err(format!("“{chosen}” is not a key combination: {e}")),
-                Ok(shortcut) => shortcuts.register(shortcut).map_err(|e| {
-                    format!("“{chosen}” could not be registered ({e}); another program may use it: choose another in Settings")
-                }),
+                Ok(shortcut) => grab(app, &chosen, shortcut),
             }
         };
         let mut inner = self.lock();
@@ -200,7 +196,54 @@ impl Desktop {
             }
         }
     }
+}
 
+/// The shortcut's keys on Linux: our own X11 grab (see `hotkey`), or why
+/// there is none (no X display).
+#[cfg(target_os = "linux")]
+pub struct ShortcutKeys(Result<crate::hotkey::X11Shortcut, String>);
+
+/// Connects the shortcut's keys to the voice turns; on a Wayland session
+/// nothing is connected (Settings says why).
+#[cfg(target_os = "linux")]
+pub fn start_shortcut_keys<R: Runtime>(app: &AppHandle<R>) {
+    let keys = match shortcuts_unsupported() {
+        Some(reason) => Err(reason),
+        None => {
+            let handle = app.clone();
+            crate::hotkey::X11Shortcut::start(move |pressed| on_shortcut(&handle, pressed))
+                .map_err(|e| format!("global shortcuts are not available: {e}"))
+        }
+    };
+    app.manage(ShortcutKeys(keys));
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn start_shortcut_keys<R: Runtime>(_app: &AppHandle<R>) {}
+
+#[cfg(target_os = "linux")]
+fn grab<R: Runtime>(app: &AppHandle<R>, chosen: &str, shortcut: Shortcut) -> Result<(), String> {
+    use crate::hotkey::GrabError;
+    let Some(keys) = app.try_state::<ShortcutKeys>() else {
+        return Err("the shortcut's keys are not connected yet".to_owned());
+    };
+    match &keys.0 {
+        Err(why) => Err(why.clone()),
+        Ok(keys) => keys.register(&shortcut).map_err(|e| match e {
+            GrabError::Taken => format!("another program already uses “{chosen}”: choose another shortcut in Settings"),
+            GrabError::Failed(why) => format!("“{chosen}” could not be registered ({why}): choose another shortcut in Settings"),
+        }),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn grab<R: Runtime>(app: &AppHandle<R>, chosen: &str, shortcut: Shortcut) -> Result<(), String> {
+    use tauri_plugin_global_shortcut::GlobalShortcutExt;
+    let shortcuts = app.global_shortcut();
+    let _ = shortcuts.unregister_all();
+    shortcuts.register(shortcut).map_err(|e| {
+        format!("“{chosen}” could not be registered ({e}); another program may use it: choose another shortcut in Settings")
+    })
 }
 
 /// Global shortcuts work through X11 key grabs; a Wayland session gives
@@ -215,9 +258,14 @@ fn shortcuts_unsupported() -> Option<String> {
 
 /// Whether a tray host (a StatusNotifierWatcher) is on the session bus.
 /// Without one the icon would be invisible, so closing must quit.
+///
+/// The connection is kept open for the life of the app: closing a zbus
+/// connection hands the socket's shutdown to the `blocking` crate's thread
+/// pool, whose thread then never exits and wakes twice a second forever.
 fn tray_host_present() -> bool {
-    let Ok(connection) = zbus::blocking::Connection::session() else { return false };
-    let Ok(proxy) = zbus::blocking::fdo::DBusProxy::new(&connection) else { return false };
+    static SESSION: std::sync::OnceLock<Option<zbus::blocking::Connection>> = std::sync::OnceLock::new();
+    let Some(connection) = SESSION.get_or_init(|| zbus::blocking::Connection::session().ok()) else { return false };
+    let Ok(proxy) = zbus::blocking::fdo::DBusProxy::new(connection) else { return false };
     ["org.kde.StatusNotifierWatcher", "org.freedesktop.StatusNotifierWatcher"].iter().any(|name| {
         zbus::names::BusName::try_from(*name).ok().and_then(|bus| proxy.name_has_owner(bus).ok()).unwrap_or(false)
     })
@@ -372,8 +420,8 @@ fn refresh_persona_checks<R: Runtime>(app: &AppHandle<R>, chosen: &str) {
 
 /// Refills "Talk to" with the active personas; the chosen one stays checked
 /// (the first one when nothing was chosen yet).
+/// Without a tray the choice is still made: the shortcut talks to it.
 pub fn set_personas<R: Runtime>(app: &AppHandle<R>, personas: &[PersonaView]) {
-    let Some(submenu) = persona_submenu(app) else { return };
     let Some(desktop) = app.try_state::<Desktop>() else { return };
     let chosen = {
         let mut inner = desktop.lock();
@@ -383,6 +431,7 @@ pub fn set_personas<R: Runtime>(app: &AppHandle<R>, personas: &[PersonaView]) {
         }
         inner.persona.clone()
     };
+    let Some(submenu) = persona_submenu(app) else { return };
     if let Ok(items) = submenu.items() {
         for item in items {
             let _ = submenu.remove(&item as &dyn IsMenuItem<R>);
@@ -406,9 +455,9 @@ pub fn set_personas<R: Runtime>(app: &AppHandle<R>, personas: &[PersonaView]) {
 
 /// The global shortcut's handler: a voice turn, held or toggled as chosen
 /// in Settings; it works with the window hidden.
-pub fn on_shortcut<R: Runtime>(app: &AppHandle<R>, state: ShortcutState) {
+pub fn on_shortcut<R: Runtime>(app: &AppHandle<R>, pressed: bool) {
     let hold = app.try_state::<Desktop>().is_none_or(|d| d.settings().shortcut_mode == app::ShortcutMode::Hold);
-    crate::talk::on_shortcut(app, state == ShortcutState::Pressed, hold);
+    crate::talk::on_shortcut(app, pressed, hold);
 }
 
 /// Keeps the tray's persona list in step with the engine: filled once it

@@ -7,6 +7,8 @@
 mod commands;
 mod documents;
 mod desktop;
+#[cfg(target_os = "linux")]
+mod hotkey;
 mod talk;
 
 use std::sync::Arc;
@@ -74,19 +76,24 @@ fn main() {
         )
         .init();
     let data_dir = DataDir::from_env();
-    let result = tauri::Builder::default()
-        // First: a second launch must hand over before anything else starts.
-        .plugin(
-            tauri_plugin_single_instance::Builder::new()
-                .dbus_id(desktop::instance_id(&data_dir))
-                .callback(|app, _args, _cwd| desktop::show_main(app))
-                .build(),
-        )
-        .plugin(
-            tauri_plugin_global_shortcut::Builder::new()
-                .with_handler(|app, _shortcut, event| desktop::on_shortcut(app, event.state))
-                .build(),
-        )
+    // First: a second launch must hand over before anything else starts.
+    let builder = tauri::Builder::default().plugin(
+        tauri_plugin_single_instance::Builder::new()
+            .dbus_id(desktop::instance_id(&data_dir))
+            .callback(|app, _args, _cwd| desktop::show_main(app))
+            .build(),
+    );
+    // On Linux the shortcut is our own X11 grab (`hotkey`): the plugin's
+    // backend there polls twenty times a second.
+    #[cfg(not(target_os = "linux"))]
+    let builder = builder.plugin(
+        tauri_plugin_global_shortcut::Builder::new()
+            .with_handler(|app, _shortcut, event| {
+                desktop::on_shortcut(app, event.state == tauri_plugin_global_shortcut::ShortcutState::Pressed)
+            })
+            .build(),
+    );
+    let result = builder
         .on_window_event(|window, event| {
             if let tauri::WindowEvent::CloseRequested { api, .. } = event {
                 desktop::on_close_requested(window, api);
@@ -99,6 +106,7 @@ fn main() {
             app.manage(talk::VoiceShell::default());
             let shell = app.state::<desktop::Desktop>();
             shell.set_tray(desktop::install_tray(&handle));
+            desktop::start_shortcut_keys(&handle);
             shell.register_shortcut(&handle);
             let mut config = EngineConfig::new(data_dir, Arc::new(KeyringStore::new("ledgermind")));
             config.local_threads = threads();

@@ -22,7 +22,7 @@ use voice::{EspeakNg, Language, LanguageChoice, VoiceError};
 use crate::desktop::{self, Desktop, TrayState};
 
 pub const VOICE_EVENT: &str = "voice://event";
-/// Test-only: a WAV file that stands in for the microphone.
+/// Test-only: a WAV file that stands in for the microphone (while it exists).
 const TEST_INPUT_ENV: &str = "LEDGERMIND_TEST_VOICE_INPUT";
 /// Test-only: where to write what the speaker played during the last turn.
 const TEST_OUTPUT_ENV: &str = "LEDGERMIND_TEST_VOICE_OUTPUT";
@@ -209,12 +209,14 @@ enum Audio {
     Live(voice::live::LiveAudio),
 }
 
-/// The microphone and speaker of a turn: the test file when one is named,
-/// else the sound card's devices chosen in Settings (None: the default).
+/// The microphone and speaker of a turn: the test file when one is named
+/// and exists, else the sound card's devices chosen in Settings (None: the
+/// default). A named file that is gone means the sound card, so a test can
+/// take its microphone away mid-run and meet the machine's real devices.
 fn open_audio(input: Option<&str>, output: Option<&str>) -> Result<Audio, VoiceError> {
     match std::env::var(TEST_INPUT_ENV) {
-        Ok(path) => open_test_audio(&path),
-        Err(_) => Ok(Audio::Live(voice::live::open(input, output)?)),
+        Ok(path) if std::path::Path::new(&path).exists() => open_test_audio(&path),
+        _ => Ok(Audio::Live(voice::live::open(input, output)?)),
     }
 }
 

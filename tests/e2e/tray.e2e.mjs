@@ -7,12 +7,19 @@
 // (held with xdotool) talks with the window hidden, a second launch and the
 // tray's Show bring the window back, Mute blocks the microphone, and Quit
 // exits cleanly (e2e.sh then verifies the ledger).
+//
+// Bad input, each with its message and the app running on: the shortcut held
+// by another X client at start (tests/e2e/x11-keys.py), the persona's model
+// failing in the middle of a voice turn (an account whose server is down),
+// and, in a second launch on the same data, no tray host (closing quits,
+// Settings says so) and no microphone (the test's WAV file taken away: the
+// machine's real devices, of which a CI machine has none).
 
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createInterface } from "node:readline";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { config, createPersona, log, openTab, runIfMain, saveFailureState, shot, startSession } from "./app.e2e.mjs";
+import { addAccount, config, createPersona, log, openTab, runIfMain, saveFailureState, selectPersona, shot, startSession, waitForPersona } from "./app.e2e.mjs";
 import { sleep, waitFor } from "./webdriver.mjs";
 
 const repo = resolve(new URL("../..", import.meta.url).pathname);
@@ -63,6 +70,25 @@ function startWatcher() {
   };
 }
 
+/** Another X client holding a key combination until `release()`. */
+async function holdKeys(combo) {
+  const child = spawn(process.env.LEDGERMIND_SYSTEM_PYTHON ?? "/usr/bin/python3", [join(repo, "tests/e2e/x11-keys.py"), "grab", combo], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const first = await new Promise((resolveLine, reject) => {
+    createInterface({ input: child.stdout }).once("line", resolveLine);
+    child.once("exit", (code) => reject(new Error(`x11-keys.py exited with ${code}`)));
+  });
+  if (first !== "GRABBED") throw new Error(`the other X client could not grab ${combo}: ${first}`);
+  const exited = new Promise((done) => child.once("exit", done));
+  return {
+    release: () => {
+      child.stdin.end();
+      return exited;
+    },
+  };
+}
+
 /** Whether the app's window is mapped on the X display. */
 function windowVisible() {
   const found = spawnSync("xdotool", ["search", "--onlyvisible", "--name", "^Ledgermind$"], { encoding: "utf8" });
@@ -85,22 +111,61 @@ function appProcesses(app) {
   return all;
 }
 
-/** Resident memory (RSS and PSS, MB) of the app's processes, and their CPU time over `ms` (% of one core). */
+/** Each thread of the app's processes: its name, CPU ticks and context switches (each one a wake-up). */
+function threadCounters(pids) {
+  const threads = new Map();
+  for (const pid of pids) {
+    let process = "?";
+    let tids = [];
+    try {
+      process = readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+      tids = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tids) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        const status = readFileSync(`/proc/${pid}/task/${tid}/status`, "utf8");
+        const switches = [...status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+        threads.set(`${pid}/${tid}`, {
+          name: `${process}/${stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"))}`,
+          ticks: Number(fields[11]) + Number(fields[12]),
+          wakeups: switches,
+        });
+      } catch {
+        // The thread ended meanwhile.
+      }
+    }
+  }
+  return threads;
+}
+
+/**
+ * Resident memory (RSS and PSS, MB) of the app's processes, their CPU time
+ * over `ms` (% of one core), their wake-ups a second, and the threads that
+ * woke (by name) so a remaining cost can be traced.
+ */
 async function idleCost(app, ms = IDLE_MS) {
   const pids = appProcesses(app);
-  const ticks = () =>
-    pids.reduce((sum, pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        return sum + Number(fields[11]) + Number(fields[12]);
-      } catch {
-        return sum;
-      }
-    }, 0);
-  const before = ticks();
+  const before = threadCounters(pids);
   await sleep(ms);
-  const cpu = ((ticks() - before) / 100 / (ms / 1000)) * 100; // USER_HZ = 100
+  const after = threadCounters(pids);
+  let ticks = 0;
+  let wakeups = 0;
+  const byThread = new Map();
+  for (const [key, now] of after) {
+    const then = before.get(key);
+    if (!then) continue;
+    const woke = now.wakeups - then.wakeups;
+    ticks += now.ticks - then.ticks;
+    wakeups += woke;
+    if (woke > 0) byThread.set(now.name, (byThread.get(now.name) ?? 0) + woke);
+  }
+  const cpu = (ticks / 100 / (ms / 1000)) * 100; // USER_HZ = 100
+  const perSecond = (n) => Math.round((n / (ms / 1000)) * 10) / 10;
+  const woken = [...byThread].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([name, n]) => `${name} ${perSecond(n)}/s`);
   const memory = (field) =>
     pids.reduce((sum, pid) => {
       try {
@@ -111,7 +176,14 @@ async function idleCost(app, ms = IDLE_MS) {
       }
     }, 0);
   const mb = (kb) => Math.round(kb / 102.4) / 10;
-  return { processes: pids.length, rss_mb: mb(memory("Rss")), pss_mb: mb(memory("Pss")), cpu_percent: Math.round(cpu * 100) / 100 };
+  return {
+    processes: pids.length,
+    rss_mb: mb(memory("Rss")),
+    pss_mb: mb(memory("Pss")),
+    cpu_percent: Math.round(cpu * 100) / 100,
+    wakeups_per_s: perSecond(wakeups),
+    woken,
+  };
 }
 
 /** Idle measurements, each IDLE_MS long (20 s unless E2E_IDLE_MS says otherwise). */
@@ -130,8 +202,11 @@ export async function main() {
   const cfg = config();
   const panel = startWatcher();
   await panel.next("READY");
+  log("another program holds Ctrl+Shift+Space before Ledgermind starts");
+  const otherProgram = await holdKeys("ctrl+shift+space");
   const ctx = await startSession(cfg, "tray");
   const js = (code) => ctx.session.execute(code);
+  const errorNotices = () => js(`return [...document.querySelectorAll('.notices .notice.error')].map((n) => n.innerText).join(' | ')`);
   const overlayState = () => js(`return document.querySelector('${css("voice-overlay")}')?.dataset.state ?? null`);
   const overlayText = (id) => js(`return document.querySelector('${css(id)}')?.innerText ?? ""`);
   const menuLabel = async (prefix) => (await panel.menu()).find((e) => e.label.startsWith(prefix));
@@ -149,6 +224,10 @@ export async function main() {
           return window.__TAURI_INTERNALS__.invoke('plugin:event|listen', { event: 'voice://event', target: { kind: 'Any' }, handler }).then(() => true);
         }
         return true;`);
+  // Past events are not waited on again: a new turn starts from here.
+  const skipVoiceEvents = async () => {
+    cursor = await js("return (window.__voiceEvents ?? []).length");
+  };
   const voiceState = async (wanted, timeout, message) =>
     waitFor(
       async () => {
@@ -169,6 +248,14 @@ export async function main() {
       { timeout, interval: 100, message },
     );
   try {
+    log("the window says at once that the shortcut is taken");
+    const takenNotice = await waitFor(async () => {
+      const text = await errorNotices();
+      return /another program already uses/i.test(text) && text;
+    }, { timeout: 60_000, message: "a notice that another program holds the shortcut" });
+    log(`  notice: ${takenNotice}`);
+    await shot(ctx, "shortcut-taken-notice");
+
     log("the tray registers with its menu");
     // It may have registered while the session opened.
     if (!panel.seen.some((line) => line.startsWith("REGISTERED"))) await panel.next("REGISTERED", 30_000);
@@ -192,13 +279,21 @@ export async function main() {
       message: "Iris to be checked under Talk to",
     });
 
-    log("Settings shows the tray, shortcut and voice settings");
+    log("Settings says why the shortcut is inactive; once the other program lets go, Save makes it work");
     await openTab(ctx, "settings");
     await ctx.session.waitForElement(css("desktop-settings"));
     await js(`document.querySelector('${css("desktop-settings")}').scrollIntoView(); return true;`);
+    const problem = await (await ctx.session.waitForElement(css("shortcut-problem"))).text();
+    if (!/another program already uses “Ctrl\+Shift\+Space”/i.test(problem)) throw new Error(`Settings should say another program holds the shortcut: ${problem}`);
+    await shot(ctx, "shortcut-taken-settings");
+    await otherProgram.release();
+    await (await ctx.session.findElement(css("desktop-save"))).click();
+    await waitFor(async () => !(await js(`return !!document.querySelector('${css("shortcut-problem")}')`)), {
+      message: "the shortcut to be registered after Save",
+    });
     await shot(ctx, "desktop-settings");
     const shortcutLine = await js(`return document.querySelector('${css("desktop-settings")}').innerText`);
-    if (/could not be registered|not available/i.test(shortcutLine)) throw new Error(`the shortcut should be active here: ${shortcutLine}`);
+    if (/could not be registered|not available|already uses/i.test(shortcutLine)) throw new Error(`the shortcut should be active here: ${shortcutLine}`);
     await js(`document.querySelector('${css("voice-rate")}').scrollIntoView(); return true;`);
     await shot(ctx, "voice-settings");
     await openTab(ctx, "chat");
@@ -303,14 +398,46 @@ export async function main() {
     const third = await overlayText("voice-heard");
     if (!/train/i.test(third)) throw new Error(`the shortcut's turn should have heard the question: ${JSON.stringify(third)}`);
 
+    log("the persona's model fails in the middle of a voice turn: the overlay says why, the app goes on");
+    // An account whose server is down (nothing listens on the discard port).
+    await addAccount(ctx, { name: "offline", baseUrl: "http://127.0.0.1:9/v1", key: "sk-e2e-offline", model: "gone" });
+    await openTab(ctx, "chat");
+    await selectPersona(ctx, "Iris");
+    const modelSelect = await ctx.session.waitForElement(css("model-select"));
+    const localModel = await modelSelect.property("value");
+    const chooseModel = async (value) => {
+      await (await ctx.session.waitForElement(`[data-testid="model-select"] option[value="${value}"]`, 15_000)).click();
+      await waitFor(async () => (await (await ctx.session.findElement(css("model-select"))).property("value")) === value, {
+        message: `Iris to use ${value}`,
+      });
+    };
+    await chooseModel("offline:gone");
+    await js(`window.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape' })); return true;`);
+    await skipVoiceEvents();
+    turnStarted = Date.now();
+    await panel.click("Talk");
+    await voiceState("thinking", 30_000, "the failing turn to reach the persona");
+    await voiceState("error", TURN_MS, "the overlay to show the failed reply");
+    const failure = await overlayText("voice-error");
+    log(`  overlay: ${failure}`);
+    if (!/reply failed/i.test(failure)) throw new Error(`the overlay should say the reply failed: ${JSON.stringify(failure)}`);
+    if (!/train/i.test(await overlayText("voice-heard"))) throw new Error("the failed turn should still show what was heard");
+    await shot(ctx, "voice-engine-failed");
+    await waitFor(async () => (await menuLabel("Talk"))?.label === "Talk", { message: "Talk to read Talk again after the failure" });
+    if (!appRunning(cfg.app)) throw new Error("the app stopped after the failed turn");
+    await chooseModel(localModel);
+
     log("Mute is a check item, and a muted microphone says so");
     await panel.click("Mute microphone");
     await waitFor(async () => (await panel.menu()).some((e) => e.label === "Mute microphone" && e.toggle === 1), {
       message: "Mute to be checked",
     });
+    await skipVoiceEvents();
     await panel.click("Talk");
     await voiceState("muted", 10_000, "the overlay to say the microphone is muted");
     if (!/muted/i.test(await overlayText("voice-error"))) throw new Error("the overlay should say the microphone is muted");
+    const leftover = (await overlayText("voice-heard")) + (await overlayText("voice-spoken"));
+    if (leftover) throw new Error(`the muted overlay still shows an earlier turn's words: ${JSON.stringify(leftover)}`);
     await shot(ctx, "voice-muted");
     await panel.click("Mute microphone");
     await waitFor(async () => (await panel.menu()).some((e) => e.label === "Mute microphone" && e.toggle === 0), {
@@ -321,15 +448,69 @@ export async function main() {
     await panel.click("Quit Ledgermind");
     await waitFor(() => !appRunning(cfg.app), { timeout: 30_000, message: "the app to exit after Quit" });
     log("idle figures (tray-idle.json):");
-    for (const way of ["shown", "hidden"]) log(`  ${way}: ${idle[way].map((m) => `${m.rss_mb} MB RSS, ${m.pss_mb} MB PSS, ${m.cpu_percent} % CPU`).join(" | ")}`);
+    for (const way of ["shown", "hidden"]) {
+      for (const m of idle[way]) log(`  ${way}: ${m.rss_mb} MB RSS, ${m.pss_mb} MB PSS, ${m.cpu_percent} % CPU, ${m.wakeups_per_s} wake-ups/s (${m.woken.join(", ")})`);
+    }
   } catch (error) {
     await saveFailureState(ctx);
     throw error;
   } finally {
     await ctx.session.delete().catch(() => {});
     panel.stop();
+    await otherProgram.release().catch(() => {});
   }
+  await withoutTrayOrMicrophone(cfg);
   await sleep(200);
+}
+
+/**
+ * A second launch on the same data with no tray host on the bus and the
+ * test's microphone file taken away: Settings says closing quits, the
+ * shortcut's turn says there is no microphone, and closing the window quits.
+ */
+async function withoutTrayOrMicrophone(cfg) {
+  const wav = process.env.LEDGERMIND_TEST_VOICE_INPUT;
+  if (wav) renameSync(wav, `${wav}.away`);
+  const ctx = await startSession(cfg, "notray");
+  const js = (code) => ctx.session.execute(code);
+  try {
+    log("no tray host: Settings says closing quits");
+    await waitForPersona(ctx, "Iris");
+    await openTab(ctx, "settings");
+    const hint = await (await ctx.session.waitForElement(css("no-tray"), 30_000)).text();
+    if (!/closing the window quits/i.test(hint)) throw new Error(`Settings should say closing quits: ${hint}`);
+    if ((await (await ctx.session.findElement(css("close-to-tray"))).property("disabled")) !== true) {
+      throw new Error("close to tray should not be offered without a tray");
+    }
+    await js(`document.querySelector('${css("desktop-settings")}').scrollIntoView(); return true;`);
+    await shot(ctx, "no-tray-settings");
+    await openTab(ctx, "chat");
+
+    log("no microphone: the shortcut's turn says so and the app goes on");
+    execFileSync("xdotool", ["keydown", "ctrl+shift+space"]);
+    await sleep(500);
+    execFileSync("xdotool", ["keyup", "ctrl+shift+space"]);
+    await waitFor(async () => /microphone/i.test(await js(`return document.querySelector('${css("voice-error")}')?.innerText ?? ""`)), {
+      timeout: 30_000,
+      message: "the overlay to say there is no microphone",
+    });
+    const said = await js(`return document.querySelector('${css("voice-error")}').innerText`);
+    log(`  overlay: ${said}`);
+    if (!/no microphone/i.test(said)) throw new Error(`the overlay should say there is no microphone: ${said}`);
+    await shot(ctx, "no-microphone");
+    if (!appRunning(cfg.app)) throw new Error("the app stopped after the turn without a microphone");
+
+    log("no tray host: closing the window quits");
+    // The page goes with the window, so WebDriver may answer with an error.
+    await js("window.__TAURI_INTERNALS__.invoke('plugin:window|close', { label: 'main' }); return true;").catch(() => {});
+    await waitFor(() => !appRunning(cfg.app), { timeout: 30_000, message: "closing the window to quit without a tray" });
+  } catch (error) {
+    await saveFailureState(ctx);
+    throw error;
+  } finally {
+    await ctx.session.delete().catch(() => {});
+    if (wav) renameSync(`${wav}.away`, wav);
+  }
 }
 
 runIfMain(import.meta.url, main);

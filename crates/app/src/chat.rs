@@ -21,7 +21,12 @@ pub(crate) const REPLY_KIND: &str = "reply";
 pub(crate) const MAX_ATTEMPTS: i64 = 3;
 /// Includes the planner JSON around the message (about 12 tokens).
 const REPLY_MAX_TOKENS: u32 = 176;
-const IDLE_POLL: Duration = Duration::from_secs(2);
+/// How long an idle worker sleeps when nothing is due sooner. Work queued
+/// in this process wakes it at once (`Engine::wake`); this only bounds the
+/// wait for work queued by another process (the CLI on the same data).
+const IDLE_BACKSTOP: Duration = Duration::from_secs(60);
+/// Before retrying after the queue could not be read.
+const RETRY_AFTER: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ReplyJob {
@@ -77,19 +82,41 @@ pub(crate) async fn run_worker(engine: Arc<Engine>, mut shutdown: watch::Receive
                 engine.emit_queue().await;
             }
             Ok(None) => {
+                // Asleep until something is queued or the next delayed item
+                // is due: an idle app does not poll its queue.
+                let wait = if engine.is_paused() { IDLE_BACKSTOP } else { until_next_due(&engine).await };
                 tokio::select! {
                     _ = engine.wake.notified() => {}
-                    _ = tokio::time::sleep(IDLE_POLL) => {}
+                    _ = tokio::time::sleep(wait) => {}
                     _ = shutdown.changed() => return,
                 }
             }
             Err(e) => {
                 tracing::error!(error = %e, "the reply queue could not be read; retrying");
                 tokio::select! {
-                    _ = tokio::time::sleep(IDLE_POLL) => {}
+                    _ = tokio::time::sleep(RETRY_AFTER) => {}
                     _ = shutdown.changed() => return,
                 }
             }
+        }
+    }
+}
+
+/// How long until the earliest delayed item may start, at most the backstop.
+async fn until_next_due(engine: &Engine) -> Duration {
+    match engine.ledger.next_not_before().await {
+        Ok(Some(at)) => {
+            match u64::try_from((at - engine.ledger.now()).whole_milliseconds()) {
+                Ok(left) if left > 0 => Duration::from_millis(left).min(IDLE_BACKSTOP),
+                // Due already, yet not taken (it was queued a moment ago, or
+                // its time does not compare): look again shortly, as before.
+                _ => RETRY_AFTER,
+            }
+        }
+        Ok(None) => IDLE_BACKSTOP,
+        Err(e) => {
+            tracing::warn!(error = %e, "the queue's next due time could not be read");
+            RETRY_AFTER
         }
     }
 }

@@ -304,6 +304,10 @@ impl Engine {
     /// they belong to stops, the conversation leaves TOOL_PROPOSED, the
     /// card is settled as "expired" and the chat says so. Returns how many.
     pub async fn expire_proposals(&self) -> Result<usize> {
+        // Most ticks find nothing waiting: no thread is woken for them.
+        if self.assistant.pipeline.confirmations().is_empty() {
+            return Ok(0);
+        }
         // The audit sink blocks on the ledger: off the async threads.
         let pipeline = self.assistant.pipeline.clone();
         let expired = tokio::task::spawn_blocking(move || pipeline.expire_proposals(Role::Human))

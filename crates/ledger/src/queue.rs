@@ -281,6 +281,16 @@ impl Ledger {
         Ok(r.rows_affected())
     }
 
+    /// When the earliest pending item may start (None: nothing is pending),
+    /// so a worker can sleep until then instead of polling.
+    pub async fn next_not_before(&self) -> Result<Option<OffsetDateTime>> {
+        let earliest: Option<String> = sqlx::query_scalar("SELECT MIN(not_before) FROM queue WHERE state = 'pending'")
+            .fetch_one(self.pool())
+            .await
+            .map_err(LedgerError::Load)?;
+        Ok(earliest.and_then(|t| OffsetDateTime::parse(&t, &time::format_description::well_known::Rfc3339).ok()))
+    }
+
     pub async fn queue_items(&self, state: Option<QueueState>) -> Result<Vec<QueueItem>> {
         let rows = sqlx::query(&format!(
             "SELECT {COLS} FROM queue WHERE (?1 IS NULL OR state = ?1) ORDER BY priority, enqueued_at, id"

@@ -693,9 +693,11 @@ impl MemoryIndex {
         while !self.stop.load(Ordering::Relaxed) {
             match self.embed_pending_step().await {
                 Ok(0) => {
+                    // New items and `stop` notify; the timeout is only a
+                    // backstop, long so an idle app does not poll its index.
                     tokio::select! {
                         _ = self.pending.notified() => {}
-                        _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                        _ = tokio::time::sleep(Duration::from_secs(60)) => {}
                     }
                 }
                 Ok(n) => tracing::debug!(n, progress = ?self.progress(), "embedded"),

@@ -252,6 +252,12 @@ impl ConfirmationBook {
             .cloned()
     }
 
+    /// Whether no proposal waits for an answer (the expiry timer then has
+    /// nothing to do).
+    pub fn is_empty(&self) -> bool {
+        self.lock().pending.is_empty()
+    }
+
     /// Retires every expired proposal and returns them (for a timer).
     pub fn expire_due(&self) -> Vec<Proposal> {
         let now = self.clock.now();

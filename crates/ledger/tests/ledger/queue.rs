@@ -32,12 +32,18 @@ async fn the_queue_serves_priority_then_age_and_survives_reopen() {
 }
 
 #[tokio::test]
-async fn a_retry_waits_until_its_time() {
+async fn a_retry_waits_until_its_time_which_the_worker_can_sleep_until() {
     let f = Fixture::new().await;
+    assert_eq!(f.ledger.next_not_before().await.expect("next"), None, "nothing pending");
     let item = f.ledger.enqueue("reply", 1, None, &json!({})).await.expect("enqueue");
     let now = f.ledger.now();
     let taken = f.ledger.take_next(now).await.expect("take").expect("item");
-    f.ledger.retry_item(&taken.id, "LLM_TIMEOUT", now + time::Duration::seconds(30)).await.expect("retry");
+    assert_eq!(f.ledger.next_not_before().await.expect("next"), None, "running work is not pending");
+    let due = now + time::Duration::seconds(30);
+    f.ledger.retry_item(&taken.id, "LLM_TIMEOUT", due).await.expect("retry");
+    f.ledger.enqueue_at("extract", 2, None, &json!({}), now + time::Duration::seconds(90)).await.expect("later work");
+    let next = f.ledger.next_not_before().await.expect("next").expect("a due time");
+    assert_eq!(next.unix_timestamp_nanos() / 1_000_000, due.unix_timestamp_nanos() / 1_000_000, "the earliest of the two");
     assert!(f.ledger.take_next(now).await.expect("take").is_none());
     let later = f.ledger.take_next(now + time::Duration::seconds(31)).await.expect("take").expect("item");
     assert_eq!(later.id, item.id);

@@ -161,6 +161,13 @@ export class AppState {
       } catch (error) {
         console.warn("voice events unavailable:", errorMessage(error));
       }
+      // A shortcut another program holds is said at once, not only in Settings.
+      this.backend.desktopSettings().then(
+        (view) => {
+          if (view.shortcut_problem) this.notices.push("error", t("desktop.shortcutProblem", { reason: view.shortcut_problem }), 20_000);
+        },
+        () => {},
+      );
     }
   }
 

@@ -43,4 +43,32 @@ describe("VoiceOverlay", () => {
     await fireEvent.click(screen.getByTestId("voice-close"));
     expect(screen.queryByTestId("voice-overlay")).not.toBeInTheDocument();
   });
+
+  it("a muted microphone after a turn shows only the muted message, not the earlier turn's words", async () => {
+    const { app, context } = await startApp();
+    render(VoiceOverlay, { context });
+    app.voice.handle({ type: "state", state: "listening", persona_id: "p1" });
+    app.voice.handle({ type: "turn_ended", heard: "do you like trains", reply: "I do.", spoken: "I do.", interrupted: false });
+    app.voice.handle({ type: "state", state: "idle", persona_id: "p1" });
+    expect(await screen.findByTestId("voice-heard")).toHaveTextContent("do you like trains");
+
+    app.voice.handle({ type: "failed", code: "VOICE_MUTED", message: "the microphone is muted: untick Mute microphone in the tray" });
+    app.voice.handle({ type: "state", state: "muted", persona_id: null });
+    expect(await screen.findByTestId("voice-error")).toHaveTextContent("muted");
+    expect(screen.getByTestId("voice-state")).toHaveTextContent("Microphone muted");
+    expect(screen.queryByTestId("voice-heard")).not.toBeInTheDocument();
+    expect(screen.queryByTestId("voice-spoken")).not.toBeInTheDocument();
+  });
+
+  it("an engine failing mid-turn keeps the turn's words beside the error", async () => {
+    const { app, context } = await startApp();
+    render(VoiceOverlay, { context });
+    app.voice.handle({ type: "state", state: "listening", persona_id: "p1" });
+    app.voice.handle({ type: "state", state: "thinking", persona_id: "p1" });
+    app.voice.handle({ type: "heard", text: "do you like trains" });
+    app.voice.handle({ type: "failed", code: "REPLY_FAILED", message: "the persona could not answer" });
+    app.voice.handle({ type: "state", state: "error", persona_id: null });
+    expect(await screen.findByTestId("voice-error")).toHaveTextContent("could not answer");
+    expect(screen.getByTestId("voice-heard")).toHaveTextContent("do you like trains");
+  });
 });

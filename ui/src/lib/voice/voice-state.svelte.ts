@@ -33,6 +33,13 @@ export class VoiceOverlayState {
           this.interrupted = false;
           this.open = true;
         }
+        if ((event.state === "muted" || event.state === "error") && !this.active) {
+          // Not a turn of its own (a muted microphone, a turn that could not
+          // start): the words on show belong to an earlier turn.
+          this.heard = "";
+          this.spoken = "";
+          this.interrupted = false;
+        }
         if (event.state === "muted" || event.state === "error") this.open = true;
         this.state = event.state;
         if (event.state !== "listening" && event.state !== "speaking") this.level = 0;
