@@ -87,6 +87,7 @@ pub(crate) async fn run_worker(engine: Arc<Engine>, mut shutdown: watch::Receive
                 let wait = if engine.is_paused() { IDLE_BACKSTOP } else { until_next_due(&engine).await };
                 tokio::select! {
                     _ = engine.wake.notified() => {}
+                    _ = engine.ledger.queue_changed() => {}
                     _ = tokio::time::sleep(wait) => {}
                     _ = shutdown.changed() => return,
                 }

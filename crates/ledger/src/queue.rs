@@ -130,7 +130,15 @@ impl Ledger {
         let job = NewJob { kind: kind.to_owned(), priority, persona_id: persona_id.map(str::to_owned), body: body.clone() };
         let now = self.now();
         let mut conn = self.writer_conn().await;
-        insert_job_at(&mut conn, &job, now, not_before.max(now)).await
+        let item = insert_job_at(&mut conn, &job, now, not_before.max(now)).await?;
+        self.queue_changed.notify_one();
+        Ok(item)
+    }
+
+    /// Resolves when queued work may have become ready (something was
+    /// queued, put back, re-prioritised or re-timed) since the last wait.
+    pub async fn queue_changed(&self) {
+        self.queue_changed.notified().await
     }
 
     /// Takes the most urgent ready item (priority, then age) and marks it running.
@@ -172,6 +180,7 @@ impl Ledger {
             .execute(&mut *conn)
             .await
             .map_err(LedgerError::Save)?;
+        self.queue_changed.notify_one();
         Ok(())
     }
 
@@ -197,6 +206,7 @@ impl Ledger {
             .execute(&mut *conn)
             .await
             .map_err(LedgerError::Save)?;
+        self.queue_changed.notify_one();
         Ok(r.rows_affected())
     }
 
@@ -209,6 +219,7 @@ impl Ledger {
             .execute(&mut *conn)
             .await
             .map_err(LedgerError::Save)?;
+        self.queue_changed.notify_one();
         Ok(())
     }
 
@@ -224,6 +235,7 @@ impl Ledger {
             .execute(&mut *conn)
             .await
             .map_err(LedgerError::Save)?;
+        self.queue_changed.notify_one();
         Ok(r.rows_affected() > 0)
     }
 
@@ -237,6 +249,7 @@ impl Ledger {
             .execute(&mut *conn)
             .await
             .map_err(LedgerError::Save)?;
+        self.queue_changed.notify_one();
         Ok(())
     }
 
@@ -278,6 +291,7 @@ impl Ledger {
             .execute(&mut *conn)
             .await
             .map_err(LedgerError::Save)?;
+        self.queue_changed.notify_one();
         Ok(r.rows_affected())
     }
 

@@ -87,6 +87,9 @@ pub struct Ledger {
     path: PathBuf,
     durable: bool,
     pub(crate) sth: Arc<std::sync::Mutex<SthCache>>,
+    /// Rung whenever queued work may have become ready, whoever queued it,
+    /// so a worker can sleep instead of polling the queue.
+    pub(crate) queue_changed: tokio::sync::Notify,
 }
 
 /// One event to append: who it is about, who signs it, what happened.
@@ -243,6 +246,7 @@ impl Ledger {
             path: opts.path.clone(),
             durable: opts.durable,
             sth: Arc::new(std::sync::Mutex::new(SthCache::blocked(sth_mismatch))),
+            queue_changed: tokio::sync::Notify::new(),
         };
         if seq == 0 {
             ledger.genesis(&opts.default_model).await?;
@@ -574,6 +578,9 @@ impl Ledger {
                 items.push(crate::queue::insert_job(&mut tx, job, self.clock.now()).await?);
             }
             tx.commit().await.map_err(LedgerError::Save)?;
+            if !items.is_empty() {
+                self.queue_changed.notify_one();
+            }
             Ok((signatures, items))
         }
         .await;
