@@ -105,6 +105,9 @@ fn main() {
         "voice_talk",
         "voice_stop",
         "voice_devices",
+        "keep_page_state",
+        "kept_page_state",
+        "voice_latest",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

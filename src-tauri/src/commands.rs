@@ -502,3 +502,22 @@ pub async fn voice_devices() -> Reply<Vec<app::voice::VoiceDeviceView>> {
         Err(e) => Err(app::AppError::new("VOICE_DEVICE_UNAVAILABLE", format!("listing sound devices failed: {e}")).view()),
     }
 }
+
+/// What the page would lose if it were made anew (unsent text, the open
+/// chat), kept by the shell so releasing the hidden window's web view
+/// loses nothing; empty text forgets the key.
+#[tauri::command]
+pub fn keep_page_state(desktop: State<'_, crate::desktop::Desktop>, key: String, text: String) {
+    desktop.keep_page_state(key, text);
+}
+
+#[tauri::command]
+pub fn kept_page_state(desktop: State<'_, crate::desktop::Desktop>, key: String) -> String {
+    desktop.kept_page_state(&key)
+}
+
+/// The latest voice turn's steps, for a page that opens after they happened.
+#[tauri::command]
+pub fn voice_latest(voice: State<'_, crate::talk::VoiceShell>) -> Vec<app::voice::VoiceEvent> {
+    voice.latest()
+}

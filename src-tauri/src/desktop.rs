@@ -48,6 +48,15 @@ struct Inner {
     persona: Option<String>,
     /// Set when the person chose Quit: closing then really closes.
     quitting: bool,
+    /// Counts hides and shows, so a release timer started by one hide does
+    /// nothing once the window has been shown (or hidden again) since.
+    visibility_turn: u64,
+    /// Where the window was when its web view was released, to put the
+    /// new one back there.
+    geometry: Option<(tauri::PhysicalPosition<i32>, tauri::PhysicalSize<u32>)>,
+    /// What the page keeps here (in memory only: unsent text, the open
+    /// chat) so a released web view does not take it along.
+    page_state: std::collections::HashMap<String, String>,
 }
 
 /// Menu words in the language of the session (the tray is drawn by the
@@ -110,6 +119,9 @@ impl Desktop {
             muted: false,
             persona: None,
             quitting: false,
+            visibility_turn: 0,
+            geometry: None,
+            page_state: Default::default(),
         };
         Self { data_dir, inner: Mutex::new(inner) }
     }
@@ -154,6 +166,32 @@ impl Desktop {
     pub fn close_hides(&self) -> bool {
         let inner = self.lock();
         inner.settings.close_to_tray && inner.tray && !inner.quitting
+    }
+
+    /// The app keeps running without a window only while it lives in the
+    /// tray and the person has not chosen Quit.
+    pub fn keeps_running_windowless(&self) -> bool {
+        self.close_hides()
+    }
+
+    /// Keeps (or, when empty, forgets) a piece of the page's state.
+    pub fn keep_page_state(&self, key: String, text: String) {
+        let mut inner = self.lock();
+        if text.is_empty() {
+            inner.page_state.remove(&key);
+        } else {
+            inner.page_state.insert(key, text);
+        }
+    }
+
+    pub fn kept_page_state(&self, key: &str) -> String {
+        self.lock().page_state.get(key).cloned().unwrap_or_default()
+    }
+
+    fn next_visibility_turn(&self) -> u64 {
+        let mut inner = self.lock();
+        inner.visibility_turn += 1;
+        inner.visibility_turn
     }
 
     /// Saves new settings and applies the shortcut at once.
@@ -271,22 +309,98 @@ fn tray_host_present() -> bool {
     })
 }
 
-/// Shows, unminimises and focuses the main window.
+/// Shows, unminimises and focuses the main window, making it anew where
+/// its web view was released while hidden.
 pub fn show_main<R: Runtime>(app: &AppHandle<R>) {
-    if let Some(window) = app.get_webview_window("main") {
-        let _ = window.show();
-        let _ = window.unminimize();
-        let _ = window.set_focus();
+    let desktop = app.try_state::<Desktop>();
+    if let Some(desktop) = &desktop {
+        desktop.next_visibility_turn();
     }
+    let window = match app.get_webview_window("main") {
+        Some(window) => window,
+        None => match rebuild_main(app, desktop.and_then(|d| d.lock().geometry.take())) {
+            Ok(window) => window,
+            Err(e) => {
+                tracing::error!("the window could not be made again: {e}");
+                return;
+            }
+        },
+    };
+    let _ = window.show();
+    let _ = window.unminimize();
+    let _ = window.set_focus();
+}
+
+/// The main window from its configuration, where it was before.
+fn rebuild_main<R: Runtime>(
+    app: &AppHandle<R>,
+    geometry: Option<(tauri::PhysicalPosition<i32>, tauri::PhysicalSize<u32>)>,
+) -> tauri::Result<tauri::WebviewWindow<R>> {
+    let config = app.config().app.windows.iter().find(|w| w.label == "main").cloned().ok_or(tauri::Error::WindowNotFound)?;
+    let window = tauri::WebviewWindowBuilder::from_config(app, &config)?.build()?;
+    if let Some((position, size)) = geometry {
+        let _ = window.set_size(size);
+        let _ = window.set_position(position);
+    }
+    Ok(window)
+}
+
+/// How long a hidden window keeps its web view before it is released:
+/// showing it again within this time is instant; after it, the tray costs
+/// no web content process (a page load when shown again).
+fn release_after() -> std::time::Duration {
+    let ms = std::env::var("LEDGERMIND_TRAY_RELEASE_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(60_000);
+    std::time::Duration::from_millis(ms)
 }
 
 /// Closing the window: hide it into the tray when that is the setting and a
 /// tray exists; otherwise let it close (which quits).
 pub fn on_close_requested<R: Runtime>(window: &tauri::Window<R>, api: &tauri::CloseRequestApi) {
-    let hides = window.app_handle().try_state::<Desktop>().is_some_and(|d| d.close_hides());
-    if hides {
-        api.prevent_close();
-        let _ = window.hide();
+    let Some(desktop) = window.app_handle().try_state::<Desktop>() else { return };
+    if !desktop.close_hides() {
+        return;
+    }
+    api.prevent_close();
+    let _ = window.hide();
+    let turn = desktop.next_visibility_turn();
+    let app = window.app_handle().clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(release_after());
+        let handle = app.clone();
+        let _ = app.run_on_main_thread(move || release_if_still_hidden(&handle, turn));
+    });
+}
+
+/// Destroys the hidden window's web view (its web content process exits)
+/// unless the window was shown or hidden again since `turn`.
+fn release_if_still_hidden<R: Runtime>(app: &AppHandle<R>, turn: u64) {
+    let Some(desktop) = app.try_state::<Desktop>() else { return };
+    let Some(window) = app.get_webview_window("main") else { return };
+    {
+        let mut inner = desktop.lock();
+        if inner.visibility_turn != turn || inner.quitting || window.is_visible().unwrap_or(true) {
+            return;
+        }
+        if let (Ok(position), Ok(size)) = (window.outer_position(), window.inner_size()) {
+            inner.geometry = Some((position, size));
+        }
+    }
+    tracing::info!("releasing the hidden window's web view");
+    if let Err(e) = window.destroy() {
+        tracing::warn!("the hidden window could not be released: {e}");
+        return;
+    }
+    give_back_freed_memory();
+}
+
+/// Returns the heap the released web view freed to the system (glibc keeps
+/// freed pages otherwise).
+fn give_back_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[allow(unsafe_code)]
+    // SAFETY: malloc_trim only releases free heap pages; it takes no pointers.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 

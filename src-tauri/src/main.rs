@@ -219,6 +219,9 @@ fn main() {
             commands::voice_talk,
             commands::voice_stop,
             commands::voice_devices,
+            commands::keep_page_state,
+            commands::kept_page_state,
+            commands::voice_latest,
         ])
         // Files and folders dropped on the window are read here, in Rust;
         // the web view only shows the overlay and the progress.
@@ -236,6 +239,14 @@ fn main() {
         }
     };
     app.run(|handle, event| {
+        // The last window going away (a hidden window's web view released)
+        // is no reason to quit while Ledgermind lives in the tray; Quit
+        // exits with a code and is never held here.
+        if let tauri::RunEvent::ExitRequested { code: None, api, .. } = &event {
+            if handle.try_state::<desktop::Desktop>().is_some_and(|d| d.keeps_running_windowless()) {
+                api.prevent_exit();
+            }
+        }
         if let tauri::RunEvent::Exit = event {
             if let Some(engine) = handle.try_state::<Backend>().and_then(|b| b.started()) {
                 // Closing the window ends every open session with a handover;

@@ -32,6 +32,10 @@ const TEST_OUTPUT_ENV: &str = "LEDGERMIND_TEST_VOICE_OUTPUT";
 pub struct VoiceShell {
     turn: Mutex<Option<Running>>,
     whisper: Arc<Mutex<Option<Whisper>>>,
+    /// The latest turn's steps (not its level readings), so a page made
+    /// anew (the hidden window's released web view shown again) can show
+    /// what happened while it was away.
+    latest: Mutex<Vec<VoiceEvent>>,
 }
 
 struct Running {
@@ -46,6 +50,25 @@ impl VoiceShell {
     pub fn active(&self) -> bool {
         self.lock().is_some()
     }
+
+    /// The latest turn's steps, in order.
+    pub fn latest(&self) -> Vec<VoiceEvent> {
+        self.latest.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn remember(&self, event: &VoiceEvent) {
+        // A turn's steps are a few dozen; the cap only guards a stuck turn.
+        const MOST: usize = 256;
+        let mut latest = self.latest.lock().unwrap_or_else(|p| p.into_inner());
+        match event {
+            VoiceEvent::Level { .. } => return,
+            // A new turn (or a turn that could not start) replaces the last one.
+            VoiceEvent::State { state: VoiceState::Listening | VoiceState::Muted, .. } => latest.clear(),
+            _ if latest.len() >= MOST => return,
+            _ => {}
+        }
+        latest.push(event.clone());
+    }
 }
 
 /// Whether a voice turn can be tried: the recogniser is installed.
@@ -55,6 +78,9 @@ pub fn available(data_dir: &app::DataDir) -> bool {
 
 fn tell<R: Runtime>(app: &AppHandle<R>, event: &VoiceEvent) {
     let _ = app.emit(VOICE_EVENT, event);
+    if let Some(shell) = app.try_state::<VoiceShell>() {
+        shell.remember(event);
+    }
     if let VoiceEvent::State { state, .. } = event {
         if let Some(shell) = app.try_state::<VoiceShell>() {
             let mut turn = shell.lock();

@@ -191,6 +191,25 @@ const IDLE_MS = Number(process.env.E2E_IDLE_MS ?? 20_000);
 /** A whole voice turn on a two-core machine: Whisper tiny.en on a 30 s window, the persona's reply on SmolLM2, espeak-ng. */
 const TURN_MS = Number(process.env.E2E_VOICE_TURN_MS ?? 240_000);
 
+/**
+ * After the hidden window's web view was released, Show (or a second
+ * launch) makes a new one: WebDriver's commands go to it from then on.
+ */
+async function followWindow(ctx) {
+  const handle = await waitFor(
+    async () => {
+      const handles = await ctx.session.windowHandles().catch(() => []);
+      return handles.length > 0 ? handles.at(-1) : null;
+    },
+    { timeout: 20_000, message: "the window made anew to be driveable" },
+  );
+  await ctx.session.switchToWindow(handle);
+  await waitFor(async () => (await ctx.session.execute("return document.readyState").catch(() => null)) === "complete", {
+    timeout: 20_000,
+    message: "the new window's page to load",
+  });
+}
+
 async function closeWindow(ctx) {
   // What the window manager's close button sends: a close request to the window.
   await ctx.session.execute("window.__TAURI_INTERNALS__.invoke('plugin:window|close', { label: 'main' }); return true;");
@@ -365,13 +384,18 @@ export async function main() {
       log(`  shown: ${JSON.stringify(idle.shown.at(-1))}`);
       if (round === 0) log("closing the window keeps Ledgermind in the tray");
       await closeWindow(ctx);
-      await sleep(5_000);
+      // The web view is released 3 s after the window hides (LEDGERMIND_TRAY_RELEASE_MS).
+      await sleep(6_000);
       idle.hidden.push(await idleCost(cfg.app));
       log(`  hidden: ${JSON.stringify(idle.hidden.at(-1))}`);
       if (round === 0) {
         log("Show in the tray brings the hidden window back");
         await panel.click("Show Ledgermind");
         await waitFor(() => windowVisible(), { timeout: 10_000, message: "Show to bring the window back" });
+        await followWindow(ctx);
+        cursor = 0;
+        await recordVoiceEvents();
+        await waitForPersona(ctx, "Iris");
         await shot(ctx, "shown-again");
         await sleep(5_000);
       }
@@ -393,6 +417,9 @@ export async function main() {
     if (second.status !== 0) throw new Error(`the second launch exited with ${second.status} (signal ${second.signal})`);
     await waitFor(() => windowVisible(), { timeout: 10_000, message: "the second launch to show the window" });
     if (appProcesses(cfg.app).length === 0) throw new Error("the running copy is gone after the second launch");
+    await followWindow(ctx);
+    cursor = 0;
+    await recordVoiceEvents();
     await waitFor(async () => ["idle", "error"].includes(await overlayState()), { message: "the overlay to show the shortcut's turn" });
     await shot(ctx, "shortcut-turn-while-hidden");
     const third = await overlayText("voice-heard");
@@ -449,7 +476,7 @@ export async function main() {
     await waitFor(() => !appRunning(cfg.app), { timeout: 30_000, message: "the app to exit after Quit" });
     log("idle figures (tray-idle.json):");
     for (const way of ["shown", "hidden"]) {
-      for (const m of idle[way]) log(`  ${way}: ${m.rss_mb} MB RSS, ${m.pss_mb} MB PSS, ${m.cpu_percent} % CPU, ${m.wakeups_per_s} wake-ups/s (${m.woken.join(", ")})`);
+      for (const m of idle[way]) log(`  ${way}: ${m.processes} processes, ${m.rss_mb} MB RSS, ${m.pss_mb} MB PSS, ${m.cpu_percent} % CPU, ${m.wakeups_per_s} wake-ups/s (${m.woken.join(", ")})`);
     }
   } catch (error) {
     await saveFailureState(ctx);

@@ -178,7 +178,17 @@ export class Session {
     return this.command("POST", "/execute/sync", { script, args });
   }
 
-  /** @returns {Promise<string>} the serialized DOM */
+  /** @returns {Promise<string[]>} the handles of the app's open windows */
+  windowHandles() {
+    return this.command("GET", "/window/handles");
+  }
+
+  /** Makes `handle` the window later commands go to. */
+  switchToWindow(handle) {
+    return this.command("POST", "/window", { handle });
+  }
+
+  /** @returns {Promise<string[]>} the serialized DOM */
   source() {
     return this.command("GET", "/source");
   }

@@ -141,7 +141,10 @@ export class AppState {
       const [statusView, modelList] = await rest;
       this.applyStatus(statusView);
       this.models = modelList;
-      const first = this.selectedId ?? this.sortedPersonas[0]?.id;
+      // A page made anew (the hidden window's web view was released)
+      // opens the chat that was open.
+      const kept = await this.backend.keptPageState("selected").catch(() => "");
+      const first = this.selectedId ?? this.sortedPersonas.find((p) => p.id === kept)?.id ?? this.sortedPersonas[0]?.id;
       if (first) await this.select(first, false);
     } catch (error) {
       this.loadError = errorMessage(error);
@@ -158,6 +161,10 @@ export class AppState {
     if (!this.unlistenVoice) {
       try {
         this.unlistenVoice = await this.backend.onVoiceEvent((event) => this.voice.handle(event));
+        // A turn that ran while this page did not exist (the window was
+        // hidden and its page released) shows as it ended; a turn running
+        // now continues from its steps so far.
+        for (const event of await this.backend.voiceLatest()) this.voice.handle(event);
       } catch (error) {
         console.warn("voice events unavailable:", errorMessage(error));
       }
@@ -310,6 +317,7 @@ export class AppState {
 
   async select(personaId: string, focusChat = true): Promise<void> {
     this.selectedId = personaId;
+    this.backend.keepPageState("selected", personaId).catch(() => {});
     if (focusChat) this.view = "chat";
     await Promise.all([this.loadMessages(personaId), this.runtime.loadPending(personaId)]);
     await this.markRead(personaId);
@@ -440,6 +448,15 @@ export class AppState {
   prefetchDraft(content: string): void {
     if (content.trim() === "") return;
     this.backend.prefetchDraft(content.trim()).catch(() => {});
+  }
+
+  /** Keeps unsent text in the shell (memory only): best effort. */
+  keepDraft(personaId: string, text: string): void {
+    this.backend.keepPageState(`draft:${personaId}`, text).catch(() => {});
+  }
+
+  keptDraft(personaId: string): Promise<string> {
+    return this.backend.keptPageState(`draft:${personaId}`).catch(() => "");
   }
 
   async markRead(personaId: string): Promise<void> {

@@ -1,3 +1,4 @@
+import { AppState } from "./app-state.svelte";
 import { render, screen } from "@testing-library/svelte";
 import { describe, expect, it } from "vitest";
 import DropOverlay from "../shell/DropOverlay.svelte";
@@ -23,6 +24,15 @@ describe("AppState", () => {
     await app.onDragDrop({ type: "drop", paths: ["/home/me/notes.pdf"] });
     expect(app.models.map((m) => m.spec)).not.toContain("local:notes");
     expect(app.notices.items.map((n) => n.text)).toEqual(["Documents and folders are being added to the library."]);
+  });
+
+  it("a page made anew opens the chat that was open (kept by the shell, not in browser storage)", async () => {
+    const { app, backend } = await startApp();
+    const iris = await app.createPersona("Iris", "");
+    expect(app.selectedId).toBe(iris.id);
+    const again = new AppState(backend);
+    await again.start();
+    expect(again.selectedId).toBe(iris.id);
   });
 
   it("merges events that race the command results without duplicates", async () => {

@@ -75,6 +75,10 @@ export interface Backend {
   sendMessage(personaId: string, content: string): Promise<MessageView>;
   /** `prefetch_draft`: a draft being typed, so the reply's retrieval finds its embedding ready. */
   prefetchDraft(text: string): Promise<void>;
+  /** `keep_page_state`: what a page made anew would lose (unsent text, the open chat), kept by the shell in memory; "" forgets the key. */
+  keepPageState(key: string, text: string): Promise<void>;
+  /** `kept_page_state`: the text kept under `key` ("" when none). */
+  keptPageState(key: string): Promise<string>;
   /** `export_profile`: the whole profile, encrypted with `passphrase`, to a new file at `path`. */
   exportProfile(path: string, passphrase: string): Promise<ExportView>;
   /** `import_profile`: checks an export and stages it for the next start; `replace` confirms replacing a profile in use (kept aside). */
@@ -231,6 +235,8 @@ export interface Backend {
   setDesktopSettings(settings: DesktopSettings): Promise<DesktopView>;
   /** The voice turn's steps (the shell's `voice://event`). Returns an unlisten function. */
   onVoiceEvent(handler: (event: VoiceEvent) => void): Promise<() => void>;
+  /** `voice_latest`: the latest turn's steps (no level readings), for a page opened after them. */
+  voiceLatest(): Promise<VoiceEvent[]>;
   /** `voice_talk`: starts a voice turn with the persona chosen in the tray (or stops the running one). */
   voiceTalk(): Promise<void>;
   /** `voice_stop`: ends the running voice turn at once. */

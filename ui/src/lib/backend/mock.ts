@@ -582,6 +582,17 @@ export class MockBackend implements Backend {
     this.drafts.push(text);
   }
 
+  readonly kept = new Map<string, string>();
+
+  async keepPageState(key: string, text: string): Promise<void> {
+    if (text === "") this.kept.delete(key);
+    else this.kept.set(key, text);
+  }
+
+  async keptPageState(key: string): Promise<string> {
+    return this.kept.get(key) ?? "";
+  }
+
   async getReceipt(seq: number): Promise<ReceiptView> {
     const receipt = this.receipts.get(seq) ?? fail("EVENT_NOT_FOUND", `No event ${seq}.`);
     return { ...receipt };
@@ -1057,6 +1068,11 @@ export class MockBackend implements Backend {
   }
   /** The preview has no microphone: a turn says so, as the app does without one. */
   voiceListener: ((event: VoiceEvent) => void) | null = null;
+  /** Steps of a turn that happened before the page opened. */
+  latestVoice: VoiceEvent[] = [];
+  async voiceLatest(): Promise<VoiceEvent[]> {
+    return structuredClone(this.latestVoice);
+  }
   async onVoiceEvent(handler: (event: VoiceEvent) => void): Promise<() => void> {
     this.voiceListener = handler;
     return () => {

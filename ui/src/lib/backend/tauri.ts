@@ -162,6 +162,14 @@ export class TauriBackend implements Backend {
     return call<void>("prefetch_draft", { text });
   }
 
+  keepPageState(key: string, text: string) {
+    return call<void>("keep_page_state", { key, text });
+  }
+
+  keptPageState(key: string) {
+    return call<string>("kept_page_state", { key });
+  }
+
   getReceipt(seq: number) {
     return call<ReceiptView>("get_receipt", { seq });
   }
@@ -225,6 +233,10 @@ export class TauriBackend implements Backend {
   setDesktopSettings(settings: DesktopSettings) {
     return call<DesktopView>("set_desktop_settings", { settings });
   }
+  voiceLatest() {
+    return call<VoiceEvent[]>("voice_latest");
+  }
+
   async onVoiceEvent(handler: (event: VoiceEvent) => void): Promise<() => void> {
     return listen<VoiceEvent>("voice://event", (event) => handler(event.payload));
   }

@@ -14,6 +14,23 @@ describe("ChatView", () => {
     await waitFor(() => expect(backend.drafts).toEqual(["Where did I park?"]));
   });
 
+  it("keeps unsent text outside the page: a chat opened anew gets it back, and sending forgets it", async () => {
+    const user = userEvent.setup();
+    const { app, backend, context } = await startApp({ autoReply: false });
+    const first = render(ChatView, { context });
+    const personaId = app.selectedId!;
+    await user.type(screen.getByTestId("composer-input"), "half a thought");
+    expect(backend.kept.get(`draft:${personaId}`)).toBe("half a thought");
+    // The window's page made anew (a released web view shown again).
+    first.unmount();
+    render(ChatView, { context });
+    await waitFor(() => expect(screen.getByTestId("composer-input")).toHaveValue("half a thought"));
+    await user.type(screen.getByTestId("composer-input"), ", finished");
+    await user.keyboard("{Enter}");
+    await screen.findByText("half a thought, finished");
+    expect(backend.kept.has(`draft:${personaId}`)).toBe(false);
+  });
+
 
   it("sending shows the human message, then the reply assembled from reply_delta events", async () => {
     const user = userEvent.setup();

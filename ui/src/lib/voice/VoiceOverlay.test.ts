@@ -2,8 +2,31 @@ import { fireEvent, render, screen } from "@testing-library/svelte";
 import { describe, expect, it } from "vitest";
 import VoiceOverlay from "./VoiceOverlay.svelte";
 import { startApp } from "../testing/harness";
+import { MockBackend } from "../backend/mock";
+import { AppState } from "../app/app-state.svelte";
+import { APP_STATE } from "../app/context";
 
 describe("VoiceOverlay", () => {
+  it("a page opened after a turn shows how that turn ended (the window was hidden and made anew)", async () => {
+    const backend = new MockBackend();
+    backend.latestVoice = [
+      { type: "state", state: "listening", persona_id: "p1" },
+      { type: "state", state: "thinking", persona_id: "p1" },
+      { type: "heard", text: "do you like trains" },
+      { type: "state", state: "speaking", persona_id: "p1" },
+      { type: "turn_ended", heard: "do you like trains", reply: "I do.", spoken: "I do.", interrupted: false },
+      { type: "state", state: "idle", persona_id: "p1" },
+    ];
+    const app = new AppState(backend);
+    await app.start();
+    render(VoiceOverlay, { context: new Map<unknown, unknown>([[APP_STATE, app]]) });
+    const overlay = await screen.findByTestId("voice-overlay");
+    expect(overlay.dataset.state).toBe("idle");
+    expect(screen.getByTestId("voice-heard")).toHaveTextContent("do you like trains");
+    expect(screen.getByTestId("voice-spoken")).toHaveTextContent("I do.");
+  });
+
+
   it("follows a turn: listening with a level, thinking, the reply as spoken, and an interruption", async () => {
     const { app, context } = await startApp();
     render(VoiceOverlay, { context });
