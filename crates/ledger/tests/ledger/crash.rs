@@ -7,10 +7,21 @@ use ledger::{FileKeyStore, Ledger, LedgerOptions};
 use rand::Rng;
 
 fn writer_path() -> std::path::PathBuf {
-    // tests run from target/<profile>/deps; examples live beside deps.
+    // tests run from target/<profile>/deps; examples live beside deps. With
+    // a separate build directory (`build.build-dir`) the test runs from
+    // there while the example is put in the workspace's target/<profile>.
     let exe = std::env::current_exe().expect("current exe");
     let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    dir.join("examples").join(format!("crash_writer{}", std::env::consts::EXE_SUFFIX))
+    let name = format!("crash_writer{}", std::env::consts::EXE_SUFFIX);
+    let beside = dir.join("examples").join(&name);
+    if beside.exists() {
+        return beside;
+    }
+    let profile = dir.file_name().expect("profile dir");
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(std::path::PathBuf::from).unwrap_or_else(|| workspace.join("target"));
+    let uplifted = target.join(profile).join("examples").join(&name);
+    if uplifted.exists() { uplifted } else { beside }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
