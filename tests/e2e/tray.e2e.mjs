@@ -367,6 +367,11 @@ export async function main() {
       log(`  attempt ${attempt}: ${stateLine}`);
     }
     if (!/interrupted/i.test(stateLine)) throw new Error(`the overlay should say the reply was interrupted: ${stateLine}`);
+    // The chat keeps the turn like a typed one, the cut reply marked as such.
+    await waitFor(async () => (await js(`return document.querySelectorAll('${css("message-interrupted")}').length`)) > 0, {
+      timeout: 15_000,
+      message: "the chat to mark the reply that was cut off",
+    });
     await shot(ctx, "voice-interrupted");
     await js(`window.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape' })); return true;`);
     await waitFor(async () => (await overlayState()) === null, { message: "Esc to close the overlay" });

@@ -376,7 +376,17 @@ impl Engine {
 
     pub async fn list_messages(&self, persona: &str) -> Result<Vec<MessageView>> {
         let p = self.ledger.find_persona(persona).await?;
-        Ok(self.ledger.messages(&p.id, None).await?.into_iter().map(MessageView::from).collect())
+        let cut = self.ledger.interrupted_replies(&p.id).await?;
+        Ok(self
+            .ledger
+            .messages(&p.id, None)
+            .await?
+            .into_iter()
+            .map(|m| {
+                let spoken_chars = cut.get(&m.id).copied();
+                MessageView { spoken_chars, ..MessageView::from(m) }
+            })
+            .collect())
     }
 
     /// Screens the human's message with the injection guard, stores it and
@@ -441,6 +451,7 @@ impl Engine {
             read: true,
             seq: receipt.seq,
             context_status: "default".into(),
+            spoken_chars: None,
         };
         let view = self.ledger.messages(&view.persona_id, Some(1)).await?.pop().map(MessageView::from).unwrap_or(view);
         self.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });

@@ -47,6 +47,11 @@ pub struct MessageView {
     pub seq: i64,
     /// default | always | never: whether it goes into reply prompts (memory #4).
     pub context_status: String,
+    /// A spoken reply the person cut off: how many of its characters were
+    /// said aloud before it stopped (the rest was never heard).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub spoken_chars: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
@@ -243,6 +248,7 @@ impl From<ledger::Message> for MessageView {
             read: m.read,
             seq: m.seq,
             context_status: m.context_status.as_str().to_owned(),
+            spoken_chars: None,
         }
     }
 }

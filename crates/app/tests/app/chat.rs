@@ -181,7 +181,10 @@ async fn the_next_prompt_holds_only_what_was_said_aloud_of_an_interrupted_reply(
     // The conversation itself keeps the whole reply (the ledger is not rewritten),
     // and a reply spoken to the end stays whole in the next prompt.
     let messages = h.engine.list_messages("ada").await.expect("messages");
-    assert!(messages.iter().any(|m| m.content == "Sure. I can speak more slowly. Just ask."));
+    let cut = messages.iter().find(|m| m.content == "Sure. I can speak more slowly. Just ask.").expect("the whole reply");
+    // The chat marks it as cut off, with how much was said aloud.
+    assert_eq!(cut.spoken_chars, Some(5));
+    assert!(messages.iter().filter(|m| m.id != cut.id).all(|m| m.spoken_chars.is_none()), "{messages:?}");
     h.engine.send_message("ada", "And again?").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let seen = prompt(h.provider.requests().len() - 1);

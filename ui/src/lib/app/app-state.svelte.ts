@@ -268,6 +268,9 @@ export class AppState {
         this.eventCount = Math.max(this.eventCount, event.seq);
         this.ledger.noteAppended(event.seq);
         if (event.kind === "session_mode_set") this.sessionModeSeq = event.seq;
+        // A voice turn was recorded: a reply cut off while spoken now shows
+        // what was said aloud.
+        if (event.kind === "voice_turn" && this.selectedId) void this.loadMessages(this.selectedId);
         break;
     }
   }

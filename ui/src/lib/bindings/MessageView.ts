@@ -9,4 +9,9 @@ ts: string, read: boolean, seq: number,
 /**
  * default | always | never: whether it goes into reply prompts (memory #4).
  */
-context_status: string, };
+context_status: string, 
+/**
+ * A spoken reply the person cut off: how many of its characters were
+ * said aloud before it stopped (the rest was never heard).
+ */
+spoken_chars?: number, };

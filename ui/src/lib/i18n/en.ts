@@ -84,6 +84,8 @@ export const en = {
   "chat.system": "System",
   "chat.typing": "{name} is typing…",
   "chat.replying": "{name} is replying",
+  "chat.interrupted": "Interrupted while speaking",
+  "chat.unheard": "Not said aloud: the reply was interrupted here",
   "chat.replyFailed": "{name} could not reply",
   "chat.builtinNote": "Built-in persona",
 

@@ -86,6 +86,8 @@ export const ptBR: Record<MessageKey, string> = {
   "chat.system": "Sistema",
   "chat.typing": "{name} está digitando…",
   "chat.replying": "{name} está respondendo",
+  "chat.interrupted": "Interrompida enquanto falava",
+  "chat.unheard": "Não foi dito em voz alta: a resposta foi interrompida aqui",
   "chat.replyFailed": "{name} não conseguiu responder",
   "chat.builtinNote": "Persona embutida",
 
