@@ -168,12 +168,6 @@ impl Desktop {
         inner.settings.close_to_tray && inner.tray && !inner.quitting
     }
 
-    /// The app keeps running without a window only while it lives in the
-    /// tray and the person has not chosen Quit.
-    pub fn keeps_running_windowless(&self) -> bool {
-        self.close_hides()
-    }
-
     /// Keeps (or, when empty, forgets) a piece of the page's state.
     pub fn keep_page_state(&self, key: String, text: String) {
         let mut inner = self.lock();

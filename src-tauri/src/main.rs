@@ -243,7 +243,7 @@ fn main() {
         // is no reason to quit while Ledgermind lives in the tray; Quit
         // exits with a code and is never held here.
         if let tauri::RunEvent::ExitRequested { code: None, api, .. } = &event {
-            if handle.try_state::<desktop::Desktop>().is_some_and(|d| d.keeps_running_windowless()) {
+            if handle.try_state::<desktop::Desktop>().is_some_and(|d| d.close_hides()) {
                 api.prevent_exit();
             }
         }
