@@ -252,7 +252,7 @@ fn main() {
                 // Closing the window ends every open session with a handover;
                 // then finish the current step (queued replies stay queued).
                 tauri::async_runtime::block_on(async {
-                    engine.close_sessions().await;
+                    engine.office().close_sessions().await;
                     engine.shutdown().await;
                 });
             }

@@ -202,7 +202,7 @@ fn main() -> ExitCode {
             Command::Events { json, last } => common::events(&ctx, json, last).await,
             Command::Queue { json } => common::queue(&ctx, json).await,
             Command::Status => common::status(&ctx).await,
-            Command::PromptProfile { model, profile } => match ctx.engine.set_prompt_profile(&model, &profile).await {
+            Command::PromptProfile { model, profile } => match ctx.engine.conversation().set_prompt_profile(&model, &profile).await {
                 Ok(()) => {
                     println!("prompt profile of {model}: {profile}");
                     ExitCode::SUCCESS
