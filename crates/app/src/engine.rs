@@ -129,7 +129,7 @@ impl Engine {
         if requeued > 0 {
             tracing::info!(requeued, "resuming replies interrupted by the last shutdown");
         }
-        let providers = Providers::new(&config.data_dir.models(), config.local_threads, config.provider_override.clone());
+        let providers = Providers::new(&config.data_dir, config.local_threads, config.provider_override.clone());
         let ctx = Context::new(ledger, config.data_dir.clone(), providers);
         let memory = Arc::new(Memories::open(ctx.clone(), config.extraction_delay).await?);
         tracing::debug!(ledger_ms = opened.as_millis() as u64, total_ms = t0.elapsed().as_millis() as u64, "engine opened");

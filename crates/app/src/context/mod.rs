@@ -125,6 +125,12 @@ impl Context {
         self.providers.provider_for(&self.ledger, spec).await
     }
 
+    /// Deletes the local model's evaluated prompts kept on disk (after an
+    /// erasure: they were computed from the erased text).
+    pub(crate) fn forget_kept_prompts(&self) {
+        self.providers.forget_kept_prompts();
+    }
+
     pub(crate) fn is_shutting_down(&self) -> bool {
         *self.shutdown.borrow()
     }

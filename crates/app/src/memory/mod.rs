@@ -57,6 +57,8 @@ impl Memories {
         if let Err(e) = self.index.scrub().await {
             tracing::error!(error = %e, "could not scrub the search index after an erasure");
         }
+        // Evaluated prompts kept on disk were computed from the erased text.
+        self.ctx.forget_kept_prompts();
     }
 
     /// Stops the embedding work (at shutdown).

@@ -20,7 +20,7 @@ use crate::error::AppError;
 use crate::Result;
 use registry::provider_key_account;
 pub use registry::Providers;
-pub use spec::{ModelSpec, DEFAULT_LOCAL_MODEL, LOCAL_ACCOUNT};
+pub use spec::{ModelSpec, DEFAULT_LOCAL_MODEL, LOCAL_ACCOUNT, TINY_LOCAL_MODEL};
 pub use views::{AccountView, ModelView, NewAccount};
 
 /// Provider accounts and model files.
@@ -181,11 +181,14 @@ fn local_model_names(dir: &Path) -> Vec<String> {
     names
 }
 
-/// The bundled model when present, else the first GGUF in the folder.
+/// The default model when installed, else the tiny one, else the first
+/// GGUF in the folder.
 pub(crate) fn default_local_model(dir: &Path) -> String {
     let names = local_model_names(dir);
-    if names.iter().any(|n| n == DEFAULT_LOCAL_MODEL) {
-        return DEFAULT_LOCAL_MODEL.to_owned();
+    for preferred in [DEFAULT_LOCAL_MODEL, TINY_LOCAL_MODEL] {
+        if names.iter().any(|n| n == preferred) {
+            return preferred.to_owned();
+        }
     }
     names.into_iter().next().unwrap_or_else(|| DEFAULT_LOCAL_MODEL.to_owned())
 }

@@ -3,13 +3,13 @@
 //! account (its key from the OS keychain), or, in tests, one scripted fake
 //! for everything.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use ledger::Ledger;
 use providers::{OpenAiCompatible, Provider};
 
 use super::spec::ModelSpec;
+use crate::paths::DataDir;
 use crate::Result;
 
 pub struct Providers {
@@ -19,21 +19,40 @@ pub struct Providers {
 }
 
 impl Providers {
-    /// `models`: where local GGUF files live; `threads`: llama.cpp threads;
+    /// The local models of `data_dir` (their evaluated prompts kept in its
+    /// prompt cache between processes); `threads`: llama.cpp threads;
     /// `replacement`: serves every spec instead (tests use a scripted fake).
-    pub fn new(models: &Path, threads: usize, replacement: Option<Arc<dyn Provider>>) -> Self {
+    pub fn new(data_dir: &DataDir, threads: usize, replacement: Option<Arc<dyn Provider>>) -> Self {
         #[cfg(not(feature = "local"))]
-        let _ = (models, threads);
+        let _ = (data_dir, threads);
+        #[cfg(feature = "local")]
+        let local = {
+            let local = providers::LocalEngine::new(data_dir.models(), threads.max(1));
+            local.keep_prompts_in(data_dir.prompt_cache());
+            Arc::new(local)
+        };
         Self {
             #[cfg(feature = "local")]
-            local: Arc::new(providers::LocalEngine::new(models.to_path_buf(), threads.max(1))),
+            local,
             replacement,
         }
     }
 
     /// One provider for every spec (a test's scripted model).
     pub fn only(provider: Arc<dyn Provider>) -> Self {
-        Self::new(Path::new(""), 1, Some(provider))
+        Self {
+            #[cfg(feature = "local")]
+            local: Arc::new(providers::LocalEngine::new(std::path::PathBuf::new(), 1)),
+            replacement: Some(provider),
+        }
+    }
+
+    /// Deletes the local model's evaluated prompts kept on disk.
+    pub(crate) fn forget_kept_prompts(&self) {
+        #[cfg(feature = "local")]
+        if let Err(e) = self.local.forget_kept_prompts() {
+            tracing::error!(error = %e, "could not delete the kept prompts after an erasure");
+        }
     }
 
     /// The provider that serves a model spec.
