@@ -13,6 +13,7 @@ use crate::personas::views::PersonaView;
 use crate::tools::views::{AwaitingInputView, ProposalView, ToolResultView};
 use crate::vault::views::{CheckpointView, ReceiptView};
 
+/// Everything the backend tells the UI, in one enum, emitted from one place.
 #[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[ts(export, export_to = "../../../ui/src/lib/bindings/")]
