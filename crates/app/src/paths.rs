@@ -26,8 +26,45 @@ impl DataDir {
     pub fn ledger(&self) -> PathBuf {
         self.root.join("ledger.db")
     }
+    /// The person's models folder. Models installed system-wide (the
+    /// `ledgermind-models` package: `/usr/share/ledgermind/models`, and
+    /// `/usr/lib/ledgermind/models` for the native libraries they run on;
+    /// `LEDGERMIND_SYSTEM_MODELS`, `:`-separated, replaces both) appear in
+    /// it as symbolic links: read-only and memory-mapped where they are,
+    /// never copied. A file of the person's own with the same name wins;
+    /// links whose package was removed are taken away.
     pub fn models(&self) -> PathBuf {
-        self.root.join("models")
+        let dir = self.root.join("models");
+        let system = std::env::var_os("LEDGERMIND_SYSTEM_MODELS")
+            .unwrap_or_else(|| "/usr/share/ledgermind/models:/usr/lib/ledgermind/models".into());
+        let system: Vec<PathBuf> = std::env::split_paths(&system).filter(|d| d.is_dir()).collect();
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                let dangling = e.file_type().is_ok_and(|t| t.is_symlink()) && !e.path().exists();
+                let ours = std::fs::read_link(e.path()).is_ok_and(|t| {
+                    t.starts_with("/usr/share/ledgermind/") || t.starts_with("/usr/lib/ledgermind/")
+                });
+                if dangling && ours {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        for sys in system {
+            let Ok(entries) = std::fs::read_dir(&sys) else { continue };
+            if std::fs::create_dir_all(&dir).is_err() {
+                break;
+            }
+            for e in entries.flatten() {
+                let link = dir.join(e.file_name());
+                if std::fs::symlink_metadata(&link).is_err() {
+                    #[cfg(unix)]
+                    if let Err(err) = std::os::unix::fs::symlink(e.path(), &link) {
+                        tracing::warn!(model = %e.path().display(), error = %err, "cannot offer an installed model");
+                    }
+                }
+            }
+        }
+        dir
     }
     /// Where an imported profile waits, verified, for the next start.
     pub fn staged_import(&self) -> PathBuf {

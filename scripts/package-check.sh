@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Checks the Debian packages the way a person gets them (CI runs this after
+# the tests; it needs root and changes the machine, then undoes it):
+#   1. build them (scripts/package.sh; the tests' debug build, not rebuilt)
+#   2. lintian: no errors; desktop-file-validate and appstreamcli on the entries
+#   3. apt-get install ./ledgermind_*.deb ./ledgermind-models_*.deb
+#   4. the real-window `app` e2e scenario against /usr/bin/ledgermind-desktop,
+#      on an empty HOME and data folder (the models come from the package)
+#   5. the window's WM_CLASS against the desktop entry's StartupWMClass
+#   6. apt-get purge, and nothing of the packages left under /usr
+# Ends with "package check: passed" or names the step that failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+log() { printf '\033[1;34m[package-check]\033[0m %s\n' "$*"; }
+fail() { echo "package check: FAILED: $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || fail "needs root (apt-get install); run it in CI or a throwaway machine"
+export DIST="${LEDGERMIND_DIST:-$ROOT/dist}" LEDGERMIND_DIST="${LEDGERMIND_DIST:-$ROOT/dist}"
+ARTIFACTS="${LEDGERMIND_ARTIFACTS:-$ROOT/artifacts}/package"
+mkdir -p "$ARTIFACTS"
+VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+APP_DEB="$DIST/ledgermind_${VERSION}_amd64.deb"
+MODELS_DEB="$DIST/ledgermind-models_${VERSION}_all.deb"
+
+need=()
+for t in lintian:lintian desktop-file-validate:desktop-file-utils xprop:x11-utils xdotool:xdotool; do
+  command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  log "installing ${need[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${need[@]}" >/dev/null \
+    || { apt-get -o DPkg::Lock::Timeout=900 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${need[@]}" >/dev/null; } \
+    || fail "cannot install ${need[*]}"
+fi
+
+# 1. Build.
+t0=$(date +%s)
+scripts/package.sh || fail "scripts/package.sh"
+log "packages built in $(( $(date +%s) - t0 )) s"
+dpkg-deb -I "$APP_DEB" | sed -n '/Package:/,$p' | tee "$ARTIFACTS/control.txt"
+
+# 2. Static checks.
+for deb in "$APP_DEB" "$MODELS_DEB"; do
+  lintian --no-tag-display-limit "$deb" > "$ARTIFACTS/lintian-$(basename "$deb").txt" 2>&1
+  cat "$ARTIFACTS/lintian-$(basename "$deb").txt"
+  if grep -q '^E: ' "$ARTIFACTS/lintian-$(basename "$deb").txt"; then fail "lintian errors in $(basename "$deb")"; fi
+done
+STAGE=$(mktemp -d /tmp/ledgermind-desktop-entry.XXXXXX)
+dpkg-deb -x "$APP_DEB" "$STAGE"
+desktop-file-validate "$STAGE/usr/share/applications/ledgermind.desktop" || fail "desktop-file-validate"
+if command -v appstreamcli >/dev/null; then
+  appstreamcli validate --no-net --explain "$STAGE/usr/share/metainfo/app.ledgermind.desktop.metainfo.xml" || fail "appstreamcli validate"
+fi
+WMCLASS=$(sed -n 's/^StartupWMClass=//p' "$STAGE/usr/share/applications/ledgermind.desktop")
+rm -rf "$STAGE"
+
+# 3. Install as a person would.
+if dpkg-query -W -f='${Status}' ledgermind 2>/dev/null | grep -q "install ok installed"; then
+  fail "ledgermind is already installed on this machine: this check installs and purges it itself"
+fi
+STAMP=$(mktemp /tmp/ledgermind-install-stamp.XXXXXX)
+sleep 1
+DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq "$APP_DEB" "$MODELS_DEB" >"$ARTIFACTS/apt-install.log" 2>&1 \
+  || { cat "$ARTIFACTS/apt-install.log"; fail "apt-get install"; }
+dpkg -L ledgermind ledgermind-models | sort > "$ARTIFACTS/installed-files.txt"
+purge() {
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 purge -y -qq ledgermind ledgermind-models >"$ARTIFACTS/apt-purge.log" 2>&1
+}
+trap 'purge' EXIT
+
+# 4. The real-window scenario against the installed binary, empty home.
+EMPTY_HOME=$(mktemp -d /tmp/ledgermind-empty-home.XXXXXX)
+result=0
+(
+  export PATH="$HOME/.cargo/bin:$PATH"
+  export HOME="$EMPTY_HOME"
+  unset LEDGERMIND_CACHE LEDGERMIND_HOME XDG_DATA_HOME XDG_CONFIG_HOME XDG_CACHE_HOME
+  export LEDGERMIND_APP=/usr/bin/ledgermind-desktop LEDGERMIND_E2E_SPECS=app LEDGERMIND_ARTIFACTS="$ARTIFACTS"
+  # The window's WM_CLASS, read while the scenario runs (its display is
+  # the first Xvfb that shows the app's window).
+  (
+    for _ in $(seq 1 600); do
+      for d in /tmp/.X11-unix/X*; do
+        disp=":${d##*/X}"
+        id=$(DISPLAY=$disp xdotool search --onlyvisible --name '^Ledgermind$' 2>/dev/null | head -1)
+        if [ -n "$id" ]; then
+          DISPLAY=$disp xprop -id "$id" WM_CLASS > "$ARTIFACTS/wm-class.txt" 2>/dev/null && exit 0
+        fi
+      done
+      sleep 0.5
+    done
+  ) &
+  watcher=$!
+  scripts/with-keychain.sh scripts/e2e.sh
+  rc=$?
+  kill "$watcher" 2>/dev/null
+  exit $rc
+) 2>&1 | tee "$ARTIFACTS/e2e-installed.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || result=1
+[ "$result" -eq 0 ] || fail "the app scenario against /usr/bin/ledgermind-desktop"
+if [ -n "$(find "$EMPTY_HOME" -name '*.gguf' -type f 2>/dev/null)" ]; then
+  fail "a model was copied into the home folder (they must be read where they are installed)"
+fi
+rm -rf "$EMPTY_HOME"
+
+# 5. The window's class against the desktop entry.
+[ -s "$ARTIFACTS/wm-class.txt" ] || fail "the window's WM_CLASS was not read"
+cat "$ARTIFACTS/wm-class.txt"
+grep -q "\"$WMCLASS\"" "$ARTIFACTS/wm-class.txt" || fail "StartupWMClass=$WMCLASS does not match the window's $(cat "$ARTIFACTS/wm-class.txt")"
+
+# 6. Purge, and nothing left behind.
+trap - EXIT
+purge || { cat "$ARTIFACTS/apt-purge.log"; fail "apt-get purge"; }
+left=()
+while read -r f; do
+  case "$f" in /usr|/usr/bin|/usr/lib|/usr/share|/usr/share/applications|/usr/share/metainfo|/usr/share/doc|/usr/share/icons*|/.) continue ;; esac
+  [ -e "$f" ] && [ ! -d "$f" ] && left+=("$f")
+done < "$ARTIFACTS/installed-files.txt"
+for d in /usr/share/ledgermind /usr/lib/ledgermind /usr/share/doc/ledgermind /usr/share/doc/ledgermind-models; do
+  [ -e "$d" ] && left+=("$d")
+done
+new=$(find /usr -newer "$STAMP" \( -name '*ledgermind*' \) 2>/dev/null)
+[ -n "$new" ] && left+=($new)
+rm -f "$STAMP"
+[ ${#left[@]} -eq 0 ] || fail "left under /usr after purge: ${left[*]}"
+log "purged: nothing of ledgermind left under /usr"
+echo "package check: passed"
