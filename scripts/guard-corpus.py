@@ -454,10 +454,11 @@ def chatterbot(z, corpus):
                     corpus.add(text, False, f"chatterbot_dialogues_{lang}", lang, group=f"{topic}:{k}")
 
 
-# One conversation in 25 (by a fixed hash of its id): about 300 chats and
-# 5 500 turns, the size of the chat the earlier corpus had; all of it would
-# outweigh every other benign source fifty to one.
-CHITCHAT_SHARE = 4
+# 8 conversations in 100 (by a fixed hash of its id): about 600 chats and
+# 11 000 turns. Chosen on the validation split among 2, 4, 8, 12 and 16
+# (attacks detected 92.1, 91.3, 95.2, 94.8, 94.9 %; benign flagged 0.3-0.4 %
+# throughout); all of it would outweigh every other benign source.
+CHITCHAT_SHARE = 8
 
 
 def chitchat(z, corpus):
