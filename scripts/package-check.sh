@@ -41,7 +41,7 @@ dpkg-deb -I "$APP_DEB" | sed -n '/Package:/,$p' | tee "$ARTIFACTS/control.txt"
 
 # 2. Static checks.
 for deb in "$APP_DEB" "$MODELS_DEB"; do
-  lintian --no-tag-display-limit "$deb" > "$ARTIFACTS/lintian-$(basename "$deb").txt" 2>&1
+  lintian --tag-display-limit 0 "$deb" > "$ARTIFACTS/lintian-$(basename "$deb").txt" 2>&1
   cat "$ARTIFACTS/lintian-$(basename "$deb").txt"
   if grep -q '^E: ' "$ARTIFACTS/lintian-$(basename "$deb").txt"; then fail "lintian errors in $(basename "$deb")"; fi
 done
