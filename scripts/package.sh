@@ -75,8 +75,8 @@ build_deb() { # stage package arch depends recommends description-file out
   (cd "$stage" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) > "$stage/DEBIAN/md5sums"
   chmod 0644 "$stage/DEBIAN/control" "$stage/DEBIAN/md5sums"
   find "$stage" -type d -exec chmod 0755 {} +
-  # Quantised weights barely compress: the models package is stored as is
-  # (seconds instead of minutes, a few per cent larger).
+  # Quantised weights barely compress: the fastest gzip for the models
+  # (lintian refuses zstd and uncompressed members; xz takes minutes).
   local z=(-Zxz)
   [ "$arch" = all ] && z=(-Zgzip -z1)
   dpkg-deb --root-owner-group "${z[@]}" --build "$stage" "$out" >/dev/null
