@@ -15,9 +15,9 @@ pub const HIDDEN_FLAG: &str = "--hidden";
 pub enum AutostartError {
     #[error("no configuration folder (neither XDG_CONFIG_HOME nor HOME is set)")]
     NoConfigDir,
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {}: {source}", path.display())]
     Write { path: PathBuf, source: std::io::Error },
-    #[error("cannot remove {path}: {source}")]
+    #[error("cannot remove {}: {source}", path.display())]
     Remove { path: PathBuf, source: std::io::Error },
 }
 

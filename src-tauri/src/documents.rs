@@ -32,7 +32,7 @@ pub fn dropped(handle: &tauri::AppHandle, paths: &[PathBuf]) {
 pub fn paths_from_args(args: &[String], cwd: &std::path::Path) -> Vec<PathBuf> {
     args.iter()
         .filter(|a| !a.starts_with("--"))
-        .map(|a| a.strip_prefix("file://").unwrap_or(a))
+        .map(|a| a.strip_prefix("file://").unwrap_or(a.as_str()))
         .map(|a| if std::path::Path::new(a).is_absolute() { PathBuf::from(a) } else { cwd.join(a) })
         .collect()
 }
