@@ -35,6 +35,13 @@ for spec in $specs; do
   echo "--- e2e scenario: $spec"
   E2E_HOME=$(mktemp -d /tmp/ledgermind-e2e.XXXXXX)
   [ "$INSTALLED" = 1 ] || scripts/install-models.sh "$E2E_HOME"
+  # The scenarios of the window's flows (tools, memory, office, tray…) run on
+  # the tiny model, whose replies take a second on CI; those in
+  # LEDGERMIND_E2E_DEFAULT_MODEL_SPECS run on the default model people get.
+  case " ${LEDGERMIND_E2E_DEFAULT_MODEL_SPECS:-app answers} " in
+    *" $spec "*) ;;
+    *) [ "$INSTALLED" = 1 ] || rm -f "$E2E_HOME"/models/qwen2.5-coder-*.gguf ;;
+  esac
   export LEDGERMIND_HOME="$E2E_HOME" E2E_SPEC="tests/e2e/$spec.e2e.mjs"
   # The runtime scenario also lets a proposal expire: a short lifetime
   # (test-only variable) for it alone.
