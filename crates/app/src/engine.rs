@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::chat::{self, ReplyJob, ReplyTiming};
 use crate::error::AppError;
-use crate::models::{ModelSpec, DEFAULT_LOCAL_MODEL, LOCAL_ACCOUNT};
+use crate::models::{ModelSpec, DEFAULT_LOCAL_MODEL, LOCAL_ACCOUNT, TINY_LOCAL_MODEL};
 use crate::paths::DataDir;
 use crate::views::*;
 use crate::Result;
@@ -149,10 +149,16 @@ impl Engine {
         let (events, _) = broadcast::channel(1024);
         let (shutdown, shutdown_rx) = watch::channel(false);
         let assistant = crate::assistant::Assistant::new(ledger.clone(), events.clone(), config.stall_limit, config.metadata_timeout);
+        #[cfg(feature = "local")]
+        let local = {
+            let local = providers::LocalEngine::new(config.data_dir.models(), config.local_threads.max(1));
+            local.keep_prompts_in(config.data_dir.prompt_cache());
+            Arc::new(local)
+        };
         let engine = Arc::new(Self {
             ledger,
             #[cfg(feature = "local")]
-            local: Arc::new(providers::LocalEngine::new(config.data_dir.models(), config.local_threads.max(1))),
+            local,
             data_dir: config.data_dir,
             events,
             provider_override: config.provider_override,
@@ -669,11 +675,14 @@ fn local_model_names(dir: &Path) -> Vec<String> {
     names
 }
 
-/// The bundled model when present, else the first GGUF in the folder.
+/// The default model when installed, else the tiny one, else the first
+/// GGUF in the folder.
 fn default_local_model(dir: &Path) -> String {
     let names = local_model_names(dir);
-    if names.iter().any(|n| n == DEFAULT_LOCAL_MODEL) {
-        return DEFAULT_LOCAL_MODEL.to_owned();
+    for preferred in [DEFAULT_LOCAL_MODEL, TINY_LOCAL_MODEL] {
+        if names.iter().any(|n| n == preferred) {
+            return preferred.to_owned();
+        }
     }
     names.into_iter().next().unwrap_or_else(|| DEFAULT_LOCAL_MODEL.to_owned())
 }

@@ -263,6 +263,46 @@ pub(crate) async fn enqueue(engine: &Engine, persona_id: &str, message_id: &str)
     }
 }
 
+impl Engine {
+    /// Runs the extraction work that waits for a quiet conversation now
+    /// (all personas', or `persona`'s) and returns once none is left queued
+    /// or running, or `limit` has passed. Returns how many jobs were waiting.
+    pub async fn extract_now(&self, persona: Option<&str>, limit: std::time::Duration) -> crate::Result<usize> {
+        let only = match persona {
+            Some(p) => Some(self.ledger.find_persona(p).await?.id),
+            None => None,
+        };
+        let waiting = |items: &[QueueItem]| {
+            items
+                .iter()
+                .filter(|i| i.kind == EXTRACT_KIND && only.as_ref().is_none_or(|p| i.persona_id.as_ref() == Some(p)))
+                .filter(|i| matches!(i.state, ledger::QueueState::Pending | ledger::QueueState::Running))
+                .count()
+        };
+        let items = self.ledger.queue_items(None).await?;
+        let found = waiting(&items);
+        let now = self.ledger.now();
+        let personas: std::collections::BTreeSet<String> = items
+            .iter()
+            .filter(|i| i.kind == EXTRACT_KIND && i.state == ledger::QueueState::Pending)
+            .filter_map(|i| i.persona_id.clone())
+            .filter(|p| only.as_ref().is_none_or(|o| o == p))
+            .collect();
+        for p in &personas {
+            self.ledger.postpone(EXTRACT_KIND, p, now).await?;
+        }
+        self.wake.notify_one();
+        let until = std::time::Instant::now() + limit;
+        while waiting(&self.ledger.queue_items(None).await?) > 0 {
+            if std::time::Instant::now() >= until {
+                return Err(AppError::new("TIMEOUT", format!("extraction was still running after {} s", limit.as_secs())));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        Ok(found)
+    }
+}
+
 /// Runs one extraction job (the queue worker calls it).
 pub(crate) async fn run(engine: &Arc<Engine>, item: &QueueItem) -> Result<(), Failure> {
     let job: ExtractJob = serde_json::from_value(item.body.clone())

@@ -57,7 +57,7 @@ pub use ceremony::{ceremony_due, CeremonySettingsView, CeremonyView};
 pub use error::AppError;
 pub use human_memory::{MemoryView, PersonaGroupsView, QuoteView, UsedItemView};
 pub use queue_control::{QueueItemView, QueueView};
-pub use models::{ModelSpec, DEFAULT_LOCAL_MODEL};
+pub use models::{ModelSpec, DEFAULT_LOCAL_MODEL, TINY_LOCAL_MODEL};
 pub use self::office::{
     ConstitutionView, HandoverView, ObligationView, SectionView, SessionEnd, SessionModeView, SimulationView, TokenUsageView, WhyView,
     LOCAL_NARRATIVE_TOKENS,

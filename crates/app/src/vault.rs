@@ -128,6 +128,11 @@ impl Engine {
         if let Err(e) = self.memory.scrub().await {
             tracing::error!(error = %e, "could not scrub the search index after an erasure");
         }
+        // Evaluated prompts kept on disk were computed from the erased text.
+        #[cfg(feature = "local")]
+        if let Err(e) = self.local.forget_kept_prompts() {
+            tracing::error!(error = %e, "could not delete the kept prompts after an erasure");
+        }
     }
 
     pub async fn delete_all_memories(&self) -> Result<Erasure> {

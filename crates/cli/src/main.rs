@@ -7,6 +7,7 @@ mod common;
 mod docs_cmds;
 mod guard_cmds;
 mod keys_cmds;
+mod memories_cmds;
 mod memory_cmds;
 mod models_cmds;
 mod office_cmds;
@@ -123,6 +124,8 @@ enum Command {
     /// The offline voice engine on audio files: transcribe, say.
     #[command(subcommand)]
     Voice(voice_cmds::VoiceCmd),
+    /// What the personas have learned about you: facts, traits, topics, people, quotes.
+    Memories(memories_cmds::MemoriesArgs),
     /// The document library: add | list | remove | search.
     #[command(subcommand)]
     Docs(docs_cmds::DocsCmd),
@@ -221,6 +224,7 @@ fn main() -> ExitCode {
             },
             Command::ImportConversation(args) => memory_cmds::import(&ctx, args).await,
             Command::Recall(args) => memory_cmds::recall(&ctx, args).await,
+            Command::Memories(args) => memories_cmds::memories(&ctx, args).await,
             Command::Frame(args) => office_cmds::frame(&ctx, args).await,
             Command::EndSession { persona, json } => office_cmds::end_session(&ctx, &persona, json).await,
             Command::Constitution(args) => office_cmds::constitution(&ctx, args).await,

@@ -55,7 +55,11 @@ impl crate::engine::Engine {
         memories: &crate::memory::ReplyMemories,
     ) -> Vec<providers::ChatMessage> {
         let (language, said) = tokio::join!(self.ledger.persona_language(&persona.id), self.ledger.messages(&persona.id, Some(SAID_LOOKUP)));
-        let language = language.ok().flatten().map(|l| ::office::Language::parse(&l)).unwrap_or_default();
+        let setting = language.ok().flatten().map(|l| ::office::Language::parse(&l)).unwrap_or_default();
+        // People are answered in the language they write in; the persona's
+        // setting decides only when the message does not tell.
+        let newest = history.iter().rev().find(|m| m.role == ledger::MessageRole::Human);
+        let language = newest.and_then(|m| ::office::Language::detect(&m.content)).unwrap_or(setting);
         // Recall also finds the persona's own past replies; only what the
         // person said (or a remembered fact about them) is offered as a fact.
         let said: std::collections::HashSet<String> = said
