@@ -288,7 +288,6 @@ impl Downloader {
         on_event(&DownloadEvent::Started { id: id.clone(), bytes_total: req.size, resumed_from: done });
 
         let mut failed = 0u32;
-        let mut last_reason = String::new();
         while done < req.size {
             if cancel.is_cancelled() {
                 return Ok(Outcome::Cancelled { bytes_done: done });
@@ -323,9 +322,8 @@ impl Downloader {
                         failed = 0;
                     }
                     failed += 1;
-                    last_reason = reason.clone();
                     if failed >= self.opts.max_failed_attempts {
-                        return Err(DownloadError::GaveUp { id, attempts: failed, last: last_reason });
+                        return Err(DownloadError::GaveUp { id, attempts: failed, last: reason });
                     }
                     let wait = backoff(&self.opts, failed);
                     on_event(&DownloadEvent::Retrying {
@@ -343,7 +341,6 @@ impl Downloader {
                 }
             }
         }
-        let _ = last_reason;
         on_event(&DownloadEvent::Verifying { id: id.clone() });
         let actual = hex::encode(hasher.finalize());
         if !actual.eq_ignore_ascii_case(&req.sha256) {
