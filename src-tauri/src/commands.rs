@@ -521,3 +521,21 @@ pub fn kept_page_state(desktop: State<'_, crate::desktop::Desktop>, key: String)
 pub fn voice_latest(voice: State<'_, crate::talk::VoiceShell>) -> Vec<app::voice::VoiceEvent> {
     voice.latest()
 }
+
+/// Whether Ledgermind starts (hidden, in the tray) at login: the XDG
+/// autostart entry is the setting itself.
+#[tauri::command]
+pub fn start_at_login() -> bool {
+    crate::autostart::entry_path().is_ok_and(|p| crate::autostart::enabled_at(&p))
+}
+
+/// Writes or removes the XDG autostart entry; answers the new state.
+#[tauri::command]
+pub fn set_start_at_login(enabled: bool) -> Reply<bool> {
+    let result = crate::autostart::entry_path()
+        .and_then(|p| crate::autostart::set_at(&p, enabled, &crate::autostart::current_program()).map(|()| p));
+    match result {
+        Ok(p) => Ok(crate::autostart::enabled_at(&p)),
+        Err(e) => Err(app::AppError::new("AUTOSTART_FAILED", e.to_string()).view()),
+    }
+}

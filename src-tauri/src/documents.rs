@@ -27,6 +27,30 @@ pub fn dropped(handle: &tauri::AppHandle, paths: &[PathBuf]) {
     });
 }
 
+/// The files named on a command line (flags left out), relative ones
+/// taken from `cwd`, the folder the launch came from.
+pub fn paths_from_args(args: &[String], cwd: &std::path::Path) -> Vec<PathBuf> {
+    args.iter()
+        .filter(|a| !a.starts_with("--"))
+        .map(|a| a.strip_prefix("file://").unwrap_or(a.as_str()))
+        .map(|a| if std::path::Path::new(a).is_absolute() { PathBuf::from(a) } else { cwd.join(a) })
+        .collect()
+}
+
+/// Files given on the command line, to this copy or to a second launch:
+/// imported into the library with the usual progress, as a drop would be.
+/// A path that is missing is said in the log and left out; a file the
+/// library cannot read is reported by the import's own progress.
+pub fn opened(handle: &tauri::AppHandle, paths: Vec<PathBuf>) {
+    let (present, missing): (Vec<PathBuf>, Vec<PathBuf>) = paths.into_iter().partition(|p| p.exists());
+    for p in &missing {
+        tracing::warn!(path = %p.display(), "a file given on the command line does not exist; not imported");
+    }
+    if !present.is_empty() {
+        dropped(handle, &present);
+    }
+}
+
 #[tauri::command]
 pub async fn import_documents(state: State<'_, Backend>, paths: Vec<PathBuf>, watch: Option<bool>) -> Reply<String> {
     view(engine(&state).await?.library().import_documents(paths, watch.unwrap_or(false)).await)

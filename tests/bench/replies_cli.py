@@ -24,8 +24,8 @@ import unicodedata
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_SET = os.path.join(HERE, "..", "..", "crates", "cli", "bench", "replies.json")
-PT_WORDS = set("o os as um uma umas é são seu sua seus suas que de da do das dos em na no não você voce ele ela "
-               "está esta isso muito também tambem se chama nome mora trabalha como onde qual".split())
+PT_WORDS = set("o os as às um uma umas é são seu sua seus suas meu minha eu que de da do das dos em na no não você "
+               "voce ele ela está esta isso muito também tambem se chama nome mora trabalha como onde qual".split())
 EN_WORDS = set("the a an is are your you he she it of in on at and my what which where works lives named "
                "called name live work".split())
 
@@ -62,7 +62,7 @@ def run(cmd, env):
     return time.monotonic() - t0, p
 
 
-def arm(name, model_files, args, conversations):
+def fresh_home(name, model_files):
     home = tempfile.mkdtemp(prefix=f"lm-replies-{name}-")
     os.makedirs(os.path.join(home, "models"))
     for f in model_files:
@@ -71,10 +71,15 @@ def arm(name, model_files, args, conversations):
             os.symlink(f, target)
         else:
             os.link(f, target)
-    env = dict(os.environ, LEDGERMIND_HOME=home)
+    return home
+
+
+def arm(name, model_files, args, conversations):
     stats = dict(questions=0, answered=0, replies=0, loops=0, pt_questions=0, pt_in_pt=0, times=[], failed=0)
     for c in conversations:
-        persona = c["persona"] + "-" + c["id"]
+        # A data directory per conversation: nothing of one is recalled in another.
+        env = dict(os.environ, LEDGERMIND_HOME=fresh_home(name, model_files))
+        persona = c["persona"]
         _, p = run([args.bin, "persona", "create", persona, "--description", c["description"]], env)
         if p.returncode != 0:
             sys.exit(f"{name}: persona create failed: {p.stderr.strip()}")

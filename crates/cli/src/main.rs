@@ -9,6 +9,7 @@ mod guard_cmds;
 mod keys_cmds;
 mod memories_cmds;
 mod memory_cmds;
+mod models_cmds;
 mod office_cmds;
 mod persona_cmds;
 mod vault_cmds;
@@ -128,6 +129,9 @@ enum Command {
     /// The document library: add | list | remove | search.
     #[command(subcommand)]
     Docs(docs_cmds::DocsCmd),
+    /// The model manager: list | pull ID | use ID [--persona NAME] | remove ID | servers.
+    #[command(subcommand)]
+    Models(models_cmds::ModelsCmd),
 }
 
 #[derive(Debug, Subcommand)]
@@ -190,6 +194,12 @@ fn main() -> ExitCode {
         if let Command::Docs(cmd) = &cli.command {
             return docs_cmds::run(cli.home.clone(), cmd.clone()).await;
         }
+        // The models folder and the network; only a persona's model needs the ledger.
+        if let Command::Models(cmd) = &cli.command {
+            if !cmd.needs_engine() {
+                return models_cmds::run(cli.home.clone(), cmd.clone()).await;
+            }
+        }
         if let Command::Bench(BenchCmd::Vault(cmd)) = &cli.command {
             return vault_cmds::bench(cmd).await;
         }
@@ -236,6 +246,7 @@ fn main() -> ExitCode {
             Command::Tools(args) => guard_cmds::tools_in_home(&ctx, &args).await,
             Command::Voice(cmd) => voice_cmds::converse(&ctx, home, cmd).await,
             Command::Guard { .. } => ExitCode::SUCCESS,
+            Command::Models(cmd) => models_cmds::run_with_engine(&ctx, cmd).await,
         };
         ctx.engine.shutdown().await;
         code

@@ -110,7 +110,8 @@ fn scan_prompt(message: &str) -> Vec<ChatMessage> {
         ChatMessage::new(
             Role::System,
             "You read one message a person wrote and note what it says about them. \
-             Use only what the message says; leave a list empty when it says nothing of that kind. Answer in JSON."
+             Use only what the message says; leave a list empty when it says nothing of that kind. \
+             The writer is not one of the people they mention. Answer in JSON."
                 .to_owned(),
         ),
         ChatMessage::new(
@@ -174,10 +175,47 @@ fn key(s: &str) -> String {
     s.trim().to_lowercase()
 }
 
+/// Words of at least three letters, lower case, cut to their first four
+/// letters so "lives" meets "live" and "médica" meets "médico".
+fn stems(text: &str) -> std::collections::HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() >= 3 && !GROUNDING_STOPWORDS.contains(&w.as_str()))
+        .map(|w| w.chars().take(4).collect())
+        .collect()
+}
+
+/// Function words that ground nothing: an item sharing only these with the
+/// message was not said in it.
+const GROUNDING_STOPWORDS: &[&str] = &[
+    "the", "and", "for", "with", "that", "this", "are", "was", "has", "have", "had", "his", "her", "their", "they",
+    "very", "who", "what", "into", "from", "person", "user", "writer", "likes", "like", "que", "uma", "com", "para",
+    "por", "dos", "das", "ele", "ela", "pessoa", "usuário", "gosta",
+];
+
+/// Whether an item the model wrote holds something the message said: a
+/// small model adds plausible items no one said ("friendly" after a message
+/// about a brother and a piano), which would then be "remembered".
+fn grounded(item: &str, message: &str) -> bool {
+    let said = stems(message);
+    stems(item).iter().any(|w| said.contains(w))
+}
+
+/// Whether `name` is the writer's own ("My name is Marta", "Eu sou a Ana",
+/// "me chamo Ana"): the writer is not a person they mention.
+fn is_writer(name: &str, message: &str) -> bool {
+    let name = name.trim().to_lowercase();
+    let text = message.to_lowercase();
+    ["my name is ", "i am ", "i'm ", "call me ", "meu nome é ", "me chamo ", "eu sou ", "eu sou a ", "eu sou o "]
+        .iter()
+        .any(|lead| text.contains(&format!("{lead}{name}")))
+}
+
 fn found_items(scan: Scan, message: &Message) -> Vec<Found> {
     let mut out: Vec<Found> = Vec::new();
     let mut push = |f: Found| {
-        if !f.text.is_empty() && !out.iter().any(|o| o.kind == f.kind && key(&o.text) == key(&f.text)) {
+        let kept = f.kind == MemoryKind::Quote || grounded(&f.text, &message.content);
+        if kept && !f.text.is_empty() && !out.iter().any(|o| o.kind == f.kind && key(&o.text) == key(&f.text)) {
             out.push(f);
         }
     };
@@ -194,7 +232,8 @@ fn found_items(scan: Scan, message: &Message) -> Vec<Found> {
         let name = clean(&p.name);
         let relation = clean(&p.relation);
         let text = if relation.is_empty() { name.clone() } else { format!("{name} ({relation})") };
-        if !name.is_empty() {
+        let mentioned = message.content.to_lowercase().contains(&name.to_lowercase());
+        if !name.is_empty() && mentioned && !is_writer(&name, &message.content) {
             push(Found { kind: MemoryKind::Person, subject: name, text, quote: None });
         }
     }
@@ -465,6 +504,29 @@ mod tests {
         assert!((gain_confidence(0.5) - 2.0 / 3.0).abs() < 1e-9);
         assert!((gain_confidence(gain_confidence(0.5)) - 7.0 / 9.0).abs() < 1e-9);
         assert_eq!(gain_confidence(1.0), 1.0);
+    }
+
+    #[test]
+    fn items_the_message_never_said_and_the_writer_as_a_person_are_dropped() {
+        let message = Message {
+            id: "m".into(),
+            persona_id: "p".into(),
+            role: ledger::MessageRole::Human,
+            content: "My name is Marta and I live in Lisbon. My brother Tomás is a doctor. I love playing the piano.".into(),
+            ts: String::new(),
+            read: false,
+            seq: 1,
+            context_status: Default::default(),
+        };
+        let scan = parse_scan(
+            r#"{"facts":[{"subject":"home","text":"Lives in Lisbon"},{"subject":"job","text":"Is a poet"}],
+                "traits":["friendly","loves music"],"topics":["piano"],
+                "people":[{"name":"Marta","relation":"friend"},{"name":"Tomás","relation":"brother"},{"name":"Ana","relation":"sister"}],
+                "quotes":["I love playing the piano"]}"#,
+        )
+        .expect("parses");
+        let texts: Vec<String> = found_items(scan, &message).into_iter().map(|f| f.text).collect();
+        assert_eq!(texts, ["Lives in Lisbon", "loves music", "piano", "Tomás (brother)", "I love playing the piano"], "{texts:?}");
     }
 
     #[test]

@@ -181,9 +181,13 @@ fn local_model_names(dir: &Path) -> Vec<String> {
     names
 }
 
-/// The default model when installed, else the tiny one, else the first
-/// GGUF in the folder.
+/// The model chosen with `models use`, else the default when installed,
+/// else the tiny one, else the first GGUF in the folder.
 pub(crate) fn default_local_model(dir: &Path) -> String {
+    // The person's choice (`ledgermind models use ID`), while its file is there.
+    if let Some(stem) = ::models::read_default(dir).and_then(|d| d.file.strip_suffix(".gguf").map(str::to_owned)) {
+        return stem;
+    }
     let names = local_model_names(dir);
     for preferred in [DEFAULT_LOCAL_MODEL, TINY_LOCAL_MODEL] {
         if names.iter().any(|n| n == preferred) {

@@ -12,8 +12,10 @@ pub(crate) mod profile;
 
 pub(crate) use profile::{ChosenProfile, PromptProfile};
 
-/// How many past messages go into a reply's prompt.
-pub const HISTORY: u32 = 12;
+/// How many past messages a reply's prompt is made from: the compact prompt
+/// shows the newest as turns and keeps what the person said in the older
+/// ones as lines it was told (see `compact`).
+pub const HISTORY: u32 = 24;
 
 /// One implementation for replies and handovers: the office's.
 pub use ::office::reply_prompt;

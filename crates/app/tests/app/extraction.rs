@@ -83,7 +83,7 @@ async fn extraction_learns_merges_supersedes_and_keeps_quote_offsets() {
     assert!(requests[1].json_schema.is_some() && requests[1].messages[1].content.contains(m1));
 
     // The same fact again (other words, same content) merges and gains confidence.
-    chat(&s, "Ada", "Lisbon is where I live, by the way.", "Got it.", &scan(&[("home", "lives in Lisbon")], &[("Joana", "sister")], &[], &[])).await;
+    chat(&s, "Ada", "Lisbon is where I live with Joana, by the way.", "Got it.", &scan(&[("home", "lives in Lisbon")], &[("Joana", "sister")], &[], &[])).await;
     let all = s.engine.memory().list_memories(None, true).await.expect("list");
     assert_eq!(all.len(), 4, "merged, not duplicated: {all:#?}");
     let fact = all.iter().find(|m| m.kind == "fact").expect("fact");
