@@ -64,6 +64,13 @@ for spec in $specs; do
   else
     unset LEDGERMIND_TEST_VOICE_INPUT LEDGERMIND_TRAY_RELEASE_MS
   fi
+  # The models scenario downloads the default model from a local server
+  # that answers like the Hugging Face hub (the scenario starts it).
+  if [ "$spec" = models ]; then
+    export HF_ENDPOINT="http://127.0.0.1:$((E2E_PORT + 7))"
+  else
+    unset HF_ENDPOINT
+  fi
   export LEDGERMIND_ARTIFACTS="$ARTIFACTS_ROOT$( [ "$spec" = app ] || echo "/$spec")"
   mkdir -p "$LEDGERMIND_ARTIFACTS"
   xvfb-run -a -s "-screen 0 1280x800x24" bash -c '

@@ -110,6 +110,11 @@ fn main() {
         "voice_latest",
         "start_at_login",
         "set_start_at_login",
+        "model_choices",
+        "pull_model",
+        "cancel_model_pull",
+        "remove_model",
+        "use_model",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

@@ -138,6 +138,36 @@ pub async fn import_model(state: State<'_, Backend>, path: PathBuf) -> Reply<Mod
     }
 }
 
+/// The catalog for the model picker, with one model recommended for the
+/// needs asked (language, memory to spare).
+#[tauri::command]
+pub async fn model_choices(state: State<'_, Backend>, needs: app::ModelNeeds) -> Reply<Vec<app::ModelChoiceView>> {
+    Ok(engine(&state).await?.models().model_choices(&needs))
+}
+
+/// Starts a download; its progress arrives as `model_pull` events.
+#[tauri::command]
+pub async fn pull_model(state: State<'_, Backend>, id: String) -> Reply<()> {
+    view(engine(&state).await?.models().pull_model(&id))
+}
+
+#[tauri::command]
+pub async fn cancel_model_pull(state: State<'_, Backend>, id: String) -> Reply<bool> {
+    Ok(engine(&state).await?.models().cancel_model_pull(&id))
+}
+
+#[tauri::command]
+pub async fn remove_model(state: State<'_, Backend>, id: String) -> Reply<()> {
+    view(engine(&state).await?.models().remove_model(&id))
+}
+
+/// Replies use this model from now on (Ei and the personas on Ei's model).
+#[tauri::command]
+pub async fn use_model(state: State<'_, Backend>, id: String) -> Reply<Vec<PersonaView>> {
+    let engine = engine(&state).await?;
+    view(engine.personas().use_model(engine.models(), &id).await)
+}
+
 /// One folder's listing for the in-app file chooser.
 #[tauri::command]
 pub async fn browse_folder(state: State<'_, Backend>, path: Option<PathBuf>, extensions: Vec<String>) -> Reply<app::FolderView> {

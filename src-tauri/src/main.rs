@@ -247,6 +247,11 @@ fn main() {
             commands::voice_latest,
             commands::start_at_login,
             commands::set_start_at_login,
+            commands::model_choices,
+            commands::pull_model,
+            commands::cancel_model_pull,
+            commands::remove_model,
+            commands::use_model,
         ])
         // Files and folders dropped on the window are read here, in Rust;
         // the web view only shows the overlay and the progress.

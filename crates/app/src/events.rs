@@ -9,6 +9,7 @@ use ts_rs::TS;
 use crate::conversation::views::MessageView;
 use crate::error::ErrorView;
 use crate::library::views::{CitationView, ImportProgressView};
+use crate::models::views::ModelPullState;
 use crate::personas::views::PersonaView;
 use crate::tools::views::{AwaitingInputView, ProposalView, ToolResultView};
 use crate::vault::views::{CheckpointView, ReceiptView};
@@ -24,6 +25,19 @@ pub enum AppEvent {
     ReplyDelta { request_id: String, persona_id: String, text: String },
     ReplyFinished { request_id: String, message: MessageView },
     ReplyFailed { request_id: String, persona_id: String, error: ErrorView },
+    /// A model download moved on (progress at most four times a second),
+    /// or ended; `message` says why when it paused, retried or failed.
+    ModelPull {
+        id: String,
+        state: ModelPullState,
+        #[ts(type = "number")]
+        bytes_done: u64,
+        #[ts(type = "number")]
+        bytes_total: u64,
+        #[ts(type = "number")]
+        rate_bps: u64,
+        message: Option<String>,
+    },
     QueueChanged { busy: bool, #[ts(type = "number")] pending: u32 },
     LedgerAppended { #[ts(type = "number")] seq: i64, kind: String },
     /// A checkpoint operation began: the UI holds interactions until it ends.

@@ -53,7 +53,9 @@ pub use self::memory::{
     EmbedProgress, ImportReport, Memories, MemoryView, PersonaGroupsView, QuoteView, RecallItem, RecallSettings, RecallView,
     UsedItemView,
 };
-pub use models::{AccountView, ModelSpec, ModelView, Models, NewAccount, Providers, DEFAULT_LOCAL_MODEL, TINY_LOCAL_MODEL};
+pub use models::{
+    AccountView, ModelChoiceView, ModelNeeds, ModelPullState, ModelSpec, ModelView, Models, NewAccount, Providers, DEFAULT_LOCAL_MODEL, TINY_LOCAL_MODEL,
+};
 pub use self::office::{
     ConstitutionView, HandoverView, ObligationView, Office, SectionView, SessionEnd, SessionModeView, SimulationView,
     TokenUsageView, WhyView, LOCAL_NARRATIVE_TOKENS,

@@ -13,7 +13,7 @@ use app::DataDir;
 use clap::Subcommand;
 use models::discover::{default_probes, discover, ollama_blobs, ollama_models_dir};
 use models::download::{install_copy, sha256_file, EventSink};
-use models::store::{self, DefaultModel, Resolved};
+use models::store::{self, Resolved};
 use models::{DownloadEvent, DownloadOptions, Downloader, Outcome};
 
 use crate::common::{fail, Ctx};
@@ -33,7 +33,7 @@ pub enum ModelsCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Make an installed model the default, or PERSONA's model with --persona.
+    /// Replies use an installed model: the default, Ei's and that of the personas on Ei's model; or only PERSONA's with --persona.
     Use {
         id: String,
         #[arg(long)]
@@ -50,9 +50,9 @@ pub enum ModelsCmd {
 }
 
 impl ModelsCmd {
-    /// Only a persona's model is kept in the ledger.
+    /// Personas' models are kept in the ledger.
     pub fn needs_engine(&self) -> bool {
-        matches!(self, ModelsCmd::Use { persona: Some(_), .. })
+        matches!(self, ModelsCmd::Use { .. })
     }
 }
 
@@ -81,17 +81,28 @@ pub async fn run(home: Option<PathBuf>, cmd: ModelsCmd) -> ExitCode {
     match cmd {
         ModelsCmd::List { json } => list(&dir, json),
         ModelsCmd::Pull { id, json } => pull(&dir, &id, json).await,
-        ModelsCmd::Use { id, persona: None } => use_default(&dir, &id),
-        ModelsCmd::Use { persona: Some(_), .. } => error("setting a persona's model needs the engine"),
+        ModelsCmd::Use { .. } => error("choosing a model needs the engine"),
         ModelsCmd::Remove { id } => remove(&dir, &id),
         ModelsCmd::Servers { json } => servers(json).await,
     }
 }
 
-/// `models use ID --persona NAME`: the persona's model spec in the ledger.
+/// `models use ID [--persona NAME]`: the personas' model specs in the ledger.
 pub async fn run_with_engine(ctx: &Ctx, cmd: ModelsCmd) -> ExitCode {
-    let ModelsCmd::Use { id, persona: Some(persona) } = cmd else {
-        return error("only `models use --persona` needs the engine");
+    let ModelsCmd::Use { id, persona } = cmd else {
+        return error("only `models use` needs the engine");
+    };
+    let Some(persona) = persona else {
+        return match ctx.engine.personas().use_model(ctx.engine.models(), &id).await {
+            Ok(changed) => {
+                println!("default model: {id}");
+                for p in changed {
+                    println!("{}: {}", p.name, p.model);
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(&e),
+        };
     };
     let dir = ctx.engine.data_dir().models();
     let r = match installed(&dir, &id) {
@@ -161,21 +172,6 @@ fn list(dir: &Path, json: bool) -> ExitCode {
         println!("(* = default; fit = weights + KV cache at {} tokens against available memory)", models::catalog::FIT_CONTEXT_TOKENS);
     }
     ExitCode::SUCCESS
-}
-
-fn use_default(dir: &Path, id: &str) -> ExitCode {
-    let r = match installed(dir, id) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    let d = DefaultModel { id: r.id(), file: r.file(), spec: r.spec() };
-    match store::write_default(dir, &d) {
-        Ok(()) => {
-            println!("default model: {} ({})", d.id, d.spec);
-            ExitCode::SUCCESS
-        }
-        Err(e) => error(e),
-    }
 }
 
 fn remove(dir: &Path, id: &str) -> ExitCode {

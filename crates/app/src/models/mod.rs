@@ -6,6 +6,7 @@
 //! model's status), [`ModelSpec`], [`Providers`] (the registry the context
 //! holds), and the views.
 
+pub(crate) mod choices;
 pub(crate) mod registry;
 pub(crate) mod spec;
 pub(crate) mod views;
@@ -21,16 +22,19 @@ use crate::Result;
 use registry::provider_key_account;
 pub use registry::Providers;
 pub use spec::{ModelSpec, DEFAULT_LOCAL_MODEL, LOCAL_ACCOUNT, TINY_LOCAL_MODEL};
-pub use views::{AccountView, ModelView, NewAccount};
+pub use choices::{ModelChoiceView, ModelNeeds};
+pub use views::{AccountView, ModelPullState, ModelView, NewAccount};
 
 /// Provider accounts and model files.
 pub struct Models {
     ctx: Arc<Context>,
+    /// Downloads running now, by catalog id, with what cancels each.
+    pulls: std::sync::Mutex<std::collections::HashMap<String, ::models::CancellationToken>>,
 }
 
 impl Models {
     pub fn new(ctx: Arc<Context>) -> Self {
-        Self { ctx }
+        Self { ctx, pulls: Default::default() }
     }
 
     pub async fn list_accounts(&self) -> Result<Vec<AccountView>> {

@@ -32,3 +32,19 @@ pub struct ModelView {
     pub label: String,
     pub local: bool,
 }
+
+/// How a download stands, as the window shows it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, TS, PartialEq, Eq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+#[serde(rename_all = "snake_case")]
+pub enum ModelPullState {
+    Downloading,
+    Retrying,
+    Verifying,
+    Installed,
+    /// The disk is full: the message says how much to free; the bytes
+    /// already downloaded are kept for the next try.
+    Paused,
+    Cancelled,
+    Failed,
+}

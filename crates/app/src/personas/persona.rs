@@ -390,6 +390,23 @@ impl Personas {
         Ok(view)
     }
 
+    /// Makes an installed model the one replies use: the profile's default,
+    /// Ei's model, and the model of every persona that was on Ei's model
+    /// (a persona given a model of its own keeps it). Answers the personas
+    /// changed.
+    pub async fn use_model(&self, models: &crate::models::Models, id: &str) -> Result<Vec<PersonaView>> {
+        let spec = models.choose_default_model(id).await?;
+        let ledger = &self.ctx.ledger;
+        let before = ledger.persona(ledger::EI_PERSONA_ID).await?.model;
+        let mut changed = Vec::new();
+        for p in ledger.personas(false).await? {
+            if (p.id == ledger::EI_PERSONA_ID || p.model == before) && p.model != spec {
+                changed.push(self.set_persona_model(&p.id, &spec).await?);
+            }
+        }
+        Ok(changed)
+    }
+
     pub async fn set_persona_model(&self, persona: &str, model: &str) -> Result<PersonaView> {
         let ledger = &self.ctx.ledger;
         let spec = ModelSpec::parse(model)?;

@@ -497,3 +497,40 @@ fn recall_prints_the_issue_json_shapes_for_one_query_and_a_queries_file() {
 }
 
 mod docs;
+
+/// `models use ID` moves replies onto the model at once: the default,
+/// Ei, and the personas that were on Ei's model; a persona given a model
+/// of its own keeps it.
+#[test]
+fn models_use_moves_ei_and_the_personas_that_followed_it() {
+    let home = Home::new();
+    let models = home.path().join("models");
+    let tiny = std::fs::read_dir(&models).expect("models").filter_map(|e| e.ok()).map(|e| e.path()).next().expect("the tiny model");
+    let tiny_stem = tiny.file_stem().and_then(|s| s.to_str()).expect("stem").to_owned();
+    for other in ["other", "own"] {
+        std::fs::hard_link(&tiny, models.join(format!("{other}.gguf")))
+            .or_else(|_| std::fs::copy(&tiny, models.join(format!("{other}.gguf"))).map(|_| ()))
+            .expect("a second model file");
+    }
+    assert!(home.run(&["persona", "create", "Ada"]).status.success());
+    assert!(home.run(&["persona", "create", "Bo"]).status.success());
+    assert!(home.run(&["models", "use", "own", "--persona", "Bo"]).status.success());
+    let model_of = |name: &str| {
+        let list = json(&home.run(&["persona", "list", "--json"]));
+        list.as_array().expect("a list").iter().find(|p| p["name"] == name).and_then(|p| p["model"].as_str().map(str::to_owned))
+    };
+    assert_eq!(model_of("Ada"), Some(format!("local:{tiny_stem}")), "Ada starts on Ei's model");
+
+    let used = home.run(&["models", "use", "other"]);
+    assert!(used.status.success());
+    assert!(stdout(&used).contains("Ei: local:other"), "{}", stdout(&used));
+    assert_eq!(model_of("Ei").as_deref(), Some("local:other"));
+    assert_eq!(model_of("Ada").as_deref(), Some("local:other"), "Ada followed Ei");
+    assert_eq!(model_of("Bo").as_deref(), Some("local:own"), "Bo keeps the model given to it");
+    let listed = stdout(&home.run(&["models", "list", "--json"]));
+    assert!(listed.lines().any(|l| l.contains("\"id\":\"other\"") && l.contains("\"default\":true")), "{listed}");
+
+    let unknown = home.run(&["models", "use", "nope"]);
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("other"), "the error lists the ids it knows");
+}

@@ -21,6 +21,9 @@ import { KEY_ERROR_CODES, KeysState } from "../keys/keys-state.svelte";
 import { isLibraryEvent, LibraryState } from "../library/library-state.svelte";
 import { VoiceOverlayState } from "../voice/voice-state.svelte";
 
+/** One model download as the window shows it (a `model_pull` event without its tag). */
+export type ModelPull = Omit<Extract<AppEvent, { type: "model_pull" }>, "type">;
+
 export type View = "chat" | "ledger" | "settings" | "checkpoints" | "memory" | "items" | "library";
 export const VIEWS: readonly View[] = ["chat", "ledger", "settings", "checkpoints", "memory", "items", "library"];
 
@@ -74,6 +77,8 @@ export class AppState {
   streams = $state<Record<string, ReplyStream>>({});
   awaiting = $state<Record<string, Awaiting>>({});
   failures = $state<Record<string, FailedReply[]>>({});
+  /** Model downloads by catalog id: the latest `model_pull` of each. */
+  modelPulls = $state<Record<string, ModelPull>>({});
 
   models = $state<ModelView[]>([]);
   status = $state<StatusView | null>(null);
@@ -246,6 +251,13 @@ export class AppState {
         this.failures[event.persona_id] ??= [];
         this.failures[event.persona_id].push(failure);
         if (KEY_ERROR_CODES.has(failure.code)) void this.keys.check();
+        break;
+      }
+      case "model_pull": {
+        const { type: _type, ...pull } = event;
+        this.modelPulls[event.id] = pull;
+        if (pull.state === "installed") this.notices.push("success", t("models.installedNotice", { id: event.id }));
+        if (pull.state === "failed" || pull.state === "paused") this.notices.push("error", t("models.failedNotice", { id: event.id, message: pull.message ?? "" }), 20_000);
         break;
       }
       case "queue_changed":

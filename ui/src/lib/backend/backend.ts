@@ -3,6 +3,8 @@
 //! in-memory fake for component tests and `vite dev` in a plain browser.
 
 import type { AccountView } from "../bindings/AccountView";
+import type { ModelChoiceView } from "../bindings/ModelChoiceView";
+import type { ModelNeeds } from "../bindings/ModelNeeds";
 import type { AppEvent } from "../bindings/AppEvent";
 import type { CeremonySettingsView } from "../bindings/CeremonySettingsView";
 import type { CheckpointView } from "../bindings/CheckpointView";
@@ -233,6 +235,16 @@ export interface Backend {
   desktopSettings(): Promise<DesktopView>;
   /** `set_desktop_settings`: saves them and registers the shortcut again. */
   setDesktopSettings(settings: DesktopSettings): Promise<DesktopView>;
+  /** `model_choices`: the catalog with fit, install state and one model recommended for `needs`. */
+  modelChoices(needs: ModelNeeds): Promise<ModelChoiceView[]>;
+  /** `pull_model`: starts a verified download; `model_pull` events follow. */
+  pullModel(id: string): Promise<void>;
+  /** `cancel_model_pull`: stops it, keeping what was downloaded for the next try. */
+  cancelModelPull(id: string): Promise<boolean>;
+  /** `remove_model`: deletes an installed model that replies do not use. */
+  removeModel(id: string): Promise<void>;
+  /** `use_model`: replies use this model (Ei and the personas on Ei's model); answers the personas changed. */
+  useModel(id: string): Promise<PersonaView[]>;
   /** `start_at_login`: whether an autostart entry starts Ledgermind, hidden in the tray, at login. */
   startAtLogin(): Promise<boolean>;
   /** `set_start_at_login`: writes or removes that entry; answers the new state. */

@@ -2,6 +2,8 @@
 //! component tests and by `vite dev` in a plain browser. Nothing is stored
 //! anywhere: a reload starts over.
 
+import type { ModelChoiceView } from "../bindings/ModelChoiceView";
+import type { ModelNeeds } from "../bindings/ModelNeeds";
 import type { FolderView } from "../bindings/FolderView";
 import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
@@ -1065,6 +1067,73 @@ export class MockBackend implements Backend {
     if (!/^((Ctrl|Control|Shift|Alt|Super|Cmd|CmdOrCtrl)\+)*[A-Za-z0-9]+$/i.test(shortcut)) fail("INVALID_INPUT", `“${shortcut}” is not a key combination (try Ctrl+Shift+Space)`);
     this.desktop = { ...this.desktop, settings: { ...settings, shortcut } };
     return structuredClone(this.desktop);
+  }
+  /** A small catalog: the preview downloads in a few steps of a timer. */
+  catalog: ModelChoiceView[] = [
+    { id: "qwen2.5-coder-1.5b", name: "Qwen2.5-Coder 1.5B Instruct", family: "qwen2.5", size_bytes: 1_117_320_768, need_bytes: 1_340_000_000, fit: "fits", licence: "Apache-2.0", commercial_use: true, languages: ["en", "pt", "es", "fr", "de"], installed: true, default: true, recommended: false, downloading: false, downloadable: true, caveat: null },
+    { id: "qwen2.5-coder-0.5b", name: "Qwen2.5-Coder 0.5B Instruct", family: "qwen2.5", size_bytes: 491_400_064, need_bytes: 590_000_000, fit: "fits", licence: "Apache-2.0", commercial_use: true, languages: ["en", "pt", "es", "fr", "de"], installed: false, default: false, recommended: false, downloading: false, downloadable: true, caveat: null },
+    { id: "llama3.2-1b", name: "Llama 3.2 1B Instruct", family: "llama3.2", size_bytes: 807_694_368, need_bytes: 1_100_000_000, fit: "fits", licence: "Llama 3.2 Community", commercial_use: true, languages: ["en", "pt", "es", "fr", "de", "it", "hi", "th"], installed: false, default: false, recommended: false, downloading: false, downloadable: true, caveat: "commercial use under Meta's terms" },
+  ];
+  /** Steps a preview download takes (tests set 1). */
+  pullSteps = 4;
+  private pullTimers = new Map<string, ReturnType<typeof setInterval>>();
+  async modelChoices(needs: ModelNeeds): Promise<ModelChoiceView[]> {
+    const budget = needs.spare_bytes ?? Infinity;
+    const speaks = (m: ModelChoiceView) => !needs.language || m.languages.includes(needs.language.split("-")[0]);
+    const usable = this.catalog.filter((m) => speaks(m) && m.downloadable);
+    const fitting = usable.filter((m) => m.need_bytes <= budget).sort((a, b) => b.size_bytes - a.size_bytes);
+    const pick = fitting[0] ?? usable.sort((a, b) => a.size_bytes - b.size_bytes)[0];
+    return this.catalog.map((m) => ({ ...m, recommended: m.id === pick?.id, downloading: this.pullTimers.has(m.id) }));
+  }
+  async pullModel(id: string): Promise<void> {
+    const model = this.catalog.find((m) => m.id === id) ?? fail("MODEL_NOT_FOUND", `No catalog model “${id}”.`);
+    if (model.installed) fail("MODEL_EXISTS", `${model.name} is already installed`);
+    if (this.pullTimers.has(id)) fail("MODEL_DOWNLOADING", `${model.name} is already downloading`);
+    let step = 0;
+    const total = model.size_bytes;
+    const timer = setInterval(() => {
+      step += 1;
+      const done = Math.min(total, Math.round((total * step) / this.pullSteps));
+      if (step < this.pullSteps) {
+        this.emit({ type: "model_pull", id, state: "downloading", bytes_done: done, bytes_total: total, rate_bps: 40_000_000, message: null });
+        return;
+      }
+      clearInterval(timer);
+      this.pullTimers.delete(id);
+      model.installed = true;
+      this.models.push({ spec: `local:${id}`, label: `${model.name} (local)`, local: true });
+      this.emit({ type: "model_pull", id, state: "installed", bytes_done: total, bytes_total: total, rate_bps: 0, message: null });
+    }, 50);
+    this.pullTimers.set(id, timer);
+    this.emit({ type: "model_pull", id, state: "downloading", bytes_done: 0, bytes_total: total, rate_bps: 0, message: null });
+  }
+  async cancelModelPull(id: string): Promise<boolean> {
+    const timer = this.pullTimers.get(id);
+    if (!timer) return false;
+    clearInterval(timer);
+    this.pullTimers.delete(id);
+    this.emit({ type: "model_pull", id, state: "cancelled", bytes_done: 0, bytes_total: 0, rate_bps: 0, message: null });
+    return true;
+  }
+  async removeModel(id: string): Promise<void> {
+    const model = this.catalog.find((m) => m.id === id) ?? fail("MODEL_NOT_FOUND", `No model “${id}”.`);
+    if (model.default) fail("INVALID_INPUT", "replies use this model now: choose another one first");
+    model.installed = false;
+    this.models = this.models.filter((m) => m.spec !== `local:${id}`);
+  }
+  async useModel(id: string): Promise<PersonaView[]> {
+    const model = this.catalog.find((m) => m.id === id) ?? fail("MODEL_NOT_FOUND", `No model “${id}”.`);
+    if (!model.installed) fail("MODEL_NOT_FOUND", `${model.name} is not installed: download it first`);
+    for (const m of this.catalog) m.default = m.id === id;
+    const spec = `local:${id}`;
+    if (!this.models.some((m) => m.spec === spec)) this.models.push({ spec, label: `${model.name} (local)`, local: true });
+    const ei = this.personas.find((p) => p.name === "Ei");
+    const before = ei?.model;
+    const changed: PersonaView[] = [];
+    for (const p of this.personas) {
+      if ((p === ei || p.model === before) && p.model !== spec) changed.push(await this.setPersonaModel(p.id, spec));
+    }
+    return changed;
   }
   /** The preview has no autostart folder: the setting lives here. */
   startsAtLogin = false;

@@ -1,3 +1,5 @@
+import type { ModelChoiceView } from "../bindings/ModelChoiceView";
+import type { ModelNeeds } from "../bindings/ModelNeeds";
 import type { FolderView } from "../bindings/FolderView";
 import type { ExportView } from "../bindings/ExportView";
 import type { ImportView } from "../bindings/ImportView";
@@ -232,6 +234,21 @@ export class TauriBackend implements Backend {
   }
   setDesktopSettings(settings: DesktopSettings) {
     return call<DesktopView>("set_desktop_settings", { settings });
+  }
+  modelChoices(needs: ModelNeeds) {
+    return call<ModelChoiceView[]>("model_choices", { needs });
+  }
+  pullModel(id: string) {
+    return call<void>("pull_model", { id });
+  }
+  cancelModelPull(id: string) {
+    return call<boolean>("cancel_model_pull", { id });
+  }
+  removeModel(id: string) {
+    return call<void>("remove_model", { id });
+  }
+  useModel(id: string) {
+    return call<PersonaView[]>("use_model", { id });
   }
   startAtLogin() {
     return call<boolean>("start_at_login");

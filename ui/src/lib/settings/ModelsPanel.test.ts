@@ -1,0 +1,42 @@
+import { render, screen, waitFor, within } from "@testing-library/svelte";
+import userEvent from "@testing-library/user-event";
+import { describe, expect, it } from "vitest";
+import { startApp } from "../testing/harness";
+import ModelsPanel from "./ModelsPanel.svelte";
+
+const row = (id: string) => screen.getAllByTestId("model-choice").find((el) => el.dataset.model === id) as HTMLElement;
+
+describe("the model picker", () => {
+  it("recommends one model for the memory spared and downloads it with progress, then replies use it", async () => {
+    const user = userEvent.setup();
+    const { app, backend, context } = await startApp();
+    render(ModelsPanel, { context });
+    // Whatever is free: the largest that fits.
+    await waitFor(() => expect(screen.getByTestId("models-recommendation")).toHaveTextContent("Qwen2.5-Coder 1.5B"));
+    await user.selectOptions(screen.getByTestId("models-spare"), "1");
+    await waitFor(() => expect(screen.getByTestId("models-recommendation")).toHaveTextContent("Qwen2.5-Coder 0.5B"));
+    expect(within(row("qwen2.5-coder-0.5b")).getByText("Recommended")).toBeInTheDocument();
+    expect(within(row("qwen2.5-coder-1.5b")).getByText("In use")).toBeInTheDocument();
+
+    await user.click(within(row("qwen2.5-coder-0.5b")).getByTestId("model-download"));
+    expect(await within(row("qwen2.5-coder-0.5b")).findByTestId("model-progress")).toBeInTheDocument();
+    const use = await within(row("qwen2.5-coder-0.5b")).findByTestId("model-use", {}, { timeout: 3000 });
+    expect(app.modelPulls["qwen2.5-coder-0.5b"].state).toBe("installed");
+    await user.click(use);
+    await waitFor(() => expect(within(row("qwen2.5-coder-0.5b")).getByText("In use")).toBeInTheDocument());
+    const ei = (await backend.listPersonas()).find((p) => p.name === "Ei");
+    expect(ei?.model).toBe("local:qwen2.5-coder-0.5b");
+  });
+
+  it("a download can be cancelled, and the model in use cannot be removed", async () => {
+    const user = userEvent.setup();
+    const { backend, context } = await startApp();
+    backend.pullSteps = 1000;
+    render(ModelsPanel, { context });
+    await waitFor(() => expect(screen.getAllByTestId("model-choice").length).toBeGreaterThan(1));
+    await user.click(within(row("llama3.2-1b")).getByTestId("model-download"));
+    await user.click(await within(row("llama3.2-1b")).findByTestId("model-cancel"));
+    await waitFor(() => expect(within(row("llama3.2-1b")).getByTestId("model-download")).toBeInTheDocument());
+    expect(within(row("qwen2.5-coder-1.5b")).queryByTestId("model-remove")).toBeNull();
+  });
+});
