@@ -15,8 +15,9 @@
 //! 3. STT real-time factor and TTS first-sentence time against the raw
 //!    model alone on the same input (goal >= 0.8x of raw speed).
 //!
-//! cargo run -p voice --example latency_bench -- [MODELS_DIR] [RUNS]
-//! MODELS_DIR defaults to $LEDGERMIND_CACHE/models; RUNS (fastest kept) 3.
+//! cargo run -p voice --example latency_bench -- [MODELS_DIR] [RUNS] [f32|q8]
+//! MODELS_DIR defaults to $LEDGERMIND_CACHE/models; RUNS (fastest kept) 3;
+//! the weights default to those the product loads (q8 when made).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -25,7 +26,7 @@ use std::time::Instant;
 use voice::audio::{Echo, WavLoopback};
 use voice::converse::{converse, ConverseConfig, Ducking, Endpoint, Responder};
 use voice::wav::Pcm;
-use voice::whisper::Whisper;
+use voice::whisper::{Precision, Whisper};
 use voice::{EspeakNg, Language, LanguageChoice, SpeechSynthesizer, SpeechToText, SynthesisRequest, VoiceError};
 
 const RATE: u32 = voice::SAMPLE_RATE;
@@ -125,9 +126,17 @@ fn cli_config(models: &Path, ducking: Option<Ducking>, endpoint: Option<Endpoint
     }
 }
 
-/// The two end-of-turn rules compared in every scene.
-fn rules() -> [(&'static str, Option<Endpoint>); 2] {
-    [("hold 800 ms (before)", None), ("early end (ours)", Some(Endpoint::default()))]
+/// The end-of-turn rules compared in every scene: the gate's hold; the
+/// early end as it was (recognition only once the silence begins, no
+/// longer wait for trailing words); ours (recognition while the person
+/// speaks, the wait adapted to how the words end).
+fn rules() -> [(&'static str, Option<Endpoint>); 3] {
+    let before = Endpoint { stream_every_ms: None, trailing_stop_ms: 800, ..Endpoint::default() };
+    [
+        ("hold 800 ms (baseline)", None),
+        ("early end, no drafts (before)", Some(before)),
+        ("drafts + adaptive end (ours)", Some(Endpoint::default())),
+    ]
 }
 
 fn median(mut v: Vec<u64>) -> u64 {
@@ -148,7 +157,13 @@ fn run() -> Result<(), VoiceError> {
         QUESTIONS.iter().enumerate().map(|(i, q)| spoken(&tmp, &format!("q{i}"), q)).collect::<Result<_, _>>()?;
     let interruption = spoken(&tmp, "interruption", INTERRUPTION)?;
     let choice = voice::models::whisper_for(&models, LanguageChoice::Fixed(Language::En))?;
-    let mut stt = Whisper::load(&choice.dir)?;
+    // A third argument picks the weights (f32 or q8); by default what the product loads.
+    let mut stt = match args.next().as_deref() {
+        Some("f32") => Whisper::load_with(&choice.dir, Precision::F32)?,
+        Some("q8") => Whisper::load_with(&choice.dir, Precision::Q8)?,
+        _ => Whisper::load(&choice.dir)?,
+    };
+    println!("Whisper weights: {:?}", stt.precision());
     let piper = voice::piper::Piper::load(&models);
     let tts: Box<dyn SpeechSynthesizer> = match voice::piper::Piper::load(&models) {
         Ok(p) => Box::new(p),
