@@ -83,8 +83,6 @@ struct WindowResult {
     compression_ratio: f32,
     /// Decoding was stopped where the text began repeating itself.
     repeated: bool,
-    /// The model ended the text itself (not the length limit, not a repeat).
-    ended: bool,
     temperature: f32,
 }
 
@@ -386,7 +384,6 @@ impl Whisper {
                 let (next, lp) = self.choose(logits, &tokens[sample_begin..], &suppress, temperature, rng);
                 logprobs.push(lp);
                 if next == self.sp.eot {
-                    ended = true;
                     break;
                 }
                 tokens.push(next);
@@ -406,7 +403,6 @@ impl Whisper {
             avg_logprob,
             no_speech_prob,
             repeated,
-            ended,
             temperature,
         })
     }
