@@ -189,7 +189,8 @@ impl Whisper {
             }
             Precision::Q8 => {
                 let file = QUANTIZED_FILE;
-                let vb = QVarBuilder::from_gguf(dir.join(file), &device).map_err(|e| corrupt(format!("{file}: {e}")))?;
+                let vb =
+                    QVarBuilder::from_gguf(dir.join(file), &device).map_err(|e| corrupt(format!("{file}: {e}")))?;
                 let decoder =
                     decoder::CachedDecoder::load(decoder::Weights::Quantized(vb.pp("model.decoder")), &config)
                         .map_err(|e| corrupt(format!("{file}: {e}")))?;
@@ -461,9 +462,14 @@ impl Whisper {
         // padding) is the end of the audio.
         let window_ms = window_frames as u64 * MS_PER_FRAME;
         if !cuts.is_empty() {
-            // A window cut at a repeat has no more to give: its last,
-            // unclosed segment is kept and the window is done.
-            let tail_kept = window.repeated && cuts.last().is_some_and(|&c| c < toks.len());
+            // A window cut at a repeat inside a segment has no more to
+            // give: that unclosed segment is kept and the window is done.
+            // Cut where a segment begins, the window resumes at that
+            // segment's timestamp like any other: what follows is decoded
+            // afresh (speech said twice is heard twice), and a loop over
+            // silence finds no speech there.
+            let tail_kept =
+                window.repeated && cuts.last().is_some_and(|&c| c < toks.len() && !text_of(&toks[c..]).is_empty());
             if single_ending || tail_kept {
                 cuts.push(toks.len());
             }
@@ -487,7 +493,7 @@ impl Whisper {
                 }
                 last = cut;
             }
-            if !single_ending && !window.repeated {
+            if !single_ending && !tail_kept {
                 // Resume at the last timestamp: the rest of the window is decoded again.
                 let last_ts = toks[last - 1].saturating_sub(ts_begin) as usize;
                 let frames = last_ts * (MS_PER_TIMESTAMP / MS_PER_FRAME) as usize;

@@ -1,6 +1,7 @@
-//! Quantized Whisper weights made from the converted f32 safetensors:
-//! every matrix a linear layer multiplies by (attention projections, MLP,
-//! the token embedding that is also the output projection) in q8_0, the
+//! Quantized Whisper weights made from the converted safetensors (f16 on
+//! disk, read as f32): every matrix a linear layer multiplies by
+//! (attention projections, MLP, the token embedding that is also the
+//! output projection) in q8_0, the
 //! rest (convolutions, norms, biases, positions) kept in f32, written as
 //! GGUF, which candle's quantized Whisper reads. Deterministic: the same
 //! input gives the same bytes (tensors in name order, no timestamps).

@@ -350,8 +350,12 @@ fn push_to_talk_stops_the_reply_at_once_and_the_press_is_the_utterance_even_in_h
     let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
     let mut persona = Counting(vec![], Box::leak("A long answer goes on and on. ".repeat(10).into_boxed_str()));
     // Half duplex and no stop word: only the button can interrupt.
-    let config =
-        ConverseConfig { full_duplex: false, stop_word: false, push_to_talk: vec![(down, up)], ..ConverseConfig::default() };
+    let config = ConverseConfig {
+        full_duplex: false,
+        stop_word: false,
+        push_to_talk: vec![(down, up)],
+        ..ConverseConfig::default()
+    };
     let mut stt = scripted(&["first", "pressed"]);
     let turns = converse(&mut mic, &mut stt, &mut persona, &ToneSynth { rate_hz: 16_000 }, &config).expect("converse");
     assert_eq!(persona.0, vec!["first", "pressed"]);
@@ -462,7 +466,8 @@ fn with_barge_in_off_speech_does_not_interrupt_but_the_stop_word_and_push_to_tal
     let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
     let mut persona = Counting(vec![], long);
     let config = ConverseConfig { barge_in: false, stop_word: false, push_to_talk: vec![(down, up)], ..config };
-    let turns = converse(&mut mic, &mut scripted(&["first", "pressed"]), &mut persona, &tts, &config).expect("converse");
+    let turns =
+        converse(&mut mic, &mut scripted(&["first", "pressed"]), &mut persona, &tts, &config).expect("converse");
     let stopped = turns[0].playback_stopped_ms.expect("stopped by the press");
     assert!(stopped >= down && stopped <= down + 20, "stopped at {stopped}, pressed at {down}");
 }
@@ -571,13 +576,18 @@ fn a_long_first_sentence_is_spoken_from_its_first_clause() {
     );
 }
 
-/// Said by espeak-ng: `first`, a pause, then `second`.
+/// Said by espeak-ng: `first`, a pause, then `second`. espeak-ng ends
+/// each phrase with ~300 ms of its own silence; it is trimmed (at -40 dB)
+/// so the pause is `pause_ms` and no longer.
 fn said_with_pause(first: &str, pause_ms: usize, second: &str) -> Vec<f32> {
     let tts = EspeakNg::default();
     let say = |text: &str| {
         use voice::{Language, SpeechSynthesizer, SynthesisRequest};
         let pcm = tts.synthesize(&SynthesisRequest { text, language: Language::En, rate: 1.0 }).expect("espeak-ng");
-        pcm.resampled(16_000).samples
+        let s = pcm.resampled(16_000).samples;
+        let loud = |x: &f32| x.abs() > 0.01;
+        let (a, b) = (s.iter().position(loud).unwrap_or(0), s.iter().rposition(loud).map_or(0, |i| i + 1));
+        s[a..b.max(a)].to_vec()
     };
     let mut input = silence(500);
     input.extend(say(first));
@@ -636,4 +646,3 @@ fn a_transcript_reads_finished_when_it_ends_a_sentence() {
     assert!(!voice::converse::reads_finished("Which is the largest..."));
     assert!(!voice::converse::reads_finished(""));
 }
-
