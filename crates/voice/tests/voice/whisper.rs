@@ -206,8 +206,9 @@ fn our_spectrogram_equals_candles_over_the_audio_and_the_silence_after_it() {
 }
 
 /// Sentences spoken by espeak-ng, each padded with silence as an utterance
-/// cut by the voice gate is (the last one: a sentence tiny.en repeated
-/// nine times over, never tuned on).
+/// cut by the voice gate is. With 1.5 s of silence around them, plain
+/// greedy decoding loops on several (the last one: its own sentence over
+/// and over); the safeguards must not.
 const SPOKEN: [&str; 8] = [
     "The train to Lisbon leaves at seven in the morning.",
     "Please put the green cup on the kitchen table.",
