@@ -227,9 +227,12 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
             protect_ms: 500,
             listen,
             silero_models: Some(models.clone()),
-            // End the turn after 300 ms of silence when the words so far
-            // (transcribed from 200 ms on) end a sentence and Silero is sure;
-            // otherwise the gate's 800 ms hold (latency_bench measures both).
+            // The utterance is recognised while it is spoken (a draft every
+            // 500 ms), so little is left at its end; the turn ends after
+            // 300 ms of silence when the words end a sentence and Silero is
+            // sure, after 1.3 s when they trail off ("I was thinking
+            // that"), else after the gate's 800 ms hold (latency_bench
+            // measures each against the hold alone).
             endpoint: Some(voice::converse::Endpoint::default()),
             ..Default::default()
         };

@@ -4,6 +4,10 @@
 //! mel, windowed decoding with timestamps, segments) against the raw
 //! candle Whisper model run alone on the same samples, in the same run.
 //!
+//! Then, per precision (f32 and the quantized GGUF when present), WER and
+//! time again, and the time left at the end of speech when the utterance
+//! was recognised while it grew.
+//!
 //! cargo run --release -p voice --example stt_bench -- [MODEL_DIR] [CLIPS_DIR] [RUNS]
 //! MODEL_DIR defaults to $LEDGERMIND_CACHE/models/whisper-tiny.en, CLIPS_DIR
 //! to /usr/share/pocketsphinx/test/data/librivox, RUNS (fastest kept) to 3.
@@ -13,7 +17,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use voice::wer::{normalize_en, word_errors};
-use voice::whisper::{StageTimes, Whisper};
+use voice::whisper::{Precision, StageTimes, Whisper, QUANTIZED_FILE};
 use voice::{Language, LanguageChoice, SpeechToText, VoiceError};
 
 fn main() -> ExitCode {
@@ -40,7 +44,7 @@ fn run() -> Result<(), VoiceError> {
     let refs =
         std::fs::read_to_string(&refs_path).map_err(|source| VoiceError::Io { path: refs_path.clone(), source })?;
     let load_started = Instant::now();
-    let mut model = Whisper::load(&model_dir)?;
+    let mut model = Whisper::load_with(&model_dir, Precision::F32)?;
     println!(
         "model {} loaded in {} ms; {runs} runs per clip, fastest kept",
         model_dir.display(),
@@ -142,6 +146,76 @@ fn run() -> Result<(), VoiceError> {
         raw_ms / audio,
         raw_ms / ours_ms
     );
+    compare_precisions(&model_dir, &refs, &clips, runs)?;
+    Ok(())
+}
+
+/// Per precision (f32, and q8_0 when its GGUF is there), in this run: WER
+/// and time of the one-shot transcript, then the time left at the end of
+/// speech when the utterance was recognised as it grew (a draft every
+/// 500 ms), and whether that final text is the one-shot text. The
+/// precisions take turns clip by clip and run by run, so a change in the
+/// machine's load falls on both alike.
+fn compare_precisions(
+    model_dir: &std::path::Path,
+    refs: &str,
+    clips: &std::path::Path,
+    runs: usize,
+) -> Result<(), VoiceError> {
+    let en = LanguageChoice::Fixed(Language::En);
+    let mut precisions = vec![Precision::F32];
+    if model_dir.join(QUANTIZED_FILE).is_file() {
+        precisions.push(Precision::Q8);
+    } else {
+        println!("\nno {QUANTIZED_FILE} in {} (examples/whisper_quantize makes it): f32 only", model_dir.display());
+    }
+    println!("\n== precision and recognition while speaking (same clips, same run; {runs} runs, fastest kept) ==");
+    let mut models =
+        precisions.iter().map(|&p| Whisper::load_with(model_dir, p)).collect::<Result<Vec<_>, VoiceError>>()?;
+    // Per precision: errors, words, one-shot ms, end-of-speech ms, same text, clips.
+    let mut totals = vec![(0usize, 0usize, 0f64, 0f64, 0usize, 0usize); models.len()];
+    for line in refs.lines() {
+        let (Some(a), Some(b)) = (line.rfind('('), line.rfind(')')) else { continue };
+        if a > b {
+            continue;
+        }
+        let reference = normalize_en(&line[..a].replace("<s>", "").replace("</s>", ""));
+        let pcm = voice::wav::read_mono(&clips.join(format!("{}.wav", &line[a + 1..b])), voice::SAMPLE_RATE)?;
+        let mut best = vec![(f64::MAX, f64::MAX, String::new(), String::new()); models.len()];
+        for _ in 0..runs {
+            for (model, best) in models.iter_mut().zip(best.iter_mut()) {
+                let t = Instant::now();
+                best.2 = model.transcribe(&pcm.samples, en)?.text;
+                best.0 = best.0.min(t.elapsed().as_secs_f64() * 1000.0);
+                let mut draft = voice::Draft::default();
+                let mut end = 8_000;
+                while end < pcm.samples.len() {
+                    model.transcribe_partial(&pcm.samples[..end], en, &mut draft)?;
+                    end += 8_000;
+                }
+                let t = Instant::now();
+                best.3 = model.transcribe_drafted(&pcm.samples, en, &mut draft)?.text;
+                best.1 = best.1.min(t.elapsed().as_secs_f64() * 1000.0);
+            }
+        }
+        for (total, (one_ms, end_ms, one_text, end_text)) in totals.iter_mut().zip(best) {
+            let (e, n) = word_errors(&reference, &normalize_en(&one_text));
+            total.0 += e;
+            total.1 += n;
+            total.2 += one_ms;
+            total.3 += end_ms;
+            total.4 += usize::from(one_text == end_text);
+            total.5 += 1;
+        }
+    }
+    for (precision, (errors, words, one_ms, end_ms, same, clips_n)) in precisions.iter().zip(totals) {
+        println!(
+            "{precision:?}: WER {:.1}% ({errors}/{words}); one-shot {one_ms:.0} ms for the {clips_n} clips; at the end of speech with drafts {end_ms:.0} ms ({:.2}x sooner); drafted text = one-shot text for {same}/{clips_n}",
+            100.0 * errors as f64 / words.max(1) as f64,
+            one_ms / end_ms.max(1.0)
+        );
+    }
+    println!("load average at the end: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
     Ok(())
 }
 

@@ -79,7 +79,9 @@ fn apology(language: Language, safe_mode_now: bool) -> &'static str {
         (Language::En, false) => "Sorry, I could not answer that. Please say it again.",
         (Language::Pt, false) => "Desculpe, não consegui responder. Pode repetir?",
         (Language::En, true) => "I keep failing, so I switched to safe mode: local engines only, tools off.",
-        (Language::Pt, true) => "Estou falhando seguido, então entrei no modo seguro: só motores locais, sem ferramentas.",
+        (Language::Pt, true) => {
+            "Estou falhando seguido, então entrei no modo seguro: só motores locais, sem ferramentas."
+        }
     }
 }
 
@@ -115,33 +117,92 @@ pub struct ConverseConfig {
     pub endpoint: Option<Endpoint>,
 }
 
-/// An earlier end of turn than the gate's silence hold (800 ms). After
-/// `speculate_ms` of silence the utterance so far is transcribed while the
-/// hold runs on (in the background on a live device; on the simulated clock
-/// the result is ready when its compute time has passed); speech that
-/// resumes throws that transcript away. The turn then ends after only
-/// `quick_stop_ms` of silence when the transcript reads as a finished
-/// sentence (it ends in . ? or !) and Silero is sure the person stopped
-/// (its speech probability under `silero_quiet` over the last 100 ms);
-/// otherwise the hold runs out as before, and the speculative
-/// transcript, if no speech came since, saves recognising again.
+/// An end of turn that adapts to what was said, sooner than the gate's
+/// silence hold (800 ms) when the words are finished, later when they
+/// trail off. While the person speaks, the utterance so far is recognised
+/// again every `stream_every_ms` of new audio (greedy, as a draft), so that
+/// at the end only its last words are new. After `speculate_ms` of silence
+/// the utterance is transcribed, from that draft, while the silence runs
+/// on (in the background on a live device; on the simulated clock the
+/// result is ready when its compute time has passed, after the draft
+/// under way, if any, is done); speech that resumes throws it away. The
+/// turn then ends after `quick_stop_ms` of silence when the transcript
+/// reads as finished (it ends in . ? or ! and not on a word that needs
+/// another, such as "the" or "about") and Silero is sure the person
+/// stopped (its speech probability under `silero_quiet` over the last
+/// 100 ms); after `trailing_stop_ms` when it trails off ("I was thinking
+/// that", "so,"); otherwise after the gate's hold, as before.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Endpoint {
     pub speculate_ms: u64,
     pub quick_stop_ms: u64,
+    pub trailing_stop_ms: u64,
     pub silero_quiet: f32,
+    /// None: the utterance is recognised only once the silence begins.
+    pub stream_every_ms: Option<u64>,
 }
 
 impl Default for Endpoint {
     fn default() -> Self {
-        Self { speculate_ms: 200, quick_stop_ms: 300, silero_quiet: 0.2 }
+        Self {
+            speculate_ms: 200,
+            quick_stop_ms: 300,
+            trailing_stop_ms: 1_300,
+            silero_quiet: 0.2,
+            stream_every_ms: Some(500),
+        }
+    }
+}
+
+/// How a transcript ends, for the end of turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// A finished sentence or question.
+    Finished,
+    /// Trailing off: a word that needs another after it, a comma, dots.
+    Trailing,
+    /// Neither: no closing punctuation.
+    Open,
+}
+
+/// Words after which a sentence is not over, English and Portuguese
+/// (articles, prepositions, conjunctions, auxiliaries, fillers).
+const TRAILING_WORDS: [&str; 80] = [
+    "a", "an", "the", "and", "or", "but", "so", "because", "that", "which", "who", "whose", "of", "to", "in", "on",
+    "at", "for", "with", "about", "from", "into", "by", "is", "are", "was", "were", "be", "am", "my", "your", "his",
+    "her", "their", "our", "its", "if", "when", "than", "as", "um", "uh", "like", "i", "i'm", "we", "you", "it's", "e",
+    "ou", "mas", "porque", "que", "o", "os", "as", "um", "uma", "de", "do", "da", "dos", "das", "em", "no", "na",
+    "nos", "nas", "para", "pra", "com", "por", "se", "quando", "então", "tipo", "é", "eu", "meu", "minha",
+];
+
+/// How `text` ends (see [`Ending`]).
+pub fn ending(text: &str) -> Ending {
+    let t = text.trim_end_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ')');
+    if t.is_empty() {
+        return Ending::Open;
+    }
+    if t.ends_with("...") || t.ends_with(['…', ',', ';', ':', '-', '—']) {
+        return Ending::Trailing;
+    }
+    let last = t
+        .rsplit(char::is_whitespace)
+        .next()
+        .unwrap_or("")
+        .trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+        .to_lowercase();
+    if TRAILING_WORDS.contains(&last.as_str()) {
+        return Ending::Trailing;
+    }
+    if t.ends_with(['.', '?', '!']) {
+        Ending::Finished
+    } else {
+        Ending::Open
     }
 }
 
 /// Whether a transcript reads as a finished sentence.
 pub fn reads_finished(text: &str) -> bool {
-    let t = text.trim_end_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ')');
-    t.ends_with(['.', '?', '!']) && !t.ends_with("...")
+    ending(text) == Ending::Finished
 }
 
 /// The reply's first piece, synthesised while the reply was still coming.
@@ -242,7 +303,7 @@ pub struct TurnTimings {
 /// after at least three words, with at least three after it) so the first
 /// piece is short and speech starts sooner.
 pub fn speaking_pieces(text: &str) -> Vec<String> {
-    let mut parts = sentences(text);
+    let mut parts = sentences(&speakable(text));
     let Some(first) = parts.first().cloned() else { return parts };
     let mut words = 0;
     let mut prev_space = true;
@@ -261,6 +322,65 @@ pub fn speaking_pieces(text: &str) -> Vec<String> {
         }
     }
     parts
+}
+
+/// Words in round brackets that are stage directions, not speech: a
+/// model copies them from transcripts and from how cut-off turns are shown.
+const PAREN_MARKERS: [&str; 8] =
+    ["interrupted", "interrompid", "cut off", "inaudible", "inaudível", "pause", "pausa", "silence"];
+
+/// What of a model's reply may be said aloud: bracketed markers it copied
+/// from its prompt or training ("[interrupted]", "[laughs]", "<|im_end|>",
+/// "(interrupted)") are dropped, and so is an unclosed "[" or "<|" at the
+/// end, which in a reply still streaming is a marker not yet complete.
+/// Asterisks of emphasis go, their words stay; spaces are tidied where
+/// something was taken out.
+pub fn speakable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let cut = match c {
+            '[' => Some(rest.find(']').map_or(rest.len(), |e| e + 1)),
+            '<' if rest.starts_with("<|") => Some(rest.find("|>").map_or(rest.len(), |e| e + 2)),
+            '(' => rest
+                .find(')')
+                .filter(|&e| {
+                    let inner = rest[1..e].trim().to_lowercase();
+                    PAREN_MARKERS.iter().any(|m| inner.starts_with(m))
+                })
+                .map(|e| e + 1),
+            _ => None,
+        };
+        match cut {
+            Some(n) => {
+                out.push(' ');
+                rest = &rest[n..];
+            }
+            None => {
+                if c != '*' {
+                    out.push(c);
+                }
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+    }
+    // Tidy what the cuts left: no space before punctuation, no doubled spaces.
+    let mut tidy = String::with_capacity(out.len());
+    let mut chars = out.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == ' ' || c == '\t' {
+            while chars.peek().is_some_and(|n| *n == ' ' || *n == '\t') {
+                chars.next();
+            }
+            if chars.peek().is_some_and(|n| matches!(n, '.' | ',' | '!' | '?' | ';' | ':'))
+                || tidy.ends_with([' ', '\n'])
+            {
+                continue;
+            }
+        }
+        tidy.push(c);
+    }
+    tidy.trim().to_owned()
 }
 
 /// Splits a reply into sentences to speak one by one.
@@ -286,6 +406,8 @@ pub fn sentences(text: &str) -> Vec<String> {
 /// How many characters of `reply` were said aloud when only `spoken` (its
 /// first sentences, as [`sentences`] cut them and joined with spaces) was:
 /// the length of the reply up to the end of the last sentence spoken.
+/// Markers never spoken ([`speakable`]) count for nothing, so `reply` may
+/// be the model's text as written.
 pub fn spoken_chars(reply: &str, spoken: &str) -> u32 {
     let mut said = String::new();
     let mut cursor = 0;
@@ -295,10 +417,14 @@ pub fn spoken_chars(reply: &str, spoken: &str) -> u32 {
         }
         let Some(at) = reply[cursor..].find(part.as_str()) else { break };
         cursor += at + part.len();
+        let aloud = speakable(&part);
+        if aloud.is_empty() {
+            continue;
+        }
         if !said.is_empty() {
             said.push(' ');
         }
-        said.push_str(&part);
+        said.push_str(&aloud);
     }
     reply[..cursor].chars().count() as u32
 }
@@ -337,13 +463,19 @@ pub fn converse(
     config: &ConverseConfig,
 ) -> Result<Vec<TurnReport>, VoiceError> {
     let rate = crate::SAMPLE_RATE;
+    // With the adaptive end of turn the gate holds as long as a trailing
+    // sentence may need; this loop ends the turn sooner (see Endpoint).
+    let gate_config = match config.endpoint {
+        Some(ep) => GateConfig { stop_ms: config.gate.stop_ms.max(ep.trailing_stop_ms), ..config.gate },
+        None => config.gate,
+    };
     let mut gate = match config.silero_models.as_deref().map(crate::silero::SileroVad::load) {
-        Some(Ok(silero)) => SpeechGate::with_silero(config.gate, silero),
+        Some(Ok(silero)) => SpeechGate::with_silero(gate_config, silero),
         Some(Err(e)) => {
             tracing::warn!("Silero VAD unavailable, WebRTC's VAD alone: {e}");
-            SpeechGate::new(config.gate)
+            SpeechGate::new(gate_config)
         }
-        None => SpeechGate::new(config.gate),
+        None => SpeechGate::new(gate_config),
     };
     // Spoken control ("slower", "be brief") changes these for the rest of the conversation.
     let mut rate_now = config.rate;
@@ -366,6 +498,16 @@ pub fn converse(
     let mut frames_to_charge = 0usize;
     let mut aec = config.echo_cancel.then(|| EchoCanceller::new(rate));
     let mut speculation: Option<Speculation> = None;
+    // The recogniser's reading of the utterance under way, and how much of
+    // it that reading covered (samples).
+    let mut draft = crate::stt::Draft::default();
+    let mut drafted_len = 0usize;
+    // The draft before the one under way: what is left when the one under
+    // way is abandoned because the silence began.
+    let mut draft_before = crate::stt::Draft::default();
+    // When the recogniser, busy with a draft or a speculation in the
+    // background, is free again (input timeline).
+    let mut recogniser_free_ms = 0u64;
     // The next microphone frame, echo-cancelled against what was played meanwhile.
     let mut listen = |mic: &mut WavLoopback| -> Result<Option<Vec<f32>>, VoiceError> {
         let Some(mut f) = mic.next_frame(FRAME)? else { return Ok(None) };
@@ -426,6 +568,9 @@ pub fn converse(
             event = None;
             gate.restart();
             utterance = Some(Vec::new());
+            draft = crate::stt::Draft::default();
+            draft_before = crate::stt::Draft::default();
+            drafted_len = 0;
             began_deaf = false;
             if let Some(mut p) = playing.take() {
                 let remaining = mic.output.stop();
@@ -458,22 +603,53 @@ pub fn converse(
                 speculation = None;
             }
             let plain_turn = playing.is_none() && !began_deaf && !began_ducked && !held && event.is_none();
+            if let (Some(step), Some(audio)) = (ep.stream_every_ms, utterance.as_ref()) {
+                let step = (step * u64::from(rate) / 1000) as usize;
+                if plain_turn
+                    && gate.is_speaking()
+                    && gate.silence_ms() == 0
+                    && now >= recogniser_free_ms
+                    // Less than a second (half of it the pre-roll) has too little to read.
+                    && audio.len() >= (drafted_len + step).max(rate as usize)
+                {
+                    let started = Instant::now();
+                    draft_before = draft.clone();
+                    // A failed draft only means the last take starts from further back.
+                    if stt.transcribe_partial(audio, config.listen, &mut draft).is_ok() {
+                        drafted_len = audio.len();
+                    }
+                    recogniser_free_ms = now + started.elapsed().as_millis() as u64;
+                }
+            }
             if plain_turn && gate.is_speaking() && gate.silence_ms() == ep.speculate_ms && speculation.is_none() {
                 if let Some(audio) = utterance.as_ref() {
                     let started = Instant::now();
+                    // A draft still under way when the silence begins is
+                    // abandoned, not waited for: the take of the whole
+                    // utterance starts now from the draft before it (on a
+                    // loaded machine a draft can take longer than the
+                    // person's pause).
+                    if now < recogniser_free_ms {
+                        draft = std::mem::take(&mut draft_before);
+                        recogniser_free_ms = now;
+                    }
+                    let begins = now;
                     // A failure here is not the turn's: the hold runs out and it is tried again.
-                    if let Ok(transcript) = stt.transcribe(audio, config.listen) {
+                    if let Ok(transcript) = stt.transcribe_drafted(audio, config.listen, &mut draft) {
                         let stt_ms = started.elapsed().as_millis() as u64;
-                        speculation = Some(Speculation { transcript, ready_ms: now + stt_ms, stt_ms });
+                        recogniser_free_ms = begins + stt_ms;
+                        speculation = Some(Speculation { transcript, ready_ms: begins + stt_ms, stt_ms });
                     }
                 }
             }
             let sure_quiet = gate.silence_peak().is_some_and(|p| p < ep.silero_quiet);
-            if plain_turn
-                && sure_quiet
-                && gate.silence_ms() >= ep.quick_stop_ms
-                && speculation.as_ref().is_some_and(|s| now >= s.ready_ms && reads_finished(&s.transcript.text))
-            {
+            let ready = speculation.as_ref().filter(|s| now >= s.ready_ms);
+            let needed = match ready.map(|s| ending(&s.transcript.text)) {
+                Some(Ending::Finished) if plain_turn && sure_quiet => ep.quick_stop_ms,
+                Some(Ending::Trailing) if plain_turn => gate_config.stop_ms,
+                _ => config.gate.stop_ms,
+            };
+            if event.is_none() && !held && gate.is_speaking() && gate.silence_ms() >= needed {
                 event = gate.end_now();
             }
         }
@@ -488,6 +664,9 @@ pub fn converse(
                     lane: Lane::Context,
                 });
                 utterance = Some(preroll.iter().copied().collect());
+                draft = crate::stt::Draft::default();
+                draft_before = crate::stt::Draft::default();
+                drafted_len = 0;
                 began_deaf = deaf;
                 began_ducked = false;
                 if deaf {
@@ -547,7 +726,7 @@ pub fn converse(
                 let started = Instant::now();
                 let mut timings = TurnTimings { detected_at_ms: now, ..TurnTimings::default() };
                 // Time the turn waits on the timeline beyond the compute below.
-                let mut waited_ms = 0;
+                let waited_ms;
                 let transcript = match speculation.take() {
                     Some(s) => {
                         timings.stt_ms = s.stt_ms;
@@ -556,9 +735,15 @@ pub fn converse(
                         s.transcript
                     }
                     None => {
-                        let t = with_retries(|| stt.transcribe(&audio, config.listen))?;
+                        // A draft still being made in the background is abandoned.
+                        if now < recogniser_free_ms {
+                            draft = std::mem::take(&mut draft_before);
+                            recogniser_free_ms = now;
+                        }
+                        waited_ms = 0;
+                        let t = with_retries(|| stt.transcribe_drafted(&audio, config.listen, &mut draft))?;
                         timings.stt_ms = started.elapsed().as_millis() as u64;
-                        timings.stt_wait_ms = timings.stt_ms;
+                        timings.stt_wait_ms = timings.stt_ms + waited_ms;
                         t
                     }
                 };
@@ -632,7 +817,7 @@ pub fn converse(
                 };
                 timings.reply_ms = asked.elapsed().as_millis() as u64;
                 let parts = if brief && command.is_none() {
-                    speaking_pieces(sentences(&reply).first().map_or("", String::as_str))
+                    speaking_pieces(sentences(&speakable(&reply)).first().map_or("", String::as_str))
                 } else {
                     speaking_pieces(&reply)
                 };
@@ -728,6 +913,36 @@ pub fn converse(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markers_the_model_copies_are_never_spoken() {
+        assert_eq!(speakable("It is open for 7 days. [interrupted]"), "It is open for 7 days.");
+        assert_eq!(speakable("Sure [interrupted] thing."), "Sure thing.");
+        assert_eq!(speakable("[interrupted before saying anything]"), "");
+        assert_eq!(speakable("Fine.<|im_end|>"), "Fine.");
+        assert_eq!(speakable("Claro, são 7 dias (interrompido)."), "Claro, são 7 dias.");
+        assert_eq!(speakable("It is *really* big."), "It is really big.");
+        // Round brackets that are speech stay.
+        assert_eq!(speakable("Lisbon (the capital) is old."), "Lisbon (the capital) is old.");
+        // A reply still streaming: a marker not yet closed is held back.
+        assert_eq!(speakable("Sure. [interr"), "Sure.");
+        assert_eq!(speakable("Sure. <|im_"), "Sure.");
+        assert_eq!(
+            speaking_pieces("Paris is the capital of France. [interrupted]"),
+            vec!["Paris is the capital of France."]
+        );
+        assert!(speaking_pieces("[interrupted]").is_empty());
+        assert!(speaking_pieces("Sure. [interr").iter().all(|p| !p.contains('[')));
+    }
+
+    #[test]
+    fn the_spoken_part_is_counted_in_the_reply_as_written_markers_and_all() {
+        let reply = "Sure. [interrupted] It is 7 days.";
+        assert_eq!(spoken_chars(reply, "Sure."), 5);
+        assert_eq!(spoken_chars(reply, "Sure. It is 7 days."), reply.chars().count() as u32);
+        let ended = "It is 7 days. [interrupted]";
+        assert_eq!(spoken_chars(ended, "It is 7 days."), 13);
+    }
 
     #[test]
     fn replies_are_cut_into_sentences() {

@@ -35,7 +35,7 @@ pub mod wer;
 pub mod whisper;
 
 pub use error::VoiceError;
-pub use stt::{Language, LanguageChoice, Segment, SpeechToText, Transcript};
+pub use stt::{Draft, Language, LanguageChoice, Segment, SpeechToText, Transcript};
 pub use tts::{EspeakNg, SpeechSynthesizer, SynthesisRequest};
 
 /// The rate every recogniser in this crate works at.

@@ -71,9 +71,50 @@ pub struct Transcript {
     pub segments: Vec<Segment>,
 }
 
+/// What recognising an utterance so far leaves for recognising more of
+/// it: the recogniser's own reading of it (opaque to callers), which a
+/// later take of the grown utterance checks and reuses where it holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Draft {
+    pub(crate) prompt: Vec<u32>,
+    pub(crate) tokens: Vec<u32>,
+}
+
+impl Draft {
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+}
+
 /// A speech recogniser over 16 kHz mono samples.
 pub trait SpeechToText {
     fn transcribe(&mut self, pcm_16k: &[f32], language: LanguageChoice) -> Result<Transcript, VoiceError>;
+
+    /// The same transcript as `transcribe`, made sooner by starting from
+    /// `draft` (what an earlier take of the utterance's beginning read)
+    /// where it still holds; `draft` becomes this take's. By default the
+    /// draft is not used.
+    fn transcribe_drafted(
+        &mut self,
+        pcm_16k: &[f32],
+        language: LanguageChoice,
+        draft: &mut Draft,
+    ) -> Result<Transcript, VoiceError> {
+        let _ = draft;
+        self.transcribe(pcm_16k, language)
+    }
+
+    /// A quick take of an utterance still under way, to make `draft`
+    /// for the next take: no retries on doubtful text (its end is cut
+    /// mid-word anyway). By default a plain `transcribe`.
+    fn transcribe_partial(
+        &mut self,
+        pcm_16k: &[f32],
+        language: LanguageChoice,
+        draft: &mut Draft,
+    ) -> Result<Transcript, VoiceError> {
+        self.transcribe_drafted(pcm_16k, language, draft)
+    }
 }
 
 /// A scripted recogniser for logic tests: it returns the next prepared
@@ -91,5 +132,20 @@ impl SpeechToText for ScriptedStt {
         self.replies
             .pop_front()
             .ok_or_else(|| VoiceError::Inference("the scripted recogniser ran out of replies".into()))
+    }
+
+    /// Drafts while the person speaks are not scripted: they read nothing
+    /// and use up no reply.
+    fn transcribe_partial(
+        &mut self,
+        _pcm_16k: &[f32],
+        language: LanguageChoice,
+        _draft: &mut Draft,
+    ) -> Result<Transcript, VoiceError> {
+        let language = match language {
+            LanguageChoice::Fixed(l) => l.code().to_owned(),
+            LanguageChoice::Auto => "en".to_owned(),
+        };
+        Ok(Transcript { text: String::new(), language, segments: Vec::new() })
     }
 }

@@ -6,9 +6,73 @@
 //! same weights (shared with candle's model, not copied) and computes the
 //! same function (test in `whisper::tests`).
 
+use candle_core::quantized::QMatMul;
 use candle_core::{Device, IndexOp, Module, Result, Tensor, D};
-use candle_nn::{embedding, Embedding, LayerNorm, Linear, VarBuilder};
+use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use candle_transformers::models::whisper::Config;
+use candle_transformers::quantized_var_builder::VarBuilder as QVarBuilder;
+
+/// Where the weights come from: f32 tensors (safetensors), or a GGUF file
+/// whose matrices are quantized (q8_0: a quarter of the bytes to read per
+/// token, which is what a decoder pass on a CPU waits for).
+#[derive(Clone)]
+pub enum Weights<'a> {
+    F32(VarBuilder<'a>),
+    Quantized(QVarBuilder),
+}
+
+impl Weights<'_> {
+    pub fn pp(&self, s: &str) -> Self {
+        match self {
+            Weights::F32(vb) => Weights::F32(vb.pp(s)),
+            Weights::Quantized(vb) => Weights::Quantized(vb.pp(s)),
+        }
+    }
+
+    fn device(&self) -> Device {
+        match self {
+            Weights::F32(vb) => vb.device().clone(),
+            Weights::Quantized(vb) => vb.device().clone(),
+        }
+    }
+
+    /// A tensor in f32 (dequantized if it was stored quantized).
+    fn tensor<S: Into<candle_core::Shape>>(&self, shape: S, name: &str) -> Result<Tensor> {
+        match self {
+            Weights::F32(vb) => vb.get(shape, name),
+            Weights::Quantized(vb) => vb.get(shape, name)?.dequantize(vb.device()),
+        }
+    }
+
+    fn linear(&self, d_in: usize, d_out: usize, bias: bool) -> Result<Linear> {
+        let b = if bias { Some(self.tensor(d_out, "bias")?) } else { None };
+        Ok(match self {
+            Weights::F32(vb) => Linear::F32(candle_nn::Linear::new(vb.get((d_out, d_in), "weight")?, b)),
+            Weights::Quantized(vb) => Linear::Quantized(QMatMul::from_arc(vb.get((d_out, d_in), "weight")?)?, b),
+        })
+    }
+}
+
+/// A linear layer on f32 or quantized weights.
+pub enum Linear {
+    F32(candle_nn::Linear),
+    Quantized(QMatMul, Option<Tensor>),
+}
+
+impl Module for Linear {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Linear::F32(l) => l.forward(x),
+            Linear::Quantized(w, b) => {
+                let y = w.forward(x)?;
+                match b {
+                    Some(b) => y.broadcast_add(b),
+                    None => Ok(y),
+                }
+            }
+        }
+    }
+}
 
 struct Attention {
     query: Linear,
@@ -19,12 +83,12 @@ struct Attention {
 }
 
 impl Attention {
-    fn load(n_state: usize, n_head: usize, vb: VarBuilder) -> Result<Self> {
+    fn load(n_state: usize, n_head: usize, vb: Weights) -> Result<Self> {
         Ok(Self {
-            query: candle_nn::linear(n_state, n_state, vb.pp("q_proj"))?,
-            key: candle_nn::linear_no_bias(n_state, n_state, vb.pp("k_proj"))?,
-            value: candle_nn::linear(n_state, n_state, vb.pp("v_proj"))?,
-            out: candle_nn::linear(n_state, n_state, vb.pp("out_proj"))?,
+            query: vb.pp("q_proj").linear(n_state, n_state, true)?,
+            key: vb.pp("k_proj").linear(n_state, n_state, false)?,
+            value: vb.pp("v_proj").linear(n_state, n_state, true)?,
+            out: vb.pp("out_proj").linear(n_state, n_state, true)?,
             n_head,
         })
     }
@@ -73,19 +137,19 @@ struct Block {
     audio: Option<(Tensor, Tensor)>,
 }
 
-fn layer_norm(size: usize, vb: VarBuilder) -> Result<LayerNorm> {
-    Ok(LayerNorm::new(vb.get(size, "weight")?, vb.get(size, "bias")?, 1e-5))
+fn layer_norm(size: usize, vb: Weights) -> Result<LayerNorm> {
+    Ok(LayerNorm::new(vb.tensor(size, "weight")?, vb.tensor(size, "bias")?, 1e-5))
 }
 
 impl Block {
-    fn load(n_state: usize, n_head: usize, vb: VarBuilder) -> Result<Self> {
+    fn load(n_state: usize, n_head: usize, vb: Weights) -> Result<Self> {
         Ok(Self {
             attn: Attention::load(n_state, n_head, vb.pp("self_attn"))?,
             attn_ln: layer_norm(n_state, vb.pp("self_attn_layer_norm"))?,
             cross: Attention::load(n_state, n_head, vb.pp("encoder_attn"))?,
             cross_ln: layer_norm(n_state, vb.pp("encoder_attn_layer_norm"))?,
-            fc1: candle_nn::linear(n_state, n_state * 4, vb.pp("fc1"))?,
-            fc2: candle_nn::linear(n_state * 4, n_state, vb.pp("fc2"))?,
+            fc1: vb.pp("fc1").linear(n_state, n_state * 4, true)?,
+            fc2: vb.pp("fc2").linear(n_state * 4, n_state, true)?,
             mlp_ln: layer_norm(n_state, vb.pp("final_layer_norm"))?,
             cache: None,
             audio: None,
@@ -108,10 +172,17 @@ impl Block {
     }
 }
 
+/// The output projection (tied to the token embedding).
+enum Unembed {
+    /// The embedding matrix transposed once, `(state, vocab)`.
+    F32(Tensor),
+    /// The quantized embedding matrix, `(vocab, state)`.
+    Quantized(QMatMul),
+}
+
 pub struct CachedDecoder {
     token_embedding: Embedding,
-    /// The embedding matrix transposed once, `(state, vocab)`, for the logits.
-    unembed: Tensor,
+    unembed: Unembed,
     positional: Tensor,
     blocks: Vec<Block>,
     ln: LayerNorm,
@@ -123,13 +194,19 @@ pub struct CachedDecoder {
 
 impl CachedDecoder {
     /// Loads from the model's `model.decoder` weights.
-    pub fn load(vb: VarBuilder, cfg: &Config) -> Result<Self> {
+    pub fn load(vb: Weights, cfg: &Config) -> Result<Self> {
         let n_state = cfg.d_model;
-        let token_embedding = embedding(cfg.vocab_size, n_state, vb.pp("embed_tokens"))?;
-        let unembed = token_embedding.embeddings().t()?.contiguous()?;
-        let positional = vb.get((cfg.max_target_positions, n_state), "embed_positions.weight")?;
+        let table = vb.pp("embed_tokens").tensor((cfg.vocab_size, n_state), "weight")?;
+        let unembed = match &vb {
+            Weights::F32(_) => Unembed::F32(table.t()?.contiguous()?),
+            Weights::Quantized(q) => {
+                Unembed::Quantized(QMatMul::from_arc(q.pp("embed_tokens").get((cfg.vocab_size, n_state), "weight")?)?)
+            }
+        };
+        let token_embedding = Embedding::new(table, n_state);
+        let positional = vb.tensor((cfg.max_target_positions, n_state), "embed_positions.weight")?;
         let blocks = (0..cfg.decoder_layers)
-            .map(|i| Block::load(n_state, cfg.decoder_attention_heads, vb.pp(format!("layers.{i}"))))
+            .map(|i| Block::load(n_state, cfg.decoder_attention_heads, vb.pp(&format!("layers.{i}"))))
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
             token_embedding,
@@ -139,7 +216,7 @@ impl CachedDecoder {
             ln: layer_norm(n_state, vb.pp("layer_norm"))?,
             len: 0,
             max_len: cfg.max_target_positions,
-            device: vb.device().clone(),
+            device: vb.device(),
         })
     }
 
@@ -150,6 +227,20 @@ impl CachedDecoder {
             b.audio = Some(b.cross.keys_values(audio)?);
         }
         self.len = 0;
+        Ok(())
+    }
+
+    /// Forgets the tokens after the first `len` (a draft's that did not hold).
+    pub fn truncate(&mut self, len: usize) -> Result<()> {
+        if len >= self.len {
+            return Ok(());
+        }
+        for b in &mut self.blocks {
+            if let Some((k, v)) = b.cache.take() {
+                b.cache = if len == 0 { None } else { Some((k.narrow(2, 0, len)?, v.narrow(2, 0, len)?)) };
+            }
+        }
+        self.len = len;
         Ok(())
     }
 
@@ -190,7 +281,12 @@ impl CachedDecoder {
 
     /// Logits over the vocabulary at position `i` of a `feed` output.
     pub fn logits_at(&self, hidden: &Tensor, i: usize) -> Result<Vec<f32>> {
-        hidden.i((.., i..i + 1, ..))?.squeeze(0)?.matmul(&self.unembed)?.squeeze(0)?.to_vec1::<f32>()
+        let h = hidden.i((.., i..i + 1, ..))?.squeeze(0)?;
+        let logits = match &self.unembed {
+            Unembed::F32(w) => h.matmul(w)?,
+            Unembed::Quantized(w) => w.forward(&h)?,
+        };
+        logits.squeeze(0)?.to_vec1::<f32>()
     }
 
     /// Logits at the last position of a `feed` output.

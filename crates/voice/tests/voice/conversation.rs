@@ -350,8 +350,12 @@ fn push_to_talk_stops_the_reply_at_once_and_the_press_is_the_utterance_even_in_h
     let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
     let mut persona = Counting(vec![], Box::leak("A long answer goes on and on. ".repeat(10).into_boxed_str()));
     // Half duplex and no stop word: only the button can interrupt.
-    let config =
-        ConverseConfig { full_duplex: false, stop_word: false, push_to_talk: vec![(down, up)], ..ConverseConfig::default() };
+    let config = ConverseConfig {
+        full_duplex: false,
+        stop_word: false,
+        push_to_talk: vec![(down, up)],
+        ..ConverseConfig::default()
+    };
     let mut stt = scripted(&["first", "pressed"]);
     let turns = converse(&mut mic, &mut stt, &mut persona, &ToneSynth { rate_hz: 16_000 }, &config).expect("converse");
     assert_eq!(persona.0, vec!["first", "pressed"]);
@@ -462,7 +466,8 @@ fn with_barge_in_off_speech_does_not_interrupt_but_the_stop_word_and_push_to_tal
     let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
     let mut persona = Counting(vec![], long);
     let config = ConverseConfig { barge_in: false, stop_word: false, push_to_talk: vec![(down, up)], ..config };
-    let turns = converse(&mut mic, &mut scripted(&["first", "pressed"]), &mut persona, &tts, &config).expect("converse");
+    let turns =
+        converse(&mut mic, &mut scripted(&["first", "pressed"]), &mut persona, &tts, &config).expect("converse");
     let stopped = turns[0].playback_stopped_ms.expect("stopped by the press");
     assert!(stopped >= down && stopped <= down + 20, "stopped at {stopped}, pressed at {down}");
 }
@@ -571,6 +576,68 @@ fn a_long_first_sentence_is_spoken_from_its_first_clause() {
     );
 }
 
+/// Said by espeak-ng: `first`, a pause, then `second`. espeak-ng ends
+/// each phrase with ~300 ms of its own silence; it is trimmed (at -40 dB)
+/// so the pause is `pause_ms` and no longer.
+fn said_with_pause(first: &str, pause_ms: usize, second: &str) -> Vec<f32> {
+    let tts = EspeakNg::default();
+    let say = |text: &str| {
+        use voice::{Language, SpeechSynthesizer, SynthesisRequest};
+        let pcm = tts.synthesize(&SynthesisRequest { text, language: Language::En, rate: 1.0 }).expect("espeak-ng");
+        let s = pcm.resampled(16_000).samples;
+        let loud = |x: &f32| x.abs() > 0.01;
+        let (a, b) = (s.iter().position(loud).unwrap_or(0), s.iter().rposition(loud).map_or(0, |i| i + 1));
+        s[a..b.max(a)].to_vec()
+    };
+    let mut input = silence(500);
+    input.extend(say(first));
+    input.extend(silence(pause_ms));
+    input.extend(say(second));
+    input.extend(silence(6_000));
+    input
+}
+
+#[test]
+fn words_that_trail_off_are_waited_for_longer_than_the_hold() {
+    let (Some(models), true) = (crate::onnx_models_dir(), espeak_available()) else {
+        eprintln!("skipped: needs Silero (scripts/setup.sh) and espeak-ng");
+        return;
+    };
+    let endpoint = voice::converse::Endpoint::default();
+    let config = ConverseConfig { silero_models: Some(models), endpoint: Some(endpoint), ..ConverseConfig::default() };
+    let tts = ToneSynth { rate_hz: 16_000 };
+    // A second's pause after "that": longer than the gate's 800 ms hold.
+    let audio = said_with_pause("I was thinking that", 1_000, "we could go to Lisbon.");
+    let mut stt = scripted(&["I was thinking that", "I was thinking that we could go to Lisbon."]);
+    let mut mic = WavLoopback::new(Pcm { samples: audio.clone(), rate: 16_000 }, None);
+    let mut persona = Echoing(vec![]);
+    let turns = converse(&mut mic, &mut stt, &mut persona, &tts, &config).expect("converse");
+    assert_eq!(persona.0, vec!["I was thinking that we could go to Lisbon."], "{turns:#?}");
+
+    // Baseline: the gate's hold alone cuts the person off in the pause.
+    let mut stt = scripted(&["I was thinking that", "we could go to Lisbon."]);
+    let mut mic = WavLoopback::new(Pcm { samples: audio, rate: 16_000 }, None);
+    let mut persona = Echoing(vec![]);
+    let config = ConverseConfig { endpoint: None, ..config };
+    converse(&mut mic, &mut stt, &mut persona, &tts, &config).expect("converse");
+    assert_eq!(persona.0.len(), 2, "{:?}", persona.0);
+}
+
+#[test]
+fn how_a_transcript_ends_finished_trailing_or_open_in_english_and_portuguese() {
+    use voice::converse::{ending, Ending};
+    assert_eq!(ending("What is the capital of France?"), Ending::Finished);
+    assert_eq!(ending("Qual é a capital da França?"), Ending::Finished);
+    assert_eq!(ending("I was thinking that"), Ending::Trailing);
+    assert_eq!(ending("I was thinking that..."), Ending::Trailing);
+    assert_eq!(ending("Tell me about."), Ending::Trailing, "a stop after a preposition is Whisper's guess");
+    assert_eq!(ending("Eu estava pensando que"), Ending::Trailing);
+    assert_eq!(ending("Então, eu queria saber se"), Ending::Trailing);
+    assert_eq!(ending("So,"), Ending::Trailing);
+    assert_eq!(ending("What is the capital"), Ending::Open);
+    assert_eq!(ending(""), Ending::Open);
+}
+
 #[test]
 fn a_transcript_reads_finished_when_it_ends_a_sentence() {
     assert!(voice::converse::reads_finished("What is the capital of France?"));
@@ -579,4 +646,3 @@ fn a_transcript_reads_finished_when_it_ends_a_sentence() {
     assert!(!voice::converse::reads_finished("Which is the largest..."));
     assert!(!voice::converse::reads_finished(""));
 }
-

@@ -27,3 +27,57 @@ fn the_multilingual_model_hears_portuguese_and_detects_the_language() {
         assert_eq!(auto.language, "en", "{:?}", auto.text);
     }
 }
+
+/// Brazilian Portuguese sentences spoken by espeak-ng (pt-BR).
+const FALADAS: [&str; 4] = [
+    "O trem para Lisboa sai às sete da manhã.",
+    "Por favor, coloque o copo verde na mesa da cozinha.",
+    "Minha irmã lê um livro sobre navios antigos toda noite.",
+    "Ele guarda as cartas antigas numa caixa de madeira debaixo da cama.",
+];
+
+#[test]
+fn portuguese_speech_is_recognised_while_it_grows_as_in_one_take_without_loops() {
+    use voice::{SpeechSynthesizer, SynthesisRequest};
+    let (Some(model_dir), true) = (whisper_base_dir(), crate::espeak_available()) else {
+        eprintln!("skipped: needs the whisper-base model (scripts/setup.sh) and espeak-ng");
+        return;
+    };
+    let pt = LanguageChoice::Fixed(Language::Pt);
+    let mut model = Whisper::load(&model_dir).expect("load");
+    let (mut errors, mut plain_errors, mut words) = (0, 0, 0);
+    for sentence in FALADAS {
+        let pcm = voice::EspeakNg::default()
+            .synthesize(&SynthesisRequest { text: sentence, language: Language::Pt, rate: 1.0 })
+            .expect("espeak-ng")
+            .resampled(16_000)
+            .samples;
+        let mut audio = vec![0.0; 4_800];
+        audio.extend(pcm);
+        audio.extend(vec![0.0; 4_800]);
+        model.set_safeguards(false);
+        let plain = model.transcribe(&audio, pt).expect("plain");
+        model.set_safeguards(true);
+        let whole = model.transcribe(&audio, pt).expect("one take");
+        let mut draft = voice::Draft::default();
+        let mut end = 8_000;
+        while end < audio.len() {
+            model.transcribe_partial(&audio[..end], pt, &mut draft).expect("partial");
+            end += 8_000;
+        }
+        let grown = model.transcribe_drafted(&audio, pt, &mut draft).expect("drafted");
+        assert_eq!(grown.text, whole.text);
+        assert_eq!(grown.language, "pt");
+        let (e, n) = word_errors(&normalize_basic(sentence), &normalize_basic(&whole.text));
+        let (pe, _) = word_errors(&normalize_basic(sentence), &normalize_basic(&plain.text));
+        eprintln!("{e}/{n}: {:?} (plain decoding {pe}/{n}: {:?})", whole.text, plain.text);
+        assert!(whole.text.split_whitespace().count() <= n + 3, "{:?}", whole.text);
+        errors += e;
+        plain_errors += pe;
+        words += n;
+    }
+    // espeak-ng's Portuguese is robotic and base misreads much of it either
+    // way: the bar is the plain decoder's on the same audio, and no loop.
+    eprintln!("WER {errors}/{words}, plain decoding {plain_errors}/{words}");
+    assert!(errors <= plain_errors, "WER {errors}/{words} against plain decoding's {plain_errors}/{words}");
+}

@@ -204,3 +204,181 @@ fn our_spectrogram_equals_candles_over_the_audio_and_the_silence_after_it() {
     }
     assert!(worst < 1e-3, "largest difference {worst}");
 }
+
+/// Sentences spoken by espeak-ng, each padded with silence as an utterance
+/// cut by the voice gate is. With 1.5 s of silence around them, plain
+/// greedy decoding loops on several (the last one: its own sentence over
+/// and over); the safeguards must not.
+const SPOKEN: [&str; 8] = [
+    "The train to Lisbon leaves at seven in the morning.",
+    "Please put the green cup on the kitchen table.",
+    "My sister reads a book about old ships every night.",
+    "We walked along the river until the sun went down.",
+    "Could you tell me where the nearest pharmacy is?",
+    "The children painted the fence blue last summer.",
+    "I would like two tickets for the concert on Friday.",
+    "He keeps his old letters in a wooden box under the bed.",
+];
+
+fn espeak(text: &str, pad_ms: usize) -> Vec<f32> {
+    use voice::{SpeechSynthesizer, SynthesisRequest};
+    let pcm = voice::EspeakNg::default()
+        .synthesize(&SynthesisRequest { text, language: Language::En, rate: 1.0 })
+        .expect("espeak-ng");
+    let mut out = vec![0.0; pad_ms * 16];
+    out.extend(pcm.resampled(16_000).samples);
+    out.extend(std::iter::repeat_n(0.0, pad_ms * 16));
+    out
+}
+
+/// The longest run of words that comes twice in `words` (a loop shows as a
+/// long one).
+fn longest_repeat(words: &[String]) -> usize {
+    let mut best = 0;
+    for i in 0..words.len() {
+        for j in i + 1..words.len() {
+            let mut n = 0;
+            while j + n < words.len() && words[i + n] == words[j + n] && i + n < j {
+                n += 1;
+            }
+            best = best.max(n);
+        }
+    }
+    best
+}
+
+#[test]
+fn no_transcript_loops_on_spoken_sentences() {
+    let (Some(dir), true) = (whisper_dir(), crate::espeak_available()) else {
+        eprintln!("skipped: needs the whisper-tiny.en model (scripts/setup.sh) and espeak-ng");
+        return;
+    };
+    let mut model = Whisper::load(&dir).expect("load");
+    let (mut errors, mut plain_errors, mut words) = (0, 0, 0);
+    for pad in [300, 1_500] {
+        for sentence in SPOKEN {
+            let audio = espeak(sentence, pad);
+            model.set_safeguards(false);
+            let plain = model.transcribe(&audio, en()).expect("plain");
+            model.set_safeguards(true);
+            let t = model.transcribe(&audio, en()).expect("transcribe");
+            let reference = normalize_en(sentence);
+            let heard = normalize_en(&t.text);
+            let (e, n) = word_errors(&reference, &heard);
+            let (pe, _) = word_errors(&reference, &normalize_en(&plain.text));
+            plain_errors += pe;
+            eprintln!("pad {pad}: {e}/{n} {:?} (fallbacks {}; plain {pe}/{n})", t.text, model.last_times().fallbacks);
+            let heard_words: Vec<String> = heard.split_whitespace().map(str::to_owned).collect();
+            assert!(heard_words.len() <= n + 3, "{} words for {n}: {:?}", heard_words.len(), t.text);
+            assert!(longest_repeat(&heard_words) < 4, "a loop: {:?}", t.text);
+            errors += e;
+            words += n;
+        }
+    }
+    // tiny.en misreads some of espeak-ng's words either way; the bar is
+    // the plain decoder's on the same audio.
+    eprintln!("WER {errors}/{words}, plain decoding {plain_errors}/{words}");
+    assert!(errors <= plain_errors, "WER {errors}/{words} against plain decoding's {plain_errors}/{words}");
+}
+
+/// The repeat stop must not take speech said twice for a loop: the
+/// sentences back to back, twice over (two windows), are all heard.
+#[test]
+fn speech_said_twice_is_heard_twice_with_the_repeat_stop_on() {
+    let (Some(dir), true) = (whisper_dir(), crate::espeak_available()) else {
+        eprintln!("skipped: needs the whisper-tiny.en model (scripts/setup.sh) and espeak-ng");
+        return;
+    };
+    let mut model = Whisper::load(&dir).expect("load");
+    let mut audio = Vec::new();
+    let mut reference = String::new();
+    for s in SPOKEN.iter().chain(SPOKEN.iter()) {
+        audio.extend(espeak(s, 100));
+        reference.push_str(s);
+        reference.push(' ');
+    }
+    model.set_safeguards(false);
+    let plain = model.transcribe(&audio, en()).expect("plain");
+    model.set_safeguards(true);
+    let ours = model.transcribe(&audio, en()).expect("ours");
+    let reference = normalize_en(&reference);
+    let (pe, n) = word_errors(&reference, &normalize_en(&plain.text));
+    let (oe, _) = word_errors(&reference, &normalize_en(&ours.text));
+    eprintln!("plain {pe}/{n}: {:?}\nours {oe}/{n}: {:?}", plain.text, ours.text);
+    let heard = normalize_en(&ours.text).split_whitespace().count();
+    assert!(heard * 10 >= n * 9, "{heard} words heard of {n}");
+    // Where the decoding resumes after the cut, the next window begins
+    // elsewhere than the plain decoder's: a word may come out differently.
+    assert!(oe <= pe + 2, "WER {oe}/{n} against the plain decoder's {pe}/{n}");
+}
+
+#[test]
+fn a_drafted_transcript_is_the_one_shot_transcript_with_fewer_decoder_passes() {
+    let (Some(dir), Some(clips)) = (whisper_dir(), librivox_clips()) else {
+        eprintln!("skipped: needs the whisper-tiny.en model and pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let mut model = Whisper::load(&dir).expect("load");
+    let (mut one_shot_passes, mut drafted_passes) = (0, 0);
+    for (path, _) in &clips {
+        let pcm = read_mono(path, 16_000).expect("clip").samples;
+        let whole = model.transcribe(&pcm, en()).expect("one shot");
+        one_shot_passes += model.last_times().tokens;
+        // Takes of the utterance as it grows, every half second, as while the person speaks.
+        let mut draft = voice::Draft::default();
+        let mut end = 8_000;
+        while end < pcm.len() {
+            model.transcribe_partial(&pcm[..end], en(), &mut draft).expect("partial");
+            end += 8_000;
+        }
+        let last = model.transcribe_drafted(&pcm, en(), &mut draft).expect("drafted");
+        drafted_passes += model.last_times().tokens;
+        assert_eq!(last.text, whole.text, "{}", path.display());
+        assert_eq!(last.segments, whole.segments, "{}", path.display());
+    }
+    eprintln!("decoder passes at the end: one shot {one_shot_passes}, drafted {drafted_passes}");
+    assert!(drafted_passes * 2 < one_shot_passes, "{drafted_passes} against {one_shot_passes}");
+}
+
+#[test]
+fn quantized_weights_are_made_deterministically_and_transcribe_as_well() {
+    use voice::whisper::{Precision, QUANTIZED_FILE};
+    let (Some(dir), Some(clips)) = (whisper_dir(), librivox_clips()) else {
+        eprintln!("skipped: needs the whisper-tiny.en model and pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    // Made here from the f32 weights, twice, into a scratch copy of the model directory.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for f in ["config.json", "vocabulary.txt", "model.safetensors"] {
+        std::os::unix::fs::symlink(dir.join(f), tmp.path().join(f)).expect("link");
+    }
+    let made = voice::whisper::quantize::quantize_dir(tmp.path()).expect("quantize");
+    let first = std::fs::read(&made).expect("read");
+    voice::whisper::quantize::quantize_dir(tmp.path()).expect("quantize again");
+    assert!(std::fs::read(&made).expect("read") == first, "two runs gave different bytes");
+    // The converted weights are stored in f16 (2 bytes a weight); q8_0 is
+    // 34 bytes a block of 32 (1.06 a weight), and what stays f32 (the
+    // convolutions, positions, norms and biases) is under 4 % of tiny's
+    // weights: well under two thirds of the f16 file.
+    let f16_size = std::fs::metadata(dir.join("model.safetensors")).expect("size").len();
+    assert!((first.len() as u64) * 3 < f16_size * 2, "{} bytes against {f16_size}", first.len());
+    if let Ok(setup_made) = std::fs::read(dir.join(QUANTIZED_FILE)) {
+        assert!(setup_made == first, "the setup's {QUANTIZED_FILE} differs from one made now");
+    }
+    let mut q = Whisper::load_with(tmp.path(), Precision::Q8).expect("load q8");
+    let mut f = Whisper::load_with(&dir, Precision::F32).expect("load f32");
+    assert_eq!(q.precision(), Precision::Q8);
+    let (mut qe, mut fe, mut words) = (0, 0, 0);
+    for (path, reference) in &clips {
+        let pcm = read_mono(path, 16_000).expect("clip").samples;
+        let tq = q.transcribe(&pcm, en()).expect("q8");
+        let tf = f.transcribe(&pcm, en()).expect("f32");
+        let (e, n) = word_errors(&normalize_en(reference), &normalize_en(&tq.text));
+        let (e2, _) = word_errors(&normalize_en(reference), &normalize_en(&tf.text));
+        eprintln!("{}: q8 {e}/{n} {:?} | f32 {e2}/{n}", path.display(), tq.text);
+        qe += e;
+        fe += e2;
+        words += n;
+    }
+    assert!(qe <= fe + 1, "q8 WER {qe}/{words} against f32 {fe}/{words}");
+}
