@@ -42,7 +42,9 @@ for spec in $specs; do
     *" $spec "*) ;;
     *) [ "$INSTALLED" = 1 ] || rm -f "$E2E_HOME"/models/qwen2.5-coder-*.gguf ;;
   esac
-  export LEDGERMIND_HOME="$E2E_HOME" E2E_SPEC="tests/e2e/$spec.e2e.mjs"
+  # Its own config folder: the tray scenario ticks "Start at login", which
+  # writes an autostart entry there, never in the person's own.
+  export LEDGERMIND_HOME="$E2E_HOME" E2E_SPEC="tests/e2e/$spec.e2e.mjs" XDG_CONFIG_HOME="$E2E_HOME/config"
   # The runtime scenario also lets a proposal expire: a short lifetime
   # (test-only variable) for it alone.
   if [ "$spec" = runtime ]; then

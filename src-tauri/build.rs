@@ -37,7 +37,7 @@ fn main() {
         "restore_checkpoint",
         "undo_restore",
         "get_receipt",
-        // runtime (issue #6)
+        // runtime
         "list_items",
         "pending_proposal",
         "awaiting_input",
@@ -65,7 +65,7 @@ fn main() {
         "pause_queue",
         "resume_queue",
         "abort_current",
-        // memory (#4): persona management and chat state
+        // memory: persona management and chat state
         "persona_profile",
         "update_persona",
         "pause_persona",
@@ -75,7 +75,7 @@ fn main() {
         "set_queue_priority",
         "ceremony_settings",
         "set_ceremony_time",
-        // office (issue #5)
+        // office
         "why_reply",
         "end_session",
         "get_constitution",

@@ -10,7 +10,7 @@ use app::{
     UsedItemView, VerifyView,
 };
 use app::{ConstitutionView, HandoverView, ObligationView, SessionEnd, SessionModeView, SimulationView, TokenUsageView, WhyView};
-// runtime (#6)
+// runtime
 use app::{AwaitingInputView, ToolSettingView};
 use tauri::ipc::Channel;
 use tauri::State;
@@ -175,7 +175,7 @@ pub async fn get_receipt(state: State<'_, Backend>, seq: i64) -> Reply<ReceiptVi
     view(engine(&state).await?.vault().receipt(seq).await.map(Into::into))
 }
 
-// ----- runtime (issue #6) -----
+// ----- runtime -----
 
 #[tauri::command]
 pub async fn list_items(state: State<'_, Backend>, query: Option<String>) -> Reply<Vec<ItemView>> {
@@ -231,7 +231,7 @@ pub async fn prefetch_draft(state: State<'_, Backend>, text: String) -> Reply<()
     Ok(())
 }
 
-// ----- memory (#4): what they know about you, groups, memories used, queue control -----
+// ----- memory: what they know about you, groups, memories used, queue control -----
 
 #[tauri::command]
 pub async fn list_memories(state: State<'_, Backend>, persona_id: Option<String>, include_superseded: bool) -> Reply<Vec<MemoryView>> {
@@ -290,7 +290,7 @@ pub async fn abort_current(state: State<'_, Backend>) -> Reply<bool> {
     Ok(engine(&state).await?.conversation().abort_current())
 }
 
-// ----- memory (#4): persona management and chat state -----
+// ----- memory: persona management and chat state -----
 
 #[tauri::command]
 pub async fn persona_profile(state: State<'_, Backend>, persona_id: String) -> Reply<app::PersonaProfileView> {
@@ -337,7 +337,7 @@ pub async fn set_queue_priority(state: State<'_, Backend>, id: String, priority:
     view(engine(&state).await?.personas().set_queue_priority(&id, &priority).await)
 }
 
-// ----- profile: export and erasure (issue #3) -----
+// ----- profile: export and erasure -----
 
 #[tauri::command]
 pub async fn export_profile(state: State<'_, Backend>, path: String, passphrase: String) -> Reply<ExportView> {
@@ -382,7 +382,7 @@ pub async fn delete_persona(state: State<'_, Backend>, persona_id: String, with_
     view(engine(&state).await?.vault().delete_persona(&persona_id, with_human_data).await.map(|_| ()))
 }
 
-// ----- office (issue #5) -----
+// ----- office -----
 
 #[tauri::command]
 pub async fn why_reply(state: State<'_, Backend>, message_id: String) -> Reply<WhyView> {
@@ -444,7 +444,7 @@ pub async fn list_handovers(state: State<'_, Backend>, persona: String) -> Reply
     view(engine(&state).await?.office().handovers(&persona, 200).await)
 }
 
-// office (issue #5), session 4: session modes, obligations added by the person, simulations
+// office: session modes, obligations added by the person, simulations
 #[tauri::command]
 pub async fn session_mode(state: State<'_, Backend>, persona: String) -> Reply<SessionModeView> {
     view(engine(&state).await?.office().session_mode(&persona).await)

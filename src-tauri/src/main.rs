@@ -204,7 +204,7 @@ fn main() {
             commands::pause_queue,
             commands::resume_queue,
             commands::abort_current,
-            // memory (#4): persona management and chat state
+            // memory: persona management and chat state
             commands::persona_profile,
             commands::update_persona,
             commands::pause_persona,

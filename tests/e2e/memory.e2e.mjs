@@ -1,4 +1,4 @@
-// End-to-end scenario for personas that remember (issue #4), on the real app
+// End-to-end scenario for personas that remember, on the real app
 // with the real local model: chat with a persona, wait for the low-priority
 // extraction, see what it learned in "What they know about you", confirm one
 // memory, forget another, then see "Memories used" under a later reply.

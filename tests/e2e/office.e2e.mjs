@@ -1,4 +1,4 @@
-// End-to-end scenario for the office (issue #5), on the real app with the
+// End-to-end scenario for the office, on the real app with the
 // real local model:
 //   1. give a persona a constitution in the editor (version 1);
 //   2. chat; open "Why did it say that?" on the reply: the narrative sent

@@ -1,4 +1,4 @@
-// End-to-end scenario for the trustworthy ledger (issue #3) through the real
+// End-to-end scenario for the trustworthy ledger through the real
 // window: chat with a persona, delete one of the human's messages for good,
 // export the whole profile encrypted from Settings, then restore the export
 // into an empty home with the CLI and check that it verifies, holds the

@@ -1,4 +1,4 @@
-// End-to-end scenario for the runtime (issue #6) through the real window with
+// End-to-end scenario for the runtime through the real window with
 // the real local model (SmolLM2-135M):
 //   1. plain chat still streams;
 //   2. "save the movie Inception": the model calls save_movie; the receipt

@@ -17,7 +17,7 @@
 
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createInterface } from "node:readline";
-import { readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { addAccount, config, createPersona, log, openTab, runIfMain, saveFailureState, selectPersona, shot, startSession, waitForPersona } from "./app.e2e.mjs";
 import { sleep, waitFor } from "./webdriver.mjs";
@@ -313,6 +313,19 @@ export async function main() {
     await shot(ctx, "desktop-settings");
     const shortcutLine = await js(`return document.querySelector('${css("desktop-settings")}').innerText`);
     if (/could not be registered|not available|already uses/i.test(shortcutLine)) throw new Error(`the shortcut should be active here: ${shortcutLine}`);
+
+    log("Start at login writes the autostart entry at once (hidden in the tray) and unticking removes it");
+    const autostart = join(process.env.XDG_CONFIG_HOME ?? "", "autostart", "ledgermind.desktop");
+    if (!process.env.XDG_CONFIG_HOME) throw new Error("scripts/e2e.sh gives the scenario its own XDG_CONFIG_HOME");
+    if (existsSync(autostart)) throw new Error(`no autostart entry before the box is ticked: ${autostart}`);
+    await (await ctx.session.findElement(css("start-at-login"))).click();
+    await waitFor(async () => existsSync(autostart), { message: "the autostart entry to be written" });
+    const entry = readFileSync(autostart, "utf8");
+    if (!/^Exec=.*ledgermind-desktop"? --hidden$/m.test(entry)) throw new Error(`the entry should start the app hidden:\n${entry}`);
+    await shot(ctx, "start-at-login-on");
+    await (await ctx.session.findElement(css("start-at-login"))).click();
+    await waitFor(async () => !existsSync(autostart), { message: "the autostart entry to be removed" });
+    if ((await (await ctx.session.findElement(css("start-at-login"))).property("checked")) !== false) throw new Error("the box should be unticked");
     await js(`document.querySelector('${css("voice-rate")}').scrollIntoView(); return true;`);
     await shot(ctx, "voice-settings");
     await openTab(ctx, "chat");

@@ -146,7 +146,7 @@ enum BenchCmd {
         #[arg(long, default_value_t = 11)]
         runs: usize,
     },
-    /// office (#5): frame + narrative build time with a full ledger, as a share of the model's time to first token.
+    /// office: frame + narrative build time with a full ledger, as a share of the model's time to first token.
     Office(office_cmds::BenchArgs),
     /// Facts-then-questions conversations on the local model: answered, loops, prompt size and latency by turn, beside the model with a minimal prompt.
     Replies(bench_cmds::RepliesArgs),

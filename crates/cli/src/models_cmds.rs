@@ -98,7 +98,7 @@ pub async fn run_with_engine(ctx: &Ctx, cmd: ModelsCmd) -> ExitCode {
         Ok(r) => r,
         Err(code) => return code,
     };
-    match ctx.engine.set_persona_model(&persona, &r.spec()).await {
+    match ctx.engine.personas().set_persona_model(&persona, &r.spec()).await {
         Ok(p) => {
             println!("{}: {}", p.name, p.model);
             ExitCode::SUCCESS

@@ -105,7 +105,7 @@ pub enum EventBody {
         slot: Option<u8>,
         target_seq: i64,
     },
-    // ----- runtime (issue #6): tool results, audit, settings -----
+    // ----- runtime: tool results, audit, settings -----
     /// A tool saved an item (note, movie, tv_show, video, link, fact…).
     ItemSaved {
         item_id: String,
@@ -149,7 +149,7 @@ pub enum EventBody {
     },
     // ----- end runtime -----
 
-    // --- office (#5): obligations, bookmarks, handovers, governance,
+    // --- office: obligations, bookmarks, handovers, governance,
     // dreaming outputs, token usage. Projections in `office.rs`.
     /// An obligation with an optional deadline (RFC 3339, UTC).
     ReminderSet {
@@ -222,7 +222,7 @@ pub enum EventBody {
     /// first action of a kind is recommended a simulation.
     ActionExecuted { persona_id: String, action: String, correlation_id: String },
     // --- end office
-    // ----- memory (#4): persona groups, the human's memories, reply sources -----
+    // ----- memory: persona groups, the human's memories, reply sources -----
     /// A persona sees data filed under `group_primary ∪ groups_visible`; what
     /// it learns is filed under `group_primary`.
     PersonaGroupsSet { persona_id: String, group_primary: String, groups_visible: Vec<String> },
@@ -486,7 +486,7 @@ impl EventBody {
             Self::ProviderAccountRemoved { .. } => "provider_account_removed",
             Self::PayloadErased { .. } => "payload_erased",
             Self::CheckpointRestored { .. } => "checkpoint_restored",
-            // runtime (issue #6)
+            // runtime
             Self::ItemSaved { .. } => "item_saved",
             Self::ItemDeleted { .. } => "item_deleted",
             Self::ToolAudited { .. } => "tool_audited",

@@ -53,7 +53,7 @@ impl Ledger {
             targets.push(seq);
             erased_bodies.push(body);
         }
-        // Summaries (memory #4) that cover an erased message quote it: they go too.
+        // Summaries that cover an erased message quote it: they go too.
         for seq in self.summaries_covering(&targets, &erased_bodies).await? {
             if !targets.contains(&seq) {
                 only_messages = false;

@@ -1,4 +1,4 @@
-//! Memory (#4) projections and queries: persona groups, the human's
+//! Memory projections and queries: persona groups, the human's
 //! memories (facts, traits, topics, people, quotes) and the items each
 //! reply was given. Visibility itself is decided in `memory::Scope`; this
 //! module only stores the group every row is filed under.
@@ -13,7 +13,7 @@ use crate::event::EventHeader;
 use crate::store::{Draft, Ledger, HUMAN_ENTITY};
 use crate::Result;
 
-/// Rows folded into `Ledger::state_digest` (memory #4): everything a replay
+/// Rows folded into `Ledger::state_digest`: everything a replay
 /// rebuilds for personas (groups, profile, pause, settings), messages
 /// (context status), memories, reply sources and summaries.
 pub(crate) const DIGEST_SQL: [&str; 5] = [
@@ -257,7 +257,7 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
     Ok(())
 }
 
-/// A persona's traits, topics and settings (memory #4).
+/// A persona's traits, topics and settings.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PersonaProfile {
     pub traits: Vec<String>,

@@ -1,4 +1,4 @@
-//! The office's projections and queries (#5): obligations, bookmarks,
+//! The office's projections and queries: obligations, bookmarks,
 //! handovers, governance notes, constitutions, synthesized periods, baseline
 //! narratives, token usage and quotas, persona language, reply frames.
 //! Everything here is derived from events only.

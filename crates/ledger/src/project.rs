@@ -171,7 +171,7 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
         }
         // Handled by `rebuild_all`: an append containing a restore rebuilds.
         EventBody::CheckpointRestored { .. } => {}
-        // ----- runtime (issue #6) -----
+        // ----- runtime -----
         EventBody::ItemSaved { item_id, item_kind, title, data, persona_id, .. } => {
             sqlx::query(
                 "INSERT OR REPLACE INTO items (id, kind, title, data, persona_id, ts, seq) VALUES (?, ?, ?, ?, ?, ?, ?)",

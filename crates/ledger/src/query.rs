@@ -21,7 +21,7 @@ pub struct Persona {
     pub archived: bool,
     pub created_seq: i64,
     pub unread: u32,
-    /// RFC 3339 UTC; None when not paused (memory #4).
+    /// RFC 3339 UTC; None when not paused.
     pub paused_until: Option<String>,
 }
 
@@ -34,7 +34,7 @@ pub struct Message {
     pub ts: String,
     pub read: bool,
     pub seq: i64,
-    /// Whether it goes into reply prompts (memory #4).
+    /// Whether it goes into reply prompts.
     pub context_status: ContextStatus,
 }
 
@@ -46,7 +46,7 @@ pub struct Account {
     pub enabled: bool,
 }
 
-/// A saved item (runtime, issue #6).
+/// A saved item (runtime).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Item {
     pub id: String,
@@ -299,7 +299,7 @@ fn item_row(r: &SqliteRow) -> Item {
     }
 }
 
-// ----- runtime (issue #6) -----
+// ----- runtime -----
 impl Ledger {
     /// Saved items, newest first; `query` matches title, kind and data
     /// (case-insensitive substring, every word must match).

@@ -223,7 +223,7 @@ impl Ledger {
         Ok(())
     }
 
-    // ----- memory (#4): per-item priority, deferral, recall -----
+    // ----- memory: per-item priority, deferral, recall -----
 
     /// Changes the priority of pending work; false when it is not pending
     /// (running, dead-lettered or gone).
@@ -282,7 +282,7 @@ impl Ledger {
         Ok(r.rows_affected() > 0)
     }
 
-    // ----- end memory (#4) -----
+    // ----- end memory -----
 
     /// After a crash, work that was running is pending again.
     pub async fn requeue_running(&self) -> Result<u64> {

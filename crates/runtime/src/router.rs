@@ -80,7 +80,7 @@ const ROUTES: &[Route] = &[
         tool: "enrich_video",
         cue: r"\b(?:look up|lookup|details|info|information|detalhes|informacoes)\b.*\b(?:video|youtube)\b",
     },
-    // ----- office affordances (issue #5) -----
+    // ----- office affordances -----
     Route {
         tool: "submit",
         cue: r"\b(?:commit to|commitment|promise|fulfil|fulfill|fulfilled|withdraw|comprometa|compromisso|prometa|promessa|cumpri|cumprida|retire|retirar)\b",
@@ -160,7 +160,7 @@ static COMMAND: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
-// office affordances (issue #5): their commands.
+// office affordances: their commands.
 static OFFICE_COMMAND: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
         r"^(?:(?:please|pls|ok|okay|now|por favor|agora)\s+)*(?:verify|verifica|verifique|simulate|simula|simule|sign|assina|assine|commit to|comprometa se|log your reasoning|registre seu raciocinio|leave a note|deixe uma nota)\b",

@@ -188,7 +188,7 @@ fn guard_says_when_it_runs_without_its_classifier() {
     }
 }
 
-/// runtime (#6): with a home (--home or LEDGERMIND_HOME) `tools --json`
+/// runtime: with a home (--home or LEDGERMIND_HOME) `tools --json`
 /// applies the user's per-tool settings; the JSON shape only gains
 /// `enabled`.
 #[test]
@@ -389,7 +389,7 @@ fn a_full_disk_fails_clearly_and_loses_nothing() {
     assert_eq!(rc, 0, "{text}");
 }
 
-// ----- memory (#4): personas, recall -----
+// ----- memory: personas, recall -----
 
 fn json(o: &Output) -> serde_json::Value {
     serde_json::from_str(stdout(o).trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)))

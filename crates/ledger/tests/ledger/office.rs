@@ -102,7 +102,7 @@ async fn office_projections_survive_a_rebuild_and_answer_their_queries() {
     assert_eq!(kinds, ["bookmark_added", "reminder_set"]);
 }
 
-// latency (#2, #5): the frame's recent events in one statement.
+// latency: the frame's recent events in one statement.
 #[tokio::test]
 async fn a_personas_world_merges_its_own_events_and_its_conversation_once_oldest_first() {
     let f = Fixture::new().await;

@@ -14,7 +14,7 @@ enum Op {
     Say(u8, String),
     Reply(u8, String),
     Read(u8),
-    // memory (#4)
+    // memory
     Groups(u8, u8),
     Learn(u8, u8, String, bool),
     Revise(u8, u8, u8),
@@ -25,7 +25,7 @@ enum Op {
     Context(u8, u8),
     Summary(u8, String),
     Sources(u8, u8, u8),
-    // office (#5)
+    // office
     Remind(u8, u8, bool),
     Done(u8),
     Bookmark(u8, u8, String),
@@ -56,7 +56,7 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Office (#5) events: obligations, bookmarks, handovers and their notes,
+/// Office events: obligations, bookmarks, handovers and their notes,
 /// constitutions, dreaming outputs, token usage and quotas, language,
 /// reply frames, session modes, simulations and executed actions.
 fn office_op() -> impl Strategy<Value = Op> {
@@ -81,7 +81,7 @@ fn office_op() -> impl Strategy<Value = Op> {
 
 const ACTIONS: [&str; 3] = ["delete_memory", "submit:fulfil", "save_movie"];
 
-/// Memory (#4) events: groups, memories and their changes, decay, persona
+/// Memory events: groups, memories and their changes, decay, persona
 /// profile, pause, settings, context status, summaries, reply sources.
 fn memory_op() -> impl Strategy<Value = Op> {
     prop_oneof![

@@ -364,7 +364,7 @@ async fn lists_models() {
     assert!(srv.requests()[0].starts_with("GET /v1/models "));
 }
 
-// ----- native function calling (runtime, issue #6) -----
+// ----- native function calling (runtime) -----
 
 fn save_movie_tool() -> providers::ToolDefinition {
     providers::ToolDefinition {

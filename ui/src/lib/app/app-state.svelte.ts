@@ -16,7 +16,7 @@ import { MemoryState } from "../memory/memory-state.svelte";
 import { AccountsState } from "../settings/accounts-state.svelte";
 import { Notices } from "./notices.svelte";
 import { isRuntimeEvent, RuntimeState } from "../runtime/runtime-state.svelte";
-import { OfficeState } from "../office/office-state.svelte"; // office (#5)
+import { OfficeState } from "../office/office-state.svelte";
 import { KEY_ERROR_CODES, KeysState } from "../keys/keys-state.svelte";
 import { isLibraryEvent, LibraryState } from "../library/library-state.svelte";
 import { VoiceOverlayState } from "../voice/voice-state.svelte";
@@ -56,7 +56,7 @@ export class AppState {
   readonly checkpoints: CheckpointsState;
   readonly memory: MemoryState;
   readonly runtime: RuntimeState;
-  readonly office: OfficeState; // office (#5)
+  readonly office: OfficeState;
   /** Whether this keychain holds the signing keys; the banner and the new key epoch. */
   readonly keys: KeysState;
   /** The document library: documents, imports, citations under replies. */
@@ -100,7 +100,7 @@ export class AppState {
     this.accounts = new AccountsState(backend, this.notices, () => void this.refreshModels());
     this.checkpoints = new CheckpointsState(backend, this.notices, (receipt) => this.reloadAfterRestore(receipt));
     this.runtime = new RuntimeState(backend, this.notices, (personaId) => this.messages[personaId]?.at(-1)?.seq ?? 0);
-    this.office = new OfficeState(backend, this.notices); // office (#5)
+    this.office = new OfficeState(backend, this.notices);
     this.keys = new KeysState(backend, this.notices);
     this.library = new LibraryState(backend, this.notices);
     this.voice = new VoiceOverlayState(backend);
@@ -209,7 +209,7 @@ export class AppState {
         break;
       }
       case "message_added":
-        // runtime (#6): a line the core wrote itself (an intent's answer, a
+        // runtime: a line the core wrote itself (an intent's answer, a
         // question for a missing argument) answers a send that queued no reply.
         if (event.message.role !== "human" && !this.streams[event.message.persona_id]) delete this.awaiting[event.message.persona_id];
         this.addMessage(event.message);
@@ -465,7 +465,7 @@ export class AppState {
   async markRead(personaId: string): Promise<void> {
     const persona = this.personas.find((p) => p.id === personaId);
     if (persona) persona.unread = 0;
-    // memory (#4): each message's own read state follows (bubbles show "new" until read).
+    // memory: each message's own read state follows (bubbles show "new" until read).
     for (const m of this.messages[personaId] ?? []) if (!m.read) m.read = true;
     try {
       await this.backend.markRead(personaId);

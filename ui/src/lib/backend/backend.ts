@@ -32,7 +32,7 @@ import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
 import type { KeyReplacementView } from "../bindings/KeyReplacementView";
 import type { KeyStatusView } from "../bindings/KeyStatusView";
-// office (#5)
+// office
 import type { ConstitutionView } from "../bindings/ConstitutionView";
 import type { HandoverView } from "../bindings/HandoverView";
 import type { ObligationView } from "../bindings/ObligationView";
@@ -143,7 +143,7 @@ export interface Backend {
   listToolSettings(): Promise<ToolSettingView[]>;
   /** `set_tool_enabled`: an off tool is not offered to models and is refused. */
   setToolEnabled(tool: string, enabled: boolean): Promise<ToolSettingView[]>;
-  // ---- memory (#4) ----
+  // ---- memory ----
   /** `list_memories`: all of them, or only what `personaId` may see (its groups). */
   listMemories(personaId: string | null, includeSuperseded: boolean): Promise<MemoryView[]>;
   /** `confirm_memory`: validation "human" (locked, never decays). */
@@ -166,7 +166,7 @@ export interface Backend {
   resumeQueue(): Promise<void>;
   /** `abort_current`: cancels the model call running now; false when none. */
   abortCurrent(): Promise<boolean>;
-  // ---- memory (#4): persona management and chat state ----
+  // ---- memory: persona management and chat state ----
   /** `persona_profile`: traits, topics, settings and groups, for the editor. */
   personaProfile(personaId: string): Promise<PersonaProfileView>;
   /** `update_persona`: saves the editor's values (only what changed is written). */
@@ -185,7 +185,7 @@ export interface Backend {
   ceremonySettings(): Promise<CeremonySettingsView>;
   /** `set_ceremony_time` */
   setCeremonyTime(time: string): Promise<CeremonySettingsView>;
-  // ---- office (#5) ----
+  // ---- office ----
   /** `why_reply`: the frame, narrative, hash and token counts a reply was generated from. */
   whyReply(messageId: string): Promise<WhyView>;
   /** `end_session` ("New"): writes the handover and starts a new session; null when the session was empty. */
@@ -233,6 +233,10 @@ export interface Backend {
   desktopSettings(): Promise<DesktopView>;
   /** `set_desktop_settings`: saves them and registers the shortcut again. */
   setDesktopSettings(settings: DesktopSettings): Promise<DesktopView>;
+  /** `start_at_login`: whether an autostart entry starts Ledgermind, hidden in the tray, at login. */
+  startAtLogin(): Promise<boolean>;
+  /** `set_start_at_login`: writes or removes that entry; answers the new state. */
+  setStartAtLogin(enabled: boolean): Promise<boolean>;
   /** The voice turn's steps (the shell's `voice://event`). Returns an unlisten function. */
   onVoiceEvent(handler: (event: VoiceEvent) => void): Promise<() => void>;
   /** `voice_latest`: the latest turn's steps (no level readings), for a page opened after them. */

@@ -30,7 +30,7 @@ import type { UsedItemView } from "../bindings/UsedItemView";
 import type { ReceiptView } from "../bindings/ReceiptView";
 import type { StatusView } from "../bindings/StatusView";
 import type { VerifyView } from "../bindings/VerifyView";
-// office (#5)
+// office
 import type { ConstitutionView } from "../bindings/ConstitutionView";
 import type { HandoverView } from "../bindings/HandoverView";
 import type { ObligationView } from "../bindings/ObligationView";
@@ -598,7 +598,7 @@ export class MockBackend implements Backend {
     return { ...receipt };
   }
 
-  // ---- memory (#4): an in-memory stand-in; extraction is not simulated ----
+  // ---- memory: an in-memory stand-in; extraction is not simulated ----
   private memories: MemoryView[] = [];
   private groups = new Map<string, PersonaGroupsView>();
   private used = new Map<string, string[]>();
@@ -697,7 +697,7 @@ export class MockBackend implements Backend {
     return false;
   }
 
-  // ---- memory (#4): persona management and chat state ----
+  // ---- memory: persona management and chat state ----
   private profiles = new Map<string, Omit<PersonaProfileView, "id" | "name" | "short_description" | "long_description" | "group_primary" | "groups_visible" | "sees_all" | "is_system" | "archived" | "paused_until" | "summary" | "summary_source">>();
 
   private profileOf(personaId: string) {
@@ -822,7 +822,7 @@ export class MockBackend implements Backend {
     this.ceremony.time = time.trim();
     return { ...this.ceremony };
   }
-  // ---- office (#5): frames are narrated from the mock's state, in English only ----
+  // ---- office: frames are narrated from the mock's state, in English only ----
   private constitutions = new Map<string, ConstitutionView>();
   private handovers = new Map<string, HandoverView[]>();
   private obligations: ObligationView[] = [];
@@ -1065,6 +1065,15 @@ export class MockBackend implements Backend {
     if (!/^((Ctrl|Control|Shift|Alt|Super|Cmd|CmdOrCtrl)\+)*[A-Za-z0-9]+$/i.test(shortcut)) fail("INVALID_INPUT", `“${shortcut}” is not a key combination (try Ctrl+Shift+Space)`);
     this.desktop = { ...this.desktop, settings: { ...settings, shortcut } };
     return structuredClone(this.desktop);
+  }
+  /** The preview has no autostart folder: the setting lives here. */
+  startsAtLogin = false;
+  async startAtLogin(): Promise<boolean> {
+    return this.startsAtLogin;
+  }
+  async setStartAtLogin(enabled: boolean): Promise<boolean> {
+    this.startsAtLogin = enabled;
+    return this.startsAtLogin;
   }
   /** The preview has no microphone: a turn says so, as the app does without one. */
   voiceListener: ((event: VoiceEvent) => void) | null = null;

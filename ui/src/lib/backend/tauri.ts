@@ -36,7 +36,7 @@ import type { StatusView } from "../bindings/StatusView";
 import type { KeyReplacementView } from "../bindings/KeyReplacementView";
 import type { KeyStatusView } from "../bindings/KeyStatusView";
 import type { VerifyView } from "../bindings/VerifyView";
-// office (#5)
+// office
 import type { ConstitutionView } from "../bindings/ConstitutionView";
 import type { HandoverView } from "../bindings/HandoverView";
 import type { ObligationView } from "../bindings/ObligationView";
@@ -233,6 +233,12 @@ export class TauriBackend implements Backend {
   setDesktopSettings(settings: DesktopSettings) {
     return call<DesktopView>("set_desktop_settings", { settings });
   }
+  startAtLogin() {
+    return call<boolean>("start_at_login");
+  }
+  setStartAtLogin(enabled: boolean) {
+    return call<boolean>("set_start_at_login", { enabled });
+  }
   voiceLatest() {
     return call<VoiceEvent[]>("voice_latest");
   }
@@ -268,7 +274,7 @@ export class TauriBackend implements Backend {
       }
     });
   }
-  // ---- memory (#4) ----
+  // ---- memory ----
   listMemories(personaId: string | null, includeSuperseded: boolean) {
     return call<MemoryView[]>("list_memories", { personaId, includeSuperseded });
   }
@@ -302,7 +308,7 @@ export class TauriBackend implements Backend {
   abortCurrent() {
     return call<boolean>("abort_current");
   }
-  // ---- memory (#4): persona management and chat state ----
+  // ---- memory: persona management and chat state ----
   personaProfile(personaId: string) {
     return call<PersonaProfileView>("persona_profile", { personaId });
   }
@@ -330,7 +336,7 @@ export class TauriBackend implements Backend {
   setCeremonyTime(time: string) {
     return call<CeremonySettingsView>("set_ceremony_time", { time });
   }
-  // ---- office (#5) ----
+  // ---- office ----
   whyReply(messageId: string) {
     return call<WhyView>("why_reply", { messageId });
   }

@@ -228,6 +228,9 @@ export const en = {
   "settings.prefsNote": "Only these two preferences are kept in this window's storage.",
   "desktop.title": "Tray and shortcut",
   "desktop.closeToTray": "Closing the window keeps Ledgermind in the tray",
+  "desktop.startAtLogin": "Start Ledgermind when I log in (hidden in the tray)",
+  "desktop.startAtLoginOn": "Ledgermind will start when you log in.",
+  "desktop.startAtLoginOff": "Ledgermind will no longer start when you log in.",
   "desktop.noTray": "No tray is available on this desktop, so closing the window quits.",
   "desktop.shortcut": "Global shortcut",
   "desktop.shortcutMode": "Shortcut behaviour",
@@ -283,7 +286,7 @@ export const en = {
   "notice.dismiss": "Dismiss",
   "notice.region": "Notifications",
 
-  // ----- memory (#4) -----
+  // ----- memory -----
   "nav.memory": "What they know",
   "memory.heading": "What they know about you",
   "memory.intro": "Facts, traits, topics, people and quotes your personas learned from your conversations. Confirm what is right (it is then locked), correct what is not, forget what should go: forgetting erases it for real.",
@@ -352,7 +355,7 @@ export const en = {
   "queue.state.pending": "pending",
   "queue.state.running": "running",
   "queue.state.dead": "failed (dead letter)",
-  // ----- memory (#4): persona management and chat state -----
+  // ----- memory: persona management and chat state -----
   "editor.summary": "Conversation summary (updated every 10 messages)",
   "editor.summaryFallback": "Written without a model: the first sentence of each message.",
   "ceremony.heading": "Nightly ceremony",
@@ -425,7 +428,7 @@ export const en = {
   "queue.setPriority": "Priority of {kind}",
   "queue.priorityChanged": "Priority changed.",
   "queue.replyFirst": "Replies always run first.",
-  // runtime (issue #6)
+  // runtime
   "nav.items": "Saved items",
   "runtime.proposal.title": "Confirm this action: {tool}",
   "runtime.awaiting.chip": "Waiting for your answer",
@@ -479,7 +482,7 @@ export const en = {
   "runtime.tools.category.external": "online",
   "runtime.tools.on": "{tool} switched on.",
   "runtime.tools.off": "{tool} switched off.",
-  // ----- office (#5) -----
+  // ----- office -----
   "office.loading": "Loading…",
   "office.saving": "Saving…",
   "office.why.toggle": "Why did it say that?",
@@ -558,7 +561,7 @@ export const en = {
   "office.quota.hint": "A whole number of tokens; 0 means no limit.",
   "office.quota.saved": "{name}'s daily quota is now {n} tokens.",
   "office.quota.removed": "{name} has no daily quota now.",
-  // lead (#2): the in-app file chooser
+  // the in-app file chooser
   "chooser.browse": "Browse…",
   "chooser.places": "Places",
   "chooser.place.home": "Home",
@@ -577,7 +580,7 @@ export const en = {
   "chooser.choose": "Choose",
   "settings.modelFileChoose": "Choose a GGUF model",
   "import.choose": "Choose an export file",
-  // ----- office (#5), session 4: session modes, simulation, adding obligations -----
+  // ----- office: session modes, simulation, adding obligations -----
   "office.sessionMode.type": "Session",
   "office.sessionMode.typeLabel": "Session type for {name}",
   "office.sessionMode.modeLabel": "Session mode for {name}",
@@ -615,7 +618,7 @@ export const en = {
   "office.simulation.abandon": "Recommendation: abandon.",
   "office.simulation.deliberation": "Deliberation mode: confirming will only simulate. Switch to commitment to execute.",
   "office.simulation.more": "… and {n} more",
-  // ----- office (#5), session 5: the first time of an action -----
+  // ----- office: the first time of an action -----
   "office.simulation.firstTime": "first time",
   "office.simulation.firstTimeWhy": "This persona has never done this kind of action before: a simulation is recommended the first time.",
   // ----- signing keys: the banner and new key epochs -----

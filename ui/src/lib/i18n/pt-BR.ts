@@ -230,6 +230,9 @@ export const ptBR: Record<MessageKey, string> = {
   "settings.prefsNote": "Só estas duas preferências ficam guardadas no armazenamento desta janela.",
   "desktop.title": "Bandeja e atalho",
   "desktop.closeToTray": "Fechar a janela mantém o Ledgermind na bandeja",
+  "desktop.startAtLogin": "Abrir o Ledgermind quando eu entrar na sessão (escondido na bandeja)",
+  "desktop.startAtLoginOn": "O Ledgermind vai abrir quando você entrar na sessão.",
+  "desktop.startAtLoginOff": "O Ledgermind não vai mais abrir quando você entrar na sessão.",
   "desktop.noTray": "Esta área de trabalho não tem bandeja, então fechar a janela encerra o app.",
   "desktop.shortcut": "Atalho global",
   "desktop.shortcutMode": "Comportamento do atalho",
@@ -285,7 +288,7 @@ export const ptBR: Record<MessageKey, string> = {
   "notice.dismiss": "Dispensar",
   "notice.region": "Notificações",
 
-  // ----- memory (#4) -----
+  // ----- memory -----
   "nav.memory": "O que sabem",
   "memory.heading": "O que sabem sobre você",
   "memory.intro": "Fatos, traços, tópicos, pessoas e citações que suas personas aprenderam nas conversas. Confirme o que está certo (fica travado), corrija o que não está, esqueça o que deve sair: esquecer apaga de verdade.",
@@ -354,7 +357,7 @@ export const ptBR: Record<MessageKey, string> = {
   "queue.state.pending": "pendente",
   "queue.state.running": "rodando",
   "queue.state.dead": "falhou (carta morta)",
-  // ----- memory (#4): persona management and chat state -----
+  // ----- memory: persona management and chat state -----
   "editor.summary": "Resumo da conversa (atualizado a cada 10 mensagens)",
   "editor.summaryFallback": "Escrito sem modelo: a primeira frase de cada mensagem.",
   "ceremony.heading": "Cerimônia noturna",
@@ -427,7 +430,7 @@ export const ptBR: Record<MessageKey, string> = {
   "queue.setPriority": "Prioridade de {kind}",
   "queue.priorityChanged": "Prioridade alterada.",
   "queue.replyFirst": "Respostas sempre vão primeiro.",
-  // runtime (issue #6)
+  // runtime
   "nav.items": "Itens salvos",
   "runtime.proposal.title": "Confirme esta ação: {tool}",
   "runtime.awaiting.chip": "Aguardando sua resposta",
@@ -481,7 +484,7 @@ export const ptBR: Record<MessageKey, string> = {
   "runtime.tools.category.external": "online",
   "runtime.tools.on": "{tool} ligada.",
   "runtime.tools.off": "{tool} desligada.",
-  // ----- office (#5) -----
+  // ----- office -----
   "office.loading": "Carregando…",
   "office.saving": "Salvando…",
   "office.why.toggle": "Por que disse isso?",
@@ -560,7 +563,7 @@ export const ptBR: Record<MessageKey, string> = {
   "office.quota.hint": "Um número inteiro de tokens; 0 significa sem limite.",
   "office.quota.saved": "A cota diária de {name} agora é {n} tokens.",
   "office.quota.removed": "{name} não tem mais cota diária.",
-  // lead (#2): the in-app file chooser
+  // the in-app file chooser
   "chooser.browse": "Procurar…",
   "chooser.places": "Locais",
   "chooser.place.home": "Pasta pessoal",
@@ -579,7 +582,7 @@ export const ptBR: Record<MessageKey, string> = {
   "chooser.choose": "Escolher",
   "settings.modelFileChoose": "Escolha um modelo GGUF",
   "import.choose": "Escolha um arquivo exportado",
-  // ----- office (#5), session 4: session modes, simulation, adding obligations -----
+  // ----- office: session modes, simulation, adding obligations -----
   "office.sessionMode.type": "Sessão",
   "office.sessionMode.typeLabel": "Tipo de sessão de {name}",
   "office.sessionMode.modeLabel": "Modo da sessão de {name}",
@@ -617,7 +620,7 @@ export const ptBR: Record<MessageKey, string> = {
   "office.simulation.abandon": "Recomendação: desistir.",
   "office.simulation.deliberation": "Modo de deliberação: confirmar apenas simula. Mude para compromisso para executar.",
   "office.simulation.more": "… e mais {n}",
-  // ----- office (#5), session 5: a primeira vez de uma ação -----
+  // ----- office: a primeira vez de uma ação -----
   "office.simulation.firstTime": "primeira vez",
   "office.simulation.firstTimeWhy": "Esta persona nunca fez este tipo de ação: na primeira vez, recomenda-se uma simulação.",
   // ----- chaves de assinatura: o aviso e as novas épocas de chaves -----

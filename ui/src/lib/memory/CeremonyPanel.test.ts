@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { startApp } from "../testing/harness";
 import CeremonyPanel from "./CeremonyPanel.svelte";
 
-describe("CeremonyPanel (memory #4)", () => {
+describe("CeremonyPanel", () => {
   it("shows the ceremony time and saves a new one", async () => {
     const user = userEvent.setup();
     const { app, context } = await startApp({ autoReply: false });

@@ -6,7 +6,7 @@ import { startApp } from "../testing/harness";
 import PersonaSidebar from "./PersonaSidebar.svelte";
 import { isPaused, toRfc3339 } from "./persona-actions";
 
-describe("persona management (memory #4)", () => {
+describe("persona management", () => {
   it("a description is filled by the model and everything is editable, keeping the person's words", async () => {
     const user = userEvent.setup();
     const { app, context } = await startApp({ autoReply: false });
@@ -98,7 +98,7 @@ describe("persona management (memory #4)", () => {
   });
 });
 
-describe("chat state (memory #4)", () => {
+describe("chat state", () => {
   it("sets a message's context status from its bubble", async () => {
     const user = userEvent.setup();
     const { app, context } = await startApp({ autoReply: false });

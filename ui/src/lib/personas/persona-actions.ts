@@ -1,4 +1,4 @@
-//! Persona management and chat state (memory #4) over the app state: the
+//! Persona management and chat state over the app state: the
 //! archived list, pause / resume, per-message context status, recall, and
 //! queue priority. Each resolves false (or null) with a notice when the
 //! core refuses, so nothing the person typed is lost.
