@@ -335,6 +335,8 @@ enum AttemptEnd {
 }
 
 const MAX_REDIRECTS: usize = 8;
+/// Bytes written between two fsyncs of the part file.
+const SYNC_EVERY: usize = 64 << 20;
 
 impl Downloader {
     pub fn new(opts: DownloadOptions) -> Result<Self, reqwest::Error> {
@@ -626,7 +628,7 @@ impl Downloader {
         // Hashing and writing run on their own thread so they overlap with
         // receiving the next chunk.
         let written = Arc::new(AtomicU64::new(0));
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(8);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(4);
         let writer = {
             let written = written.clone();
             let mut h = std::mem::take(hasher);
@@ -634,6 +636,7 @@ impl Downloader {
                 let _held = held;
                 let mut sink = sink;
                 let mut err: Option<io::Error> = None;
+                let mut unsynced = 0usize;
                 'outer: while let Some(buf) = rx.blocking_recv() {
                     let mut at = 0;
                     while at < buf.len() {
@@ -649,6 +652,7 @@ impl Downloader {
                                 h.update(&buf[at..at + n]);
                                 at += n;
                                 written.fetch_add(n as u64, Ordering::Release);
+                                unsynced += n;
                             }
                             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                             Err(e) => {
@@ -656,6 +660,16 @@ impl Downloader {
                                 break 'outer;
                             }
                         }
+                    }
+                    // Flushed as it comes, the install's fsync finds little
+                    // left to write, instead of the whole file at the end
+                    // while nothing else happens.
+                    if unsynced >= SYNC_EVERY {
+                        if let Err(e) = sink.sync() {
+                            err = Some(e);
+                            break;
+                        }
+                        unsynced = 0;
                     }
                 }
                 (h, err)
