@@ -497,3 +497,4 @@ fn recall_prints_the_issue_json_shapes_for_one_query_and_a_queries_file() {
 }
 
 mod docs;
+mod models;
