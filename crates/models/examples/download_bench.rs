@@ -4,7 +4,7 @@
 //! server's faults: a flipped byte, a stall, a server that answers 200 to a
 //! Range request.
 //!
-//! `cargo run -p models --example download_bench [-- FILE [RUNS]]`
+//! `cargo run -p models --example download_bench [-- FILE [RUNS [KILLS]]]`
 //! FILE defaults to a 256 MiB synthetic GGUF; give a real model file (its
 //! SHA-256 is computed first) to measure on it. Our figure includes what
 //! curl does not do: SHA-256 of every byte, the journal, the GGUF header
@@ -263,7 +263,10 @@ async fn run(args: &[String]) -> Result<bool, BenchError> {
         cs / o
     );
 
-    ok &= kill_at_half(&b).await?;
+    let kills: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(1).max(1);
+    for _ in 0..kills {
+        ok &= kill_at_half(&b).await?;
+    }
     ok &= corrupted(&b).await?;
     ok &= stalled(&b).await?;
     ok &= no_range(&b).await?;

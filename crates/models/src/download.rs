@@ -335,8 +335,6 @@ enum AttemptEnd {
 }
 
 const MAX_REDIRECTS: usize = 8;
-/// Bytes written between two fsyncs of the part file.
-const SYNC_EVERY: usize = 64 << 20;
 
 impl Downloader {
     pub fn new(opts: DownloadOptions) -> Result<Self, reqwest::Error> {
@@ -626,7 +624,8 @@ impl Downloader {
             })?;
 
         // Hashing and writing run on their own thread so they overlap with
-        // receiving the next chunk.
+        // receiving the next chunk. The queue is short: what waits in it is
+        // lost (fetched again) when the process is killed.
         let written = Arc::new(AtomicU64::new(0));
         let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(4);
         let writer = {
@@ -636,7 +635,6 @@ impl Downloader {
                 let _held = held;
                 let mut sink = sink;
                 let mut err: Option<io::Error> = None;
-                let mut unsynced = 0usize;
                 'outer: while let Some(buf) = rx.blocking_recv() {
                     let mut at = 0;
                     while at < buf.len() {
@@ -652,7 +650,6 @@ impl Downloader {
                                 h.update(&buf[at..at + n]);
                                 at += n;
                                 written.fetch_add(n as u64, Ordering::Release);
-                                unsynced += n;
                             }
                             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                             Err(e) => {
@@ -660,16 +657,6 @@ impl Downloader {
                                 break 'outer;
                             }
                         }
-                    }
-                    // Flushed as it comes, the install's fsync finds little
-                    // left to write, instead of the whole file at the end
-                    // while nothing else happens.
-                    if unsynced >= SYNC_EVERY {
-                        if let Err(e) = sink.sync() {
-                            err = Some(e);
-                            break;
-                        }
-                        unsynced = 0;
                     }
                 }
                 (h, err)
