@@ -635,6 +635,16 @@ impl Downloader {
                 let _held = held;
                 let mut sink = sink;
                 let mut err: Option<io::Error> = None;
+                // SHA-256 was most of this thread's time: it runs on a
+                // thread of its own, fed each piece once it is written, so
+                // the hash always covers exactly the bytes on disk.
+                let (htx, hrx) = std::sync::mpsc::sync_channel::<bytes::Bytes>(8);
+                let hashing = std::thread::spawn(move || {
+                    while let Ok(piece) = hrx.recv() {
+                        h.update(&piece);
+                    }
+                    h
+                });
                 'outer: while let Some(buf) = rx.blocking_recv() {
                     let mut at = 0;
                     while at < buf.len() {
@@ -647,7 +657,7 @@ impl Downloader {
                                 break 'outer;
                             }
                             Ok(n) => {
-                                h.update(&buf[at..at + n]);
+                                let _ = htx.send(buf.slice(at..at + n));
                                 at += n;
                                 written.fetch_add(n as u64, Ordering::Release);
                             }
@@ -659,6 +669,10 @@ impl Downloader {
                         }
                     }
                 }
+                drop(htx);
+                let h = hashing
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
                 (h, err)
             })
         };
