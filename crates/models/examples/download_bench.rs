@@ -1,46 +1,128 @@
 //! Download benchmark: our downloader beside `curl` on the same file from
-//! the same local server in the same run, and the bytes fetched twice when
-//! a download process is killed (SIGKILL) at 50 % and started again.
+//! the same local server in the same run, the bytes fetched twice when a
+//! download process is killed (SIGKILL) at 50 % and started again, and the
+//! server's faults: a flipped byte, a stall, a server that answers 200 to a
+//! Range request.
 //!
-//! `cargo run -p models --example download_bench [-- FILE [RUNS]]`
+//! `cargo run -p models --example download_bench [-- FILE [RUNS [KILLS]]]`
 //! FILE defaults to a 256 MiB synthetic GGUF; give a real model file (its
 //! SHA-256 is computed first) to measure on it. Our figure includes what
 //! curl does not do: SHA-256 of every byte, the journal, the GGUF header
-//! check, fsync and the rename; curl only writes the file.
+//! check, fsync and the rename; curl only writes the file (so "curl+fsync",
+//! curl then an fsync of its file, is printed too). Exits non-zero when a
+//! check fails (bytes twice > 1 %, a corruption not caught, a fault variant
+//! that does not finish verified).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use models::download::{part_path, sha256_file, DownloadEvent, EventSink};
 use models::testkit::{write_synthetic_gguf, HfServer};
-use models::{CancellationToken, DownloadOptions, DownloadRequest, Downloader, Outcome};
+use models::{
+    CancellationToken, DownloadError, DownloadOptions, DownloadRequest, Downloader, Outcome,
+};
 
 const REV: &str = "0000000000000000000000000000000000000000";
 
+#[derive(Debug, thiserror::Error)]
+enum BenchError {
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Download(#[from] DownloadError),
+    #[error("the download ended without installing: {0:?}")]
+    NotInstalled(Outcome),
+    #[error("curl exited {0}")]
+    Curl(ExitStatus),
+    #[error("the resumed download process failed: {0}")]
+    Resume(ExitStatus),
+    #[error("the first download never reached half the file")]
+    NeverHalf,
+    #[error("{0}")]
+    Check(String),
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> BenchError {
+    let what = what.into();
+    move |source| BenchError::Io { what, source }
+}
+
 fn request(url: &str, sha: &str, size: u64, dest: &Path) -> DownloadRequest {
-    DownloadRequest { id: "bench".into(), url: url.into(), revision: REV.into(), sha256: sha.into(), size, dest: dest.into() }
+    DownloadRequest {
+        id: "bench".into(),
+        url: url.into(),
+        revision: REV.into(),
+        sha256: sha.into(),
+        size,
+        dest: dest.into(),
+    }
 }
 
-async fn ours(req: &DownloadRequest) -> Result<f64, String> {
-    let d = Downloader::new(DownloadOptions::default()).map_err(|e| e.to_string())?;
-    let sink: EventSink = Arc::new(|_e: &DownloadEvent| {});
+#[derive(Clone, Default)]
+struct Events(Arc<Mutex<Vec<DownloadEvent>>>);
+
+impl Events {
+    fn sink(&self) -> EventSink {
+        let v = self.0.clone();
+        Arc::new(move |e: &DownloadEvent| {
+            // Progress is once a second; only state changes are kept.
+            if !matches!(e, DownloadEvent::Progress { .. }) {
+                if let Ok(mut v) = v.lock() {
+                    v.push(e.clone());
+                }
+            }
+        })
+    }
+    fn all(&self) -> Vec<DownloadEvent> {
+        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+}
+
+async fn download(
+    req: &DownloadRequest,
+    opts: DownloadOptions,
+    ev: &Events,
+) -> Result<Outcome, DownloadError> {
+    let d = Downloader::new(opts).map_err(|e| DownloadError::Io {
+        id: req.id.clone(),
+        what: "cannot start the HTTP client".into(),
+        source: std::io::Error::other(e),
+    })?;
+    d.run(req, ev.sink(), CancellationToken::new()).await
+}
+
+/// Seconds to download, verify and install.
+async fn ours(req: &DownloadRequest) -> Result<f64, BenchError> {
     let t0 = Instant::now();
-    match d.run(req, sink, CancellationToken::new()).await.map_err(|e| e.to_string())? {
+    match download(req, DownloadOptions::default(), &Events::default()).await? {
         Outcome::Installed { .. } => Ok(t0.elapsed().as_secs_f64()),
-        other => Err(format!("{other:?}")),
+        other => Err(BenchError::NotInstalled(other)),
     }
 }
 
-fn curl(url: &str, out: &Path) -> Result<f64, String> {
+/// Seconds for curl to write the file, and with an fsync of it after.
+fn curl(url: &str, out: &Path) -> Result<(f64, f64), BenchError> {
     let t0 = Instant::now();
-    let st = Command::new("curl").args(["-sS", "-L", "-o"]).arg(out).arg(url).status().map_err(|e| format!("curl: {e}"))?;
+    let st = Command::new("curl")
+        .args(["-sS", "-L", "-o"])
+        .arg(out)
+        .arg(url)
+        .status()
+        .map_err(io("cannot run curl"))?;
     if !st.success() {
-        return Err(format!("curl exited {st}"));
+        return Err(BenchError::Curl(st));
     }
-    Ok(t0.elapsed().as_secs_f64())
+    let plain = t0.elapsed().as_secs_f64();
+    std::fs::File::open(out)
+        .and_then(|f| f.sync_all())
+        .map_err(io(format!("cannot sync {}", out.display())))?;
+    Ok((plain, t0.elapsed().as_secs_f64()))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -50,7 +132,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Child mode: download and exit (the parent kills it half way).
 async fn child(args: &[String]) -> i32 {
-    let [url, sha, size, dest] = args else { return 2 };
+    let [url, sha, size, dest] = args else {
+        return 2;
+    };
     let Ok(size) = size.parse() else { return 2 };
     match ours(&request(url, sha, size, Path::new(dest))).await {
         Ok(_) => 0,
@@ -67,92 +151,286 @@ async fn main() {
     if args.first().map(String::as_str) == Some("--child") {
         std::process::exit(child(&args[1..]).await);
     }
-    if let Err(e) = run(&args).await {
-        eprintln!("download_bench: {e}");
-        std::process::exit(1);
+    match run(&args).await {
+        Ok(true) => {}
+        Ok(false) => {
+            eprintln!("download_bench: a check failed (see above)");
+            std::process::exit(1);
+        }
+        Err(e) => {
+            eprintln!("download_bench: {e}");
+            std::process::exit(1);
+        }
     }
 }
 
-async fn run(args: &[String]) -> Result<(), String> {
-    let work = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let runs: usize = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(3);
+struct Bench {
+    server: HfServer,
+    url: String,
+    sha: String,
+    size: u64,
+    name: String,
+    work: PathBuf,
+}
+
+impl Bench {
+    fn sent(&self) -> u64 {
+        self.server.stats.body_bytes_sent.load(Ordering::SeqCst)
+    }
+    fn dest(&self, sub: &str) -> PathBuf {
+        self.work.join(sub).join(&self.name)
+    }
+    fn req(&self, dest: &Path) -> DownloadRequest {
+        request(&self.url, &self.sha, self.size, dest)
+    }
+}
+
+/// Returns whether every check passed.
+async fn run(args: &[String]) -> Result<bool, BenchError> {
+    let tmp = tempfile::tempdir().map_err(io("cannot make a temporary folder"))?;
+    let runs: usize = args.get(1).and_then(|r| r.parse().ok()).unwrap_or(3).max(1);
     let (file, sha, what) = match args.first() {
         Some(f) => {
             let p = PathBuf::from(f);
-            let sha = sha256_file(&p).map_err(|e| format!("{f}: {e}"))?;
+            let sha = sha256_file(&p).map_err(io(f.clone()))?;
             (p, sha, "given file")
         }
         None => {
-            let p = work.path().join("synthetic.gguf");
-            let sha = write_synthetic_gguf(&p, 256 << 20, 42).map_err(|e| e.to_string())?;
+            let p = tmp.path().join("synthetic.gguf");
+            let sha = write_synthetic_gguf(&p, 256 << 20, 42)
+                .map_err(io("cannot write the synthetic file"))?;
             (p, sha, "synthetic GGUF")
         }
     };
-    let size = std::fs::metadata(&file).map_err(|e| e.to_string())?.len();
-    let name = file.file_name().and_then(|n| n.to_str()).ok_or("file name")?.to_owned();
-    let server = HfServer::start(0).await.map_err(|e| e.to_string())?;
-    server.add_file(&name, file.clone(), &sha).map_err(|e| e.to_string())?;
+    let size = std::fs::metadata(&file)
+        .map_err(io(file.display().to_string()))?
+        .len();
+    let name = file
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| BenchError::Check("the file has no name".into()))?
+        .to_owned();
+    let server = HfServer::start(0)
+        .await
+        .map_err(io("cannot start the server"))?;
+    server
+        .add_file(&name, file.clone(), &sha)
+        .map_err(io("cannot serve the file"))?;
     let url = format!("{}/bench/repo-GGUF/resolve/{REV}/{name}", server.endpoint());
-    println!("file: {} ({what}), {size} bytes, sha256 {sha}", file.display());
-    println!("server: local Hugging Face-shaped server (302 to /cdn/, Range), {runs} runs each, alternating");
+    let b = Bench {
+        server,
+        url,
+        sha,
+        size,
+        name,
+        work: tmp.path().to_path_buf(),
+    };
+    println!(
+        "file: {} ({what}), {size} bytes, sha256 {}",
+        file.display(),
+        b.sha
+    );
+    println!("server: local Hugging Face-shaped server (302 to /cdn/, Range), {runs} runs each, alternating curl / ours");
+    let mut ok = true;
 
-    let mut t_curl = Vec::new();
-    let mut t_ours = Vec::new();
+    let mb = |secs: f64| size as f64 / secs / 1e6;
+    let (mut t_curl, mut t_curl_sync, mut t_ours) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..runs {
-        let out = work.path().join("curl.out");
-        let c = curl(&url, &out)?;
+        let out = b.work.join("curl.out");
+        let (c, cs) = curl(&b.url, &out)?;
         let _ = std::fs::remove_file(&out);
-        let dest = work.path().join("models").join(&name);
-        let o = ours(&request(&url, &sha, size, &dest)).await?;
+        let dest = b.dest("models");
+        let o = ours(&b.req(&dest)).await?;
         let _ = std::fs::remove_file(&dest);
-        println!("  run {}: curl {:.0} MB/s, ours {:.0} MB/s", i + 1, size as f64 / c / 1e6, size as f64 / o / 1e6);
+        println!(
+            "  run {}: curl {:.0} MB/s, curl+fsync {:.0} MB/s, ours {:.0} MB/s",
+            i + 1,
+            mb(c),
+            mb(cs),
+            mb(o)
+        );
         t_curl.push(c);
+        t_curl_sync.push(cs);
         t_ours.push(o);
     }
-    let (c, o) = (median(t_curl), median(t_ours));
+    let (c, cs, o) = (median(t_curl), median(t_curl_sync), median(t_ours));
     println!(
-        "throughput (median): curl {:.0} MB/s, ours {:.0} MB/s (verified, installed) -> ours/curl = {:.2}",
-        size as f64 / c / 1e6,
-        size as f64 / o / 1e6,
-        c / o
+        "throughput (median of {runs}): curl {:.0} MB/s, curl+fsync {:.0} MB/s, ours {:.0} MB/s (hashed, verified, installed) -> ours/curl = {:.2}, ours/(curl+fsync) = {:.2} (target >= 0.90 of curl)",
+        mb(c),
+        mb(cs),
+        mb(o),
+        c / o,
+        cs / o
     );
 
-    // Killed at 50 %: a real process, SIGKILL, then a second process resumes.
-    let dest = work.path().join("kill").join(&name);
+    let kills: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(1).max(1);
+    for _ in 0..kills {
+        ok &= kill_at_half(&b).await?;
+    }
+    ok &= corrupted(&b).await?;
+    ok &= stalled(&b).await?;
+    ok &= no_range(&b).await?;
+    Ok(ok)
+}
+
+/// Killed at 50 %: a real process, SIGKILL, then a second process resumes.
+async fn kill_at_half(b: &Bench) -> Result<bool, BenchError> {
+    let dest = b.dest("kill");
     let part = part_path(&dest);
-    let before = server.stats.body_bytes_sent.load(Ordering::SeqCst);
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let child_args = |exe: &Path| {
-        let mut c = Command::new(exe);
-        c.args(["--child", &url, &sha, &size.to_string()]).arg(&dest);
+    let before = b.sent();
+    let exe = std::env::current_exe().map_err(io("cannot find this program"))?;
+    let child_args = || {
+        let mut c = Command::new(&exe);
+        c.args(["--child", &b.url, &b.sha, &b.size.to_string()])
+            .arg(&dest);
         c
     };
-    let mut first = child_args(&exe).spawn().map_err(|e| e.to_string())?;
+    let mut first = child_args()
+        .spawn()
+        .map_err(io("cannot start the first download"))?;
     let t0 = Instant::now();
     let killed_at = loop {
         let len = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
-        if len >= size / 2 {
-            first.kill().map_err(|e| e.to_string())?;
+        if len >= b.size / 2 {
+            first.kill().map_err(io("cannot kill the first download"))?;
             let _ = first.wait();
             break std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
         }
         if t0.elapsed() > Duration::from_secs(300) {
             let _ = first.kill();
-            return Err("the first download never reached half".into());
+            return Err(BenchError::NeverHalf);
         }
         tokio::time::sleep(Duration::from_micros(200)).await;
     };
-    let st = child_args(&exe).status().map_err(|e| e.to_string())?;
+    let st = child_args()
+        .status()
+        .map_err(io("cannot start the second download"))?;
     if !st.success() {
-        return Err(format!("the resumed download failed: {st}"));
+        return Err(BenchError::Resume(st));
     }
-    let verified = sha256_file(&dest).map_err(|e| e.to_string())? == sha;
-    let sent = server.stats.body_bytes_sent.load(Ordering::SeqCst) - before;
-    let twice = sent.saturating_sub(size);
+    let verified = sha256_file(&dest).map_err(io(dest.display().to_string()))? == b.sha;
+    let _ = std::fs::remove_file(&dest);
+    let sent = b.sent() - before;
+    let twice = sent.saturating_sub(b.size);
+    let pct = twice as f64 * 100.0 / b.size as f64;
+    let pass = verified && pct <= 1.0;
     println!(
-        "kill at 50%: SIGKILL with {killed_at} bytes on disk ({:.1}%), resumed by a new process; fetched {sent} bytes for a {size}-byte file: {twice} bytes twice ({:.3}% of the file; target <= 1%); installed file verified: {verified}",
-        killed_at as f64 * 100.0 / size as f64,
-        twice as f64 * 100.0 / size as f64
+        "kill at 50%: SIGKILL with {killed_at} bytes on disk ({:.1}%), resumed by a new process; fetched {sent} bytes for a {}-byte file: {twice} bytes twice ({pct:.3}% of the file; target <= 1%); installed file verified: {verified} -> {}",
+        killed_at as f64 * 100.0 / b.size as f64,
+        b.size,
+        if pass { "ok" } else { "FAIL" }
     );
-    Ok(())
+    Ok(pass)
+}
+
+/// One flipped byte anywhere: the hash fails, nothing is installed, the
+/// part file is discarded.
+async fn corrupted(b: &Bench) -> Result<bool, BenchError> {
+    let mut all = true;
+    for at in [12_345, b.size / 2, b.size - 1] {
+        b.server.faults.corrupt_at.store(at, Ordering::SeqCst);
+        let dest = b.dest("corrupt");
+        let got = download(
+            &b.req(&dest),
+            DownloadOptions::default(),
+            &Events::default(),
+        )
+        .await;
+        b.server.faults.corrupt_at.store(u64::MAX, Ordering::SeqCst);
+        let caught = matches!(&got, Err(DownloadError::HashMismatch { .. }));
+        let clean = !dest.exists() && !part_path(&dest).exists();
+        let pass = caught && clean;
+        let said = match &got {
+            Err(e) => e.to_string(),
+            Ok(o) => format!("{o:?}"),
+        };
+        println!(
+            "corrupt byte at offset {at}: {} -> {}",
+            if pass {
+                format!("caught, nothing installed, part discarded ({said})")
+            } else {
+                format!("NOT caught or not cleaned up: {said}")
+            },
+            if pass { "ok" } else { "FAIL" }
+        );
+        let _ = std::fs::remove_file(&dest);
+        all &= pass;
+    }
+    Ok(all)
+}
+
+/// The server goes silent after a third of the file: the watchdog drops
+/// the connection and the download resumes with Range.
+async fn stalled(b: &Bench) -> Result<bool, BenchError> {
+    let stall = Duration::from_secs(3);
+    b.server
+        .faults
+        .stall_once_after
+        .store(b.size / 3, Ordering::SeqCst);
+    let dest = b.dest("stall");
+    let ev = Events::default();
+    let before = b.sent();
+    let t0 = Instant::now();
+    let opts = DownloadOptions {
+        stall_timeout: stall,
+        backoff_initial: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let got = download(&b.req(&dest), opts, &ev).await;
+    let secs = t0.elapsed().as_secs_f64();
+    let sent = b.sent() - before;
+    let reason = ev.all().into_iter().find_map(|e| match e {
+        DownloadEvent::Retrying { reason, .. } => Some(reason),
+        _ => None,
+    });
+    let installed = matches!(got, Ok(Outcome::Installed { .. }));
+    let pass = installed && reason.is_some() && sent == b.size;
+    println!(
+        "stall after {} bytes (watchdog {} s): retried ({}), installed verified: {installed}, {sent} bytes fetched for {} ({} twice), {secs:.1} s -> {}",
+        b.size / 3,
+        stall.as_secs(),
+        reason.as_deref().unwrap_or("no retry"),
+        b.size,
+        sent.saturating_sub(b.size),
+        if pass { "ok" } else { "FAIL" }
+    );
+    let _ = std::fs::remove_file(&dest);
+    Ok(pass)
+}
+
+/// The connection drops at half and the server then answers the Range
+/// request with 200: the download says so and starts again from zero.
+async fn no_range(b: &Bench) -> Result<bool, BenchError> {
+    b.server.faults.ignore_range.store(true, Ordering::SeqCst);
+    b.server
+        .faults
+        .drop_once_after
+        .store(b.size / 2, Ordering::SeqCst);
+    let dest = b.dest("norange");
+    let ev = Events::default();
+    let before = b.sent();
+    let opts = DownloadOptions {
+        backoff_initial: Duration::from_millis(200),
+        ..Default::default()
+    };
+    let got = download(&b.req(&dest), opts, &ev).await;
+    b.server.faults.ignore_range.store(false, Ordering::SeqCst);
+    let sent = b.sent() - before;
+    let said = ev.all().into_iter().find_map(|e| match e {
+        DownloadEvent::Restarted { reason, .. } => Some(reason),
+        _ => None,
+    });
+    let installed = matches!(got, Ok(Outcome::Installed { .. }));
+    let pass = installed
+        && said
+            .as_deref()
+            .is_some_and(|r| r.contains("200") && r.contains("zero"));
+    println!(
+        "no Range (200 to a Range request) after a drop at 50%: said {:?}; installed verified: {installed}; {sent} bytes fetched for {} -> {}",
+        said.as_deref().unwrap_or("nothing"),
+        b.size,
+        if pass { "ok" } else { "FAIL" }
+    );
+    let _ = std::fs::remove_file(&dest);
+    Ok(pass)
 }

@@ -19,7 +19,9 @@ async fn main() {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--port" => port = args.next().and_then(|p| p.parse().ok()).unwrap_or(port),
-            "--throttle-mbps" => throttle = args.next().and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 1_000_000,
+            "--throttle-mbps" => {
+                throttle = args.next().and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 1_000_000
+            }
             f => files.push(PathBuf::from(f)),
         }
     }
@@ -32,13 +34,20 @@ async fn main() {
     };
     server.faults.throttle_bps.store(throttle, Ordering::SeqCst);
     for f in files {
-        let Some(name) = f.file_name().and_then(|n| n.to_str()).map(str::to_owned) else { continue };
-        match models::download::sha256_file(&f).and_then(|sha| server.add_file(&name, f.clone(), &sha).map(|_| sha)) {
+        let Some(name) = f.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+            continue;
+        };
+        match models::download::sha256_file(&f)
+            .and_then(|sha| server.add_file(&name, f.clone(), &sha).map(|_| sha))
+        {
             Ok(sha) => println!("serving {name} sha256 {sha}"),
             Err(e) => eprintln!("hf_serve: {}: {e}", f.display()),
         }
     }
     println!("HF_ENDPOINT={}", server.endpoint());
     let _ = tokio::signal::ctrl_c().await;
-    println!("body bytes sent: {}", server.stats.body_bytes_sent.load(Ordering::SeqCst));
+    println!(
+        "body bytes sent: {}",
+        server.stats.body_bytes_sent.load(Ordering::SeqCst)
+    );
 }

@@ -61,7 +61,13 @@ impl HfSource {
     /// `{endpoint}/{repo}/resolve/{revision}/{file}`, the URL that answers
     /// with a redirect to the CDN and the `X-Linked-*` headers.
     pub fn resolve_url(&self, endpoint: &str) -> String {
-        format!("{}/{}/resolve/{}/{}", endpoint.trim_end_matches('/'), self.repo, self.revision, self.file)
+        format!(
+            "{}/{}/resolve/{}/{}",
+            endpoint.trim_end_matches('/'),
+            self.repo,
+            self.revision,
+            self.file
+        )
     }
 }
 
@@ -114,14 +120,18 @@ impl CatalogEntry {
 /// Qwen2.5's model card lists these languages (Chinese, English, French,
 /// Spanish, Portuguese, German, Italian, Russian, Japanese, Korean,
 /// Vietnamese, Thai, Arabic, among 29+).
-const QWEN25_LANGS: &[&str] = &["en", "zh", "fr", "es", "pt", "de", "it", "ru", "ja", "ko", "vi", "th", "ar"];
+const QWEN25_LANGS: &[&str] = &[
+    "en", "zh", "fr", "es", "pt", "de", "it", "ru", "ja", "ko", "vi", "th", "ar",
+];
 /// The Coder cards tag English only; the base model's languages are not
 /// claimed for the code-tuned weights.
 const QWEN25_CODER_LANGS: &[&str] = &["en", "zh"];
 /// Meta's card: English, German, French, Italian, Portuguese, Hindi, Spanish, Thai.
 const LLAMA32_LANGS: &[&str] = &["en", "de", "fr", "it", "pt", "hi", "es", "th"];
 /// Gemma 3 4B and larger: 140+ languages; the common ones listed.
-const GEMMA3_LANGS: &[&str] = &["en", "pt", "es", "fr", "de", "it", "ja", "ko", "zh", "ar", "hi", "ru"];
+const GEMMA3_LANGS: &[&str] = &[
+    "en", "pt", "es", "fr", "de", "it", "ja", "ko", "zh", "ar", "hi", "ru",
+];
 
 macro_rules! parts {
     ($pkg:literal, $ver:literal, $( $n:literal => $path:literal ),+ $(,)?) => {
@@ -432,16 +442,38 @@ mod tests {
         for e in CATALOG {
             assert!(seen.insert(e.id), "duplicate id {}", e.id);
             assert_eq!(e.sha256.len(), 64, "{}", e.id);
-            assert!(e.sha256.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()), "{}", e.id);
+            assert!(
+                e.sha256
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+                "{}",
+                e.id
+            );
             assert!(e.file.ends_with(".gguf"), "{}", e.id);
             if let Some(hf) = e.hf {
-                assert_eq!(hf.file, e.file, "{}: installed under the publisher's file name", e.id);
-                assert!(hf.revision.len() == 40 && hf.revision.bytes().all(|b| b.is_ascii_hexdigit()), "{}", e.id);
+                assert_eq!(
+                    hf.file, e.file,
+                    "{}: installed under the publisher's file name",
+                    e.id
+                );
+                assert!(
+                    hf.revision.len() == 40 && hf.revision.bytes().all(|b| b.is_ascii_hexdigit()),
+                    "{}",
+                    e.id
+                );
             }
-            assert!(e.hf.is_some() || e.registry.is_some(), "{} has no source", e.id);
+            assert!(
+                e.hf.is_some() || e.registry.is_some(),
+                "{} has no source",
+                e.id
+            );
         }
         let hashes: std::collections::HashSet<_> = CATALOG.iter().map(|e| e.sha256).collect();
-        assert_eq!(hashes.len(), CATALOG.len(), "one hash listed for two models");
+        assert_eq!(
+            hashes.len(),
+            CATALOG.len(),
+            "one hash listed for two models"
+        );
     }
 
     #[test]
@@ -456,7 +488,10 @@ mod tests {
 
     #[test]
     fn resolve_url_shape() {
-        let hf = CATALOG[1].hf.as_ref().map(|h| h.resolve_url("http://127.0.0.1:9/"));
+        let hf = CATALOG[1]
+            .hf
+            .as_ref()
+            .map(|h| h.resolve_url("http://127.0.0.1:9/"));
         assert_eq!(
             hf.as_deref(),
             Some("http://127.0.0.1:9/Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF/resolve/ebb2015119c907b064c512bf053e945850b5875f/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf")

@@ -45,17 +45,36 @@ pub fn default_probes() -> Vec<Probe> {
         .map(|h| h.trim().trim_end_matches('/').to_owned())
         .filter(|h| !h.is_empty())
         .map(|h| {
-            let h = if h.contains("://") { h } else { format!("http://{h}") };
+            let h = if h.contains("://") {
+                h
+            } else {
+                format!("http://{h}")
+            };
             // "0.0.0.0" is where it listens, not where to connect.
             h.replace("://0.0.0.0", "://127.0.0.1")
         })
         .unwrap_or_else(|| "http://127.0.0.1:11434".into());
     vec![
-        Probe { kind: ServerKind::Ollama, base: ollama },
-        Probe { kind: ServerKind::Lmstudio, base: "http://127.0.0.1:1234".into() },
-        Probe { kind: ServerKind::Jan, base: "http://127.0.0.1:1337".into() },
-        Probe { kind: ServerKind::Llamacpp, base: "http://127.0.0.1:8080".into() },
-        Probe { kind: ServerKind::Vllm, base: "http://127.0.0.1:8000".into() },
+        Probe {
+            kind: ServerKind::Ollama,
+            base: ollama,
+        },
+        Probe {
+            kind: ServerKind::Lmstudio,
+            base: "http://127.0.0.1:1234".into(),
+        },
+        Probe {
+            kind: ServerKind::Jan,
+            base: "http://127.0.0.1:1337".into(),
+        },
+        Probe {
+            kind: ServerKind::Llamacpp,
+            base: "http://127.0.0.1:8080".into(),
+        },
+        Probe {
+            kind: ServerKind::Vllm,
+            base: "http://127.0.0.1:8000".into(),
+        },
     ]
 }
 
@@ -73,7 +92,11 @@ pub async fn discover(probes: &[Probe], timeout: Duration) -> Vec<ServerInfo> {
         Err(_) => return Vec::new(),
     };
     let tasks = probes.iter().map(|p| probe(&client, p));
-    futures_util::future::join_all(tasks).await.into_iter().flatten().collect()
+    futures_util::future::join_all(tasks)
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 async fn get(client: &reqwest::Client, url: &str) -> Option<(u16, String)> {
@@ -93,14 +116,25 @@ async fn get_json(client: &reqwest::Client, url: &str) -> Option<serde_json::Val
 fn openai_ids(v: &serde_json::Value) -> Vec<String> {
     v.get("data")
         .and_then(|d| d.as_array())
-        .map(|a| a.iter().filter_map(|m| m.get("id").and_then(|i| i.as_str()).map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|m| m.get("id").and_then(|i| i.as_str()).map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 async fn probe(client: &reqwest::Client, p: &Probe) -> Option<ServerInfo> {
     let base = p.base.trim_end_matches('/').to_owned();
     let v1 = format!("{base}/v1");
-    let found = |models: Vec<String>, needs_key: bool| Some(ServerInfo { kind: p.kind, url: v1.clone(), models, needs_key });
+    let found = |models: Vec<String>, needs_key: bool| {
+        Some(ServerInfo {
+            kind: p.kind,
+            url: v1.clone(),
+            models,
+            needs_key,
+        })
+    };
     match p.kind {
         ServerKind::Ollama => {
             let (status, body) = get(client, &format!("{base}/")).await?;
@@ -112,7 +146,11 @@ async fn probe(client: &reqwest::Client, p: &Probe) -> Option<ServerInfo> {
                 .as_ref()
                 .and_then(|t| t.get("models"))
                 .and_then(|m| m.as_array())
-                .map(|a| a.iter().filter_map(|m| m.get("name").and_then(|n| n.as_str()).map(str::to_owned)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|m| m.get("name").and_then(|n| n.as_str()).map(str::to_owned))
+                        .collect()
+                })
                 .unwrap_or_default();
             found(models, false)
         }
@@ -120,7 +158,10 @@ async fn probe(client: &reqwest::Client, p: &Probe) -> Option<ServerInfo> {
             let v = get_json(client, &format!("{base}/api/v0/models")).await?;
             let data = v.get("data")?.as_array()?;
             // LM Studio's own fields, so another OpenAI server on 1234 is not taken for it.
-            let is_lms = data.is_empty() || data.iter().any(|m| m.get("state").is_some() || m.get("compatibility_type").is_some());
+            let is_lms = data.is_empty()
+                || data
+                    .iter()
+                    .any(|m| m.get("state").is_some() || m.get("compatibility_type").is_some());
             if !is_lms {
                 return None;
             }
@@ -130,7 +171,12 @@ async fn probe(client: &reqwest::Client, p: &Probe) -> Option<ServerInfo> {
             let (status, body) = get(client, &format!("{v1}/models")).await?;
             match status {
                 401 | 403 => found(Vec::new(), true),
-                200 => found(serde_json::from_str(&body).map(|v| openai_ids(&v)).unwrap_or_default(), false),
+                200 => found(
+                    serde_json::from_str(&body)
+                        .map(|v| openai_ids(&v))
+                        .unwrap_or_default(),
+                    false,
+                ),
                 _ => None,
             }
         }
@@ -140,10 +186,15 @@ async fn probe(client: &reqwest::Client, p: &Probe) -> Option<ServerInfo> {
                 return None;
             }
             let props = get_json(client, &format!("{base}/props")).await?;
-            if props.get("default_generation_settings").is_none() && props.get("model_path").is_none() {
+            if props.get("default_generation_settings").is_none()
+                && props.get("model_path").is_none()
+            {
                 return None;
             }
-            let mut models = get_json(client, &format!("{v1}/models")).await.map(|v| openai_ids(&v)).unwrap_or_default();
+            let mut models = get_json(client, &format!("{v1}/models"))
+                .await
+                .map(|v| openai_ids(&v))
+                .unwrap_or_default();
             if models.is_empty() {
                 if let Some(path) = props.get("model_path").and_then(|m| m.as_str()) {
                     models.push(path.rsplit('/').next().unwrap_or(path).to_owned());
@@ -154,7 +205,10 @@ async fn probe(client: &reqwest::Client, p: &Probe) -> Option<ServerInfo> {
         ServerKind::Vllm => {
             let v = get_json(client, &format!("{v1}/models")).await?;
             let data = v.get("data")?.as_array()?;
-            if !data.iter().any(|m| m.get("owned_by").and_then(|o| o.as_str()) == Some("vllm")) {
+            if !data
+                .iter()
+                .any(|m| m.get("owned_by").and_then(|o| o.as_str()) == Some("vllm"))
+            {
                 return None;
             }
             found(openai_ids(&v), false)
@@ -174,7 +228,10 @@ pub struct OllamaBlob {
 
 /// `$OLLAMA_MODELS`, else `~/.ollama/models`.
 pub fn ollama_models_dir() -> Option<PathBuf> {
-    std::env::var_os("OLLAMA_MODELS").filter(|v| !v.is_empty()).map(PathBuf::from).or_else(|| dirs::home_dir().map(|h| h.join(".ollama").join("models")))
+    std::env::var_os("OLLAMA_MODELS")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| dirs::home_dir().map(|h| h.join(".ollama").join("models")))
 }
 
 /// The GGUF blobs under `models_dir/blobs` (`sha256-<hex>`), one entry per
@@ -182,11 +239,16 @@ pub fn ollama_models_dir() -> Option<PathBuf> {
 pub fn ollama_blobs(models_dir: &Path) -> Vec<OllamaBlob> {
     let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
     collect_manifests(&models_dir.join("manifests"), &mut Vec::new(), &mut names);
-    let Ok(rd) = std::fs::read_dir(models_dir.join("blobs")) else { return Vec::new() };
+    let Ok(rd) = std::fs::read_dir(models_dir.join("blobs")) else {
+        return Vec::new();
+    };
     let mut out: BTreeMap<String, OllamaBlob> = BTreeMap::new();
     for e in rd.flatten() {
         let file_name = e.file_name();
-        let Some(hex) = file_name.to_str().and_then(|n| n.strip_prefix("sha256-").or_else(|| n.strip_prefix("sha256:"))) else {
+        let Some(hex) = file_name.to_str().and_then(|n| {
+            n.strip_prefix("sha256-")
+                .or_else(|| n.strip_prefix("sha256:"))
+        }) else {
             continue;
         };
         if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -194,7 +256,10 @@ pub fn ollama_blobs(models_dir: &Path) -> Vec<OllamaBlob> {
         }
         let path = e.path();
         let mut magic = [0u8; 4];
-        let is_gguf = std::fs::File::open(&path).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic)).is_ok() && &magic == b"GGUF";
+        let is_gguf = std::fs::File::open(&path)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+            .is_ok()
+            && &magic == b"GGUF";
         if !is_gguf {
             continue;
         }
@@ -213,7 +278,9 @@ pub fn ollama_blobs(models_dir: &Path) -> Vec<OllamaBlob> {
 /// Walks `manifests/<registry>/<namespace>/<model>/<tag>`; maps each model
 /// layer's digest to `model:tag` (the namespace shown unless `library`).
 fn collect_manifests(dir: &Path, trail: &mut Vec<String>, out: &mut BTreeMap<String, Vec<String>>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in rd.flatten() {
         let p = e.path();
         let name = e.file_name().to_string_lossy().into_owned();
@@ -225,16 +292,39 @@ fn collect_manifests(dir: &Path, trail: &mut Vec<String>, out: &mut BTreeMap<Str
             }
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(&p) else { continue };
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
         let model = trail.last().cloned().unwrap_or_default();
-        let namespace = if trail.len() >= 2 { trail[trail.len() - 2].clone() } else { String::new() };
-        let shown = if namespace.is_empty() || namespace == "library" { format!("{model}:{name}") } else { format!("{namespace}/{model}:{name}") };
-        for layer in v.get("layers").and_then(|l| l.as_array()).into_iter().flatten() {
-            if layer.get("mediaType").and_then(|m| m.as_str()) != Some("application/vnd.ollama.image.model") {
+        let namespace = if trail.len() >= 2 {
+            trail[trail.len() - 2].clone()
+        } else {
+            String::new()
+        };
+        let shown = if namespace.is_empty() || namespace == "library" {
+            format!("{model}:{name}")
+        } else {
+            format!("{namespace}/{model}:{name}")
+        };
+        for layer in v
+            .get("layers")
+            .and_then(|l| l.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if layer.get("mediaType").and_then(|m| m.as_str())
+                != Some("application/vnd.ollama.image.model")
+            {
                 continue;
             }
-            if let Some(hex) = layer.get("digest").and_then(|d| d.as_str()).and_then(|d| d.strip_prefix("sha256:")) {
+            if let Some(hex) = layer
+                .get("digest")
+                .and_then(|d| d.as_str())
+                .and_then(|d| d.strip_prefix("sha256:"))
+            {
                 let list = out.entry(hex.to_ascii_lowercase()).or_default();
                 if !list.contains(&shown) {
                     list.push(shown.clone());

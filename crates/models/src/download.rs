@@ -72,44 +72,145 @@ impl Default for DownloadOptions {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum DownloadEvent {
-    Started { id: String, bytes_total: u64, resumed_from: u64 },
-    Progress { id: String, bytes_done: u64, bytes_total: u64, rate_bps: u64, eta_secs: Option<u64> },
+    Started {
+        id: String,
+        bytes_total: u64,
+        resumed_from: u64,
+    },
+    Progress {
+        id: String,
+        bytes_done: u64,
+        bytes_total: u64,
+        rate_bps: u64,
+        eta_secs: Option<u64>,
+    },
     /// Work thrown away and begun again, with the reason.
-    Restarted { id: String, reason: String },
-    Retrying { id: String, attempt: u32, in_millis: u64, reason: String },
-    Paused { id: String, bytes_done: u64, bytes_needed: u64 },
-    Verifying { id: String },
-    Installed { id: String, path: PathBuf, sha256: String },
+    Restarted {
+        id: String,
+        reason: String,
+    },
+    Retrying {
+        id: String,
+        attempt: u32,
+        in_millis: u64,
+        reason: String,
+    },
+    Paused {
+        id: String,
+        bytes_done: u64,
+        bytes_needed: u64,
+    },
+    Verifying {
+        id: String,
+    },
+    Installed {
+        id: String,
+        path: PathBuf,
+        sha256: String,
+    },
 }
 
 /// How a download that did not fail ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    Installed { path: PathBuf, sha256: String },
+    Installed {
+        path: PathBuf,
+        sha256: String,
+    },
     /// The disk is full: free `bytes_needed` and pull again; the
     /// `bytes_done` already written are kept.
-    Paused { bytes_done: u64, bytes_needed: u64 },
-    Cancelled { bytes_done: u64 },
+    Paused {
+        bytes_done: u64,
+        bytes_needed: u64,
+    },
+    Cancelled {
+        bytes_done: u64,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum DownloadError {
     #[error("{id}: the file does not match its pinned hash (expected sha256 {expected}, got {actual}); it was discarded, nothing was installed")]
-    HashMismatch { id: String, expected: String, actual: String },
+    HashMismatch {
+        id: String,
+        expected: String,
+        actual: String,
+    },
     #[error("{id}: the server says the file is {actual} bytes, the catalog pins {expected}; nothing was downloaded")]
-    SizeMismatch { id: String, expected: u64, actual: u64 },
+    SizeMismatch {
+        id: String,
+        expected: u64,
+        actual: u64,
+    },
     #[error("{id}: the server's X-Linked-Etag is {actual}, the catalog pins sha256 {expected}; nothing was downloaded")]
-    EtagMismatch { id: String, expected: String, actual: String },
+    EtagMismatch {
+        id: String,
+        expected: String,
+        actual: String,
+    },
     #[error("{id}: the downloaded file is not a usable model ({reason}); it was discarded")]
     NotAModel { id: String, reason: gguf::GgufError },
     #[error("{id}: HTTP {status} from {url}")]
-    Http { id: String, status: u16, url: String },
+    Http {
+        id: String,
+        status: u16,
+        url: String,
+    },
     #[error("{id}: gave up after {attempts} attempts without progress: {last}")]
-    GaveUp { id: String, attempts: u32, last: String },
+    GaveUp {
+        id: String,
+        attempts: u32,
+        last: RetryReason,
+    },
+    #[error("{id}: the download URL {url} is not valid: {source}")]
+    BadUrl {
+        id: String,
+        url: String,
+        source: url::ParseError,
+    },
     #[error("{id}: another download of {path} is running")]
     Busy { id: String, path: PathBuf },
     #[error("{id}: {what}: {source}")]
-    Io { id: String, what: String, source: io::Error },
+    Io {
+        id: String,
+        what: String,
+        source: io::Error,
+    },
+}
+
+/// Why one attempt ended early in a way worth retrying: each is a
+/// transient state of the network or the server, so the retry loop backs
+/// off and asks again, resuming from what is on disk.
+#[derive(Debug, thiserror::Error)]
+pub enum RetryReason {
+    #[error("cannot reach {host}: {source}")]
+    Unreachable {
+        host: String,
+        source: reqwest::Error,
+    },
+    #[error("the server did not answer")]
+    NoAnswer,
+    #[error("HTTP {status} without a usable Location")]
+    RedirectWithoutLocation { status: StatusCode },
+    #[error("too many redirects")]
+    TooManyRedirects,
+    #[error("the server refused the Range (416)")]
+    RangeRefused,
+    #[error("HTTP {status}")]
+    Status { status: StatusCode },
+    #[error("the server answered Range bytes={asked}- with Content-Range {got:?}")]
+    WrongContentRange { asked: u64, got: String },
+    #[error("the server sent more bytes than the file has")]
+    TooManyBytes,
+    #[error("the connection broke: {0}")]
+    ConnectionBroke(reqwest::Error),
+    #[error("the server closed the connection at byte {at}")]
+    ClosedEarly { at: u64 },
+    #[error("no byte for {} s", .0.as_secs_f32())]
+    Stalled(Duration),
+    /// The writer thread stopped; its own error is reported instead.
+    #[error("the writer stopped")]
+    WriterStopped,
 }
 
 /// Where the part file's bytes go. Behind a trait so a full disk can be
@@ -143,7 +244,11 @@ impl PartSink for FileSink {
 
 impl Storage for DiskStorage {
     fn open_at(&self, path: &Path, offset: u64) -> io::Result<Box<dyn PartSink>> {
-        let file = std::fs::OpenOptions::new().create(true).write(true).truncate(false).open(path)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(path)?;
         file.set_len(offset)?;
         let mut file = file;
         io::Seek::seek(&mut file, io::SeekFrom::Start(offset))?;
@@ -167,10 +272,19 @@ pub struct Journal {
 
 impl Journal {
     fn for_request(req: &DownloadRequest) -> Self {
-        Self { url: req.url.clone(), revision: req.revision.clone(), sha256: req.sha256.clone(), size: req.size, bytes_done: 0 }
+        Self {
+            url: req.url.clone(),
+            revision: req.revision.clone(),
+            sha256: req.sha256.clone(),
+            size: req.size,
+            bytes_done: 0,
+        }
     }
     fn same_file(&self, other: &Journal) -> bool {
-        self.url == other.url && self.revision == other.revision && self.sha256 == other.sha256 && self.size == other.size
+        self.url == other.url
+            && self.revision == other.revision
+            && self.sha256 == other.sha256
+            && self.size == other.size
     }
     pub fn load(path: &Path) -> Option<Self> {
         let text = std::fs::read_to_string(path).ok()?;
@@ -214,7 +328,7 @@ pub struct Downloader {
 enum AttemptEnd {
     Complete,
     /// Retry: the stream broke, stalled, or the server failed.
-    Retry(String),
+    Retry(RetryReason),
     /// The disk is full.
     DiskFull,
     Cancelled,
@@ -227,7 +341,10 @@ impl Downloader {
         Self::with_storage(opts, Arc::new(DiskStorage))
     }
 
-    pub fn with_storage(opts: DownloadOptions, storage: Arc<dyn Storage>) -> Result<Self, reqwest::Error> {
+    pub fn with_storage(
+        opts: DownloadOptions,
+        storage: Arc<dyn Storage>,
+    ) -> Result<Self, reqwest::Error> {
         // Redirects are followed by hand: the repository's response carries
         // the X-Linked-* headers, and the CDN URL must not outlive an attempt.
         let client = reqwest::Client::builder()
@@ -235,22 +352,39 @@ impl Downloader {
             .connect_timeout(opts.connect_timeout)
             .user_agent(concat!("ledgermind-models/", env!("CARGO_PKG_VERSION")))
             .build()?;
-        Ok(Self { client, opts, storage })
+        Ok(Self {
+            client,
+            opts,
+            storage,
+        })
     }
 
-    pub async fn run(&self, req: &DownloadRequest, on_event: EventSink, cancel: CancellationToken) -> Result<Outcome, DownloadError> {
+    pub async fn run(
+        &self,
+        req: &DownloadRequest,
+        on_event: EventSink,
+        cancel: CancellationToken,
+    ) -> Result<Outcome, DownloadError> {
         let id = req.id.clone();
         let io_err = |what: String| {
             let id = id.clone();
             move |source: io::Error| DownloadError::Io { id, what, source }
         };
-        let dir = req.dest.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-        std::fs::create_dir_all(&dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
+        let dir = req
+            .dest
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        std::fs::create_dir_all(&dir)
+            .map_err(io_err(format!("cannot create {}", dir.display())))?;
         // Shared with the writer thread: if this future is dropped (the
         // task aborted), the lock lasts until the last queued bytes are on disk.
-        let held = lock(&lock_path(&req.dest)).map_err(io_err("cannot lock the download".into()))?.ok_or_else(|| {
-            DownloadError::Busy { id: id.clone(), path: req.dest.clone() }
-        })?;
+        let held = lock(&lock_path(&req.dest))
+            .map_err(io_err("cannot lock the download".into()))?
+            .ok_or_else(|| DownloadError::Busy {
+                id: id.clone(),
+                path: req.dest.clone(),
+            })?;
         let held = Arc::new(held);
         let part = part_path(&req.dest);
         let jpath = journal_path(&req.dest);
@@ -260,7 +394,8 @@ impl Downloader {
             Some(_) => {
                 on_event(&DownloadEvent::Restarted {
                     id: id.clone(),
-                    reason: "the partial file was for another revision or hash: starting from zero".into(),
+                    reason: "the partial file was for another revision or hash: starting from zero"
+                        .into(),
                 });
                 let _ = std::fs::remove_file(&part);
                 fresh.clone()
@@ -274,18 +409,28 @@ impl Downloader {
         // nothing it wrote); the journal's count may lag by one interval.
         let mut done = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
         if done > req.size {
-            on_event(&DownloadEvent::Restarted { id: id.clone(), reason: "the partial file is longer than the model: starting from zero".into() });
+            on_event(&DownloadEvent::Restarted {
+                id: id.clone(),
+                reason: "the partial file is longer than the model: starting from zero".into(),
+            });
             done = 0;
         }
         let mut hasher = Sha256::new();
         if done > 0 {
-            let (h, n) = rehash_prefix(&part, done).map_err(io_err(format!("cannot read {}", part.display())))?;
+            let (h, n) = rehash_prefix(&part, done)
+                .map_err(io_err(format!("cannot read {}", part.display())))?;
             hasher = h;
             done = n;
         }
         journal.bytes_done = done;
-        journal.save(&jpath).map_err(io_err(format!("cannot write {}", jpath.display())))?;
-        on_event(&DownloadEvent::Started { id: id.clone(), bytes_total: req.size, resumed_from: done });
+        journal
+            .save(&jpath)
+            .map_err(io_err(format!("cannot write {}", jpath.display())))?;
+        on_event(&DownloadEvent::Started {
+            id: id.clone(),
+            bytes_total: req.size,
+            resumed_from: done,
+        });
 
         let mut failed = 0u32;
         while done < req.size {
@@ -296,12 +441,31 @@ impl Downloader {
             if let Some(free) = self.storage.free_bytes(&dir) {
                 if free < remaining {
                     let bytes_needed = remaining - free;
-                    on_event(&DownloadEvent::Paused { id: id.clone(), bytes_done: done, bytes_needed });
-                    return Ok(Outcome::Paused { bytes_done: done, bytes_needed });
+                    on_event(&DownloadEvent::Paused {
+                        id: id.clone(),
+                        bytes_done: done,
+                        bytes_needed,
+                    });
+                    return Ok(Outcome::Paused {
+                        bytes_done: done,
+                        bytes_needed,
+                    });
                 }
             }
             let before = done;
-            let end = self.attempt(req, &part, &jpath, &mut journal, &mut done, &mut hasher, &on_event, &cancel, held.clone()).await?;
+            let end = self
+                .attempt(
+                    req,
+                    &part,
+                    &jpath,
+                    &mut journal,
+                    &mut done,
+                    &mut hasher,
+                    &on_event,
+                    &cancel,
+                    held.clone(),
+                )
+                .await?;
             match end {
                 AttemptEnd::Complete => {}
                 AttemptEnd::Cancelled => {
@@ -313,8 +477,15 @@ impl Downloader {
                     // The disk just refused a write: all that is still to
                     // come needs room (what statvfs calls free was not).
                     let bytes_needed = req.size - done;
-                    on_event(&DownloadEvent::Paused { id: id.clone(), bytes_done: done, bytes_needed });
-                    return Ok(Outcome::Paused { bytes_done: done, bytes_needed });
+                    on_event(&DownloadEvent::Paused {
+                        id: id.clone(),
+                        bytes_done: done,
+                        bytes_needed,
+                    });
+                    return Ok(Outcome::Paused {
+                        bytes_done: done,
+                        bytes_needed,
+                    });
                 }
                 AttemptEnd::Retry(reason) => {
                     let _ = journal.save(&jpath);
@@ -323,14 +494,18 @@ impl Downloader {
                     }
                     failed += 1;
                     if failed >= self.opts.max_failed_attempts {
-                        return Err(DownloadError::GaveUp { id, attempts: failed, last: reason });
+                        return Err(DownloadError::GaveUp {
+                            id,
+                            attempts: failed,
+                            last: reason,
+                        });
                     }
                     let wait = backoff(&self.opts, failed);
                     on_event(&DownloadEvent::Retrying {
                         id: id.clone(),
                         attempt: failed,
                         in_millis: wait.as_millis() as u64,
-                        reason,
+                        reason: reason.to_string(),
                     });
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {}
@@ -345,12 +520,23 @@ impl Downloader {
         let actual = hex::encode(hasher.finalize());
         if !actual.eq_ignore_ascii_case(&req.sha256) {
             discard(&part, &jpath);
-            return Err(DownloadError::HashMismatch { id, expected: req.sha256.clone(), actual });
+            return Err(DownloadError::HashMismatch {
+                id,
+                expected: req.sha256.clone(),
+                actual,
+            });
         }
         install(&id, &part, &req.dest, self.opts.check_gguf)?;
         let _ = std::fs::remove_file(&jpath);
-        on_event(&DownloadEvent::Installed { id: id.clone(), path: req.dest.clone(), sha256: actual.clone() });
-        Ok(Outcome::Installed { path: req.dest.clone(), sha256: actual })
+        on_event(&DownloadEvent::Installed {
+            id: id.clone(),
+            path: req.dest.clone(),
+            sha256: actual.clone(),
+        });
+        Ok(Outcome::Installed {
+            path: req.dest.clone(),
+            sha256: actual,
+        })
     }
 
     /// One request (and its redirects) and the stream of its body.
@@ -371,7 +557,7 @@ impl Downloader {
         let resp = tokio::select! {
             r = tokio::time::timeout(self.opts.stall_timeout, self.resolve(req, *done)) => match r {
                 Ok(r) => r?,
-                Err(_) => return Ok(AttemptEnd::Retry("the server did not answer".into())),
+                Err(_) => return Ok(AttemptEnd::Retry(RetryReason::NoAnswer)),
             },
             _ = cancel.cancelled() => return Ok(AttemptEnd::Cancelled),
         };
@@ -382,21 +568,36 @@ impl Downloader {
         let status = resp.status();
         let mut offset = *done;
         if status == StatusCode::PARTIAL_CONTENT {
-            let range = resp.headers().get(CONTENT_RANGE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let range = resp
+                .headers()
+                .get(CONTENT_RANGE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
             let start = parse_content_range_start(range);
             let total = gguf::content_range_total(resp.headers());
             if start != Some(offset) {
-                return Ok(AttemptEnd::Retry(format!("the server answered Range bytes={offset}- with Content-Range {range:?}")));
+                return Ok(AttemptEnd::Retry(RetryReason::WrongContentRange {
+                    asked: offset,
+                    got: range.to_owned(),
+                }));
             }
             if let Some(t) = total {
                 if t != req.size {
-                    return Err(DownloadError::SizeMismatch { id: id.clone(), expected: req.size, actual: t });
+                    return Err(DownloadError::SizeMismatch {
+                        id: id.clone(),
+                        expected: req.size,
+                        actual: t,
+                    });
                 }
             }
         } else if status == StatusCode::OK {
             if let Some(len) = resp.content_length() {
                 if len != req.size {
-                    return Err(DownloadError::SizeMismatch { id: id.clone(), expected: req.size, actual: len });
+                    return Err(DownloadError::SizeMismatch {
+                        id: id.clone(),
+                        expected: req.size,
+                        actual: len,
+                    });
                 }
             }
             if offset > 0 {
@@ -411,18 +612,22 @@ impl Downloader {
                 *hasher = Sha256::new();
             }
         } else {
-            return Ok(AttemptEnd::Retry(format!("HTTP {status}")));
+            return Ok(AttemptEnd::Retry(RetryReason::Status { status }));
         }
-        let sink = self.storage.open_at(part, offset).map_err(|source| DownloadError::Io {
-            id: id.clone(),
-            what: format!("cannot open {}", part.display()),
-            source,
-        })?;
+        let sink = self
+            .storage
+            .open_at(part, offset)
+            .map_err(|source| DownloadError::Io {
+                id: id.clone(),
+                what: format!("cannot open {}", part.display()),
+                source,
+            })?;
 
         // Hashing and writing run on their own thread so they overlap with
-        // receiving the next chunk.
+        // receiving the next chunk. The queue is short: what waits in it is
+        // lost (fetched again) when the process is killed.
         let written = Arc::new(AtomicU64::new(0));
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(8);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(4);
         let writer = {
             let written = written.clone();
             let mut h = std::mem::take(hasher);
@@ -430,16 +635,29 @@ impl Downloader {
                 let _held = held;
                 let mut sink = sink;
                 let mut err: Option<io::Error> = None;
+                // SHA-256 was most of this thread's time: it runs on a
+                // thread of its own, fed each piece once it is written, so
+                // the hash always covers exactly the bytes on disk.
+                let (htx, hrx) = std::sync::mpsc::sync_channel::<bytes::Bytes>(8);
+                let hashing = std::thread::spawn(move || {
+                    while let Ok(piece) = hrx.recv() {
+                        h.update(&piece);
+                    }
+                    h
+                });
                 'outer: while let Some(buf) = rx.blocking_recv() {
                     let mut at = 0;
                     while at < buf.len() {
                         match sink.write(&buf[at..]) {
                             Ok(0) => {
-                                err = Some(io::Error::new(io::ErrorKind::WriteZero, "the disk accepted no bytes"));
+                                err = Some(io::Error::new(
+                                    io::ErrorKind::WriteZero,
+                                    "the disk accepted no bytes",
+                                ));
                                 break 'outer;
                             }
                             Ok(n) => {
-                                h.update(&buf[at..at + n]);
+                                let _ = htx.send(buf.slice(at..at + n));
                                 at += n;
                                 written.fetch_add(n as u64, Ordering::Release);
                             }
@@ -451,6 +669,10 @@ impl Downloader {
                         }
                     }
                 }
+                drop(htx);
+                let h = hashing
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p));
                 (h, err)
             })
         };
@@ -473,19 +695,19 @@ impl Downloader {
                         last_byte = Instant::now();
                         received += bytes.len() as u64;
                         if base + received > req.size {
-                            break AttemptEnd::Retry("the server sent more bytes than the file has".into());
+                            break AttemptEnd::Retry(RetryReason::TooManyBytes);
                         }
                         if tx.send(bytes).await.is_err() {
                             // The writer stopped: its error says why.
-                            break AttemptEnd::Retry(String::new());
+                            break AttemptEnd::Retry(RetryReason::WriterStopped);
                         }
                     }
-                    Some(Err(e)) => break AttemptEnd::Retry(format!("the connection broke: {e}")),
+                    Some(Err(e)) => break AttemptEnd::Retry(RetryReason::ConnectionBroke(e)),
                     None => {
                         break if base + received == req.size {
                             AttemptEnd::Complete
                         } else {
-                            AttemptEnd::Retry(format!("the server closed the connection at byte {}", base + received))
+                            AttemptEnd::Retry(RetryReason::ClosedEarly { at: base + received })
                         };
                     }
                 },
@@ -505,7 +727,7 @@ impl Downloader {
                     journal.bytes_done = now_done;
                     let _ = journal.save(jpath);
                     if last_byte.elapsed() >= self.opts.stall_timeout {
-                        break AttemptEnd::Retry(format!("no byte for {} s", self.opts.stall_timeout.as_secs_f32()));
+                        break AttemptEnd::Retry(RetryReason::Stalled(self.opts.stall_timeout));
                     }
                 }
             }
@@ -528,66 +750,112 @@ impl Downloader {
             if is_disk_full(&e) {
                 return Ok(AttemptEnd::DiskFull);
             }
-            return Err(DownloadError::Io { id: id.clone(), what: format!("cannot write {}", part.display()), source: e });
+            return Err(DownloadError::Io {
+                id: id.clone(),
+                what: format!("cannot write {}", part.display()),
+                source: e,
+            });
         }
         Ok(match end {
             AttemptEnd::Complete if *done == req.size => AttemptEnd::Complete,
-            AttemptEnd::Complete => AttemptEnd::Retry("the body ended early".into()),
+            AttemptEnd::Complete => AttemptEnd::Retry(RetryReason::ClosedEarly { at: *done }),
             other => other,
         })
     }
 
     /// Requests `url` from byte `from`, following redirects by hand; checks
     /// the X-Linked-* headers wherever they appear. `Err(reason)` inside
-    /// `Ok` is a failure worth retrying.
-    async fn resolve(&self, req: &DownloadRequest, from: u64) -> Result<Result<reqwest::Response, String>, DownloadError> {
-        let mut url = match reqwest::Url::parse(&req.url) {
-            Ok(u) => u,
-            Err(e) => return Ok(Err(format!("bad URL {}: {e}", req.url))),
-        };
+    /// `Ok` is a failure worth retrying; the outer error ends the download.
+    async fn resolve(
+        &self,
+        req: &DownloadRequest,
+        from: u64,
+    ) -> Result<Result<reqwest::Response, RetryReason>, DownloadError> {
+        // A URL that does not parse will not parse on the next attempt either.
+        let mut url = reqwest::Url::parse(&req.url).map_err(|source| DownloadError::BadUrl {
+            id: req.id.clone(),
+            url: req.url.clone(),
+            source,
+        })?;
         for _ in 0..MAX_REDIRECTS {
-            let mut rb = self.client.get(url.clone()).header(ACCEPT_ENCODING, "identity");
+            let mut rb = self
+                .client
+                .get(url.clone())
+                .header(ACCEPT_ENCODING, "identity");
             if from > 0 {
                 rb = rb.header(RANGE, format!("bytes={from}-"));
             }
             let resp = match rb.send().await {
                 Ok(r) => r,
-                Err(e) => return Ok(Err(format!("cannot reach {}: {e}", url.host_str().unwrap_or("the server")))),
+                Err(source) => {
+                    let host = url.host_str().unwrap_or("the server").to_owned();
+                    return Ok(Err(RetryReason::Unreachable { host, source }));
+                }
             };
             self.check_linked(req, resp.headers())?;
             let status = resp.status();
             if status.is_redirection() {
-                let loc = resp.headers().get(LOCATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+                let loc = resp
+                    .headers()
+                    .get(LOCATION)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
                 match loc.and_then(|l| url.join(&l).ok()) {
                     Some(next) => {
                         url = next;
                         continue;
                     }
-                    None => return Ok(Err(format!("HTTP {status} without a usable Location"))),
+                    None => return Ok(Err(RetryReason::RedirectWithoutLocation { status })),
                 }
             }
-            if status.is_client_error() && status != StatusCode::REQUEST_TIMEOUT && status != StatusCode::TOO_MANY_REQUESTS {
+            if status.is_client_error()
+                && status != StatusCode::REQUEST_TIMEOUT
+                && status != StatusCode::TOO_MANY_REQUESTS
+            {
                 if status == StatusCode::RANGE_NOT_SATISFIABLE {
-                    return Ok(Err("the server refused the Range (416)".into()));
+                    return Ok(Err(RetryReason::RangeRefused));
                 }
-                return Err(DownloadError::Http { id: req.id.clone(), status: status.as_u16(), url: redact(&url) });
+                return Err(DownloadError::Http {
+                    id: req.id.clone(),
+                    status: status.as_u16(),
+                    url: redact(&url),
+                });
             }
             return Ok(Ok(resp));
         }
-        Ok(Err("too many redirects".into()))
+        Ok(Err(RetryReason::TooManyRedirects))
     }
 
-    fn check_linked(&self, req: &DownloadRequest, headers: &HeaderMap) -> Result<(), DownloadError> {
-        if let Some(size) = headers.get("x-linked-size").and_then(|v| v.to_str().ok()).and_then(|s| s.trim().parse::<u64>().ok()) {
+    fn check_linked(
+        &self,
+        req: &DownloadRequest,
+        headers: &HeaderMap,
+    ) -> Result<(), DownloadError> {
+        if let Some(size) = headers
+            .get("x-linked-size")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|s| s.trim().parse::<u64>().ok())
+        {
             if size != req.size {
-                return Err(DownloadError::SizeMismatch { id: req.id.clone(), expected: req.size, actual: size });
+                return Err(DownloadError::SizeMismatch {
+                    id: req.id.clone(),
+                    expected: req.size,
+                    actual: size,
+                });
             }
         }
         if let Some(etag) = headers.get("x-linked-etag").and_then(|v| v.to_str().ok()) {
             let etag = etag.trim().trim_start_matches("W/").trim_matches('"');
             // Only a 64-hex etag is a SHA-256 (small files carry a git sha1).
-            if etag.len() == 64 && etag.bytes().all(|b| b.is_ascii_hexdigit()) && !etag.eq_ignore_ascii_case(&req.sha256) {
-                return Err(DownloadError::EtagMismatch { id: req.id.clone(), expected: req.sha256.clone(), actual: etag.to_owned() });
+            if etag.len() == 64
+                && etag.bytes().all(|b| b.is_ascii_hexdigit())
+                && !etag.eq_ignore_ascii_case(&req.sha256)
+            {
+                return Err(DownloadError::EtagMismatch {
+                    id: req.id.clone(),
+                    expected: req.sha256.clone(),
+                    actual: etag.to_owned(),
+                });
             }
         }
         Ok(())
@@ -602,8 +870,12 @@ fn redact(url: &reqwest::Url) -> String {
 }
 
 fn backoff(opts: &DownloadOptions, failed: u32) -> Duration {
-    let factor = 1u32.checked_shl(failed.saturating_sub(1).min(16)).unwrap_or(u32::MAX);
-    opts.backoff_initial.saturating_mul(factor).min(opts.backoff_max)
+    let factor = 1u32
+        .checked_shl(failed.saturating_sub(1).min(16))
+        .unwrap_or(u32::MAX);
+    opts.backoff_initial
+        .saturating_mul(factor)
+        .min(opts.backoff_max)
 }
 
 fn parse_content_range_start(v: &str) -> Option<u64> {
@@ -643,11 +915,22 @@ fn install(id: &str, part: &Path, dest: &Path, check_gguf: bool) -> Result<(), D
     if check_gguf {
         if let Err(reason) = gguf::read_file(part).and_then(|info| info.require_chat()) {
             discard(part, &journal_path(dest));
-            return Err(DownloadError::NotAModel { id: id.to_owned(), reason });
+            return Err(DownloadError::NotAModel {
+                id: id.to_owned(),
+                reason,
+            });
         }
     }
-    let io_err = |what: String| move |source| DownloadError::Io { id: id.to_owned(), what, source };
-    std::fs::File::open(part).and_then(|f| f.sync_all()).map_err(io_err(format!("cannot sync {}", part.display())))?;
+    let io_err = |what: String| {
+        move |source| DownloadError::Io {
+            id: id.to_owned(),
+            what,
+            source,
+        }
+    };
+    std::fs::File::open(part)
+        .and_then(|f| f.sync_all())
+        .map_err(io_err(format!("cannot sync {}", part.display())))?;
     std::fs::rename(part, dest).map_err(io_err(format!("cannot rename to {}", dest.display())))?;
     if let Some(dir) = dest.parent() {
         // The rename is durable once the folder is.
@@ -658,29 +941,50 @@ fn install(id: &str, part: &Path, dest: &Path, check_gguf: bool) -> Result<(), D
 
 /// Copies a local file (an Ollama blob with the same hash) into place with
 /// the same checks as a download: hash while copying, header, atomic rename.
-pub fn install_copy(id: &str, src: &Path, sha256: &str, dest: &Path, check_gguf: bool) -> Result<PathBuf, DownloadError> {
-    let io_err = |what: String| move |source| DownloadError::Io { id: id.to_owned(), what, source };
+pub fn install_copy(
+    id: &str,
+    src: &Path,
+    sha256: &str,
+    dest: &Path,
+    check_gguf: bool,
+) -> Result<PathBuf, DownloadError> {
+    let io_err = |what: String| {
+        move |source| DownloadError::Io {
+            id: id.to_owned(),
+            what,
+            source,
+        }
+    };
     if let Some(dir) = dest.parent() {
         std::fs::create_dir_all(dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
     }
     let part = with_suffix(dest, ".copy");
-    let mut input = std::fs::File::open(src).map_err(io_err(format!("cannot open {}", src.display())))?;
-    let mut out = std::fs::File::create(&part).map_err(io_err(format!("cannot create {}", part.display())))?;
+    let mut input =
+        std::fs::File::open(src).map_err(io_err(format!("cannot open {}", src.display())))?;
+    let mut out = std::fs::File::create(&part)
+        .map_err(io_err(format!("cannot create {}", part.display())))?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
-        let n = input.read(&mut buf).map_err(io_err(format!("cannot read {}", src.display())))?;
+        let n = input
+            .read(&mut buf)
+            .map_err(io_err(format!("cannot read {}", src.display())))?;
         if n == 0 {
             break;
         }
         h.update(&buf[..n]);
-        out.write_all(&buf[..n]).map_err(io_err(format!("cannot write {}", part.display())))?;
+        out.write_all(&buf[..n])
+            .map_err(io_err(format!("cannot write {}", part.display())))?;
     }
     drop(out);
     let actual = hex::encode(h.finalize());
     if !actual.eq_ignore_ascii_case(sha256) {
         let _ = std::fs::remove_file(&part);
-        return Err(DownloadError::HashMismatch { id: id.to_owned(), expected: sha256.to_owned(), actual });
+        return Err(DownloadError::HashMismatch {
+            id: id.to_owned(),
+            expected: sha256.to_owned(),
+            actual,
+        });
     }
     install(id, &part, dest, check_gguf)?;
     Ok(dest.to_path_buf())
@@ -696,7 +1000,11 @@ pub fn sha256_file(path: &Path) -> io::Result<String> {
 /// Takes an exclusive lock (`None`: someone else holds it). The lock file
 /// stays; the lock goes with the process.
 fn lock(path: &Path) -> io::Result<Option<std::fs::File>> {
-    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
     match rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => Ok(Some(f)),
         Err(e) if e == rustix::io::Errno::WOULDBLOCK => Ok(None),
@@ -735,7 +1043,11 @@ mod tests {
     fn content_range_and_backoff() {
         assert_eq!(parse_content_range_start("bytes 100-199/200"), Some(100));
         assert_eq!(parse_content_range_start("bytes */200"), None);
-        let o = DownloadOptions { backoff_initial: Duration::from_secs(1), backoff_max: Duration::from_secs(10), ..Default::default() };
+        let o = DownloadOptions {
+            backoff_initial: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(10),
+            ..Default::default()
+        };
         assert_eq!(backoff(&o, 1), Duration::from_secs(1));
         assert_eq!(backoff(&o, 3), Duration::from_secs(4));
         assert_eq!(backoff(&o, 9), Duration::from_secs(10));

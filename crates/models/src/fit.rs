@@ -42,7 +42,9 @@ pub struct FitReport {
 }
 
 pub fn need_bytes(weights: u64, kv_bytes_per_token: u64, context_tokens: u64) -> u64 {
-    weights.saturating_add(kv_bytes_per_token.saturating_mul(context_tokens)).saturating_add(RUNTIME_OVERHEAD_BYTES)
+    weights
+        .saturating_add(kv_bytes_per_token.saturating_mul(context_tokens))
+        .saturating_add(RUNTIME_OVERHEAD_BYTES)
 }
 
 pub fn judge(need: u64, available: u64) -> FitReport {
@@ -54,7 +56,11 @@ pub fn judge(need: u64, available: u64) -> FitReport {
     } else {
         Fit::TooBig
     };
-    FitReport { fit, need_bytes: need, available_bytes: available }
+    FitReport {
+        fit,
+        need_bytes: need,
+        available_bytes: available,
+    }
 }
 
 /// `MemAvailable` from /proc/meminfo, in bytes; `None` where there is no
@@ -94,7 +100,8 @@ mod tests {
 
     #[test]
     fn meminfo() {
-        let t = "MemTotal:       32000000 kB\nMemFree:         1000 kB\nMemAvailable:   23084536 kB\n";
+        let t =
+            "MemTotal:       32000000 kB\nMemFree:         1000 kB\nMemAvailable:   23084536 kB\n";
         assert_eq!(parse_meminfo(t), Some(23_084_536 * 1024));
         assert_eq!(parse_meminfo("MemTotal: 1 kB\n"), None);
     }

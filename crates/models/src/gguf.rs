@@ -34,6 +34,7 @@ pub enum GgufError {
 pub struct GgufInfo {
     pub version: u32,
     pub tensor_count: u64,
+    pub kv_count: u64,
     pub architecture: String,
     pub name: Option<String>,
     pub block_count: Option<u64>,
@@ -55,7 +56,10 @@ impl GgufInfo {
         let layers = self.block_count?;
         let heads = self.head_count?;
         let kv_heads = self.head_count_kv.unwrap_or(heads);
-        let per_head = self.embedding_length.filter(|_| heads > 0).map(|e| e / heads);
+        let per_head = self
+            .embedding_length
+            .filter(|_| heads > 0)
+            .map(|e| e / heads);
         let k = self.key_length.or(per_head)?;
         let v = self.value_length.or(per_head)?;
         Some(layers * kv_heads * (k + v) * 2)
@@ -66,10 +70,15 @@ impl GgufInfo {
     pub fn require_chat(&self) -> Result<(), GgufError> {
         const ENCODERS: &[&str] = &["bert", "nomic-bert", "jina-bert-v2", "t5encoder"];
         if ENCODERS.contains(&self.architecture.as_str()) {
-            return Err(GgufError::NotChat(format!("{} is an embedding (encoder-only) architecture", self.architecture)));
+            return Err(GgufError::NotChat(format!(
+                "{} is an embedding (encoder-only) architecture",
+                self.architecture
+            )));
         }
         if !self.has_chat_template {
-            return Err(GgufError::NotChat("it has no tokenizer.chat_template".into()));
+            return Err(GgufError::NotChat(
+                "it has no tokenizer.chat_template".into(),
+            ));
         }
         Ok(())
     }
@@ -94,11 +103,17 @@ pub fn parse(bytes: &[u8]) -> Result<GgufInfo, GgufError> {
     let tensor_count = c.u64()?;
     let kv_count = c.u64()?;
     if tensor_count > MAX_COUNT || kv_count > MAX_COUNT {
-        return Err(GgufError::Corrupt(format!("implausible counts ({tensor_count} tensors, {kv_count} keys)")));
+        return Err(GgufError::Corrupt(format!(
+            "implausible counts ({tensor_count} tensors, {kv_count} keys)"
+        )));
+    }
+    if tensor_count == 0 {
+        return Err(GgufError::Corrupt("it holds no tensors".into()));
     }
     let mut info = GgufInfo {
         version,
         tensor_count,
+        kv_count,
         architecture: String::new(),
         name: None,
         block_count: None,
@@ -133,7 +148,9 @@ pub fn parse(bytes: &[u8]) -> Result<GgufInfo, GgufError> {
     }
     info.metadata_end = c.at as u64;
     if info.architecture.is_empty() {
-        return Err(GgufError::Corrupt("no general.architecture".into()));
+        return Err(GgufError::Corrupt(
+            "it names no architecture (general.architecture)".into(),
+        ));
     }
     let arch = info.architecture.clone();
     let get = |suffix: &str| {
@@ -153,21 +170,30 @@ pub fn parse(bytes: &[u8]) -> Result<GgufInfo, GgufError> {
 /// Reads the header of a local file; a file that ends inside its header is
 /// refused as truncated.
 pub fn read_file(path: &Path) -> Result<GgufInfo, GgufError> {
-    let file = std::fs::File::open(path).map_err(|e| GgufError::Io(format!("{}: {e}", path.display())))?;
-    let len = file.metadata().map_err(|e| GgufError::Io(e.to_string()))?.len();
+    let file =
+        std::fs::File::open(path).map_err(|e| GgufError::Io(format!("{}: {e}", path.display())))?;
+    let len = file
+        .metadata()
+        .map_err(|e| GgufError::Io(e.to_string()))?
+        .len();
     let mut want: u64 = 4 * 1024 * 1024;
     let mut buf = Vec::new();
     let mut reader = std::io::BufReader::new(file);
     loop {
         let target = want.min(len).min(MAX_HEADER_BYTES);
         let more = target.saturating_sub(buf.len() as u64);
-        (&mut reader).take(more).read_to_end(&mut buf).map_err(|e| GgufError::Io(e.to_string()))?;
+        (&mut reader)
+            .take(more)
+            .read_to_end(&mut buf)
+            .map_err(|e| GgufError::Io(e.to_string()))?;
         match parse(&buf) {
-            Err(GgufError::Truncated { .. }) if (buf.len() as u64) < len.min(MAX_HEADER_BYTES) => want *= 4,
+            Err(GgufError::Truncated { .. }) if (buf.len() as u64) < len.min(MAX_HEADER_BYTES) => {
+                want *= 4
+            }
             Err(GgufError::Truncated { .. }) => return Err(GgufError::Truncated { have: len }),
             other => {
                 let info = other?;
-                if info.tensor_count > 0 && len <= info.metadata_end {
+                if len <= info.metadata_end {
                     return Err(GgufError::Truncated { have: len });
                 }
                 return Ok(info);
@@ -193,13 +219,21 @@ pub async fn read_remote(client: &reqwest::Client, url: &str) -> Result<GgufInfo
             return Err(GgufError::Io(format!("{url}: HTTP {status}")));
         }
         let whole = status == reqwest::StatusCode::OK;
-        let total = if whole { resp.content_length() } else { content_range_total(resp.headers()) };
+        let total = if whole {
+            resp.content_length()
+        } else {
+            content_range_total(resp.headers())
+        };
         // A server that ignores Range would send the whole file: read only
         // what the header needs.
         let mut buf = Vec::new();
         let mut stream = resp;
         while (buf.len() as u64) < want {
-            match stream.chunk().await.map_err(|e| GgufError::Io(e.to_string()))? {
+            match stream
+                .chunk()
+                .await
+                .map_err(|e| GgufError::Io(e.to_string()))?
+            {
                 Some(chunk) => buf.extend_from_slice(&chunk),
                 None => break,
             }
@@ -208,8 +242,13 @@ pub async fn read_remote(client: &reqwest::Client, url: &str) -> Result<GgufInfo
         match parse(&buf) {
             Err(GgufError::Truncated { .. }) => {
                 let end = total.unwrap_or(u64::MAX);
-                if (buf.len() as u64) >= end || want >= MAX_HEADER_BYTES || (buf.len() as u64) < want {
-                    return Err(GgufError::Truncated { have: buf.len() as u64 });
+                if (buf.len() as u64) >= end
+                    || want >= MAX_HEADER_BYTES
+                    || (buf.len() as u64) < want
+                {
+                    return Err(GgufError::Truncated {
+                        have: buf.len() as u64,
+                    });
                 }
                 want = (want * 4).min(MAX_HEADER_BYTES);
             }
@@ -232,12 +271,19 @@ struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     fn take(&mut self, n: u64) -> Result<&'a [u8], GgufError> {
         let n = usize::try_from(n).map_err(|_| GgufError::Corrupt("length overflows".into()))?;
-        let end = self.at.checked_add(n).ok_or_else(|| GgufError::Corrupt("length overflows".into()))?;
+        let end = self
+            .at
+            .checked_add(n)
+            .ok_or_else(|| GgufError::Corrupt("length overflows".into()))?;
         if end > self.b.len() {
             if end as u64 > MAX_HEADER_BYTES {
-                return Err(GgufError::Corrupt(format!("a metadata value claims {n} bytes")));
+                return Err(GgufError::Corrupt(format!(
+                    "a metadata value claims {n} bytes"
+                )));
             }
-            return Err(GgufError::Truncated { have: self.b.len() as u64 });
+            return Err(GgufError::Truncated {
+                have: self.b.len() as u64,
+            });
         }
         let s = &self.b[self.at..end];
         self.at = end;
@@ -259,7 +305,8 @@ impl<'a> Cursor<'a> {
     fn string(&mut self) -> Result<String, GgufError> {
         let len = self.u64()?;
         let s = self.take(len)?;
-        String::from_utf8(s.to_vec()).map_err(|_| GgufError::Corrupt("a key or value is not UTF-8".into()))
+        String::from_utf8(s.to_vec())
+            .map_err(|_| GgufError::Corrupt("a key or value is not UTF-8".into()))
     }
 
     /// Reads a value of type `ty`; returns it when it is an unsigned or
@@ -287,7 +334,9 @@ impl<'a> Cursor<'a> {
                 let elem = self.u32()?;
                 let count = self.u64()?;
                 if count > MAX_COUNT * 4 {
-                    return Err(GgufError::Corrupt(format!("an array claims {count} elements")));
+                    return Err(GgufError::Corrupt(format!(
+                        "an array claims {count} elements"
+                    )));
                 }
                 let fixed = match elem {
                     0 | 1 | 7 => Some(1),
@@ -332,7 +381,11 @@ impl<'a> Cursor<'a> {
 
 /// Writes a GGUF header (v3) with the given string and u32 metadata; used
 /// by tests and the benchmark to make model-shaped files.
-pub fn write_header(strings: &[(&str, &str)], numbers: &[(&str, u32)], tensor_count: u64) -> Vec<u8> {
+pub fn write_header(
+    strings: &[(&str, &str)],
+    numbers: &[(&str, u32)],
+    tensor_count: u64,
+) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(b"GGUF");
     out.extend_from_slice(&3u32.to_le_bytes());
@@ -395,7 +448,10 @@ mod tests {
     fn every_cut_is_truncated_not_garbage() {
         let h = chat_header();
         for cut in 4..h.len() {
-            assert!(matches!(parse(&h[..cut]), Err(GgufError::Truncated { .. })), "cut at {cut}");
+            assert!(
+                matches!(parse(&h[..cut]), Err(GgufError::Truncated { .. })),
+                "cut at {cut}"
+            );
         }
     }
 
@@ -405,11 +461,25 @@ mod tests {
         let mut h = chat_header();
         h[4] = 1;
         assert_eq!(parse(&h), Err(GgufError::Version(1)));
-        let plain = write_header(&[("general.architecture", "llama")], &[("llama.block_count", 2)], 1);
+        let plain = write_header(
+            &[("general.architecture", "llama")],
+            &[("llama.block_count", 2)],
+            1,
+        );
         let info = parse(&plain).expect("parses");
         assert!(matches!(info.require_chat(), Err(GgufError::NotChat(_))));
-        let bert = write_header(&[("general.architecture", "bert"), ("tokenizer.chat_template", "x")], &[], 1);
-        assert!(matches!(parse(&bert).map(|i| i.require_chat()), Ok(Err(GgufError::NotChat(_)))));
+        let bert = write_header(
+            &[
+                ("general.architecture", "bert"),
+                ("tokenizer.chat_template", "x"),
+            ],
+            &[],
+            1,
+        );
+        assert!(matches!(
+            parse(&bert).map(|i| i.require_chat()),
+            Ok(Err(GgufError::NotChat(_)))
+        ));
     }
 
     #[test]

@@ -15,14 +15,21 @@ pub mod store;
 pub mod testkit;
 
 pub use catalog::{find, CatalogEntry, CATALOG, DEFAULT_MODEL_ID};
-pub use download::{DownloadError, DownloadEvent, DownloadOptions, DownloadRequest, Downloader, Outcome};
+pub use download::{
+    DownloadError, DownloadEvent, DownloadOptions, DownloadRequest, Downloader, Outcome,
+    RetryReason,
+};
 pub use fit::Fit;
 pub use store::{read_default, DefaultModel};
 pub use tokio_util::sync::CancellationToken;
 
 /// The download request for a catalog entry from its Hugging Face source,
 /// installed into `models_dir` under the publisher's file name.
-pub fn hf_request(entry: &CatalogEntry, models_dir: &std::path::Path, endpoint: &str) -> Option<DownloadRequest> {
+pub fn hf_request(
+    entry: &CatalogEntry,
+    models_dir: &std::path::Path,
+    endpoint: &str,
+) -> Option<DownloadRequest> {
     let hf = entry.hf?;
     Some(DownloadRequest {
         id: entry.id.to_owned(),

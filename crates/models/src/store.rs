@@ -21,7 +21,10 @@ pub enum StoreError {
     #[error("{id} is not installed (run `ledgermind models pull {id}`)")]
     NotInstalled { id: String },
     #[error("{what}: {source}")]
-    Io { what: String, source: std::io::Error },
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
 }
 
 /// The chosen default, as written by `models use`.
@@ -44,15 +47,21 @@ pub fn read_default(models_dir: &Path) -> Option<DefaultModel> {
 
 /// The id `models list` marks as default: the one chosen, else the catalog's.
 pub fn default_id(models_dir: &Path) -> String {
-    read_default(models_dir).map(|d| d.id).unwrap_or_else(|| catalog::DEFAULT_MODEL_ID.to_owned())
+    read_default(models_dir)
+        .map(|d| d.id)
+        .unwrap_or_else(|| catalog::DEFAULT_MODEL_ID.to_owned())
 }
 
 pub fn write_default(models_dir: &Path, d: &DefaultModel) -> Result<(), StoreError> {
     let io = |what: String| move |source| StoreError::Io { what, source };
-    std::fs::create_dir_all(models_dir).map_err(io(format!("cannot create {}", models_dir.display())))?;
+    std::fs::create_dir_all(models_dir)
+        .map_err(io(format!("cannot create {}", models_dir.display())))?;
     let path = models_dir.join(DEFAULT_FILE);
     let tmp = models_dir.join(format!("{DEFAULT_FILE}.tmp"));
-    let text = serde_json::to_vec_pretty(d).map_err(|e| StoreError::Io { what: "cannot encode".into(), source: std::io::Error::other(e) })?;
+    let text = serde_json::to_vec_pretty(d).map_err(|e| StoreError::Io {
+        what: "cannot encode".into(),
+        source: std::io::Error::other(e),
+    })?;
     std::fs::write(&tmp, text).map_err(io(format!("cannot write {}", tmp.display())))?;
     std::fs::rename(&tmp, &path).map_err(io(format!("cannot write {}", path.display())))
 }
@@ -91,7 +100,10 @@ pub fn resolve(models_dir: &Path, id: &str) -> Result<Resolved, StoreError> {
     }
     let path = models_dir.join(format!("{id}.gguf"));
     if !id.contains('/') && path.is_file() {
-        return Ok(Resolved::Local { stem: id.to_owned(), path });
+        return Ok(Resolved::Local {
+            stem: id.to_owned(),
+            path,
+        });
     }
     let mut known: Vec<String> = catalog::ids().into_iter().map(str::to_owned).collect();
     for stem in local_stems(models_dir) {
@@ -99,7 +111,10 @@ pub fn resolve(models_dir: &Path, id: &str) -> Result<Resolved, StoreError> {
             known.push(stem);
         }
     }
-    Err(StoreError::UnknownId { id: id.to_owned(), known })
+    Err(StoreError::UnknownId {
+        id: id.to_owned(),
+        known,
+    })
 }
 
 /// GGUF files in the models folder, by stem, sorted.
@@ -109,7 +124,9 @@ pub fn local_stems(models_dir: &Path) -> Vec<String> {
             rd.flatten()
                 .filter_map(|e| {
                     let name = e.file_name().to_string_lossy().into_owned();
-                    name.strip_suffix(".gguf").filter(|_| e.path().is_file()).map(str::to_owned)
+                    name.strip_suffix(".gguf")
+                        .filter(|_| e.path().is_file())
+                        .map(str::to_owned)
                 })
                 .collect()
         })
@@ -121,7 +138,9 @@ pub fn local_stems(models_dir: &Path) -> Vec<String> {
 /// Installed means the file is in place at the pinned size (downloads
 /// only reach that name after the hash and header checks).
 pub fn is_installed(models_dir: &Path, e: &CatalogEntry) -> bool {
-    std::fs::metadata(models_dir.join(e.file)).map(|m| m.is_file() && m.len() == e.size_bytes).unwrap_or(false)
+    std::fs::metadata(models_dir.join(e.file))
+        .map(|m| m.is_file() && m.len() == e.size_bytes)
+        .unwrap_or(false)
 }
 
 /// One line of `models list`.
@@ -143,7 +162,12 @@ pub struct ListRow {
 /// Catalog entries (installed or not), then GGUF files in the models folder
 /// that are not catalog entries, then Ollama's GGUF blobs whose hash no
 /// catalog entry has (catalog entries found there say so in `source`).
-pub fn list(models_dir: &Path, hf_endpoint: &str, blobs: &[OllamaBlob], mem_available: Option<u64>) -> Vec<ListRow> {
+pub fn list(
+    models_dir: &Path,
+    hf_endpoint: &str,
+    blobs: &[OllamaBlob],
+    mem_available: Option<u64>,
+) -> Vec<ListRow> {
     let default = default_id(models_dir);
     let judge = |size: u64, kv: u64| match mem_available {
         Some(avail) => fit::judge(fit::need_bytes(size, kv, FIT_CONTEXT_TOKENS), avail).fit,
@@ -152,12 +176,20 @@ pub fn list(models_dir: &Path, hf_endpoint: &str, blobs: &[OllamaBlob], mem_avai
     };
     let mut rows = Vec::new();
     for e in catalog::CATALOG {
-        let blob = blobs.iter().find(|b| b.sha256.eq_ignore_ascii_case(e.sha256));
+        let blob = blobs
+            .iter()
+            .find(|b| b.sha256.eq_ignore_ascii_case(e.sha256));
         let source = match (e.hf, e.registry, blob) {
-            (_, _, Some(b)) if !is_installed(models_dir, e) => format!("ollama:{}", b.path.display()),
+            (_, _, Some(b)) if !is_installed(models_dir, e) => {
+                format!("ollama:{}", b.path.display())
+            }
             (Some(hf), _, _) => hf.resolve_url(hf_endpoint),
             (None, Some(r), _) => {
-                let p = r.parts.first().map(|p| format!("{}=={}", p.package, p.version)).unwrap_or_default();
+                let p = r
+                    .parts
+                    .first()
+                    .map(|p| format!("{}=={}", p.package, p.version))
+                    .unwrap_or_default();
                 format!("{}:{p}", r.registry)
             }
             (None, None, _) => String::new(),
@@ -182,7 +214,10 @@ pub fn list(models_dir: &Path, hf_endpoint: &str, blobs: &[OllamaBlob], mem_avai
         }
         let path = models_dir.join(format!("{stem}.gguf"));
         let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-        let kv = crate::gguf::read_file(&path).ok().and_then(|i| i.kv_bytes_per_token()).unwrap_or(0);
+        let kv = crate::gguf::read_file(&path)
+            .ok()
+            .and_then(|i| i.kv_bytes_per_token())
+            .unwrap_or(0);
         rows.push(ListRow {
             id: stem.clone(),
             name: stem.clone(),
@@ -198,11 +233,21 @@ pub fn list(models_dir: &Path, hf_endpoint: &str, blobs: &[OllamaBlob], mem_avai
         });
     }
     for b in blobs {
-        if catalog::CATALOG.iter().any(|e| e.sha256.eq_ignore_ascii_case(&b.sha256)) {
+        if catalog::CATALOG
+            .iter()
+            .any(|e| e.sha256.eq_ignore_ascii_case(&b.sha256))
+        {
             continue;
         }
-        let kv = crate::gguf::read_file(&b.path).ok().and_then(|i| i.kv_bytes_per_token()).unwrap_or(0);
-        let name = b.names.first().cloned().unwrap_or_else(|| format!("sha256-{}", &b.sha256[..12]));
+        let kv = crate::gguf::read_file(&b.path)
+            .ok()
+            .and_then(|i| i.kv_bytes_per_token())
+            .unwrap_or(0);
+        let name = b
+            .names
+            .first()
+            .cloned()
+            .unwrap_or_else(|| format!("sha256-{}", &b.sha256[..12]));
         rows.push(ListRow {
             id: format!("ollama:{name}"),
             name,
@@ -232,7 +277,10 @@ pub fn remove(models_dir: &Path, r: &Resolved) -> Result<Vec<PathBuf>, StoreErro
         PathBuf::from(format!("{}.part.lock", dest.display())),
     ] {
         if p.exists() {
-            std::fs::remove_file(&p).map_err(|source| StoreError::Io { what: format!("cannot remove {}", p.display()), source })?;
+            std::fs::remove_file(&p).map_err(|source| StoreError::Io {
+                what: format!("cannot remove {}", p.display()),
+                source,
+            })?;
             removed.push(p);
         }
     }
@@ -259,8 +307,16 @@ mod tests {
         std::fs::write(dir.path().join("mine.gguf"), b"GGUF").expect("write");
         let err = resolve(dir.path(), "gpt-5").expect_err("unknown");
         let msg = err.to_string();
-        assert!(msg.contains("qwen2.5-coder-1.5b") && msg.contains("qwen2.5-coder-0.5b") && msg.contains("mine"), "{msg}");
-        assert!(matches!(resolve(dir.path(), "mine"), Ok(Resolved::Local { .. })));
+        assert!(
+            msg.contains("qwen2.5-coder-1.5b")
+                && msg.contains("qwen2.5-coder-0.5b")
+                && msg.contains("mine"),
+            "{msg}"
+        );
+        assert!(matches!(
+            resolve(dir.path(), "mine"),
+            Ok(Resolved::Local { .. })
+        ));
     }
 
     #[test]
@@ -269,16 +325,26 @@ mod tests {
         let e = catalog::find("qwen2.5-coder-0.5b").expect("entry");
         assert_eq!(default_id(dir.path()), catalog::DEFAULT_MODEL_ID);
         let r = Resolved::Catalog(e);
-        let d = DefaultModel { id: r.id(), file: r.file(), spec: r.spec() };
+        let d = DefaultModel {
+            id: r.id(),
+            file: r.file(),
+            spec: r.spec(),
+        };
         write_default(dir.path(), &d).expect("write");
         // Not there yet: the default is not taken from a missing file.
         assert_eq!(read_default(dir.path()), None);
         std::fs::write(dir.path().join(e.file), b"x").expect("write");
-        assert_eq!(read_default(dir.path()).map(|d| d.spec), Some("local:qwen2.5-coder-0.5b-instruct-q4_k_m".into()));
+        assert_eq!(
+            read_default(dir.path()).map(|d| d.spec),
+            Some("local:qwen2.5-coder-0.5b-instruct-q4_k_m".into())
+        );
         let removed = remove(dir.path(), &r).expect("remove");
         assert_eq!(removed.len(), 1);
         assert!(!dir.path().join(DEFAULT_FILE).exists());
-        assert!(matches!(remove(dir.path(), &r), Err(StoreError::NotInstalled { .. })));
+        assert!(matches!(
+            remove(dir.path(), &r),
+            Err(StoreError::NotInstalled { .. })
+        ));
     }
 
     #[test]
@@ -290,6 +356,8 @@ mod tests {
         let row = rows.iter().find(|r| r.id == "smollm2-135m").expect("row");
         assert!(!row.installed);
         assert_eq!(rows.iter().filter(|r| r.default).count(), 1);
-        assert!(rows.iter().any(|r| r.id == "qwen2.5-coder-1.5b" && r.default && r.fit == Fit::Fits));
+        assert!(rows
+            .iter()
+            .any(|r| r.id == "qwen2.5-coder-1.5b" && r.default && r.fit == Fit::Fits));
     }
 }

@@ -67,7 +67,10 @@ impl HfServer {
     pub async fn start(port: u16) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
-        let faults = Arc::new(Faults { corrupt_at: AtomicU64::new(u64::MAX), ..Default::default() });
+        let faults = Arc::new(Faults {
+            corrupt_at: AtomicU64::new(u64::MAX),
+            ..Default::default()
+        });
         let stats = Arc::new(Stats::default());
         let files: Arc<Mutex<HashMap<String, Served>>> = Arc::default();
         let task = {
@@ -81,7 +84,13 @@ impl HfServer {
                 }
             })
         };
-        Ok(Self { addr, faults, stats, files, task })
+        Ok(Self {
+            addr,
+            faults,
+            stats,
+            files,
+            task,
+        })
     }
 
     /// The value for `HF_ENDPOINT`.
@@ -93,7 +102,14 @@ impl HfServer {
     pub fn add_file(&self, name: &str, path: PathBuf, sha256: &str) -> std::io::Result<()> {
         let size = std::fs::metadata(&path)?.len();
         if let Ok(mut files) = self.files.lock() {
-            files.insert(name.to_owned(), Served { path, size, sha256: sha256.to_owned() });
+            files.insert(
+                name.to_owned(),
+                Served {
+                    path,
+                    size,
+                    sha256: sha256.to_owned(),
+                },
+            );
         }
         Ok(())
     }
@@ -111,33 +127,46 @@ struct Request {
     range_from: Option<u64>,
     range_to: Option<u64>,
     authorization: Option<String>,
+    /// The body, when `Content-Length` says there is one.
+    body: Vec<u8>,
 }
 
 async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<Request>> {
     let mut buf = Vec::with_capacity(1024);
     let mut tmp = [0u8; 1024];
-    loop {
+    let head_end = loop {
         let n = sock.read(&mut tmp).await?;
         if n == 0 {
             return Ok(None);
         }
         buf.extend_from_slice(&tmp[..n]);
-        if buf.windows(4).any(|w| w == b"\r\n\r\n") {
-            break;
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
         }
         if buf.len() > 64 * 1024 {
             return Ok(None);
         }
-    }
+    };
+    let mut body = buf.split_off(head_end);
     let text = String::from_utf8_lossy(&buf);
     let mut lines = text.split("\r\n");
     let first = lines.next().unwrap_or("");
     let mut parts = first.split_whitespace();
     let method = parts.next().unwrap_or("").to_owned();
     let path = parts.next().unwrap_or("/").to_owned();
-    let mut req = Request { method, path, range_from: None, range_to: None, authorization: None };
+    let mut req = Request {
+        method,
+        path,
+        range_from: None,
+        range_to: None,
+        authorization: None,
+        body: Vec::new(),
+    };
+    let mut content_length = 0usize;
     for line in lines {
-        let Some((k, v)) = line.split_once(':') else { continue };
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
         let v = v.trim();
         if k.eq_ignore_ascii_case("range") {
             if let Some(spec) = v.strip_prefix("bytes=") {
@@ -147,13 +176,32 @@ async fn read_request(sock: &mut TcpStream) -> std::io::Result<Option<Request>> 
             }
         } else if k.eq_ignore_ascii_case("authorization") {
             req.authorization = Some(v.to_owned());
+        } else if k.eq_ignore_ascii_case("content-length") {
+            content_length = v.parse().unwrap_or(0).min(1 << 20);
         }
     }
+    while body.len() < content_length {
+        let n = sock.read(&mut tmp).await?;
+        if n == 0 {
+            break;
+        }
+        body.extend_from_slice(&tmp[..n]);
+    }
+    body.truncate(content_length);
+    req.body = body;
     Ok(Some(req))
 }
 
-async fn respond(sock: &mut TcpStream, status: &str, headers: &[(&str, String)], body: &[u8]) -> std::io::Result<()> {
-    let mut head = format!("HTTP/1.1 {status}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+async fn respond(
+    sock: &mut TcpStream,
+    status: &str,
+    headers: &[(&str, String)],
+    body: &[u8],
+) -> std::io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {status}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
     for (k, v) in headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -163,13 +211,23 @@ async fn respond(sock: &mut TcpStream, status: &str, headers: &[(&str, String)],
     sock.shutdown().await
 }
 
-async fn serve_hf(mut sock: TcpStream, faults: &Faults, stats: &Stats, files: &Mutex<HashMap<String, Served>>) -> std::io::Result<()> {
+async fn serve_hf(
+    mut sock: TcpStream,
+    faults: &Faults,
+    stats: &Stats,
+    files: &Mutex<HashMap<String, Served>>,
+) -> std::io::Result<()> {
     let _ = sock.set_nodelay(true);
-    let Some(req) = read_request(&mut sock).await? else { return Ok(()) };
+    let Some(req) = read_request(&mut sock).await? else {
+        return Ok(());
+    };
     stats.requests.fetch_add(1, Ordering::Relaxed);
     let path = req.path.split('?').next().unwrap_or("").to_owned();
     let name = path.rsplit('/').next().unwrap_or("").to_owned();
-    let found = files.lock().ok().and_then(|f| f.get(&name).map(|s| (s.path.clone(), s.size, s.sha256.clone())));
+    let found = files.lock().ok().and_then(|f| {
+        f.get(&name)
+            .map(|s| (s.path.clone(), s.size, s.sha256.clone()))
+    });
     let Some((file, size, sha)) = found else {
         return respond(&mut sock, "404 Not Found", &[], b"Entry not found").await;
     };
@@ -177,12 +235,20 @@ async fn serve_hf(mut sock: TcpStream, faults: &Faults, stats: &Stats, files: &M
         stats.resolve_requests.fetch_add(1, Ordering::Relaxed);
         // A fresh "signature" each time, as the CDN's expiring URLs.
         let sig = stats.resolve_requests.load(Ordering::Relaxed);
-        let rev = path.split("/resolve/").nth(1).and_then(|r| r.split('/').next()).unwrap_or("main").to_owned();
+        let rev = path
+            .split("/resolve/")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .unwrap_or("main")
+            .to_owned();
         return respond(
             &mut sock,
             "302 Found",
             &[
-                ("Location", format!("/cdn/{name}?Expires=9999999999&Signature={sig}")),
+                (
+                    "Location",
+                    format!("/cdn/{name}?Expires=9999999999&Signature={sig}"),
+                ),
                 ("X-Linked-Etag", format!("\"{sha}\"")),
                 ("X-Linked-Size", size.to_string()),
                 ("X-Repo-Commit", rev),
@@ -200,9 +266,18 @@ async fn serve_hf(mut sock: TcpStream, faults: &Faults, stats: &Stats, files: &M
     }
     let (from, to) = if ranged {
         let from = req.range_from.unwrap_or(0);
-        let to = req.range_to.unwrap_or(size.saturating_sub(1)).min(size.saturating_sub(1));
+        let to = req
+            .range_to
+            .unwrap_or(size.saturating_sub(1))
+            .min(size.saturating_sub(1));
         if from >= size {
-            return respond(&mut sock, "416 Range Not Satisfiable", &[("Content-Range", format!("bytes */{size}"))], b"").await;
+            return respond(
+                &mut sock,
+                "416 Range Not Satisfiable",
+                &[("Content-Range", format!("bytes */{size}"))],
+                b"",
+            )
+            .await;
         }
         (from, to)
     } else {
@@ -301,7 +376,19 @@ impl FakeServer {
                 tokio::spawn(async move {
                     if let Ok(Some(req)) = read_request(&mut sock).await {
                         let (status, body) = fake_answer(kind, &models, &req);
-                        let _ = respond(&mut sock, status, &[("Content-Type", "application/json".into())], body.as_bytes()).await;
+                        // A chat reply asked for as a stream comes as server-sent events.
+                        let kind = if body.starts_with("data: ") {
+                            "text/event-stream"
+                        } else {
+                            "application/json"
+                        };
+                        let _ = respond(
+                            &mut sock,
+                            status,
+                            &[("Content-Type", kind.into())],
+                            body.as_bytes(),
+                        )
+                        .await;
                     }
                 });
             }
@@ -343,12 +430,7 @@ fn fake_answer(kind: FakeKind, models: &[String], req: &Request) -> (&'static st
                 .collect();
             ("200 OK", serde_json::json!({"models": list}).to_string())
         }
-        (FakeKind::Ollama, "/v1/chat/completions") => (
-            "200 OK",
-            serde_json::json!({"id": "chatcmpl-fake", "object": "chat.completion", "model": models.first(),
-                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Hello from the fake Ollama."}}]})
-            .to_string(),
-        ),
+        (FakeKind::Ollama, "/v1/chat/completions") => fake_ollama_chat(models, &req.body),
         (FakeKind::LmStudio, "/api/v0/models") => {
             let data: Vec<_> = models
                 .iter()
@@ -370,9 +452,68 @@ fn fake_answer(kind: FakeKind, models: &[String], req: &Request) -> (&'static st
     }
 }
 
+/// Ollama's OpenAI-compatible chat: 404 for a model it has not pulled (as
+/// Ollama says it), else a reply that names the model and repeats the last
+/// user message, so a test can tell it went through; streamed as
+/// server-sent events when the request asks for a stream.
+fn fake_ollama_chat(models: &[String], body: &[u8]) -> (&'static str, String) {
+    let Ok(req) = serde_json::from_slice::<serde_json::Value>(body) else {
+        return (
+            "400 Bad Request",
+            r#"{"error":{"message":"invalid JSON body","type":"invalid_request_error"}}"#.into(),
+        );
+    };
+    let model = req.get("model").and_then(|m| m.as_str()).unwrap_or("");
+    if !models.iter().any(|m| m == model) {
+        let message = format!("model \"{model}\" not found, try pulling it first");
+        return (
+            "404 Not Found",
+            serde_json::json!({"error": {"message": message, "type": "api_error"}}).to_string(),
+        );
+    }
+    let last_user = req
+        .get("messages")
+        .and_then(|m| m.as_array())
+        .and_then(|m| {
+            m.iter()
+                .rev()
+                .find(|m| m.get("role").and_then(|r| r.as_str()) == Some("user"))
+        })
+        .and_then(|m| m.get("content"))
+        .and_then(|c| c.as_str())
+        .unwrap_or("");
+    let pieces = [
+        "Fake Ollama ".to_owned(),
+        format!("({model}) heard: "),
+        last_user.to_owned(),
+    ];
+    if req.get("stream").and_then(|s| s.as_bool()) == Some(true) {
+        let mut out = String::new();
+        for p in &pieces {
+            let chunk = serde_json::json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model,
+                "choices": [{"index": 0, "delta": {"role": "assistant", "content": p}, "finish_reason": null}]});
+            out.push_str(&format!("data: {chunk}\n\n"));
+        }
+        let last = serde_json::json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": model,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
+        out.push_str(&format!("data: {last}\n\ndata: [DONE]\n\n"));
+        return ("200 OK", out);
+    }
+    (
+        "200 OK",
+        serde_json::json!({"id": "chatcmpl-fake", "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": pieces.concat()}}]})
+        .to_string(),
+    )
+}
+
 /// Writes a GGUF-shaped file of `size` bytes: a chat model's header, then
 /// bytes from a fixed-seed generator. Returns its SHA-256.
-pub fn write_synthetic_gguf(path: &std::path::Path, size: u64, seed: u64) -> std::io::Result<String> {
+pub fn write_synthetic_gguf(
+    path: &std::path::Path,
+    size: u64,
+    seed: u64,
+) -> std::io::Result<String> {
     use sha2::Digest;
     use std::io::Write;
     let header = crate::gguf::chat_header();

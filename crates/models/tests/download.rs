@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use models::download::{journal_path, part_path, DiskStorage, Journal, PartSink, Storage};
 use models::testkit::{write_synthetic_gguf, HfServer};
-use models::{DownloadError, DownloadEvent, DownloadOptions, DownloadRequest, Downloader, Outcome};
+use models::{
+    DownloadError, DownloadEvent, DownloadOptions, DownloadRequest, Downloader, Outcome,
+    RetryReason,
+};
 use tokio_util::sync::CancellationToken;
 
 const SIZE: u64 = 8 * 1024 * 1024 + 12_345;
@@ -37,7 +40,11 @@ async fn fixture(name: &str) -> Fixture {
         size: SIZE,
         dest: dir.path().join("models").join(name),
     };
-    Fixture { _dir: dir, server, req }
+    Fixture {
+        _dir: dir,
+        server,
+        req,
+    }
 }
 
 fn quick() -> DownloadOptions {
@@ -83,13 +90,25 @@ async fn plain_download_follows_redirect_and_installs_verified() {
     let d = Downloader::new(quick()).expect("client");
     let ev = Events::default();
     let out = run(&d, &f.req, &ev).await.expect("download");
-    assert_eq!(out, Outcome::Installed { path: f.req.dest.clone(), sha256: f.req.sha256.clone() });
+    assert_eq!(
+        out,
+        Outcome::Installed {
+            path: f.req.dest.clone(),
+            sha256: f.req.sha256.clone()
+        }
+    );
     assert_eq!(sha_of(&f.req.dest), f.req.sha256);
     assert!(!part_path(&f.req.dest).exists() && !journal_path(&f.req.dest).exists());
     assert_eq!(f.server.stats.resolve_requests.load(Ordering::Relaxed), 1);
     assert_eq!(f.server.stats.body_bytes_sent.load(Ordering::Relaxed), SIZE);
     let all = ev.all();
-    assert!(matches!(all.first(), Some(DownloadEvent::Started { resumed_from: 0, .. })));
+    assert!(matches!(
+        all.first(),
+        Some(DownloadEvent::Started {
+            resumed_from: 0,
+            ..
+        })
+    ));
     assert!(matches!(all.last(), Some(DownloadEvent::Installed { .. })));
 }
 
@@ -100,12 +119,18 @@ async fn plain_download_follows_redirect_and_installs_verified() {
 async fn killed_at_half_resumes_with_range() {
     let f = fixture("kill.gguf").await;
     let half = SIZE / 2;
-    f.server.faults.stall_once_after.store(half, Ordering::SeqCst);
+    f.server
+        .faults
+        .stall_once_after
+        .store(half, Ordering::SeqCst);
     let ev = Events::default();
     let first = {
         let req = f.req.clone();
         let sink = ev.sink();
-        let opts = DownloadOptions { stall_timeout: Duration::from_secs(60), ..quick() };
+        let opts = DownloadOptions {
+            stall_timeout: Duration::from_secs(60),
+            ..quick()
+        };
         tokio::spawn(async move {
             let d = Downloader::new(opts).expect("client");
             d.run(&req, sink, CancellationToken::new()).await
@@ -144,14 +169,21 @@ async fn killed_at_half_resumes_with_range() {
     let sent = f.server.stats.body_bytes_sent.load(Ordering::Relaxed);
     let twice = sent - SIZE;
     assert!(twice * 100 <= SIZE, "{twice} bytes fetched twice");
-    assert_eq!(f.server.stats.resolve_requests.load(Ordering::Relaxed), 2, "resolved again on resume");
+    assert_eq!(
+        f.server.stats.resolve_requests.load(Ordering::Relaxed),
+        2,
+        "resolved again on resume"
+    );
     assert!(f.server.stats.range_requests.load(Ordering::Relaxed) >= 1);
 }
 
 #[tokio::test]
 async fn stall_is_retried_automatically() {
     let f = fixture("stall.gguf").await;
-    f.server.faults.stall_once_after.store(SIZE / 3, Ordering::SeqCst);
+    f.server
+        .faults
+        .stall_once_after
+        .store(SIZE / 3, Ordering::SeqCst);
     let d = Downloader::new(quick()).expect("client");
     let ev = Events::default();
     let out = run(&d, &f.req, &ev).await.expect("download");
@@ -161,7 +193,10 @@ async fn stall_is_retried_automatically() {
         DownloadEvent::Retrying { reason, .. } => Some(reason),
         _ => None,
     });
-    assert!(retry.as_deref().is_some_and(|r| r.contains("no byte")), "{retry:?}");
+    assert!(
+        retry.as_deref().is_some_and(|r| r.contains("no byte")),
+        "{retry:?}"
+    );
     // Progress events kept coming while stalled, the rate falling.
     assert_eq!(f.server.stats.body_bytes_sent.load(Ordering::Relaxed), SIZE);
 }
@@ -169,7 +204,10 @@ async fn stall_is_retried_automatically() {
 #[tokio::test]
 async fn dropped_connection_is_resumed() {
     let f = fixture("drop.gguf").await;
-    f.server.faults.drop_once_after.store(SIZE / 4, Ordering::SeqCst);
+    f.server
+        .faults
+        .drop_once_after
+        .store(SIZE / 4, Ordering::SeqCst);
     let d = Downloader::new(quick()).expect("client");
     let ev = Events::default();
     let out = run(&d, &f.req, &ev).await.expect("download");
@@ -181,7 +219,10 @@ async fn dropped_connection_is_resumed() {
 #[tokio::test]
 async fn ok_200_to_range_restarts_from_zero() {
     let f = fixture("norange.gguf").await;
-    f.server.faults.drop_once_after.store(SIZE / 2, Ordering::SeqCst);
+    f.server
+        .faults
+        .drop_once_after
+        .store(SIZE / 2, Ordering::SeqCst);
     f.server.faults.ignore_range.store(true, Ordering::SeqCst);
     let d = Downloader::new(quick()).expect("client");
     let ev = Events::default();
@@ -192,8 +233,16 @@ async fn ok_200_to_range_restarts_from_zero() {
         DownloadEvent::Restarted { reason, .. } => Some(reason),
         _ => None,
     });
-    assert!(restarted.as_deref().is_some_and(|r| r.contains("200") && r.contains("zero")), "{restarted:?}");
-    assert_eq!(f.server.stats.body_bytes_sent.load(Ordering::Relaxed), SIZE + SIZE / 2);
+    assert!(
+        restarted
+            .as_deref()
+            .is_some_and(|r| r.contains("200") && r.contains("zero")),
+        "{restarted:?}"
+    );
+    assert_eq!(
+        f.server.stats.body_bytes_sent.load(Ordering::Relaxed),
+        SIZE + SIZE / 2
+    );
 }
 
 /// Every corrupted byte is caught: one flipped byte anywhere fails the
@@ -207,12 +256,17 @@ async fn corruption_caught_and_discarded() {
         let ev = Events::default();
         let err = run(&d, &f.req, &ev).await.expect_err("corrupt");
         match &err {
-            DownloadError::HashMismatch { expected, actual, .. } => {
+            DownloadError::HashMismatch {
+                expected, actual, ..
+            } => {
                 assert_eq!(expected, &f.req.sha256);
                 assert_ne!(actual, expected);
                 assert_eq!(actual.len(), 64);
                 let msg = err.to_string();
-                assert!(msg.contains(expected.as_str()) && msg.contains(actual.as_str()), "{msg}");
+                assert!(
+                    msg.contains(expected.as_str()) && msg.contains(actual.as_str()),
+                    "{msg}"
+                );
             }
             other => panic!("byte {at}: {other}"),
         }
@@ -226,15 +280,39 @@ async fn corruption_caught_and_discarded() {
 #[tokio::test]
 async fn corrupt_prefix_on_disk_is_caught() {
     let f = fixture("prefix.gguf").await;
-    f.server.faults.drop_once_after.store(SIZE / 2, Ordering::SeqCst);
-    let d = Downloader::new(DownloadOptions { max_failed_attempts: 1, ..quick() }).expect("client");
-    let err = run(&d, &f.req, &Events::default()).await.expect_err("gives up after the drop");
-    assert!(matches!(err, DownloadError::GaveUp { .. }), "{err}");
+    f.server
+        .faults
+        .drop_once_after
+        .store(SIZE / 2, Ordering::SeqCst);
+    let d = Downloader::new(DownloadOptions {
+        max_failed_attempts: 1,
+        ..quick()
+    })
+    .expect("client");
+    let err = run(&d, &f.req, &Events::default())
+        .await
+        .expect_err("gives up after the drop");
+    assert!(
+        matches!(
+            err,
+            DownloadError::GaveUp {
+                last: RetryReason::ConnectionBroke(_) | RetryReason::ClosedEarly { .. },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     let part = part_path(&f.req.dest);
     let mut bytes = std::fs::read(&part).expect("part");
     bytes[1000] ^= 1;
     std::fs::write(&part, bytes).expect("write");
-    let err = run(&Downloader::new(quick()).expect("client"), &f.req, &Events::default()).await.expect_err("mismatch");
+    let err = run(
+        &Downloader::new(quick()).expect("client"),
+        &f.req,
+        &Events::default(),
+    )
+    .await
+    .expect_err("mismatch");
     assert!(matches!(err, DownloadError::HashMismatch { .. }), "{err}");
     assert!(!f.req.dest.exists());
 }
@@ -259,8 +337,17 @@ async fn not_found_is_an_http_error_not_a_retry_loop() {
     let f = fixture("real.gguf").await;
     let mut req = f.req.clone();
     req.url = req.url.replace("real.gguf", "missing.gguf");
-    let err = run(&Downloader::new(quick()).expect("client"), &req, &Events::default()).await.expect_err("404");
-    assert!(matches!(err, DownloadError::Http { status: 404, .. }), "{err}");
+    let err = run(
+        &Downloader::new(quick()).expect("client"),
+        &req,
+        &Events::default(),
+    )
+    .await
+    .expect_err("404");
+    assert!(
+        matches!(err, DownloadError::Http { status: 404, .. }),
+        "{err}"
+    );
 }
 
 /// A file that hashes right but is not a chat model is refused.
@@ -268,7 +355,11 @@ async fn not_found_is_an_http_error_not_a_retry_loop() {
 async fn non_chat_gguf_refused_after_hash() {
     let dir = tempfile::tempdir().expect("tmp");
     let src = dir.path().join("embed.gguf");
-    let mut bytes = models::gguf::write_header(&[("general.architecture", "bert")], &[("bert.block_count", 6)], 1);
+    let mut bytes = models::gguf::write_header(
+        &[("general.architecture", "bert")],
+        &[("bert.block_count", 6)],
+        1,
+    );
     bytes.extend(std::iter::repeat_n(7u8, 4096));
     std::fs::write(&src, &bytes).expect("write");
     let sha = sha_of(&src);
@@ -282,7 +373,13 @@ async fn non_chat_gguf_refused_after_hash() {
         size: bytes.len() as u64,
         dest: dir.path().join("models/embed.gguf"),
     };
-    let err = run(&Downloader::new(quick()).expect("client"), &req, &Events::default()).await.expect_err("refused");
+    let err = run(
+        &Downloader::new(quick()).expect("client"),
+        &req,
+        &Events::default(),
+    )
+    .await
+    .expect_err("refused");
     assert!(matches!(err, DownloadError::NotAModel { .. }), "{err}");
     assert!(err.to_string().contains("embedding"), "{err}");
     assert!(!req.dest.exists());
@@ -319,7 +416,11 @@ struct FullDiskStorage {
 
 impl Storage for FullDiskStorage {
     fn open_at(&self, path: &Path, offset: u64) -> io::Result<Box<dyn PartSink>> {
-        Ok(Box::new(FullSink { inner: DiskStorage.open_at(path, offset)?, at: offset, limit: self.shared.clone() }))
+        Ok(Box::new(FullSink {
+            inner: DiskStorage.open_at(path, offset)?,
+            at: offset,
+            limit: self.shared.clone(),
+        }))
     }
     fn free_bytes(&self, _dir: &Path) -> Option<u64> {
         // The disk claims room (as a sparse or shared volume can) until the
@@ -333,20 +434,38 @@ async fn disk_full_pauses_keeps_progress_and_resumes() {
     let f = fixture("full.gguf").await;
     let limit = 3 * 1024 * 1024;
     let shared = Arc::new(FullDiskShared(AtomicU64::new(limit)));
-    let storage = Arc::new(FullDiskStorage { shared: shared.clone() });
+    let storage = Arc::new(FullDiskStorage {
+        shared: shared.clone(),
+    });
     let d = Downloader::with_storage(quick(), storage).expect("client");
     let ev = Events::default();
     let out = run(&d, &f.req, &ev).await.expect("paused, not failed");
-    assert_eq!(out, Outcome::Paused { bytes_done: limit, bytes_needed: SIZE - limit });
-    assert!(ev.all().iter().any(|e| matches!(e, DownloadEvent::Paused { bytes_needed, .. } if *bytes_needed == SIZE - limit)));
-    assert_eq!(std::fs::metadata(part_path(&f.req.dest)).map(|m| m.len()).ok(), Some(limit), "progress kept");
+    assert_eq!(
+        out,
+        Outcome::Paused {
+            bytes_done: limit,
+            bytes_needed: SIZE - limit
+        }
+    );
+    assert!(ev.all().iter().any(
+        |e| matches!(e, DownloadEvent::Paused { bytes_needed, .. } if *bytes_needed == SIZE - limit)
+    ));
+    assert_eq!(
+        std::fs::metadata(part_path(&f.req.dest))
+            .map(|m| m.len())
+            .ok(),
+        Some(limit),
+        "progress kept"
+    );
     assert!(!f.req.dest.exists());
     // Space freed: the next pull resumes from the kept bytes.
     shared.0.store(u64::MAX, Ordering::SeqCst);
     let ev2 = Events::default();
     let out = run(&d, &f.req, &ev2).await.expect("resumed");
     assert!(matches!(out, Outcome::Installed { .. }));
-    assert!(ev2.all().iter().any(|e| matches!(e, DownloadEvent::Started { resumed_from, .. } if *resumed_from == limit)));
+    assert!(ev2.all().iter().any(
+        |e| matches!(e, DownloadEvent::Started { resumed_from, .. } if *resumed_from == limit)
+    ));
     assert_eq!(sha_of(&f.req.dest), f.req.sha256);
 }
 
@@ -366,15 +485,28 @@ async fn too_little_space_pauses_before_downloading() {
     let f = fixture("tiny.gguf").await;
     let d = Downloader::with_storage(quick(), Arc::new(Tiny)).expect("client");
     let out = run(&d, &f.req, &Events::default()).await.expect("paused");
-    assert_eq!(out, Outcome::Paused { bytes_done: 0, bytes_needed: SIZE - 1000 });
+    assert_eq!(
+        out,
+        Outcome::Paused {
+            bytes_done: 0,
+            bytes_needed: SIZE - 1000
+        }
+    );
     assert_eq!(f.server.stats.requests.load(Ordering::Relaxed), 0);
 }
 
 #[tokio::test]
 async fn cancel_keeps_the_part_for_later() {
     let f = fixture("cancel.gguf").await;
-    f.server.faults.stall_once_after.store(SIZE / 2, Ordering::SeqCst);
-    let d = Downloader::new(DownloadOptions { stall_timeout: Duration::from_secs(60), ..quick() }).expect("client");
+    f.server
+        .faults
+        .stall_once_after
+        .store(SIZE / 2, Ordering::SeqCst);
+    let d = Downloader::new(DownloadOptions {
+        stall_timeout: Duration::from_secs(60),
+        ..quick()
+    })
+    .expect("client");
     let cancel = CancellationToken::new();
     let part = part_path(&f.req.dest);
     let c2 = cancel.clone();
@@ -385,13 +517,24 @@ async fn cancel_keeps_the_part_for_later() {
         }
         c2.cancel();
     });
-    let out = tokio::time::timeout(Duration::from_secs(20), d.run(&f.req, Events::default().sink(), cancel))
-        .await
-        .expect("cancel is prompt")
-        .expect("cancelled");
-    assert_eq!(out, Outcome::Cancelled { bytes_done: SIZE / 2 });
+    let out = tokio::time::timeout(
+        Duration::from_secs(20),
+        d.run(&f.req, Events::default().sink(), cancel),
+    )
+    .await
+    .expect("cancel is prompt")
+    .expect("cancelled");
+    assert_eq!(
+        out,
+        Outcome::Cancelled {
+            bytes_done: SIZE / 2
+        }
+    );
     assert!(!f.req.dest.exists());
-    assert_eq!(std::fs::metadata(&part).map(|m| m.len()).ok(), Some(SIZE / 2));
+    assert_eq!(
+        std::fs::metadata(&part).map(|m| m.len()).ok(),
+        Some(SIZE / 2)
+    );
     let out = run(&d, &f.req, &Events::default()).await.expect("resumes");
     assert!(matches!(out, Outcome::Installed { .. }));
 }
@@ -401,21 +544,116 @@ async fn journal_for_another_file_restarts() {
     let f = fixture("other.gguf").await;
     std::fs::create_dir_all(f.req.dest.parent().expect("parent")).expect("mkdir");
     std::fs::write(part_path(&f.req.dest), vec![1u8; 4096]).expect("part");
-    let j = Journal { url: f.req.url.clone(), revision: "old".into(), sha256: f.req.sha256.clone(), size: SIZE, bytes_done: 4096 };
-    std::fs::write(journal_path(&f.req.dest), serde_json::to_vec(&j).expect("json")).expect("journal");
+    let j = Journal {
+        url: f.req.url.clone(),
+        revision: "old".into(),
+        sha256: f.req.sha256.clone(),
+        size: SIZE,
+        bytes_done: 4096,
+    };
+    std::fs::write(
+        journal_path(&f.req.dest),
+        serde_json::to_vec(&j).expect("json"),
+    )
+    .expect("journal");
     let ev = Events::default();
-    let out = run(&Downloader::new(quick()).expect("client"), &f.req, &ev).await.expect("download");
+    let out = run(&Downloader::new(quick()).expect("client"), &f.req, &ev)
+        .await
+        .expect("download");
     assert!(matches!(out, Outcome::Installed { .. }));
-    assert!(ev.all().iter().any(|e| matches!(e, DownloadEvent::Restarted { .. })));
-    assert!(ev.all().iter().any(|e| matches!(e, DownloadEvent::Started { resumed_from: 0, .. })));
+    assert!(ev
+        .all()
+        .iter()
+        .any(|e| matches!(e, DownloadEvent::Restarted { .. })));
+    assert!(ev.all().iter().any(|e| matches!(
+        e,
+        DownloadEvent::Started {
+            resumed_from: 0,
+            ..
+        }
+    )));
 }
 
 #[tokio::test]
 async fn remote_header_read_with_range() {
     let f = fixture("head.gguf").await;
     let client = reqwest::Client::new();
-    let info = models::gguf::read_remote(&client, &f.req.url).await.expect("header");
+    let info = models::gguf::read_remote(&client, &f.req.url)
+        .await
+        .expect("header");
     assert_eq!(info.architecture, "qwen2");
     assert_eq!(info.kv_bytes_per_token(), Some(12_288));
-    assert!(f.server.stats.body_bytes_sent.load(Ordering::Relaxed) < SIZE / 2 + 1, "only the start was fetched");
+    assert!(
+        f.server.stats.body_bytes_sent.load(Ordering::Relaxed) < SIZE / 2 + 1,
+        "only the start was fetched"
+    );
+}
+
+/// A URL that does not parse ends the download at once: asking again
+/// cannot mend it.
+#[tokio::test]
+async fn bad_url_is_not_retried() {
+    let f = fixture("badurl.gguf").await;
+    let req = DownloadRequest {
+        url: "no scheme here/resolve/x".into(),
+        ..f.req.clone()
+    };
+    let d = Downloader::new(DownloadOptions {
+        backoff_initial: Duration::from_secs(30),
+        ..quick()
+    })
+    .expect("client");
+    let ev = Events::default();
+    let t0 = std::time::Instant::now();
+    let err = run(&d, &req, &ev).await.expect_err("bad URL");
+    assert!(matches!(err, DownloadError::BadUrl { .. }), "{err:?}");
+    assert!(t0.elapsed() < Duration::from_secs(5), "no backoff");
+    assert!(!ev
+        .all()
+        .iter()
+        .any(|e| matches!(e, DownloadEvent::Retrying { .. })));
+    assert_eq!(f.server.stats.requests.load(Ordering::Relaxed), 0);
+}
+
+/// Nothing listening at the URL is a typed reason, retried; giving up
+/// names it.
+#[tokio::test]
+async fn unreachable_server_gives_up_with_the_reason() {
+    let f = fixture("gone.gguf").await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("port");
+    let req = DownloadRequest {
+        url: format!("http://127.0.0.1:{port}/org/repo/resolve/main/gone.gguf"),
+        ..f.req.clone()
+    };
+    let d = Downloader::new(DownloadOptions {
+        max_failed_attempts: 2,
+        ..quick()
+    })
+    .expect("client");
+    let ev = Events::default();
+    let err = run(&d, &req, &ev).await.expect_err("nothing listens");
+    assert!(
+        matches!(
+            err,
+            DownloadError::GaveUp {
+                attempts: 2,
+                last: RetryReason::Unreachable { .. },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let retried = ev.all().into_iter().find_map(|e| match e {
+        DownloadEvent::Retrying { reason, .. } => Some(reason),
+        _ => None,
+    });
+    assert!(
+        retried
+            .as_deref()
+            .is_some_and(|r| r.starts_with("cannot reach 127.0.0.1")),
+        "{retried:?}"
+    );
 }

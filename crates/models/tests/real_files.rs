@@ -6,18 +6,34 @@
 use std::path::PathBuf;
 
 fn check(env: &str, id: &str) {
-    let Some(path) = std::env::var_os(env).map(PathBuf::from).filter(|p| p.is_file()) else {
+    let Some(path) = std::env::var_os(env)
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+    else {
         eprintln!("SKIPPED {id}: {env} is not set to a file");
         return;
     };
     let entry = models::find(id).expect("catalog entry");
     let len = std::fs::metadata(&path).expect("stat").len();
     assert_eq!(len, entry.size_bytes, "{id}: size");
-    assert_eq!(models::download::sha256_file(&path).expect("hash"), entry.sha256, "{id}: sha256");
+    assert_eq!(
+        models::download::sha256_file(&path).expect("hash"),
+        entry.sha256,
+        "{id}: sha256"
+    );
     let info = models::gguf::read_file(&path).expect("header");
     info.require_chat().expect("a chat model");
-    assert_eq!(info.kv_bytes_per_token(), Some(entry.kv_bytes_per_token), "{id}: KV bytes per token, header {info:?}");
-    eprintln!("checked {id}: {} layers, {:?} KV heads, context {:?}", info.block_count.unwrap_or(0), info.head_count_kv, info.context_length);
+    assert_eq!(
+        info.kv_bytes_per_token(),
+        Some(entry.kv_bytes_per_token),
+        "{id}: KV bytes per token, header {info:?}"
+    );
+    eprintln!(
+        "checked {id}: {} layers, {:?} KV heads, context {:?}",
+        info.block_count.unwrap_or(0),
+        info.head_count_kv,
+        info.context_length
+    );
 }
 
 #[test]

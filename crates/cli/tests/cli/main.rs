@@ -534,3 +534,5 @@ fn models_use_moves_ei_and_the_personas_that_followed_it() {
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("other"), "the error lists the ids it knows");
 }
+
+mod models;
