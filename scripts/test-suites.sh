@@ -23,6 +23,10 @@ passed=$((passed + p)); failed=$((failed + f))
 FIX="${LEDGERMIND_FIXTURES:-${LEDGERMIND_CACHE:-$HOME/.cache/ledgermind}/fixtures}"
 suite documents target/debug/examples/robustness "$FIX/pypdf-7.1.1" "$FIX/python_docx-1.2.0" "$FIX/odfpy-1.4.1"
 
+# `models pull` against a local Hugging Face-shaped server: killed at half,
+# resumed, verified (the binaries of the test build, nothing rebuilt).
+suite models-pull env LEDGERMIND_BIN=target/debug/ledgermind HF_SERVE_BIN=target/debug/examples/hf_serve scripts/models-pull-check.sh
+
 suite bindings bash -c 'git diff --exit-code --stat -- ui/src/lib/bindings || { echo "TypeScript bindings drifted from the Rust types: commit the regenerated ui/src/lib/bindings"; exit 1; }'
 suite ui-check bash -c 'cd ui && npm run --silent check'
 suite ui-test bash -c 'cd ui && npx vitest run --reporter=default'

@@ -115,6 +115,8 @@ fn main() {
         "cancel_model_pull",
         "remove_model",
         "use_model",
+        "local_servers",
+        "add_server_account",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

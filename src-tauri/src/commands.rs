@@ -168,6 +168,18 @@ pub async fn use_model(state: State<'_, Backend>, id: String) -> Reply<Vec<Perso
     view(engine.personas().use_model(engine.models(), &id).await)
 }
 
+/// The model servers running on this machine (Ollama, LM Studio, Jan …).
+#[tauri::command]
+pub async fn local_servers(state: State<'_, Backend>) -> Reply<Vec<app::ServerView>> {
+    view(engine(&state).await?.models().local_servers().await)
+}
+
+/// Makes a found server an account with `model` as its default model.
+#[tauri::command]
+pub async fn add_server_account(state: State<'_, Backend>, server: app::ServerView, model: String, api_key: String) -> Reply<AccountView> {
+    view(engine(&state).await?.models().add_server_account(&server, &model, &api_key).await)
+}
+
 /// One folder's listing for the in-app file chooser.
 #[tauri::command]
 pub async fn browse_folder(state: State<'_, Backend>, path: Option<PathBuf>, extensions: Vec<String>) -> Reply<app::FolderView> {

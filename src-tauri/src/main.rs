@@ -252,6 +252,8 @@ fn main() {
             commands::cancel_model_pull,
             commands::remove_model,
             commands::use_model,
+            commands::local_servers,
+            commands::add_server_account,
         ])
         // Files and folders dropped on the window are read here, in Rust;
         // the web view only shows the overlay and the progress.

@@ -8,6 +8,7 @@
 
 pub(crate) mod choices;
 pub(crate) mod registry;
+pub(crate) mod servers;
 pub(crate) mod spec;
 pub(crate) mod views;
 
@@ -23,6 +24,7 @@ use registry::provider_key_account;
 pub use registry::Providers;
 pub use spec::{ModelSpec, DEFAULT_LOCAL_MODEL, LOCAL_ACCOUNT, TINY_LOCAL_MODEL};
 pub use choices::{ModelChoiceView, ModelNeeds};
+pub use servers::ServerView;
 pub use views::{AccountView, ModelPullState, ModelView, NewAccount};
 
 /// Provider accounts and model files.

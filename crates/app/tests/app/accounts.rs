@@ -56,3 +56,25 @@ async fn a_keychain_failure_saves_no_account() {
     h.keys.set_unavailable(false);
     assert!(h.engine.models().list_accounts().await.expect("list").is_empty());
 }
+
+/// A model server found on this machine answers a persona through the
+/// account made from it. The server is a fake Ollama API: the real Ollama
+/// cannot be installed on this machine.
+#[tokio::test]
+async fn a_server_found_on_this_machine_answers_a_persona() {
+    use models::discover::{Probe, ServerKind};
+    use models::testkit::{FakeKind, FakeServer};
+    let ollama = FakeServer::start(FakeKind::Ollama, vec!["llama3.2:1b".into()]).await.expect("fake ollama");
+    let h = Harness::configured(&[], |c| c.provider_override = None).await;
+    let found = h.engine.models().servers_at(&[Probe { kind: ServerKind::Ollama, base: ollama.url() }]).await.expect("discover");
+    assert_eq!(found.len(), 1, "{found:?}");
+    let account = h.engine.models().add_server_account(&found[0], "llama3.2:1b", "").await.expect("account");
+    h.engine.personas().create_persona("Ada", "").await.expect("create");
+    h.engine.personas().set_persona_model("Ada", &format!("{}:llama3.2:1b", account.name)).await.expect("model");
+    let mut rx = h.engine.subscribe();
+    h.engine.conversation().send_message("Ada", "Hello from the test").await.expect("send");
+    let (_, reply) = crate::await_reply(&mut rx).await;
+    let reply = reply.expect("a reply through the server");
+    assert!(reply.content.contains("llama3.2:1b"), "the fake names the model it ran: {}", reply.content);
+    h.engine.shutdown().await;
+}

@@ -5,6 +5,7 @@
 import type { AccountView } from "../bindings/AccountView";
 import type { ModelChoiceView } from "../bindings/ModelChoiceView";
 import type { ModelNeeds } from "../bindings/ModelNeeds";
+import type { ServerView } from "../bindings/ServerView";
 import type { AppEvent } from "../bindings/AppEvent";
 import type { CeremonySettingsView } from "../bindings/CeremonySettingsView";
 import type { CheckpointView } from "../bindings/CheckpointView";
@@ -245,6 +246,10 @@ export interface Backend {
   removeModel(id: string): Promise<void>;
   /** `use_model`: replies use this model (Ei and the personas on Ei's model); answers the personas changed. */
   useModel(id: string): Promise<PersonaView[]>;
+  /** `local_servers`: model servers running on this machine (Ollama, LM Studio, Jan, llama.cpp, vLLM). */
+  localServers(): Promise<ServerView[]>;
+  /** `add_server_account`: a found server as an account, `model` its default model. */
+  addServerAccount(server: ServerView, model: string, apiKey: string): Promise<AccountView>;
   /** `start_at_login`: whether an autostart entry starts Ledgermind, hidden in the tray, at login. */
   startAtLogin(): Promise<boolean>;
   /** `set_start_at_login`: writes or removes that entry; answers the new state. */

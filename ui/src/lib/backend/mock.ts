@@ -4,6 +4,7 @@
 
 import type { ModelChoiceView } from "../bindings/ModelChoiceView";
 import type { ModelNeeds } from "../bindings/ModelNeeds";
+import type { ServerView } from "../bindings/ServerView";
 import type { FolderView } from "../bindings/FolderView";
 import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
@@ -1134,6 +1135,19 @@ export class MockBackend implements Backend {
       if ((p === ei || p.model === before) && p.model !== spec) changed.push(await this.setPersonaModel(p.id, spec));
     }
     return changed;
+  }
+  /** Servers "running" in the preview (tests set them). */
+  servers: ServerView[] = [];
+  async localServers(): Promise<ServerView[]> {
+    const accounts = await this.listAccounts();
+    return this.servers.map((s) => ({ ...s, account: accounts.find((a) => a.base_url === s.url)?.name ?? null }));
+  }
+  async addServerAccount(server: ServerView, model: string, apiKey: string): Promise<AccountView> {
+    if (server.needs_key && !apiKey.trim()) fail("INVALID_INPUT", `${server.kind} needs its API key`);
+    const taken = (await this.listAccounts()).map((a) => a.name);
+    let name = server.kind;
+    for (let n = 2; taken.includes(name); n++) name = `${server.kind}-${n}`;
+    return this.addAccount({ name, base_url: server.url, api_key: apiKey, default_model: model });
   }
   /** The preview has no autostart folder: the setting lives here. */
   startsAtLogin = false;

@@ -1,5 +1,6 @@
 import type { ModelChoiceView } from "../bindings/ModelChoiceView";
 import type { ModelNeeds } from "../bindings/ModelNeeds";
+import type { ServerView } from "../bindings/ServerView";
 import type { FolderView } from "../bindings/FolderView";
 import type { ExportView } from "../bindings/ExportView";
 import type { ImportView } from "../bindings/ImportView";
@@ -249,6 +250,12 @@ export class TauriBackend implements Backend {
   }
   useModel(id: string) {
     return call<PersonaView[]>("use_model", { id });
+  }
+  localServers() {
+    return call<ServerView[]>("local_servers");
+  }
+  addServerAccount(server: ServerView, model: string, apiKey: string) {
+    return call<AccountView>("add_server_account", { server, model, apiKey });
   }
   startAtLogin() {
     return call<boolean>("start_at_login");

@@ -40,3 +40,20 @@ describe("the model picker", () => {
     expect(within(row("qwen2.5-coder-1.5b")).queryByTestId("model-remove")).toBeNull();
   });
 });
+
+describe("model servers on this computer", () => {
+  it("a found server becomes an account in one click, and then says so", async () => {
+    const user = userEvent.setup();
+    const { backend, context } = await startApp();
+    backend.servers = [{ kind: "ollama", url: "http://127.0.0.1:11434/v1", models: ["llama3.2:1b", "qwen2.5:0.5b"], needs_key: false, account: null }];
+    render(ModelsPanel, { context });
+    await user.click(screen.getByTestId("servers-look"));
+    const server = await screen.findByTestId("server");
+    await user.selectOptions(within(server).getByTestId("server-model"), "qwen2.5:0.5b");
+    await user.click(within(server).getByTestId("server-add"));
+    await waitFor(() => expect(screen.getByTestId("server")).toHaveTextContent("Already the account ollama"));
+    const accounts = await backend.listAccounts();
+    expect(accounts.find((a) => a.name === "ollama")?.default_model).toBe("qwen2.5:0.5b");
+    expect((await backend.listModels()).some((m) => m.spec === "ollama:qwen2.5:0.5b")).toBe(true);
+  });
+});
