@@ -29,23 +29,45 @@ pub use error::MemoryError;
 pub use import::{import_file, import_rows, parse_conversation, ConversationRow, ImportReport, IMPORT_BATCH};
 pub use index::{now_ms, parse_rfc3339_ms, EmbedProgress, Hit, ItemKind, MemoryIndex, NewItem, Recall};
 pub use matching::{best_match, cosine, lexical_similarity, similarities, MERGE_THRESHOLD};
-pub use search::{fts_or, fts_query, fts_terms, group_key, rank, recency_bonus, Candidates, Fusion, RecallSettings, Scope};
+pub use search::{
+    fts_or, fts_query, fts_terms, group_key, rank, recency_bonus, without_names, Candidates, Fusion, RecallSettings, Scope,
+    CONTEXT_GAP_MS,
+};
 pub use tokenizer::WordPiece;
 
 /// The settings recall uses unless told otherwise (see the crate README
 /// for how they were chosen and measured): both scores of every candidate
-/// fused (cosine 0.8, saturated BM25 0.2, half at BM25 4), the first 50 of
-/// each retriever, no recency (old facts are what recall is for), and the
+/// fused (cosine 0.5, saturated BM25 0.5, half at BM25 8), the first 50 of
+/// each retriever, no recency (old facts are what recall is for), the
 /// cosine corrected by half the candidate's density (see
-/// [`RecallSettings::density_weight`]); chosen on the tuning split of
-/// `examples/recall_bench`'s generator A.
+/// [`RecallSettings::density_weight`]), each turn scored with its
+/// neighbours (BM25 of the turn before 0.5 and after 0.3, their cosines
+/// 0.3 each) and the query embedded without its proper names. Chosen on
+/// LoCoMo's tuning conversations (`examples/locomo_bench`), checked on
+/// the synthetic sets of `examples/recall_bench`.
 pub const DEFAULT_SETTINGS: RecallSettings = RecallSettings {
     fusion: Fusion::Scores,
-    vector_weight: 0.8,
-    keyword_weight: 0.2,
+    vector_weight: 0.5,
+    keyword_weight: 0.5,
     rrf_k: 5.0,
-    keyword_saturation: 4.0,
+    keyword_saturation: 8.0,
     recency_weight: 0.0,
     candidates: 50,
     density_weight: 0.5,
+    keyword_context: [0.5, 0.3],
+    vector_context: [0.3, 0.3],
+    names_by_keyword: true,
+};
+
+/// The settings before turns were scored with their neighbours (cosine
+/// 0.8, BM25 0.2 half at 4, the query embedded whole): kept so benchmarks print
+/// them beside the defaults in the same run.
+pub const PREVIOUS_SETTINGS: RecallSettings = RecallSettings {
+    vector_weight: 0.8,
+    keyword_weight: 0.2,
+    keyword_saturation: 4.0,
+    keyword_context: [0.0, 0.0],
+    vector_context: [0.0, 0.0],
+    names_by_keyword: false,
+    ..DEFAULT_SETTINGS
 };
