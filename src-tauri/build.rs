@@ -108,6 +108,8 @@ fn main() {
         "keep_page_state",
         "kept_page_state",
         "voice_latest",
+        "start_at_login",
+        "set_start_at_login",
     ]);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).unwrap_or_else(|e| panic!("{e:#}"));
 }

@@ -60,79 +60,79 @@ pub async fn status(state: State<'_, Backend>) -> Reply<StatusView> {
 
 #[tauri::command]
 pub async fn list_personas(state: State<'_, Backend>) -> Reply<Vec<PersonaView>> {
-    view(engine(&state).await?.list_personas().await)
+    view(engine(&state).await?.personas().list_personas().await)
 }
 
 #[tauri::command]
 pub async fn create_persona(state: State<'_, Backend>, name: String, description: String) -> Reply<PersonaView> {
-    view(engine(&state).await?.create_persona_described(&name, &description).await)
+    view(engine(&state).await?.personas().create_persona_described(&name, &description).await)
 }
 
 #[tauri::command]
 pub async fn set_persona_model(state: State<'_, Backend>, persona_id: String, model: String) -> Reply<PersonaView> {
-    view(engine(&state).await?.set_persona_model(&persona_id, &model).await)
+    view(engine(&state).await?.personas().set_persona_model(&persona_id, &model).await)
 }
 
 #[tauri::command]
 pub async fn list_messages(state: State<'_, Backend>, persona_id: String) -> Reply<Vec<MessageView>> {
-    view(engine(&state).await?.list_messages(&persona_id).await)
+    view(engine(&state).await?.conversation().list_messages(&persona_id).await)
 }
 
 #[tauri::command]
 pub async fn send_message(state: State<'_, Backend>, persona_id: String, content: String) -> Reply<MessageView> {
-    view(engine(&state).await?.send_message(&persona_id, &content).await.map(|(m, _)| m))
+    view(engine(&state).await?.conversation().send_message(&persona_id, &content).await.map(|(m, _)| m))
 }
 
 #[tauri::command]
 pub async fn mark_read(state: State<'_, Backend>, persona_id: String) -> Reply<()> {
-    view(engine(&state).await?.mark_read(&persona_id).await)
+    view(engine(&state).await?.conversation().mark_read(&persona_id).await)
 }
 
 #[tauri::command]
 pub async fn verify_ledger(state: State<'_, Backend>) -> Reply<VerifyView> {
-    view(engine(&state).await?.verify().await)
+    view(engine(&state).await?.vault().verify().await)
 }
 
 #[tauri::command]
 pub async fn key_status(state: State<'_, Backend>) -> Reply<Vec<app::KeyStatusView>> {
-    view(engine(&state).await?.key_status().await)
+    view(engine(&state).await?.keys().key_status().await)
 }
 
 #[tauri::command]
 pub async fn rotate_missing_keys(state: State<'_, Backend>) -> Reply<Vec<app::KeyReplacementView>> {
-    view(engine(&state).await?.rotate_missing_keys().await)
+    view(engine(&state).await?.keys().rotate_missing_keys().await)
 }
 
 #[tauri::command]
 pub async fn list_events(state: State<'_, Backend>, before_seq: Option<i64>, limit: u32) -> Reply<Vec<EventView>> {
-    view(engine(&state).await?.list_events(before_seq, limit).await)
+    view(engine(&state).await?.vault().list_events(before_seq, limit).await)
 }
 
 #[tauri::command]
 pub async fn list_accounts(state: State<'_, Backend>) -> Reply<Vec<AccountView>> {
-    view(engine(&state).await?.list_accounts().await)
+    view(engine(&state).await?.models().list_accounts().await)
 }
 
 #[tauri::command]
 pub async fn add_account(state: State<'_, Backend>, account: NewAccount) -> Reply<AccountView> {
-    view(engine(&state).await?.add_account(account).await)
+    view(engine(&state).await?.models().add_account(account).await)
 }
 
 #[tauri::command]
 pub async fn remove_account(state: State<'_, Backend>, name: String) -> Reply<()> {
-    view(engine(&state).await?.remove_account(&name).await)
+    view(engine(&state).await?.models().remove_account(&name).await)
 }
 
 #[tauri::command]
 pub async fn list_models(state: State<'_, Backend>) -> Reply<Vec<ModelView>> {
-    view(engine(&state).await?.list_models().await)
+    view(engine(&state).await?.models().list_models().await)
 }
 
 #[tauri::command]
 pub async fn import_model(state: State<'_, Backend>, path: PathBuf) -> Reply<ModelView> {
     let engine = engine(&state).await?;
     // Copying a model file of hundreds of MB blocks: off the async threads.
-    match tauri::async_runtime::spawn_blocking(move || engine.import_model(&path)).await {
+    match tauri::async_runtime::spawn_blocking(move || engine.models().import_model(&path)).await {
         Ok(r) => view(r),
         Err(e) => Err(app::AppError::new("STORAGE_SAVE_FAILED", format!("the model copy stopped: {e}")).view()),
     }
@@ -147,87 +147,87 @@ pub async fn browse_folder(state: State<'_, Backend>, path: Option<PathBuf>, ext
 
 #[tauri::command]
 pub async fn list_checkpoints(state: State<'_, Backend>) -> Reply<Vec<CheckpointView>> {
-    view(engine(&state).await?.list_checkpoints().await.map(|v| v.into_iter().map(Into::into).collect()))
+    view(engine(&state).await?.vault().list_checkpoints().await.map(|v| v.into_iter().map(Into::into).collect()))
 }
 
 #[tauri::command]
 pub async fn save_checkpoint(state: State<'_, Backend>, slot: i64, name: String) -> Reply<CheckpointView> {
-    view(engine(&state).await?.save_checkpoint(slot, &name).await.map(Into::into))
+    view(engine(&state).await?.vault().save_checkpoint(slot, &name).await.map(Into::into))
 }
 
 #[tauri::command]
 pub async fn delete_checkpoint(state: State<'_, Backend>, slot: i64) -> Reply<()> {
-    view(engine(&state).await?.delete_checkpoint(slot).await)
+    view(engine(&state).await?.vault().delete_checkpoint(slot).await)
 }
 
 #[tauri::command]
 pub async fn restore_checkpoint(state: State<'_, Backend>, slot: i64) -> Reply<ReceiptView> {
-    view(engine(&state).await?.restore_checkpoint(slot).await.map(Into::into))
+    view(engine(&state).await?.vault().restore_checkpoint(slot).await.map(Into::into))
 }
 
 #[tauri::command]
 pub async fn undo_restore(state: State<'_, Backend>) -> Reply<ReceiptView> {
-    view(engine(&state).await?.undo_restore().await.map(Into::into))
+    view(engine(&state).await?.vault().undo_restore().await.map(Into::into))
 }
 
 #[tauri::command]
 pub async fn get_receipt(state: State<'_, Backend>, seq: i64) -> Reply<ReceiptView> {
-    view(engine(&state).await?.receipt(seq).await.map(Into::into))
+    view(engine(&state).await?.vault().receipt(seq).await.map(Into::into))
 }
 
 // ----- runtime (issue #6) -----
 
 #[tauri::command]
 pub async fn list_items(state: State<'_, Backend>, query: Option<String>) -> Reply<Vec<ItemView>> {
-    view(engine(&state).await?.list_items(query.as_deref()).await)
+    view(engine(&state).await?.tools().list_items(query.as_deref()).await)
 }
 
 #[tauri::command]
 pub async fn pending_proposal(state: State<'_, Backend>, persona_id: String) -> Reply<Option<ProposalView>> {
-    view(engine(&state).await?.pending_proposal(&persona_id).await)
+    view(engine(&state).await?.tools().pending_proposal(&persona_id).await)
 }
 
 /// The question this conversation waits on (AWAITING_INPUT), if any.
 #[tauri::command]
 pub async fn awaiting_input(state: State<'_, Backend>, persona_id: String) -> Reply<Option<AwaitingInputView>> {
-    view(engine(&state).await?.awaiting_input(&persona_id).await)
+    view(engine(&state).await?.tools().awaiting_input(&persona_id).await)
 }
 
 #[tauri::command]
 pub async fn confirm_proposal(state: State<'_, Backend>, persona_id: String, nonce: String) -> Reply<ToolResultView> {
-    view(engine(&state).await?.confirm_proposal(&persona_id, &nonce).await)
+    view(engine(&state).await?.tools().confirm_proposal(&persona_id, &nonce).await)
 }
 
 #[tauri::command]
 pub async fn reject_proposal(state: State<'_, Backend>, persona_id: String) -> Reply<bool> {
-    view(engine(&state).await?.reject_proposal(&persona_id).await)
+    view(engine(&state).await?.tools().reject_proposal(&persona_id).await)
 }
 
 #[tauri::command]
 pub async fn get_metadata_service(state: State<'_, Backend>) -> Reply<MetadataServiceView> {
-    view(engine(&state).await?.metadata_service().await)
+    view(engine(&state).await?.tools().metadata_service().await)
 }
 
 #[tauri::command]
 pub async fn set_metadata_service(state: State<'_, Backend>, base_url: String, api_key: String) -> Reply<MetadataServiceView> {
-    view(engine(&state).await?.set_metadata_service(&base_url, &api_key).await)
+    view(engine(&state).await?.tools().set_metadata_service(&base_url, &api_key).await)
 }
 
 /// Settings → Tools: every tool with its on/off state.
 #[tauri::command]
 pub async fn list_tool_settings(state: State<'_, Backend>) -> Reply<Vec<ToolSettingView>> {
-    view(engine(&state).await?.tool_settings().await)
+    view(engine(&state).await?.tools().tool_settings().await)
 }
 
 #[tauri::command]
 pub async fn set_tool_enabled(state: State<'_, Backend>, tool: String, enabled: bool) -> Reply<Vec<ToolSettingView>> {
-    view(engine(&state).await?.set_tool_enabled(&tool, enabled).await)
+    view(engine(&state).await?.tools().set_tool_enabled(&tool, enabled).await)
 }
 
 /// A draft being typed: its embedding is computed ahead of the send.
 #[tauri::command]
 pub async fn prefetch_draft(state: State<'_, Backend>, text: String) -> Reply<()> {
-    engine(&state).await?.prefetch_embedding(&text);
+    engine(&state).await?.memory().prefetch_embedding(&text);
     Ok(())
 }
 
@@ -235,113 +235,113 @@ pub async fn prefetch_draft(state: State<'_, Backend>, text: String) -> Reply<()
 
 #[tauri::command]
 pub async fn list_memories(state: State<'_, Backend>, persona_id: Option<String>, include_superseded: bool) -> Reply<Vec<MemoryView>> {
-    view(engine(&state).await?.list_memories(persona_id.as_deref(), include_superseded).await)
+    view(engine(&state).await?.memory().list_memories(persona_id.as_deref(), include_superseded).await)
 }
 
 #[tauri::command]
 pub async fn confirm_memory(state: State<'_, Backend>, id: String) -> Reply<MemoryView> {
-    view(engine(&state).await?.confirm_memory(&id).await)
+    view(engine(&state).await?.memory().confirm_memory(&id).await)
 }
 
 #[tauri::command]
 pub async fn edit_memory(state: State<'_, Backend>, id: String, text: String) -> Reply<MemoryView> {
-    view(engine(&state).await?.edit_memory(&id, &text).await)
+    view(engine(&state).await?.memory().edit_memory(&id, &text).await)
 }
 
 #[tauri::command]
 pub async fn forget_memory(state: State<'_, Backend>, id: String) -> Reply<()> {
-    view(engine(&state).await?.forget_memory(&id).await)
+    view(engine(&state).await?.memory().forget_memory(&id).await)
 }
 
 #[tauri::command]
 pub async fn memories_used(state: State<'_, Backend>, message_id: String) -> Reply<Vec<UsedItemView>> {
-    view(engine(&state).await?.memories_used(&message_id).await)
+    view(engine(&state).await?.memory().memories_used(&message_id).await)
 }
 
 #[tauri::command]
 pub async fn persona_groups(state: State<'_, Backend>, persona_id: String) -> Reply<PersonaGroupsView> {
-    view(engine(&state).await?.persona_groups(&persona_id).await)
+    view(engine(&state).await?.memory().persona_groups(&persona_id).await)
 }
 
 #[tauri::command]
 pub async fn set_persona_groups(state: State<'_, Backend>, persona_id: String, group_primary: String, groups_visible: Vec<String>) -> Reply<PersonaGroupsView> {
-    view(engine(&state).await?.set_persona_groups(&persona_id, &group_primary, &groups_visible).await)
+    view(engine(&state).await?.memory().set_persona_groups(&persona_id, &group_primary, &groups_visible).await)
 }
 
 #[tauri::command]
 pub async fn queue_view(state: State<'_, Backend>) -> Reply<QueueView> {
-    view(engine(&state).await?.queue_view().await)
+    view(engine(&state).await?.conversation().queue_view().await)
 }
 
 #[tauri::command]
 pub async fn pause_queue(state: State<'_, Backend>) -> Reply<()> {
-    engine(&state).await?.pause_queue().await;
+    engine(&state).await?.conversation().pause_queue().await;
     Ok(())
 }
 
 #[tauri::command]
 pub async fn resume_queue(state: State<'_, Backend>) -> Reply<()> {
-    engine(&state).await?.resume_queue().await;
+    engine(&state).await?.conversation().resume_queue().await;
     Ok(())
 }
 
 #[tauri::command]
 pub async fn abort_current(state: State<'_, Backend>) -> Reply<bool> {
-    Ok(engine(&state).await?.abort_current())
+    Ok(engine(&state).await?.conversation().abort_current())
 }
 
 // ----- memory (#4): persona management and chat state -----
 
 #[tauri::command]
 pub async fn persona_profile(state: State<'_, Backend>, persona_id: String) -> Reply<app::PersonaProfileView> {
-    view(engine(&state).await?.persona_profile(&persona_id).await)
+    view(engine(&state).await?.personas().persona_profile(&persona_id).await)
 }
 
 #[tauri::command]
 pub async fn update_persona(state: State<'_, Backend>, persona_id: String, edit: app::PersonaEdit) -> Reply<app::PersonaProfileView> {
-    view(engine(&state).await?.update_persona(&persona_id, edit).await)
+    view(engine(&state).await?.personas().update_persona(&persona_id, edit).await)
 }
 
 #[tauri::command]
 pub async fn pause_persona(state: State<'_, Backend>, persona_id: String, until: Option<String>) -> Reply<PersonaView> {
-    view(engine(&state).await?.pause_persona(&persona_id, until.as_deref()).await)
+    view(engine(&state).await?.personas().pause_persona(&persona_id, until.as_deref()).await)
 }
 
 #[tauri::command]
 pub async fn list_archived_personas(state: State<'_, Backend>) -> Reply<Vec<PersonaView>> {
-    view(engine(&state).await?.list_archived_personas().await)
+    view(engine(&state).await?.personas().list_archived_personas().await)
 }
 
 #[tauri::command]
 pub async fn set_message_context(state: State<'_, Backend>, message_id: String, status: String) -> Reply<MessageView> {
-    view(engine(&state).await?.set_message_context(&message_id, &status).await)
+    view(engine(&state).await?.personas().set_message_context(&message_id, &status).await)
 }
 
 #[tauri::command]
 pub async fn recall_message(state: State<'_, Backend>, message_id: String) -> Reply<String> {
-    view(engine(&state).await?.recall_message(&message_id).await)
+    view(engine(&state).await?.personas().recall_message(&message_id).await)
 }
 
 #[tauri::command]
 pub async fn ceremony_settings(state: State<'_, Backend>) -> Reply<app::CeremonySettingsView> {
-    view(engine(&state).await?.ceremony_settings().await)
+    view(engine(&state).await?.personas().ceremony_settings().await)
 }
 
 #[tauri::command]
 pub async fn set_ceremony_time(state: State<'_, Backend>, time: String) -> Reply<app::CeremonySettingsView> {
-    view(engine(&state).await?.set_ceremony_time(&time).await)
+    view(engine(&state).await?.personas().set_ceremony_time(&time).await)
 }
 
 #[tauri::command]
 pub async fn set_queue_priority(state: State<'_, Backend>, id: String, priority: String) -> Reply<()> {
-    view(engine(&state).await?.set_queue_priority(&id, &priority).await)
+    view(engine(&state).await?.personas().set_queue_priority(&id, &priority).await)
 }
 
 // ----- profile: export and erasure (issue #3) -----
 
 #[tauri::command]
 pub async fn export_profile(state: State<'_, Backend>, path: String, passphrase: String) -> Reply<ExportView> {
-    view(engine(&state).await?.export_to(&path, &passphrase).await)
+    view(engine(&state).await?.vault().export_to(&path, &passphrase).await)
 }
 
 /// Checks and stages an export; it opens at the next start (`restart_app`).
@@ -351,7 +351,7 @@ pub async fn import_profile(state: State<'_, Backend>, path: String, passphrase:
     // On a thread of its own: sqlx's import future is not provably `Send`.
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {
-        let staged = tauri::async_runtime::block_on(engine.stage_import(&path, &passphrase, replace));
+        let staged = tauri::async_runtime::block_on(engine.vault().stage_import(&path, &passphrase, replace));
         let _ = tx.send(staged);
     });
     match rx.await {
@@ -369,34 +369,34 @@ pub fn restart_app(app: tauri::AppHandle) {
 
 #[tauri::command]
 pub async fn forget_message(state: State<'_, Backend>, message_id: String) -> Reply<()> {
-    view(engine(&state).await?.forget_message(&message_id).await)
+    view(engine(&state).await?.vault().forget_message(&message_id).await)
 }
 
 #[tauri::command]
 pub async fn archive_persona(state: State<'_, Backend>, persona_id: String, archived: bool) -> Reply<()> {
-    view(engine(&state).await?.archive_persona(&persona_id, archived).await)
+    view(engine(&state).await?.vault().archive_persona(&persona_id, archived).await)
 }
 
 #[tauri::command]
 pub async fn delete_persona(state: State<'_, Backend>, persona_id: String, with_human_data: bool) -> Reply<()> {
-    view(engine(&state).await?.delete_persona(&persona_id, with_human_data).await.map(|_| ()))
+    view(engine(&state).await?.vault().delete_persona(&persona_id, with_human_data).await.map(|_| ()))
 }
 
 // ----- office (issue #5) -----
 
 #[tauri::command]
 pub async fn why_reply(state: State<'_, Backend>, message_id: String) -> Reply<WhyView> {
-    view(engine(&state).await?.why(&message_id).await)
+    view(engine(&state).await?.office().why(&message_id).await)
 }
 
 #[tauri::command]
 pub async fn end_session(state: State<'_, Backend>, persona: String) -> Reply<Option<HandoverView>> {
-    view(engine(&state).await?.end_session(&persona, SessionEnd::New).await)
+    view(engine(&state).await?.office().end_session(&persona, SessionEnd::New).await)
 }
 
 #[tauri::command]
 pub async fn get_constitution(state: State<'_, Backend>, persona: String) -> Reply<Option<ConstitutionView>> {
-    view(engine(&state).await?.constitution(&persona).await)
+    view(engine(&state).await?.office().constitution(&persona).await)
 }
 
 #[tauri::command]
@@ -406,53 +406,53 @@ pub async fn set_constitution(
     core_directive: String,
     overrides: Vec<String>,
 ) -> Reply<ConstitutionView> {
-    view(engine(&state).await?.set_constitution(&persona, &core_directive, &overrides).await)
+    view(engine(&state).await?.office().set_constitution(&persona, &core_directive, &overrides).await)
 }
 
 #[tauri::command]
 pub async fn get_persona_language(state: State<'_, Backend>, persona: String) -> Reply<String> {
-    view(engine(&state).await?.persona_language(&persona).await)
+    view(engine(&state).await?.office().persona_language(&persona).await)
 }
 
 #[tauri::command]
 pub async fn set_persona_language(state: State<'_, Backend>, persona: String, language: String) -> Reply<String> {
-    view(engine(&state).await?.set_persona_language(&persona, &language).await)
+    view(engine(&state).await?.office().set_persona_language(&persona, &language).await)
 }
 
 #[tauri::command]
 pub async fn list_obligations(state: State<'_, Backend>, persona: String) -> Reply<Vec<ObligationView>> {
-    view(engine(&state).await?.obligations(&persona).await)
+    view(engine(&state).await?.office().obligations(&persona).await)
 }
 
 #[tauri::command]
 pub async fn complete_obligation(state: State<'_, Backend>, id: String) -> Reply<()> {
-    view(engine(&state).await?.complete_obligation(&id).await)
+    view(engine(&state).await?.office().complete_obligation(&id).await)
 }
 
 #[tauri::command]
 pub async fn token_usage(state: State<'_, Backend>) -> Reply<Vec<TokenUsageView>> {
-    view(engine(&state).await?.token_usage().await)
+    view(engine(&state).await?.office().token_usage().await)
 }
 
 #[tauri::command]
 pub async fn set_token_quota(state: State<'_, Backend>, persona: String, daily_limit: u32) -> Reply<()> {
-    view(engine(&state).await?.set_token_quota(&persona, daily_limit).await)
+    view(engine(&state).await?.office().set_token_quota(&persona, daily_limit).await)
 }
 
 #[tauri::command]
 pub async fn list_handovers(state: State<'_, Backend>, persona: String) -> Reply<Vec<HandoverView>> {
-    view(engine(&state).await?.handovers(&persona, 200).await)
+    view(engine(&state).await?.office().handovers(&persona, 200).await)
 }
 
 // office (issue #5), session 4: session modes, obligations added by the person, simulations
 #[tauri::command]
 pub async fn session_mode(state: State<'_, Backend>, persona: String) -> Reply<SessionModeView> {
-    view(engine(&state).await?.session_mode(&persona).await)
+    view(engine(&state).await?.office().session_mode(&persona).await)
 }
 
 #[tauri::command]
 pub async fn set_session_mode(state: State<'_, Backend>, persona: String, session_type: String, mode: String) -> Reply<SessionModeView> {
-    view(engine(&state).await?.set_session_mode(&persona, &session_type, &mode).await)
+    view(engine(&state).await?.office().set_session_mode(&persona, &session_type, &mode).await)
 }
 
 #[tauri::command]
@@ -463,12 +463,12 @@ pub async fn add_obligation(
     due_at: Option<String>,
     kind: String,
 ) -> Reply<ObligationView> {
-    view(engine(&state).await?.add_obligation(&persona, &text, due_at.as_deref(), &kind).await)
+    view(engine(&state).await?.office().add_obligation(&persona, &text, due_at.as_deref(), &kind).await)
 }
 
 #[tauri::command]
 pub async fn simulate_proposal(state: State<'_, Backend>, persona: String, nonce: String) -> Reply<SimulationView> {
-    view(engine(&state).await?.simulate_proposal(&persona, &nonce).await)
+    view(engine(&state).await?.office().simulate_proposal(&persona, &nonce).await)
 }
 
 #[tauri::command]
@@ -520,4 +520,22 @@ pub fn kept_page_state(desktop: State<'_, crate::desktop::Desktop>, key: String)
 #[tauri::command]
 pub fn voice_latest(voice: State<'_, crate::talk::VoiceShell>) -> Vec<app::voice::VoiceEvent> {
     voice.latest()
+}
+
+/// Whether Ledgermind starts (hidden, in the tray) at login: the XDG
+/// autostart entry is the setting itself.
+#[tauri::command]
+pub fn start_at_login() -> bool {
+    crate::autostart::entry_path().is_ok_and(|p| crate::autostart::enabled_at(&p))
+}
+
+/// Writes or removes the XDG autostart entry; answers the new state.
+#[tauri::command]
+pub fn set_start_at_login(enabled: bool) -> Reply<bool> {
+    let result = crate::autostart::entry_path()
+        .and_then(|p| crate::autostart::set_at(&p, enabled, &crate::autostart::current_program()).map(|()| p));
+    match result {
+        Ok(p) => Ok(crate::autostart::enabled_at(&p)),
+        Err(e) => Err(app::AppError::new("AUTOSTART_FAILED", e.to_string()).view()),
+    }
 }

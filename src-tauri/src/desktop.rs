@@ -574,7 +574,7 @@ pub fn follow_personas<R: Runtime>(app: AppHandle<R>, engine: std::sync::Arc<app
     let mut events = engine.subscribe();
     tauri::async_runtime::spawn(async move {
         loop {
-            if let Ok(personas) = engine.list_personas().await {
+            if let Ok(personas) = engine.personas().list_personas().await {
                 set_personas(&app, &personas);
             }
             loop {

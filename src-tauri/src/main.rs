@@ -4,6 +4,7 @@
 
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
+mod autostart;
 mod commands;
 mod documents;
 mod desktop;
@@ -76,11 +77,24 @@ fn main() {
         )
         .init();
     let data_dir = DataDir::from_env();
+    // `--hidden` (the login entry's flag) starts in the tray; any other
+    // arguments are files to import (a file manager's "Open with").
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let start_hidden = args.iter().any(|a| a == autostart::HIDDEN_FLAG);
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let opened = documents::paths_from_args(&args, &cwd);
     // First: a second launch must hand over before anything else starts.
     let builder = tauri::Builder::default().plugin(
         tauri_plugin_single_instance::Builder::new()
             .dbus_id(desktop::instance_id(&data_dir))
-            .callback(|app, _args, _cwd| desktop::show_main(app))
+            .callback(|app, args, cwd| {
+                // The files a second launch was given go to this copy's library.
+                let paths = documents::paths_from_args(args.get(1..).unwrap_or_default(), std::path::Path::new(&cwd));
+                documents::opened(app, paths);
+                if !args.iter().any(|a| a == autostart::HIDDEN_FLAG) {
+                    desktop::show_main(app);
+                }
+            })
             .build(),
     );
     // On Linux the shortcut is our own X11 grab (`hotkey`): the plugin's
@@ -105,13 +119,22 @@ fn main() {
             app.manage(desktop::Desktop::new(data_dir.clone()));
             app.manage(talk::VoiceShell::default());
             let shell = app.state::<desktop::Desktop>();
-            shell.set_tray(desktop::install_tray(&handle));
+            let tray = desktop::install_tray(&handle);
+            shell.set_tray(tray);
+            // Started at login: only the tray, unless there is no tray to
+            // come back from (then the window shows as usual).
+            if start_hidden && tray {
+                if let Some(window) = app.get_webview_window("main") {
+                    let _ = window.hide();
+                }
+            }
             desktop::start_shortcut_keys(&handle);
             shell.register_shortcut(&handle);
             let mut config = EngineConfig::new(data_dir, Arc::new(KeyringStore::new("ledgermind")));
             config.local_threads = threads();
             let (tx, rx) = watch::channel(None);
             app.manage(Backend(rx));
+            documents::opened(&handle, opened.clone());
             // Opening the keychain, the ledger and the index overlaps with the
             // web view's own start-up instead of delaying the window.
             // (A thread of its own: sqlx's futures are not provably `Send` for `spawn`.)
@@ -222,6 +245,8 @@ fn main() {
             commands::keep_page_state,
             commands::kept_page_state,
             commands::voice_latest,
+            commands::start_at_login,
+            commands::set_start_at_login,
         ])
         // Files and folders dropped on the window are read here, in Rust;
         // the web view only shows the overlay and the progress.
@@ -252,7 +277,7 @@ fn main() {
                 // Closing the window ends every open session with a handover;
                 // then finish the current step (queued replies stay queued).
                 tauri::async_runtime::block_on(async {
-                    engine.close_sessions().await;
+                    engine.office().close_sessions().await;
                     engine.shutdown().await;
                 });
             }

@@ -190,7 +190,7 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
                 *guard = Some(load_whisper(&models)?);
             }
             let Some(stt) = guard.as_mut() else { return Ok(()) };
-            let mut responder = PersonaResponder::new(engine, persona, runtime);
+            let mut responder = PersonaResponder::new(engine.conversation().clone(), persona, runtime);
             let tts = EspeakNg::default();
             let io: &mut dyn Duplex = match &mut audio {
                 Audio::File(io) => io,

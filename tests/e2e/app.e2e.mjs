@@ -333,7 +333,9 @@ export async function chooseModelFile(ctx) {
     log("  (no LEDGERMIND_HOME: the model chooser step is skipped)");
     return;
   }
-  const installed = (await readdir(join(home, "models"))).find((f) => f.endsWith(".gguf"));
+  // The smallest model (SmolLM2 when present): the app copies the chosen file.
+  const ggufs = (await readdir(join(home, "models"))).filter((f) => f.endsWith(".gguf")).sort();
+  const installed = ggufs.find((f) => f.startsWith("SmolLM2")) ?? ggufs[0];
   check(installed, `no .gguf model in ${home}/models`);
   const folder = await mkdtemp(join(tmpdir(), "lm-e2e-models-"));
   await link(join(home, "models", installed), join(folder, "e2e-chosen.gguf"));

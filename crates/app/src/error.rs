@@ -1,7 +1,10 @@
+//! The one error of the crate and its shape at the boundary.
+
 use ledger::{KeyStoreError, LedgerError};
 use providers::ProviderError;
 
-use crate::views::ErrorView;
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 /// The one error that crosses to the shells: a stable code and a sentence a
 /// person can act on. Never SQL text, never a secret.
@@ -72,3 +75,12 @@ impl From<ProviderError> for AppError {
         Self::new(e.code(), e.to_string())
     }
 }
+
+/// The one error shape that crosses the boundary to the UI and the CLI's JSON.
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct ErrorView {
+    pub code: String,
+    pub message: String,
+}
+

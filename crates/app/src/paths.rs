@@ -26,8 +26,23 @@ impl DataDir {
     pub fn ledger(&self) -> PathBuf {
         self.root.join("ledger.db")
     }
+    /// The person's models folder. Models installed system-wide (the
+    /// `ledgermind-models` package: `/usr/share/ledgermind/models`, and
+    /// `/usr/lib/ledgermind/models` for the native libraries they run on;
+    /// `LEDGERMIND_SYSTEM_MODELS`, `:`-separated, replaces both) appear in
+    /// it as symbolic links: read-only and memory-mapped where they are,
+    /// never copied. A file of the person's own with the same name wins;
+    /// links whose package was removed are taken away.
     pub fn models(&self) -> PathBuf {
-        self.root.join("models")
+        let dir = self.root.join("models");
+        let system = std::env::var_os("LEDGERMIND_SYSTEM_MODELS")
+            .unwrap_or_else(|| "/usr/share/ledgermind/models:/usr/lib/ledgermind/models".into());
+        offer_installed_models(&dir, &std::env::split_paths(&system).collect::<Vec<_>>());
+        dir
+    }
+    /// Evaluated prompts of the local model, kept between processes.
+    pub fn prompt_cache(&self) -> PathBuf {
+        self.root.join("cache").join("prompts")
     }
     /// Where an imported profile waits, verified, for the next start.
     pub fn staged_import(&self) -> PathBuf {
@@ -76,5 +91,60 @@ impl DataDir {
         }
         std::fs::remove_dir_all(self.staged_import())?;
         Ok(kept)
+    }
+}
+
+/// Links each entry of the `system` folders into `dir` unless `dir` has one
+/// of that name, and removes links into those folders whose target is gone.
+fn offer_installed_models(dir: &Path, system: &[PathBuf]) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let dangling = e.file_type().is_ok_and(|t| t.is_symlink()) && !e.path().exists();
+            if dangling && std::fs::read_link(e.path()).is_ok_and(|t| system.iter().any(|s| t.starts_with(s))) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    for sys in system {
+        let Ok(entries) = std::fs::read_dir(sys) else { continue };
+        if std::fs::create_dir_all(dir).is_err() {
+            return;
+        }
+        for e in entries.flatten() {
+            let link = dir.join(e.file_name());
+            if std::fs::symlink_metadata(&link).is_err() {
+                #[cfg(unix)]
+                if let Err(err) = std::os::unix::fs::symlink(e.path(), &link) {
+                    tracing::warn!(model = %e.path().display(), error = %err, "cannot offer an installed model");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn installed_models_are_linked_read_in_place_and_the_persons_own_win() {
+        let sys = tempfile::tempdir().expect("tmp");
+        let home = tempfile::tempdir().expect("tmp");
+        std::fs::write(sys.path().join("a.gguf"), b"system a").expect("write");
+        std::fs::write(sys.path().join("b.gguf"), b"system b").expect("write");
+        std::fs::create_dir(sys.path().join("all-MiniLM-L6-v2")).expect("dir");
+        let dir = home.path().join("models");
+        std::fs::create_dir(&dir).expect("dir");
+        std::fs::write(dir.join("b.gguf"), b"mine").expect("write");
+        offer_installed_models(&dir, &[sys.path().to_path_buf(), home.path().join("absent")]);
+        assert_eq!(std::fs::read_link(dir.join("a.gguf")).expect("a link"), sys.path().join("a.gguf"));
+        assert_eq!(std::fs::read(dir.join("a.gguf")).expect("read"), b"system a");
+        assert_eq!(std::fs::read(dir.join("b.gguf")).expect("read"), b"mine", "the person's own file wins");
+        assert!(dir.join("all-MiniLM-L6-v2").is_dir());
+        // The package removed: its links go, the person's file stays.
+        std::fs::remove_file(sys.path().join("a.gguf")).expect("rm");
+        offer_installed_models(&dir, &[sys.path().to_path_buf()]);
+        assert!(std::fs::symlink_metadata(dir.join("a.gguf")).is_err(), "a dangling link into the package is removed");
+        assert!(dir.join("b.gguf").is_file());
     }
 }

@@ -1,4 +1,4 @@
-//! The prompt-injection guard on text that enters the app (issue #6): what
+//! The prompt-injection guard on text that enters the app: what
 //! the human types, and imported text (conversation imports, answers of the
 //! metadata service) before it is stored, indexed and so able to reach a
 //! prompt through recall.
@@ -7,15 +7,18 @@
 //! removed), block (high: the text is not used). Every sanitize or block is
 //! a `guard_flagged` ledger event (categories only, never the text) and a
 //! log line with the same correlation id.
+//!
+//! Plain functions over the [`Context`]: the conversation, the memory's
+//! import and the tools all screen with them.
 
 use ledger::{Draft, EventBody, HUMAN_ENTITY};
 use memory::ConversationRow;
 use runtime::{Action, GuardReport};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Engine;
+use crate::context::Context;
 use crate::error::AppError;
-use crate::views::AppEvent;
+use crate::events::AppEvent;
 use crate::Result;
 
 /// Where screened text came from, as recorded in `guard_flagged`.
@@ -86,79 +89,77 @@ pub(crate) fn screen_imported_text(text: &str) -> (GuardReport, Option<String>) 
     (report, kept)
 }
 
-impl Engine {
-    pub(crate) async fn record_flags(&self, drafts: Vec<Draft>) -> Result<()> {
-        if drafts.is_empty() {
-            return Ok(());
-        }
-        for receipt in self.ledger.append_drafts(drafts).await? {
-            self.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
-        }
-        Ok(())
+pub(crate) async fn record_flags(ctx: &Context, drafts: Vec<Draft>) -> Result<()> {
+    if drafts.is_empty() {
+        return Ok(());
     }
+    for receipt in ctx.ledger.append_drafts(drafts).await? {
+        ctx.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
+    }
+    Ok(())
+}
 
-    /// The guard on a user message: `Ok(text)` to use (sanitized when the
-    /// risk is medium), or INPUT_BLOCKED. Sanitize and block are recorded.
-    pub(crate) async fn screen_input(&self, content: &str) -> Result<String> {
-        let report = runtime::analyze(content);
-        let correlation_id = runtime::pipeline::new_correlation_id();
-        let verdict = match report.action {
-            Action::Allow => {
-                if report.risk_level != runtime::RiskLevel::None {
-                    tracing::info!(correlation_id, risk = ?report.risk_level, findings = report.findings.len(), "guard: input allowed");
-                }
-                return Ok(content.to_owned());
+/// The guard on a user message: `Ok(text)` to use (sanitized when the
+/// risk is medium), or INPUT_BLOCKED. Sanitize and block are recorded.
+pub(crate) async fn screen_input(ctx: &Context, content: &str) -> Result<String> {
+    let report = runtime::analyze(content);
+    let correlation_id = runtime::pipeline::new_correlation_id();
+    let verdict = match report.action {
+        Action::Allow => {
+            if report.risk_level != runtime::RiskLevel::None {
+                tracing::info!(correlation_id, risk = ?report.risk_level, findings = report.findings.len(), "guard: input allowed");
             }
-            Action::Sanitize => Some(runtime::sanitize(content)).filter(|t| !t.trim().is_empty()),
-            Action::Block => None,
-        };
-        tracing::warn!(correlation_id, risk = ?report.risk_level, action = ?report.action, categories = ?categories(&report), "guard: input flagged");
-        self.record_flags(vec![flagged(&correlation_id, SOURCE_INPUT, None, &report)]).await?;
-        verdict.ok_or_else(|| blocked(&report))
-    }
+            return Ok(content.to_owned());
+        }
+        Action::Sanitize => Some(runtime::sanitize(content)).filter(|t| !t.trim().is_empty()),
+        Action::Block => None,
+    };
+    tracing::warn!(correlation_id, risk = ?report.risk_level, action = ?report.action, categories = ?categories(&report), "guard: input flagged");
+    record_flags(ctx, vec![flagged(&correlation_id, SOURCE_INPUT, None, &report)]).await?;
+    verdict.ok_or_else(|| blocked(&report))
+}
 
-    /// The guard on imported conversation rows, before anything is stored:
-    /// medium-risk rows keep their text minus the flagged parts, high-risk
-    /// rows are left out (and named in the result, so nothing is lost
-    /// silently). Runs on a blocking thread: a large import is CPU work.
-    pub(crate) async fn screen_imported_rows(&self, rows: Vec<ConversationRow>) -> Result<(Vec<ConversationRow>, ImportScreening)> {
-        let correlation_id = runtime::pipeline::new_correlation_id();
-        let cid = correlation_id.clone();
-        let (kept, screening, drafts) = tokio::task::spawn_blocking(move || {
-            let mut screening = ImportScreening { correlation_id: cid.clone(), ..ImportScreening::default() };
-            let mut drafts = Vec::new();
-            let mut kept = Vec::with_capacity(rows.len());
-            for mut row in rows {
-                let (report, text) = screen_imported_text(&row.text);
-                if report.action == Action::Allow {
+/// The guard on imported conversation rows, before anything is stored:
+/// medium-risk rows keep their text minus the flagged parts, high-risk
+/// rows are left out (and named in the result, so nothing is lost
+/// silently). Runs on a blocking thread: a large import is CPU work.
+pub(crate) async fn screen_imported_rows(ctx: &Context, rows: Vec<ConversationRow>) -> Result<(Vec<ConversationRow>, ImportScreening)> {
+    let correlation_id = runtime::pipeline::new_correlation_id();
+    let cid = correlation_id.clone();
+    let (kept, screening, drafts) = tokio::task::spawn_blocking(move || {
+        let mut screening = ImportScreening { correlation_id: cid.clone(), ..ImportScreening::default() };
+        let mut drafts = Vec::new();
+        let mut kept = Vec::with_capacity(rows.len());
+        for mut row in rows {
+            let (report, text) = screen_imported_text(&row.text);
+            if report.action == Action::Allow {
+                kept.push(row);
+                continue;
+            }
+            drafts.push(flagged(&cid, SOURCE_IMPORT, Some(&row.id), &report));
+            match text {
+                Some(text) => {
+                    screening.sanitized.push(row.id.clone());
+                    row.text = text;
                     kept.push(row);
-                    continue;
                 }
-                drafts.push(flagged(&cid, SOURCE_IMPORT, Some(&row.id), &report));
-                match text {
-                    Some(text) => {
-                        screening.sanitized.push(row.id.clone());
-                        row.text = text;
-                        kept.push(row);
-                    }
-                    None => screening.blocked.push(row.id.clone()),
-                }
+                None => screening.blocked.push(row.id.clone()),
             }
-            (kept, screening, drafts)
-        })
-        .await
-        .map_err(|e| AppError::new("IMPORT_FAILED", format!("the import guard stopped: {e}")))?;
-        if !drafts.is_empty() {
-            tracing::warn!(
-                correlation_id,
-                sanitized = screening.sanitized.len(),
-                blocked = screening.blocked.len(),
-                "guard: imported rows flagged"
-            );
         }
-        self.record_flags(drafts).await?;
-        Ok((kept, screening))
+        (kept, screening, drafts)
+    })
+    .await
+    .map_err(|e| AppError::new("IMPORT_FAILED", format!("the import guard stopped: {e}")))?;
+    if !drafts.is_empty() {
+        tracing::warn!(
+            correlation_id,
+            sanitized = screening.sanitized.len(),
+            blocked = screening.blocked.len(),
+            "guard: imported rows flagged"
+        );
     }
+    record_flags(ctx, drafts).await?;
+    Ok((kept, screening))
 }
 
 pub(crate) fn blocked(report: &GuardReport) -> AppError {

@@ -34,11 +34,11 @@ pub async fn chat(ctx: &Ctx, persona: &str, runs: usize) -> ExitCode {
         let text = format!("{} (run {i})", prompts[i % prompts.len()]);
         let is_typed = i % 2 == 1;
         if is_typed {
-            ctx.engine.prefetch_embedding(&text);
+            ctx.engine.memory().prefetch_embedding(&text);
             tokio::time::sleep(std::time::Duration::from_millis(TYPING_PAUSE_MS)).await;
         }
         let mut rx = ctx.engine.subscribe();
-        let request = match ctx.engine.send_message(persona, &text).await {
+        let request = match ctx.engine.conversation().send_message(persona, &text).await {
             Ok((_, r)) => r,
             Err(e) => return fail(&e),
         };
@@ -57,7 +57,7 @@ pub async fn chat(ctx: &Ctx, persona: &str, runs: usize) -> ExitCode {
             }
         }
     }
-    let timings = ctx.engine.reply_timings();
+    let timings = ctx.engine.conversation().reply_timings();
     // The first reply loads the model; report it apart.
     let (first, rest) = match timings.split_first() {
         Some((f, r)) => (f, r),
@@ -274,12 +274,12 @@ pub async fn replies(ctx: &Ctx, args: RepliesArgs) -> ExitCode {
 }
 
 async fn our_run(ctx: &Ctx, c: &Conversation, verbose: bool) -> Result<Vec<Measured>, ExitCode> {
-    let persona = ctx.engine.create_persona(&c.persona, &c.description).await.map_err(|e| fail(&e))?;
-    ctx.engine.set_persona_language(&persona.id, &c.language).await.map_err(|e| fail(&e))?;
+    let persona = ctx.engine.personas().create_persona(&c.persona, &c.description).await.map_err(|e| fail(&e))?;
+    ctx.engine.office().set_persona_language(&persona.id, &c.language).await.map_err(|e| fail(&e))?;
     let mut out = Vec::new();
     for (i, turn) in c.turns.iter().enumerate() {
         let mut rx = ctx.engine.subscribe();
-        let request = ctx.engine.send_message(&persona.id, &turn.say).await.map_err(|e| fail(&e))?.1;
+        let request = ctx.engine.conversation().send_message(&persona.id, &turn.say).await.map_err(|e| fail(&e))?.1;
         let reply = loop {
             match rx.recv().await {
                 Ok(AppEvent::ReplyFinished { request_id, message }) if request_id == request => break Ok(message.content),
@@ -288,7 +288,7 @@ async fn our_run(ctx: &Ctx, c: &Conversation, verbose: bool) -> Result<Vec<Measu
                 Err(_) => return Err(ExitCode::from(1)),
             }
         };
-        let timing = ctx.engine.reply_timings().into_iter().find(|t| t.request_id == request);
+        let timing = ctx.engine.conversation().reply_timings().into_iter().find(|t| t.request_id == request);
         let (text, failed) = match &reply {
             Ok(t) => (t.as_str(), false),
             Err(e) => (e.as_str(), true),

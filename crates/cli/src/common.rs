@@ -54,7 +54,7 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
 }
 
 pub async fn verify(ctx: &Ctx, json: bool) -> ExitCode {
-    let report = match ctx.engine.verify().await {
+    let report = match ctx.engine.vault().verify().await {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };

@@ -79,11 +79,11 @@ pub fn tools(args: &ToolsArgs) -> ExitCode {
 pub async fn tools_in_home(ctx: &Ctx, args: &ToolsArgs) -> ExitCode {
     let changes = args.enable.iter().map(|t| (t, true)).chain(args.disable.iter().map(|t| (t, false)));
     for (tool, on) in changes {
-        if let Err(e) = ctx.engine.set_tool_enabled(tool, on).await {
+        if let Err(e) = ctx.engine.tools().set_tool_enabled(tool, on).await {
             return fail(&e);
         }
     }
-    match ctx.engine.tool_settings().await {
+    match ctx.engine.tools().tool_settings().await {
         Ok(settings) => {
             let off: HashSet<String> = settings.into_iter().filter(|t| !t.enabled).map(|t| t.name).collect();
             print_tools(args.json, &off)

@@ -61,7 +61,7 @@ async fn status(ctx: &Ctx, json: bool) -> ExitCode {
 }
 
 async fn rotate(ctx: &Ctx) -> ExitCode {
-    let replaced = match ctx.engine.rotate_missing_keys().await {
+    let replaced = match ctx.engine.keys().rotate_missing_keys().await {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };

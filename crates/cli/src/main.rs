@@ -7,7 +7,9 @@ mod common;
 mod docs_cmds;
 mod guard_cmds;
 mod keys_cmds;
+mod memories_cmds;
 mod memory_cmds;
+mod models_cmds;
 mod office_cmds;
 mod persona_cmds;
 mod vault_cmds;
@@ -122,9 +124,14 @@ enum Command {
     /// The offline voice engine on audio files: transcribe, say.
     #[command(subcommand)]
     Voice(voice_cmds::VoiceCmd),
+    /// What the personas have learned about you: facts, traits, topics, people, quotes.
+    Memories(memories_cmds::MemoriesArgs),
     /// The document library: add | list | remove | search.
     #[command(subcommand)]
     Docs(docs_cmds::DocsCmd),
+    /// The model manager: list | pull ID | use ID [--persona NAME] | remove ID | servers.
+    #[command(subcommand)]
+    Models(models_cmds::ModelsCmd),
 }
 
 #[derive(Debug, Subcommand)]
@@ -187,6 +194,12 @@ fn main() -> ExitCode {
         if let Command::Docs(cmd) = &cli.command {
             return docs_cmds::run(cli.home.clone(), cmd.clone()).await;
         }
+        // The models folder and the network; only a persona's model needs the ledger.
+        if let Command::Models(cmd) = &cli.command {
+            if !cmd.needs_engine() {
+                return models_cmds::run(cli.home.clone(), cmd.clone()).await;
+            }
+        }
         if let Command::Bench(BenchCmd::Vault(cmd)) = &cli.command {
             return vault_cmds::bench(cmd).await;
         }
@@ -202,7 +215,7 @@ fn main() -> ExitCode {
             Command::Events { json, last } => common::events(&ctx, json, last).await,
             Command::Queue { json } => common::queue(&ctx, json).await,
             Command::Status => common::status(&ctx).await,
-            Command::PromptProfile { model, profile } => match ctx.engine.set_prompt_profile(&model, &profile).await {
+            Command::PromptProfile { model, profile } => match ctx.engine.conversation().set_prompt_profile(&model, &profile).await {
                 Ok(()) => {
                     println!("prompt profile of {model}: {profile}");
                     ExitCode::SUCCESS
@@ -211,6 +224,7 @@ fn main() -> ExitCode {
             },
             Command::ImportConversation(args) => memory_cmds::import(&ctx, args).await,
             Command::Recall(args) => memory_cmds::recall(&ctx, args).await,
+            Command::Memories(args) => memories_cmds::memories(&ctx, args).await,
             Command::Frame(args) => office_cmds::frame(&ctx, args).await,
             Command::EndSession { persona, json } => office_cmds::end_session(&ctx, &persona, json).await,
             Command::Constitution(args) => office_cmds::constitution(&ctx, args).await,
@@ -232,6 +246,7 @@ fn main() -> ExitCode {
             Command::Tools(args) => guard_cmds::tools_in_home(&ctx, &args).await,
             Command::Voice(cmd) => voice_cmds::converse(&ctx, home, cmd).await,
             Command::Guard { .. } => ExitCode::SUCCESS,
+            Command::Models(cmd) => models_cmds::run_with_engine(&ctx, cmd).await,
         };
         ctx.engine.shutdown().await;
         code

@@ -69,12 +69,12 @@ fn progress_printer(label: &'static str) -> impl Fn(EmbedProgress) + Send + Sync
 }
 
 pub async fn import(ctx: &Ctx, args: ImportArgs) -> ExitCode {
-    let report = match ctx.engine.import_conversation(&args.persona, &args.file).await {
+    let report = match ctx.engine.memory().import_conversation(&args.persona, &args.file).await {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
     if !args.no_wait {
-        if let Err(e) = ctx.engine.wait_for_embeddings(&progress_printer("embeddings")).await {
+        if let Err(e) = ctx.engine.memory().wait_for_embeddings(&progress_printer("embeddings")).await {
             return fail(&e);
         }
     }
@@ -95,7 +95,7 @@ pub async fn import(ctx: &Ctx, args: ImportArgs) -> ExitCode {
             guard.blocked.join(", ")
         );
     }
-    let status = ctx.engine.memory_status();
+    let status = ctx.engine.memory().memory_status();
     if status.starts_with("keyword") {
         eprintln!("note: {status}");
     }
@@ -127,13 +127,13 @@ pub async fn recall(ctx: &Ctx, args: RecallArgs) -> ExitCode {
         (None, None) => return fail(&AppError::invalid("give a QUERY or --queries FILE")),
     };
     // Rank over a fully embedded index, so the answer does not depend on timing.
-    if let Err(e) = ctx.engine.wait_for_embeddings(&progress_printer("indexing")).await {
+    if let Err(e) = ctx.engine.memory().wait_for_embeddings(&progress_printer("indexing")).await {
         return fail(&e);
     }
     let json = args.json || args.queries.is_some();
     let mut out = std::io::stdout().lock();
     for q in queries {
-        let view = match ctx.engine.recall(&args.persona, &q, args.k).await {
+        let view = match ctx.engine.memory().recall(&args.persona, &q, args.k).await {
             Ok(v) => v,
             Err(e) => return fail(&e),
         };

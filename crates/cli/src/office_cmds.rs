@@ -22,7 +22,7 @@ pub struct FrameArgs {
 pub async fn frame(ctx: &Ctx, args: FrameArgs) -> ExitCode {
     let current = match &args.session_type {
         Some(t) => t.clone(),
-        None => match ctx.engine.session_mode(&args.persona).await {
+        None => match ctx.engine.office().session_mode(&args.persona).await {
             Ok(s) => s.session_type,
             Err(e) => return fail(&e),
         },
@@ -31,7 +31,7 @@ pub async fn frame(ctx: &Ctx, args: FrameArgs) -> ExitCode {
         eprintln!("error [INVALID_INPUT]: the session type must be work, assist, deliberate or research");
         return ExitCode::from(2);
     };
-    match ctx.engine.frame(&args.persona, session_type).await {
+    match ctx.engine.office().frame(&args.persona, session_type).await {
         Ok(frame) if args.json => print_json(&frame),
         Ok(frame) => {
             println!("{}", frame.narrative);
@@ -50,7 +50,7 @@ pub async fn frame(ctx: &Ctx, args: FrameArgs) -> ExitCode {
 
 /// Ends the persona's session as the "New" command does.
 pub async fn end_session(ctx: &Ctx, persona: &str, json: bool) -> ExitCode {
-    match ctx.engine.end_session(persona, SessionEnd::New).await {
+    match ctx.engine.office().end_session(persona, SessionEnd::New).await {
         Ok(h) if json => print_json(&h),
         Ok(Some(h)) => {
             println!("handover ({}): {}", h.author, h.text);
@@ -82,8 +82,8 @@ pub struct ConstitutionArgs {
 
 pub async fn constitution(ctx: &Ctx, args: ConstitutionArgs) -> ExitCode {
     let result = match &args.set {
-        Some(core) => ctx.engine.set_constitution(&args.persona, core, &args.overrides).await.map(Some),
-        None => ctx.engine.constitution(&args.persona).await,
+        Some(core) => ctx.engine.office().set_constitution(&args.persona, core, &args.overrides).await.map(Some),
+        None => ctx.engine.office().constitution(&args.persona).await,
     };
     match result {
         Ok(c) if args.json => print_json(&c),
@@ -103,7 +103,7 @@ pub async fn constitution(ctx: &Ctx, args: ConstitutionArgs) -> ExitCode {
 }
 
 pub async fn dream(ctx: &Ctx, persona: &str) -> ExitCode {
-    match ctx.engine.dream(persona).await {
+    match ctx.engine.office().dream(persona).await {
         Ok(true) => {
             println!("dreamt: a synthesized period and a new baseline narrative were written");
             ExitCode::SUCCESS
@@ -145,9 +145,9 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 pub async fn bench(ctx: &Ctx, args: BenchArgs) -> ExitCode {
     use ledger::{Draft, EventBody, MessageRole, HUMAN_ENTITY};
     let engine = &ctx.engine;
-    let persona = match engine.persona(&args.persona).await {
+    let persona = match engine.personas().persona(&args.persona).await {
         Ok(p) => p,
-        Err(_) => match engine.create_persona(&args.persona, "A benchmark persona who plans trips").await {
+        Err(_) => match engine.personas().create_persona(&args.persona, "A benchmark persona who plans trips").await {
             Ok(p) => p,
             Err(e) => return fail(&e),
         },
@@ -155,9 +155,9 @@ pub async fn bench(ctx: &Ctx, args: BenchArgs) -> ExitCode {
     let mut others = Vec::new();
     for k in 0..7 {
         let name = format!("{} other {k}", args.persona);
-        match engine.persona(&name).await {
+        match engine.personas().persona(&name).await {
             Ok(p) => others.push(p.id),
-            Err(_) => match engine.create_persona(&name, "").await {
+            Err(_) => match engine.personas().create_persona(&name, "").await {
                 Ok(p) => others.push(p.id),
                 Err(e) => return fail(&e),
             },
@@ -193,7 +193,7 @@ pub async fn bench(ctx: &Ctx, args: BenchArgs) -> ExitCode {
     let mut tokens = 0;
     for n in 0..args.frames + 5 {
         let t = std::time::Instant::now();
-        let frame = match engine.frame_with(&persona.id, app::SessionType::Assist, retrieved.clone()).await {
+        let frame = match engine.office().frame_with(&persona.id, app::SessionType::Assist, retrieved.clone()).await {
             Ok(f) => f,
             Err(e) => return fail(&e),
         };
@@ -209,7 +209,7 @@ pub async fn bench(ctx: &Ctx, args: BenchArgs) -> ExitCode {
 
     let mut rx = engine.subscribe();
     for r in 0..args.replies {
-        let request = match engine.send_message(&persona.id, &format!("Say hello in one short sentence (run {r}).")).await {
+        let request = match engine.conversation().send_message(&persona.id, &format!("Say hello in one short sentence (run {r}).")).await {
             Ok((_, request)) => request,
             Err(e) => return fail(&e),
         };
@@ -225,7 +225,7 @@ pub async fn bench(ctx: &Ctx, args: BenchArgs) -> ExitCode {
             }
         }
     }
-    let timings = engine.reply_timings();
+    let timings = engine.conversation().reply_timings();
     let mut ttft: Vec<f64> = timings.iter().skip(1).map(|t| t.model_first_token_ms).collect();
     ttft.sort_by(|a, b| a.total_cmp(b));
     if ttft.is_empty() {
@@ -254,12 +254,12 @@ pub struct SessionArgs {
 /// Shows, or switches, the persona's session type and mode.
 pub async fn session(ctx: &Ctx, args: SessionArgs) -> ExitCode {
     let result = match (&args.session_type, &args.mode) {
-        (None, None) => ctx.engine.session_mode(&args.persona).await,
-        (t, m) => match ctx.engine.session_mode(&args.persona).await {
+        (None, None) => ctx.engine.office().session_mode(&args.persona).await,
+        (t, m) => match ctx.engine.office().session_mode(&args.persona).await {
             Ok(now) => {
                 let t = t.clone().unwrap_or(now.session_type);
                 let m = m.clone().unwrap_or_else(|| if matches!(t.as_str(), "deliberate" | "research") { "deliberation".into() } else { now.mode });
-                ctx.engine.set_session_mode(&args.persona, &t, &m).await
+                ctx.engine.office().set_session_mode(&args.persona, &t, &m).await
             }
             Err(e) => Err(e),
         },

@@ -55,9 +55,9 @@ pub async fn run(ctx: &Ctx, cmd: PersonaCmd) -> ExitCode {
     match cmd {
         PersonaCmd::Create { name, description, fill } => {
             let created = if fill {
-                ctx.engine.create_persona_described(&name, &description).await
+                ctx.engine.personas().create_persona_described(&name, &description).await
             } else {
-                ctx.engine.create_persona(&name, &description).await
+                ctx.engine.personas().create_persona(&name, &description).await
             };
             match created {
                 Ok(p) => {
@@ -70,7 +70,7 @@ pub async fn run(ctx: &Ctx, cmd: PersonaCmd) -> ExitCode {
                 Err(e) => fail(&e),
             }
         }
-        PersonaCmd::Show { name, json } => match ctx.engine.persona_profile(&name).await {
+        PersonaCmd::Show { name, json } => match ctx.engine.personas().persona_profile(&name).await {
             Ok(p) if json => print_json(&p),
             Ok(p) => {
                 println!("{} ({})\n{}", p.name, p.id, p.short_description);
@@ -98,7 +98,7 @@ pub async fn run(ctx: &Ctx, cmd: PersonaCmd) -> ExitCode {
         },
         PersonaCmd::Pause { name, until, resume } => {
             let until = if resume { None } else { until };
-            match ctx.engine.pause_persona(&name, until.as_deref()).await {
+            match ctx.engine.personas().pause_persona(&name, until.as_deref()).await {
                 Ok(p) => {
                     println!("{}\t{}", p.name, p.paused_until.as_deref().unwrap_or("resumed"));
                     ExitCode::SUCCESS
@@ -110,7 +110,7 @@ pub async fn run(ctx: &Ctx, cmd: PersonaCmd) -> ExitCode {
         PersonaCmd::Delete { name, with_human_data } => {
             crate::vault_cmds::persona_delete(ctx, &name, with_human_data).await
         }
-        PersonaCmd::List { json } => match ctx.engine.list_personas().await {
+        PersonaCmd::List { json } => match ctx.engine.personas().list_personas().await {
             Ok(list) if json => print_json(&list),
             Ok(list) => {
                 for p in list {
@@ -134,7 +134,7 @@ async fn wait_for_fill(ctx: &Ctx, name: &str) -> ExitCode {
     eprint!("filling traits and topics with the local model");
     let deadline = std::time::Instant::now() + FILL_WAIT;
     loop {
-        let p = match ctx.engine.persona_profile(name).await {
+        let p = match ctx.engine.personas().persona_profile(name).await {
             Ok(p) => p,
             Err(e) => return fail(&e),
         };
@@ -157,14 +157,14 @@ async fn wait_for_fill(ctx: &Ctx, name: &str) -> ExitCode {
 /// Sends a message and streams the reply to stdout.
 pub async fn chat(ctx: &Ctx, persona: &str, message: &str) -> ExitCode {
     let mut rx = ctx.engine.subscribe();
-    let request = match ctx.engine.send_message(persona, message).await {
+    let request = match ctx.engine.conversation().send_message(persona, message).await {
         Ok((_, request)) => request,
         Err(e) => return fail(&e),
     };
     let mut out = std::io::stdout().lock();
     if request.is_empty() {
         // A deterministic intent (delete all, list all, cancel) answered at once.
-        let last = ctx.engine.list_messages(persona).await.ok().and_then(|mut m| m.pop());
+        let last = ctx.engine.conversation().list_messages(persona).await.ok().and_then(|mut m| m.pop());
         let _ = writeln!(out, "{}", last.map(|m| m.content).unwrap_or_default());
         return ExitCode::SUCCESS;
     }

@@ -100,7 +100,7 @@ pub enum BenchCmd {
 pub async fn checkpoint(ctx: &Ctx, cmd: CheckpointCmd) -> ExitCode {
     let engine = &ctx.engine;
     match cmd {
-        CheckpointCmd::List { json } => match engine.list_checkpoints().await {
+        CheckpointCmd::List { json } => match engine.vault().list_checkpoints().await {
             Ok(list) if json => print_json(&list),
             Ok(list) => {
                 for c in list {
@@ -111,22 +111,22 @@ pub async fn checkpoint(ctx: &Ctx, cmd: CheckpointCmd) -> ExitCode {
             }
             Err(e) => fail(&e),
         },
-        CheckpointCmd::Save { slot, name } => match engine.save_checkpoint(slot, &name).await {
+        CheckpointCmd::Save { slot, name } => match engine.vault().save_checkpoint(slot, &name).await {
             Ok(c) => print_json(&c),
             Err(e) => fail(&e),
         },
-        CheckpointCmd::Restore { slot } => match engine.restore_checkpoint(slot).await {
+        CheckpointCmd::Restore { slot } => match engine.vault().restore_checkpoint(slot).await {
             Ok(r) => print_json(&r),
             Err(e) => fail(&e),
         },
-        CheckpointCmd::Delete { slot } => match engine.delete_checkpoint(slot).await {
+        CheckpointCmd::Delete { slot } => match engine.vault().delete_checkpoint(slot).await {
             Ok(()) => {
                 println!("deleted slot {slot}");
                 ExitCode::SUCCESS
             }
             Err(e) => fail(&e),
         },
-        CheckpointCmd::Undo => match engine.undo_restore().await {
+        CheckpointCmd::Undo => match engine.vault().undo_restore().await {
             Ok(r) => print_json(&r),
             Err(e) => fail(&e),
         },
@@ -189,7 +189,7 @@ pub async fn import(home: Option<PathBuf>, file: &Path, passphrase_file: &Path) 
 }
 
 pub async fn persona_archive(ctx: &Ctx, name: &str, archived: bool) -> ExitCode {
-    match ctx.engine.archive_persona(name, archived).await {
+    match ctx.engine.vault().archive_persona(name, archived).await {
         Ok(()) => {
             println!("{} {name}", if archived { "archived" } else { "unarchived" });
             ExitCode::SUCCESS
@@ -199,7 +199,7 @@ pub async fn persona_archive(ctx: &Ctx, name: &str, archived: bool) -> ExitCode 
 }
 
 pub async fn persona_delete(ctx: &Ctx, name: &str, with_human_data: bool) -> ExitCode {
-    match ctx.engine.delete_persona(name, with_human_data).await {
+    match ctx.engine.vault().delete_persona(name, with_human_data).await {
         Ok(e) => {
             println!("deleted {name}: erased {} payloads", e.erased.len());
             ExitCode::SUCCESS
@@ -209,7 +209,7 @@ pub async fn persona_delete(ctx: &Ctx, name: &str, with_human_data: bool) -> Exi
 }
 
 pub async fn prove(ctx: &Ctx, seq: i64) -> ExitCode {
-    match ctx.engine.prove(seq).await {
+    match ctx.engine.vault().prove(seq).await {
         Ok(p) => print_json(&p),
         Err(e) => fail(&e),
     }

@@ -209,7 +209,7 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let responder = app::voice::PersonaResponder::new(ctx.engine.clone(), persona, tokio::runtime::Handle::current());
+    let responder = app::voice::PersonaResponder::new(ctx.engine.conversation().clone(), persona, tokio::runtime::Handle::current());
     let result = tokio::task::spawn_blocking(move || -> Result<_, VoiceError> {
         let mut stt = Whisper::load(&choice.dir)?;
         let mut responder = responder;

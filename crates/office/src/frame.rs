@@ -189,17 +189,22 @@ pub(crate) fn parse_ts(s: &str) -> Option<OffsetDateTime> {
 }
 
 /// How a reply the person cut off while it was spoken reads in what the
-/// persona is shown (history, recent events): the part said aloud, marked,
-/// so the unspoken rest is not taken as heard.
+/// persona is shown (history, recent events): the part said aloud, trailing
+/// off, so the unspoken rest is not taken as heard. A bracketed marker here
+/// was copied by models onto the end of later replies and then read aloud;
+/// a trailing ellipsis is how a cut-off sentence reads in any text.
 pub fn as_heard(reply: &str, spoken_chars: u32) -> String {
     let said: String = reply.chars().take(spoken_chars as usize).collect();
     let said = said.trim_end();
     if said.is_empty() {
-        "[interrupted before saying anything]".to_owned()
+        CUT_OFF.to_owned()
     } else {
-        format!("{said} [interrupted]")
+        format!("{said}{CUT_OFF}")
     }
 }
+
+/// The mark of a reply cut off while it was spoken.
+pub const CUT_OFF: &str = "…";
 
 fn event_line(e: StoredEvent, cut: &std::collections::HashMap<String, u32>) -> EventLine {
     let text = e.payload.map(|p| {
@@ -403,8 +408,9 @@ mod heard_tests {
 
     #[test]
     fn a_cut_reply_keeps_what_was_said_and_is_marked() {
-        assert_eq!(as_heard("Sure. I can speak more slowly.", 5), "Sure. [interrupted]");
-        assert_eq!(as_heard("Olá, Ana. Tudo bem?", 9), "Olá, Ana. [interrupted]");
-        assert_eq!(as_heard("Sure.", 0), "[interrupted before saying anything]");
+        assert_eq!(as_heard("Sure. I can speak more slowly.", 5), "Sure.…");
+        assert_eq!(as_heard("Olá, Ana. Tudo bem?", 9), "Olá, Ana.…");
+        assert_eq!(as_heard("Sure.", 0), "…");
+        assert!(!as_heard("Sure. More.", 5).contains('['), "no bracketed marker a model could copy");
     }
 }

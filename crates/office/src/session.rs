@@ -171,11 +171,68 @@ impl Language {
             Self::En
         }
     }
+
+    /// The language a message is written in, when it says so clearly: a
+    /// person who writes Portuguese to a persona set to English is answered
+    /// in Portuguese. `None` for text too short or too mixed to tell (a name,
+    /// "ok", a link), where the persona's setting decides.
+    pub fn detect(text: &str) -> Option<Self> {
+        let lower = text.to_lowercase();
+        let words: Vec<&str> = lower
+            .split(|c: char| !(c.is_alphabetic() || c == '\''))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let pt = words.iter().filter(|w| PT_WORDS.contains(w)).count()
+            // Letters English does not use are strong evidence on their own.
+            + 2 * words.iter().filter(|w| w.chars().any(|c| "ãõçáéíóúâêôà".contains(c))).count();
+        let en = words.iter().filter(|w| EN_WORDS.contains(w)).count();
+        match (pt, en) {
+            (0, 0) => None,
+            (p, e) if p >= 2 * e.max(1) || (e == 0 && p >= 1) => Some(Self::PtBr),
+            (p, e) if e >= 2 * p.max(1) || (p == 0 && e >= 1) => Some(Self::En),
+            _ => None,
+        }
+    }
 }
+
+/// Everyday function words only one of the two languages has (lower case,
+/// accents kept). Words both share ("a", "no", "me", "do", "for") are left
+/// out: they would count for either.
+const PT_WORDS: &[&str] = &[
+    "o", "os", "as", "um", "uma", "uns", "umas", "de", "da", "das", "dos", "em", "na", "nas", "nos", "ao", "aos",
+    "que", "qual", "quais", "quem", "onde", "quando", "como", "porque", "por", "para", "pra", "com", "sem", "eu",
+    "tu", "você", "voce", "vocês", "ele", "ela", "eles", "elas", "nós", "meu", "minha", "meus", "minhas", "seu",
+    "sua", "teu", "tua", "isso", "isto", "esse", "essa", "este", "esta", "aquele", "aquela", "é", "são", "foi",
+    "era", "estou", "está", "estava", "tenho", "tem", "tinha", "sou", "vou", "vai", "não", "nao", "sim", "mas",
+    "ou", "muito", "muita", "também", "tambem", "já", "ainda", "agora", "hoje", "amanhã", "ontem", "mim", "comigo",
+    "lembra", "sabe", "gosto", "gosta", "moro", "mora", "trabalho", "chamo", "nome", "obrigado", "obrigada", "olá",
+    "oi", "tudo", "bem", "ano", "mês", "semana", "dia", "coisa", "lá", "aqui", "quanto", "quantos", "quantas",
+];
+const EN_WORDS: &[&str] = &[
+    "the", "an", "of", "and", "or", "is", "are", "was", "were", "be", "been", "am", "i", "i'm", "you", "you're",
+    "he", "she", "it", "it's", "we", "they", "my", "your", "his", "her", "our", "their", "what", "which", "who",
+    "where", "when", "why", "how", "that", "this", "these", "those", "with", "without", "to", "from", "in", "on",
+    "at", "by", "about", "do", "does", "did", "have", "has", "had", "not", "don't", "can", "will", "would",
+    "should", "could", "yes", "but", "very", "also", "already", "still", "now", "today", "tomorrow", "yesterday",
+    "me", "remember", "know", "like", "live", "work", "name", "thanks", "thank", "hello", "hi", "all", "well",
+    "year", "month", "week", "day", "thing", "there", "here", "many", "much",
+];
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_tells_its_language_when_it_clearly_can() {
+        assert_eq!(Language::detect("Em que cidade eu moro?"), Some(Language::PtBr));
+        assert_eq!(Language::detect("Qual é o nome do meu irmão?"), Some(Language::PtBr));
+        assert_eq!(Language::detect("Você lembra do meu cachorro"), Some(Language::PtBr));
+        assert_eq!(Language::detect("Which city do I live in?"), Some(Language::En));
+        assert_eq!(Language::detect("What is my brother's job?"), Some(Language::En));
+        assert_eq!(Language::detect("Lisboa"), None);
+        assert_eq!(Language::detect("ok"), None);
+        assert_eq!(Language::detect(""), None);
+    }
 
     #[test]
     fn each_type_has_its_default_and_allowed_modes() {

@@ -104,6 +104,9 @@ struct Shared {
     overlap: Mutex<()>,
     /// Evaluated contexts kept between calls (see [`WarmContext`]).
     warm: Mutex<Vec<WarmContext>>,
+    /// Where evaluated prompts are kept between processes, when set (see
+    /// [`LocalEngine::keep_prompts_in`]).
+    prompt_cache: OnceLock<PathBuf>,
 }
 
 /// The in-process llama.cpp engine. Cheap to clone; clones share the model
@@ -140,6 +143,7 @@ impl LocalEngine {
                 holder: Mutex::new(None),
                 overlap: Mutex::new(()),
                 warm: Mutex::new(Vec::new()),
+                prompt_cache: OnceLock::new(),
             }),
             threads,
         }
@@ -383,7 +387,11 @@ impl LocalEngine {
             Some(w) => w,
             None => {
                 let n_ctx = needed.max(WARM_MIN_CTX).div_ceil(1024).saturating_mul(1024).min(n_ctx_train);
-                WarmContext::new(backend, model.clone(), path, n_ctx, self.threads)?
+                let mut fresh = WarmContext::new(backend, model.clone(), path, n_ctx, self.threads)?;
+                if own_turn {
+                    self.load_kept_prompt(&mut fresh, &tokens);
+                }
+                fresh
             }
         };
         let reused = slot.keep_prefix(&tokens);
@@ -486,6 +494,7 @@ impl LocalEngine {
             None => emit(rest, &mut text),
         }
         if own_turn && finish != FinishReason::Cancelled {
+            self.save_kept_prompt(&slot);
             self.put_warm(slot);
         }
         tracing::debug!(
@@ -565,6 +574,95 @@ impl LocalEngine {
         lock(&self.shared.warm).clear();
     }
 
+    /// Keeps each conversation's evaluated prompt on disk in `dir`, so a
+    /// new process (one `ledgermind chat` per message, or the app after a
+    /// restart) evaluates only what is new since the last reply instead of
+    /// the whole history. The files hold what the model computed from the
+    /// conversation: [`LocalEngine::forget_kept_prompts`] removes them when
+    /// anything of it is erased. Set once; later calls are ignored.
+    pub fn keep_prompts_in(&self, dir: PathBuf) {
+        let _ = self.shared.prompt_cache.set(dir);
+    }
+
+    /// Deletes every prompt kept on disk (and every warm context, which
+    /// holds the same): after an erasure nothing computed from the erased
+    /// text may remain.
+    pub fn forget_kept_prompts(&self) -> std::io::Result<()> {
+        self.drop_warm_contexts();
+        let Some(dir) = self.shared.prompt_cache.get() else {
+            return Ok(());
+        };
+        match std::fs::remove_dir_all(dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// The kept prompt a new context for `tokens` may start from: one file
+    /// per model and conversation start (the system message and first
+    /// turn), so two personas do not overwrite each other's.
+    fn kept_prompt_file(&self, path: &Path, tokens: &[LlamaToken]) -> Option<PathBuf> {
+        let dir = self.shared.prompt_cache.get()?;
+        let stem = path.file_stem()?.to_str()?;
+        let head = &tokens[..tokens.len().min(KEPT_PROMPT_KEY_TOKENS)];
+        // FNV-1a: a stable name across processes (std's hasher is seeded).
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for t in head {
+            for b in t.0.to_le_bytes() {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        Some(dir.join(format!("{stem}-{h:016x}.kv")))
+    }
+
+    /// Fills a fresh context from the kept prompt, if one fits.
+    fn load_kept_prompt(&self, slot: &mut WarmContext, tokens: &[LlamaToken]) {
+        let Some(file) = self.kept_prompt_file(&slot.path, tokens) else { return };
+        if !file.exists() {
+            return;
+        }
+        match slot.ctx.state_load_file(&file, slot.n_ctx) {
+            Ok(kept) => {
+                tracing::debug!(tokens = kept.len(), "evaluated prompt read from disk");
+                slot.tokens = kept;
+            }
+            Err(e) => {
+                // Written by another build or for a larger context: start clean.
+                tracing::debug!(error = %e, "a kept prompt could not be used");
+                slot.ctx.clear_kv_cache();
+                slot.tokens.clear();
+            }
+        }
+    }
+
+    /// Writes the context's evaluated tokens beside the others, atomically
+    /// (a crash leaves the old file or the new one, never half of one).
+    fn save_kept_prompt(&self, slot: &WarmContext) {
+        if slot.tokens.len() < MIN_REUSE {
+            return;
+        }
+        let Some(file) = self.kept_prompt_file(&slot.path, &slot.tokens) else { return };
+        let Some(dir) = file.parent() else { return };
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            tracing::debug!(error = %e, "no folder for kept prompts");
+            return;
+        }
+        let partial = file.with_extension("kv.partial");
+        match slot.ctx.state_save_file(&partial, &slot.tokens) {
+            Ok(()) => {
+                if let Err(e) = std::fs::rename(&partial, &file) {
+                    tracing::debug!(error = %e, "a kept prompt could not be put in place");
+                    let _ = std::fs::remove_file(&partial);
+                }
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "the evaluated prompt could not be kept");
+                let _ = std::fs::remove_file(&partial);
+            }
+        }
+        prune_kept_prompts(dir);
+    }
+
     /// How many tokens each warm context holds evaluated.
     pub fn warm_contexts(&self) -> Vec<usize> {
         lock(&self.shared.warm).iter().map(|w| w.tokens.len()).collect()
@@ -584,6 +682,28 @@ const MIN_AVAILABLE_BYTES: u64 = 512 * 1024 * 1024;
 /// Text that marks the start of another turn when a model writes it out
 /// instead of ending its turn.
 const STOP_MARKERS: [&str; 3] = ["<|im_start|>", "<|im_end|>", "<|endoftext|>"];
+
+/// Leading prompt tokens that name a kept prompt's file.
+const KEPT_PROMPT_KEY_TOKENS: usize = 48;
+/// Kept prompts on disk at most (the most recently written stay).
+const KEPT_PROMPTS: usize = 8;
+
+/// Removes the oldest kept prompts beyond [`KEPT_PROMPTS`].
+fn prune_kept_prompts(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "kv"))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if files.len() <= KEPT_PROMPTS {
+        return;
+    }
+    files.sort();
+    for (_, old) in &files[..files.len() - KEPT_PROMPTS] {
+        let _ = std::fs::remove_file(old);
+    }
+}
 
 fn memory_is_short() -> bool {
     let Ok(info) = std::fs::read_to_string("/proc/meminfo") else {

@@ -14,12 +14,13 @@ use memory::{WordPiece, MINILM_DIR};
 
 use super::passages::{cited_passages, CitedPassage};
 use super::views::{CitationView, DocumentHitView, DocumentItemView, ImportProgressView, PassageView};
-use crate::engine::Engine;
+use crate::context::Context;
+use crate::memory::Memories;
 use crate::error::AppError;
 
 /// How long the start-up work waits for the embedding model to load.
 const MODEL_LOAD_PATIENCE: std::time::Duration = std::time::Duration::from_secs(180);
-use crate::views::AppEvent;
+use crate::events::AppEvent;
 use crate::Result;
 
 /// Passages a reply is given at most.
@@ -28,6 +29,8 @@ pub const REPLY_PASSAGES: usize = 3;
 /// The engine's share of the library: the open library and the running
 /// imports' cancel flags.
 pub struct Documents {
+    ctx: Arc<Context>,
+    memory: Arc<Memories>,
     extractor: Extractor,
     library: tokio::sync::OnceCell<Arc<Library>>,
     imports: Mutex<HashMap<String, Arc<AtomicBool>>>,
@@ -41,8 +44,10 @@ pub struct Documents {
 }
 
 impl Documents {
-    pub fn new(extractor: Extractor) -> Self {
+    pub fn new(ctx: Arc<Context>, memory: Arc<Memories>, extractor: Extractor) -> Self {
         Self {
+            ctx,
+            memory,
             extractor,
             library: Default::default(),
             imports: Default::default(),
@@ -53,40 +58,39 @@ impl Documents {
     }
 }
 
-impl Engine {
+impl Documents {
     /// The library, opened on first use with the memory's embedder.
     pub(crate) async fn library(&self) -> Result<Arc<Library>> {
         let lib = self
-            .documents
             .library
             .get_or_try_init(|| async {
-                let models = self.data_dir().models();
+                let models = self.ctx.data_dir().models();
                 let own = tokio::task::spawn_blocking(move || super::chosen_embedder(&models))
                     .await
                     .map_err(|e| AppError::new("INTERNAL", e.to_string()))?;
                 let embedder = match own {
                     Some(e5) => e5,
                     None => {
-                        self.ensure_embedder().await;
-                        self.memory.embedder().ok_or_else(|| {
+                        self.memory.ensure_embedder().await;
+                        self.memory.index.embedder().ok_or_else(|| {
                             AppError::new(
                                 "MODEL_UNAVAILABLE",
                                 format!(
                                     "The embedding model is not loaded ({}). Run scripts/setup.sh.",
-                                    self.memory.embedder_status()
+                                    self.memory.index.embedder_status()
                                 ),
                             )
                         })?
                     }
                 };
-                let vocab = self.data_dir().models().join(MINILM_DIR).join("vocab.txt");
+                let vocab = self.ctx.data_dir().models().join(MINILM_DIR).join("vocab.txt");
                 let counter = tokio::task::spawn_blocking(move || WordPiece::from_file(&vocab, usize::MAX / 2))
                     .await
                     .map_err(|e| AppError::new("INTERNAL", e.to_string()))?
                     .map_err(|e| AppError::new("MODEL_UNAVAILABLE", e.to_string()))?;
                 let counter: Arc<dyn TokenCounter> = Arc::new(counter);
-                let dir = super::library_dir(self.data_dir());
-                let lib = Library::open(&dir, embedder, counter, self.documents.extractor.clone()).await?;
+                let dir = super::library_dir(self.ctx.data_dir());
+                let lib = Library::open(&dir, embedder, counter, self.extractor.clone()).await?;
                 Ok::<_, AppError>(Arc::new(lib))
             })
             .await?;
@@ -96,7 +100,7 @@ impl Engine {
     /// Whether the person ever added a document (no library file is made
     /// for someone who never did).
     fn has_library(&self) -> bool {
-        self.documents.library.initialized() || super::library_dir(self.data_dir()).join(DB_FILE).exists()
+        self.library.initialized() || super::library_dir(self.ctx.data_dir()).join(DB_FILE).exists()
     }
 
     /// At start, for a person who has a library: finishes an import the
@@ -118,8 +122,8 @@ impl Engine {
         loop {
             match self.library().await {
                 Err(e) if e.code == "MODEL_UNAVAILABLE"
-                    && !self.is_shutting_down()
-                    && !self.memory.embedder_status().starts_with("keyword")
+                    && !self.ctx.is_shutting_down()
+                    && !self.memory.index.embedder_status().starts_with("keyword")
                     && started.elapsed() < MODEL_LOAD_PATIENCE =>
                 {
                     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
@@ -133,16 +137,16 @@ impl Engine {
     /// was added as watched. `at_start`: the app just started, so the
     /// ledger is brought level with the library before anything else runs.
     fn watch_documents(self: &Arc<Self>, at_start: bool) {
-        if self.documents.watching.swap(true, Ordering::SeqCst) {
-            self.documents.roots_changed.notify_one();
+        if self.watching.swap(true, Ordering::SeqCst) {
+            self.roots_changed.notify_one();
             return;
         }
         let weak = Arc::downgrade(self);
-        let shutdown = self.shutdown.subscribe();
-        let roots_changed = self.documents.roots_changed.clone();
+        let shutdown = self.ctx.shutdown_signal();
+        let roots_changed = self.roots_changed.clone();
         let task = tokio::spawn(async move {
             let Some(library) = (match weak.upgrade() {
-                Some(engine) => engine.library_when_loaded().await.map_err(|e| tracing::warn!(code = e.code, "{}", e.message)).ok(),
+                Some(docs) => docs.library_when_loaded().await.map_err(|e| tracing::warn!(code = e.code, "{}", e.message)).ok(),
                 None => None,
             }) else {
                 return;
@@ -150,8 +154,8 @@ impl Engine {
             let changed = {
                 let weak = weak.clone();
                 move || {
-                    if let Some(engine) = weak.upgrade() {
-                        engine.emit(AppEvent::DocumentsChanged {});
+                    if let Some(docs) = weak.upgrade() {
+                        docs.ctx.emit(AppEvent::DocumentsChanged {});
                     }
                 }
             };
@@ -165,17 +169,17 @@ impl Engine {
             for (what, reports) in [("an unfinished import", finished), ("the watched folders' scan", reconciled)] {
                 match reports {
                     Ok(reports) => {
-                        if let Some(engine) = weak.upgrade() {
+                        if let Some(docs) = weak.upgrade() {
                             for report in &reports {
-                                engine.record_added(report).await;
+                                docs.record_added(report).await;
                             }
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "{what} could not be finished"),
                 }
             }
-            if let Some(engine) = weak.upgrade().filter(|_| at_start) {
-                engine.catch_up_ledger(&library).await;
+            if let Some(docs) = weak.upgrade().filter(|_| at_start) {
+                docs.catch_up_ledger(&library).await;
             }
             if at_start {
                 if let Err(e) = library.preload().await {
@@ -189,11 +193,11 @@ impl Engine {
                         super::WatchChange::Failed { path, message } => tracing::warn!(%path, %message, "watched folder"),
                         other => tracing::debug!(change = ?other, "watched folder"),
                     }
-                    if let Some(engine) = weak.upgrade() {
+                    if let Some(docs) = weak.upgrade() {
                         tokio::spawn(async move {
                             match change {
-                                super::WatchChange::Indexed(report) => engine.record_added(&report).await,
-                                super::WatchChange::Removed(doc) => engine.record_removed(&doc).await,
+                                super::WatchChange::Indexed(report) => docs.record_added(&report).await,
+                                super::WatchChange::Removed(doc) => docs.record_removed(&doc).await,
                                 super::WatchChange::Failed { .. } => {}
                             }
                         });
@@ -205,7 +209,7 @@ impl Engine {
                 tracing::warn!(code = e.code, "folders are not watched: {}", e.message);
             }
         });
-        if let Ok(mut slot) = self.documents.task.lock() {
+        if let Ok(mut slot) = self.task.lock() {
             *slot = Some(task);
         }
     }
@@ -215,7 +219,7 @@ impl Engine {
     /// being indexed then is rolled back with its transaction and read
     /// again at the next start.
     pub(crate) async fn stop_documents(&self) {
-        let Some(mut task) = self.documents.task.lock().ok().and_then(|mut t| t.take()) else { return };
+        let Some(mut task) = self.task.lock().ok().and_then(|mut t| t.take()) else { return };
         if tokio::time::timeout(std::time::Duration::from_secs(5), &mut task).await.is_err() {
             task.abort();
             let _ = task.await;
@@ -229,7 +233,7 @@ impl Engine {
         let library = self.library().await?;
         let import_id = uuid::Uuid::now_v7().to_string();
         let cancel = Arc::new(AtomicBool::new(false));
-        if let Ok(mut imports) = self.documents.imports.lock() {
+        if let Ok(mut imports) = self.imports.lock() {
             imports.insert(import_id.clone(), cancel.clone());
         }
         // Queued before the call returns: quitting now still leaves the
@@ -238,11 +242,11 @@ impl Engine {
         if watch {
             self.watch_documents(false);
         }
-        let engine = self.clone();
+        let docs = self.clone();
         let id = import_id.clone();
         tokio::spawn(async move {
-            engine.run_import(&library, &id, queued, &cancel).await;
-            if let Ok(mut imports) = engine.documents.imports.lock() {
+            docs.run_import(&library, &id, queued, &cancel).await;
+            if let Ok(mut imports) = docs.imports.lock() {
                 imports.remove(&id);
             }
         });
@@ -263,9 +267,9 @@ impl Engine {
         };
         let mut files = files.into_iter();
         for queued in files.by_ref() {
-            if cancel.load(Ordering::SeqCst) || self.is_shutting_down() {
+            if cancel.load(Ordering::SeqCst) || self.ctx.is_shutting_down() {
                 progress.cancelled = true;
-                if !self.is_shutting_down() {
+                if !self.ctx.is_shutting_down() {
                     // Cancelled by the person: the rest is not wanted.
                     self.dequeue_all(library, std::iter::once(queued)).await;
                 }
@@ -273,7 +277,7 @@ impl Engine {
             }
             let file = queued.file;
             progress.current = Some(file.display().to_string());
-            self.emit(AppEvent::DocumentImport { progress: progress.clone() });
+            self.ctx.emit(AppEvent::DocumentImport { progress: progress.clone() });
             let added = library.add_file(&file, queued.root.as_deref()).await;
             if let Err(e) = library.dequeue(&file).await {
                 tracing::warn!(error = %e, "the import queue could not be updated");
@@ -292,14 +296,14 @@ impl Engine {
                 }
             }
             progress.done += 1;
-            self.emit(AppEvent::DocumentsChanged {});
+            self.ctx.emit(AppEvent::DocumentsChanged {});
         }
-        if progress.cancelled && !self.is_shutting_down() {
+        if progress.cancelled && !self.ctx.is_shutting_down() {
             self.dequeue_all(library, files).await;
         }
         progress.current = None;
         progress.finished = true;
-        self.emit(AppEvent::DocumentImport { progress });
+        self.ctx.emit(AppEvent::DocumentImport { progress });
     }
 
     /// Records in the ledger that a document entered the library or a
@@ -316,7 +320,7 @@ impl Engine {
     /// or removed where the app did not see it (the command line, files
     /// gone while the app was closed) are recorded at the next start.
     pub(crate) async fn catch_up_ledger(&self, library: &Library) {
-        let events = match self.ledger.events_of_kind("document_changed").await {
+        let events = match self.ctx.ledger.events_of_kind("document_changed").await {
             Ok(events) => events,
             Err(e) => return tracing::warn!(error = %e, "the ledger's document events could not be read"),
         };
@@ -365,8 +369,8 @@ impl Engine {
         };
         // The library already holds the change; a ledger that cannot be
         // written is said in the log, not turned into a failed import.
-        match self.ledger.append(ledger::HUMAN_ENTITY, body).await {
-            Ok(receipt) => self.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind }),
+        match self.ctx.ledger.append(ledger::HUMAN_ENTITY, body).await {
+            Ok(receipt) => self.ctx.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind }),
             Err(e) => tracing::warn!(error = %e, "the document's ledger event could not be recorded"),
         }
     }
@@ -386,7 +390,7 @@ impl Engine {
     pub async fn import_dropped(self: &Arc<Self>, paths: Vec<PathBuf>) {
         if let Err(e) = self.import_documents(paths.clone(), false).await {
             tracing::warn!(code = e.code, "dropped documents were not imported: {}", e.message);
-            self.emit(AppEvent::DocumentImport {
+            self.ctx.emit(AppEvent::DocumentImport {
                 progress: ImportProgressView {
                     import_id: uuid::Uuid::now_v7().to_string(),
                     done: 0,
@@ -404,7 +408,7 @@ impl Engine {
 
     /// Stops an import after the file it is reading (that one is kept).
     pub fn cancel_import(&self, import_id: &str) -> bool {
-        let flag = self.documents.imports.lock().ok().and_then(|i| i.get(import_id).cloned());
+        let flag = self.imports.lock().ok().and_then(|i| i.get(import_id).cloned());
         flag.map(|f| f.store(true, Ordering::SeqCst)).is_some()
     }
 
@@ -419,13 +423,13 @@ impl Engine {
     pub async fn remove_document(&self, id: i64) -> Result<()> {
         let removed = self.library().await?.remove(&id.to_string()).await?;
         self.record_removed(&removed).await;
-        self.emit(AppEvent::DocumentsChanged {});
+        self.ctx.emit(AppEvent::DocumentsChanged {});
         Ok(())
     }
 
     pub async fn set_document_groups(&self, id: i64, groups: Vec<String>) -> Result<()> {
         self.library().await?.set_groups(&id.to_string(), &groups).await?;
-        self.emit(AppEvent::DocumentsChanged {});
+        self.ctx.emit(AppEvent::DocumentsChanged {});
         Ok(())
     }
 
@@ -465,7 +469,7 @@ impl Engine {
         let visible = if persona.is_system || persona.id == ledger::EI_PERSONA_ID {
             Visibility::All
         } else {
-            match self.ledger.persona_groups(&persona.id).await {
+            match self.ctx.ledger.persona_groups(&persona.id).await {
                 Ok(groups) => Visibility::Groups(groups.readable()),
                 Err(e) => {
                     tracing::warn!(error = %e, "no document passages: the persona's groups could not be read");
@@ -483,24 +487,6 @@ impl Engine {
         })
     }
 
-    /// Whether `persona_id`'s current turn quotes text the person did not
-    /// write (see [`Self::quote_documents_in_turn`]).
-    pub(crate) fn quotes_untrusted_text(&self, persona_id: &str) -> bool {
-        self.assistant.quoted_turns.lock().is_ok_and(|q| q.contains(persona_id))
-    }
-
-    /// Marks (or clears) `persona_id`'s current turn as quoting documents:
-    /// while marked, every tool call of the turn needs confirmation.
-    pub(crate) fn quote_documents_in_turn(&self, persona_id: &str, quoted: bool) {
-        if let Ok(mut turns) = self.assistant.quoted_turns.lock() {
-            if quoted {
-                turns.insert(persona_id.to_owned());
-            } else {
-                turns.remove(persona_id);
-            }
-        }
-    }
-
     /// Keeps what a reply cited and tells the window.
     pub(crate) async fn record_reply_citations(&self, persona_id: &str, message_id: &str, passages: &[CitedPassage]) {
         if passages.is_empty() {
@@ -515,7 +501,7 @@ impl Engine {
         if let Err(e) = stored {
             tracing::warn!(error = %e, "the reply's citations were not kept");
         }
-        self.emit(AppEvent::ReplyCitations {
+        self.ctx.emit(AppEvent::ReplyCitations {
             persona_id: persona_id.to_owned(),
             message_id: message_id.to_owned(),
             citations: records.into_iter().map(CitationView::from).collect(),

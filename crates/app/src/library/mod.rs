@@ -4,10 +4,14 @@
 //! passages are sized by MiniLM's word pieces either way), how files are extracted (this very executable
 //! re-run as a child process), and the cited passages a persona's reply
 //! may use.
+//!
+//! Public surface: [`Documents`] (imports, the Library view's queries, and
+//! the passages and citations of a reply) and the views in `views`. It
+//! calls the memory capability only for its embedding model.
 
 mod documents;
 mod passages;
-mod views;
+pub(crate) mod views;
 mod watch;
 
 use std::path::PathBuf;
@@ -118,4 +122,47 @@ pub async fn reembed(library: &Library) -> Result<usize, AppError> {
     }
     tracing::info!(stale, "re-embedding the library's passages with its current embedder");
     Ok(library.reembed(|done, total| tracing::debug!(done, total, "re-embedding")).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use crate::context::testing;
+    use crate::memory::Memories;
+
+    /// The library, built on a context and the memory capability (for its
+    /// embedding model) only: an imported file is indexed and found.
+    /// Needs the real embedding model (LEDGERMIND_TEST_EMBEDDER).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_imported_file_is_found_with_only_a_context_and_the_memory() {
+        let Some(model) = std::env::var_os("LEDGERMIND_TEST_EMBEDDER").map(PathBuf::from) else {
+            eprintln!("LEDGERMIND_TEST_EMBEDDER is not set: skipped");
+            return;
+        };
+        let t = testing::context(&[]).await;
+        let models = t.dir.path().join("models");
+        std::fs::create_dir_all(&models).expect("models dir");
+        std::os::unix::fs::symlink(model, models.join(memory::MINILM_DIR)).expect("link the model");
+        let memory = Arc::new(Memories::open(t.ctx.clone(), Duration::from_secs(90)).await.expect("index"));
+        let docs = Arc::new(super::Documents::new(t.ctx.clone(), memory, ::library::Extractor::InProcess));
+        let folder = tempfile::tempdir().expect("folder");
+        std::fs::write(folder.path().join("clock.md"), "# Clocks\n\nA pendulum clock needs winding once a week.")
+            .expect("write");
+        docs.import_documents(vec![folder.path().join("clock.md")], false).await.expect("import");
+        let start = Instant::now();
+        loop {
+            let listed = docs.documents().await.expect("documents");
+            if listed.iter().any(|d| d.name == "clock.md" && d.status == "indexed") {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "not indexed: {listed:?}");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let hits = docs.search_documents("how often to wind the clock", 3).await.expect("search");
+        assert!(hits.first().is_some_and(|h| h.document.ends_with("clock.md")), "{hits:?}");
+        docs.stop_documents().await;
+    }
 }

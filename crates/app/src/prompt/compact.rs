@@ -16,13 +16,15 @@ use ::office::Language;
 use providers::{ChatMessage, Role};
 
 /// The window keeps at most this many messages…
-pub(crate) const MAX_TURNS: usize = super::HISTORY as usize;
+pub(crate) const MAX_TURNS: usize = 12;
 /// …and when it must move, starts again with this many.
 pub(crate) const MIN_TURNS: usize = 4;
 /// Remembered lines sent with a message.
 pub(crate) const MAX_FACTS: usize = 3;
 const MAX_FACT_CHARS: usize = 200;
 const MAX_DESCRIPTION_CHARS: usize = 120;
+/// What the person said before the window, kept in the system message.
+const MAX_TOLD: usize = 8;
 
 /// What the compact prompt is made of.
 pub(crate) struct CompactInput<'a> {
@@ -41,7 +43,18 @@ pub(crate) struct CompactInput<'a> {
 pub(crate) fn messages(input: &CompactInput<'_>) -> (Vec<ChatMessage>, Option<i64>) {
     let history: Vec<&Message> = input.history.iter().filter(|m| m.role != MessageRole::System).collect();
     let start = window_start(&history, input.window_start);
-    let mut out = vec![ChatMessage::new(Role::System, system_text(input.persona, input.language))];
+    // What the person said before the window stays in the system message:
+    // it changes only when the window moves, so the local engine keeps it
+    // evaluated with the rest of the stable prefix, and a fact told many
+    // turns ago is still in front of the model.
+    let told: Vec<&str> = history[..start].iter().filter(|m| m.role == MessageRole::Human).map(|m| m.content.as_str()).collect();
+    let told = &told[told.len().saturating_sub(MAX_TOLD)..];
+    let mut system = system_text(input.persona, input.language);
+    if !told.is_empty() {
+        system.push_str("\n\n");
+        system.push_str(&told_text(told, input.language));
+    }
+    let mut out = vec![ChatMessage::new(Role::System, system)];
     let question = history.last().filter(|m| m.role == MessageRole::Human).map(|m| m.content.as_str()).unwrap_or("");
     // The person's earlier messages, in the window or not: a small model
     // uses a fact named right before the question far better than one
@@ -88,13 +101,16 @@ fn system_text(persona: &Persona, language: Language) -> String {
         Language::PtBr => {
             let who = if description.is_empty() { "uma amiga atenciosa".to_owned() } else { description };
             format!(
-                "Você é {}, {who}. Você conversa com o usuário. Responda em português, em uma ou duas frases curtas.",
+                "Você é {}, {who}. Você conversa com o usuário. Responda em português, em uma ou duas frases curtas. Ao falar do usuário, diga \"você\".",
                 persona.name
             )
         }
         Language::En => {
             let who = if description.is_empty() { "a warm friend".to_owned() } else { description };
-            format!("You are {}, {who}. You are chatting with the user. Reply in English, in one or two short sentences.", persona.name)
+            format!(
+                "You are {}, {who}. You are chatting with the user. Reply in English, in one or two short sentences. When you speak about the user, say \"you\".",
+                persona.name
+            )
         }
     }
 }
@@ -118,6 +134,14 @@ fn short_description(text: &str) -> String {
     out
 }
 
+fn told_text(told: &[&str], language: Language) -> String {
+    let lines: Vec<String> = told.iter().map(|t| format!("- {}", shorten(t))).collect();
+    match language {
+        Language::PtBr => format!("Antes, o usuário te disse:\n{}", lines.join("\n")),
+        Language::En => format!("Earlier, the user told you:\n{}", lines.join("\n")),
+    }
+}
+
 fn facts_text(facts: &[String], language: Language) -> String {
     let lines: Vec<String> = facts.iter().map(|f| format!("- {f}")).collect();
     match language {
@@ -137,13 +161,13 @@ pub(crate) fn pick_facts(question: &str, recalled: &[(String, bool)], earlier: &
             continue;
         }
         let text = strip_tag(line);
-        let overlap = content_words(&text).intersection(&asked).count();
+        let overlap = overlap(&content_words(&text), &asked);
         if overlap > 0 || scored.is_empty() {
             scored.push((overlap, rank, text));
         }
     }
     for (i, text) in earlier.iter().enumerate().rev() {
-        let overlap = content_words(text).intersection(&asked).count();
+        let overlap = overlap(&content_words(text), &asked);
         if overlap > 0 {
             scored.push((overlap, recalled.len() + i, text.trim().to_owned()));
         }
@@ -185,6 +209,12 @@ fn content_words(text: &str) -> HashSet<String> {
         .filter(|w| w.chars().count() >= 3 && !STOPWORDS.contains(&w.as_str()))
         .map(|w| w.chars().take(5).collect())
         .collect()
+}
+
+/// How many asked words the text has: the same stem, or one a prefix of the
+/// other ("fly" and "flying" are kept as "fly" and "flyin").
+fn overlap(text: &HashSet<String>, asked: &HashSet<String>) -> usize {
+    asked.iter().filter(|a| text.iter().any(|t| t.starts_with(a.as_str()) || a.starts_with(t.as_str()))).count()
 }
 
 /// Question words and fillers in both languages: they match everything.
@@ -247,7 +277,7 @@ mod tests {
         let p = persona();
         assert_eq!(
             system_text(&p, Language::En),
-            "You are Lia, a warm friend who loves books. You are chatting with the user. Reply in English, in one or two short sentences."
+            "You are Lia, a warm friend who loves books. You are chatting with the user. Reply in English, in one or two short sentences. When you speak about the user, say \"you\"."
         );
         assert!(system_text(&p, Language::PtBr).contains("Responda em português"));
     }
@@ -278,6 +308,22 @@ mod tests {
             &["Hi! My name is Marta and I live in Lisbon.", "I have a dog."],
         );
         assert_eq!(facts, vec!["Hi! My name is Marta and I live in Lisbon.".to_owned(), "I love green tea.".to_owned()]);
+    }
+
+    #[test]
+    fn what_the_person_said_before_the_window_stays_in_the_system_message() {
+        let mut history = vec![msg(1, MessageRole::Human, "Next month I fly to Osaka.")];
+        for i in 0..9 {
+            history.push(msg(2 + i * 2, MessageRole::Persona, &format!("reply {i}")));
+            history.push(msg(3 + i * 2, MessageRole::Human, &format!("small talk {i}")));
+        }
+        history.push(msg(40, MessageRole::Persona, "Nice."));
+        history.push(msg(41, MessageRole::Human, "Which city am I flying to?"));
+        let input = CompactInput { persona: &persona(), language: Language::En, history: &history, window_start: None, recalled: vec![] };
+        let (sent, start) = messages(&input);
+        assert!(start.is_some_and(|s| s > 1), "the first message is outside the window");
+        assert!(sent[0].content.contains("Earlier, the user told you:\n- Next month I fly to Osaka."), "{}", sent[0].content);
+        assert_eq!(sent.iter().filter(|m| m.content.contains("Osaka")).count(), 2, "told, and picked for the question");
     }
 
     #[test]

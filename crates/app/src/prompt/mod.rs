@@ -12,8 +12,10 @@ pub(crate) mod profile;
 
 pub(crate) use profile::{ChosenProfile, PromptProfile};
 
-/// How many past messages go into a reply's prompt.
-pub const HISTORY: u32 = 12;
+/// How many past messages a reply's prompt is made from: the compact prompt
+/// shows the newest as turns and keeps what the person said in the older
+/// ones as lines it was told (see `compact`).
+pub const HISTORY: u32 = 24;
 
 /// One implementation for replies and handovers: the office's.
 pub use ::office::reply_prompt;
@@ -44,42 +46,3 @@ pub(crate) fn shown_messages(messages: &[serde_json::Value]) -> String {
         .collect::<Vec<_>>()
         .join("\n\n")
 }
-
-impl crate::engine::Engine {
-    /// The compact prompt of `persona`'s next reply (see [`compact`]); keeps
-    /// where its window of turns starts for the next turn.
-    pub(crate) async fn compact_messages(
-        &self,
-        persona: &ledger::Persona,
-        history: &[ledger::Message],
-        memories: &crate::memory::ReplyMemories,
-    ) -> Vec<providers::ChatMessage> {
-        let (language, said) = tokio::join!(self.ledger.persona_language(&persona.id), self.ledger.messages(&persona.id, Some(SAID_LOOKUP)));
-        let language = language.ok().flatten().map(|l| ::office::Language::parse(&l)).unwrap_or_default();
-        // Recall also finds the persona's own past replies; only what the
-        // person said (or a remembered fact about them) is offered as a fact.
-        let said: std::collections::HashSet<String> = said
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|m| m.role == ledger::MessageRole::Human)
-            .map(|m| m.id)
-            .collect();
-        let recalled = memories
-            .lines
-            .iter()
-            .zip(&memories.item_ids)
-            .map(|(line, id)| (line.clone(), line.starts_with("[known about them]") || said.contains(id)))
-            .collect();
-        let kept = self.prompt_windows.lock().ok().and_then(|w| w.get(&persona.id).copied());
-        let input = compact::CompactInput { persona, language, history, window_start: kept, recalled };
-        let (messages, start) = compact::messages(&input);
-        if let (Ok(mut w), Some(start)) = (self.prompt_windows.lock(), start) {
-            w.insert(persona.id.clone(), start);
-        }
-        messages
-    }
-}
-
-/// How many of the persona's latest messages are looked at to tell the
-/// person's words from the persona's among recalled lines.
-const SAID_LOOKUP: u32 = 1_000;

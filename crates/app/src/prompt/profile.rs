@@ -5,10 +5,6 @@
 use providers::{ModelCapability, Sampling};
 use serde::Serialize;
 
-use crate::engine::Engine;
-use crate::error::AppError;
-use crate::Result;
-
 /// Local models below this many parameters get the compact prompt.
 pub(crate) const SMALL_MODEL_PARAMETERS: u64 = 2_000_000_000;
 /// …and so do local models with a training context below this.
@@ -26,7 +22,7 @@ pub(crate) enum PromptProfile {
 }
 
 impl PromptProfile {
-    fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         match s.trim().to_lowercase().as_str() {
             "full" => Some(Self::Full),
             "compact" => Some(Self::Compact),
@@ -107,41 +103,6 @@ pub(crate) fn language_warning(capability: &ModelCapability, language: ::office:
     })
 }
 
-impl Engine {
-    /// Posts [`language_warning`] to the conversation once (it is looked
-    /// for among the persona's recent messages).
-    pub(crate) async fn warn_language_once(&self, persona_id: &str, chosen: &ChosenProfile) {
-        let language = self.ledger.persona_language(persona_id).await.ok().flatten().map(|l| ::office::Language::parse(&l)).unwrap_or_default();
-        let Some(warning) = language_warning(&chosen.capability, language) else { return };
-        let recent = self.ledger.messages(persona_id, Some(200)).await.unwrap_or_default();
-        if recent.iter().any(|m| m.role == ledger::MessageRole::System && m.content == warning) {
-            return;
-        }
-        if let Err(e) = self.post_system(persona_id, &warning).await {
-            tracing::warn!(code = e.code, "could not post the model-language note");
-        }
-    }
-
-    /// Forces `model`'s prompt profile (`compact`, `full`), or back to the
-    /// automatic choice with `auto`.
-    pub async fn set_prompt_profile(&self, model: &str, profile: &str) -> Result<()> {
-        let value = match profile.trim().to_lowercase().as_str() {
-            "auto" => None,
-            p if PromptProfile::parse(p).is_some() => Some(p.to_owned()),
-            other => return Err(AppError::invalid(format!("unknown prompt profile {other:?}: use compact, full or auto"))),
-        };
-        let key = format!("{OVERRIDE_PREFIX}{model}");
-        self.ledger.append(ledger::HUMAN_ENTITY, ledger::EventBody::RuntimeSettingSet { key, value }).await?;
-        Ok(())
-    }
-
-    /// The profile for a reply of `model` on `provider`.
-    pub(crate) async fn prompt_profile(&self, provider: &dyn providers::Provider, model: &str, local: bool) -> ChosenProfile {
-        let forced = self.ledger.runtime_setting(&format!("{OVERRIDE_PREFIX}{model}")).await.ok().flatten();
-        let capability = if local { provider.capability(model).await } else { ModelCapability::default() };
-        choose(&capability, local, model, forced.as_deref())
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use voice::converse::{spoken_chars, Responder, TurnReport};
 use voice::VoiceError;
 
-use crate::{AppEvent, Engine, VoiceTurn};
+use crate::conversation::{Conversation, VoiceTurn};
+use crate::events::AppEvent;
 
 pub struct PersonaResponder {
-    engine: Arc<Engine>,
+    conversation: Arc<Conversation>,
     persona: String,
     runtime: tokio::runtime::Handle,
     /// The person's message and the reply of the turn under way.
@@ -20,8 +21,8 @@ pub struct PersonaResponder {
 }
 
 impl PersonaResponder {
-    pub fn new(engine: Arc<Engine>, persona: String, runtime: tokio::runtime::Handle) -> Self {
-        Self { engine, persona, runtime, pending: None }
+    pub fn new(conversation: Arc<Conversation>, persona: String, runtime: tokio::runtime::Handle) -> Self {
+        Self { conversation, persona, runtime, pending: None }
     }
 }
 
@@ -33,18 +34,18 @@ impl Responder for PersonaResponder {
     /// The model's text as the chat window streams it (`ReplyDelta`), then
     /// the reply as saved.
     fn reply_streaming(&mut self, heard: &str, on_text: &mut dyn FnMut(&str)) -> Result<String, VoiceError> {
-        let engine = self.engine.clone();
+        let conversation = self.conversation.clone();
         let persona = self.persona.clone();
         let heard = heard.to_owned();
         let (message_id, reply) = self.runtime.block_on(async move {
-            let mut rx = engine.subscribe();
-            let (sent, request) = engine
+            let mut rx = conversation.subscribe();
+            let (sent, request) = conversation
                 .send_message(&persona, &heard)
                 .await
                 .map_err(|e| VoiceError::Reply(format!("the reply failed: [{}] {}", e.code, e.message)))?;
             if request.is_empty() {
                 // Answered at once without the model (a deterministic intent).
-                let last = engine.list_messages(&persona).await.ok().and_then(|mut m| m.pop());
+                let last = conversation.list_messages(&persona).await.ok().and_then(|mut m| m.pop());
                 let reply = last.filter(|m| m.id != sent.id).map(|m| (m.id, m.content));
                 return Ok((sent.id, reply));
             }
@@ -80,9 +81,9 @@ impl Responder for PersonaResponder {
             interrupted: report.interrupted,
             spoken_chars: report.interrupted.then(|| spoken_chars(&report.reply, &report.spoken)),
         };
-        let engine = self.engine.clone();
+        let conversation = self.conversation.clone();
         let persona = self.persona.clone();
-        self.runtime.block_on(async move { engine.record_voice_turn(&persona, turn).await }).map_err(|e| {
+        self.runtime.block_on(async move { conversation.record_voice_turn(&persona, turn).await }).map_err(|e| {
             VoiceError::Reply(format!("cannot record the voice turn: [{}] {}", e.code, e.message))
         })
     }

@@ -7,23 +7,23 @@ use crate::{await_reply, Harness};
 #[tokio::test]
 async fn a_reply_streams_and_is_committed_signed_by_the_persona() {
     let h = Harness::new(&["Four, of course. Anything else?"]).await;
-    let ada = h.engine.create_persona("Ada", "A patient mathematics tutor").await.expect("create");
+    let ada = h.engine.personas().create_persona("Ada", "A patient mathematics tutor").await.expect("create");
     let mut rx = h.engine.subscribe();
-    let (msg, _request) = h.engine.send_message("ada", "What is two plus two?").await.expect("send");
+    let (msg, _request) = h.engine.conversation().send_message("ada", "What is two plus two?").await.expect("send");
     assert_eq!(msg.role, MessageRole::Human);
     let (deltas, reply) = await_reply(&mut rx).await;
     let reply = reply.expect("reply");
     assert!(deltas.len() > 1, "streamed in pieces: {deltas:?}");
     assert_eq!(deltas.concat().trim(), reply.content);
     assert_eq!(reply.persona_id, ada.id);
-    let history = h.engine.list_messages(&ada.id).await.expect("history");
+    let history = h.engine.conversation().list_messages(&ada.id).await.expect("history");
     assert_eq!(history.len(), 2);
     // Newest first: the reply, then the office's records of its frame and tokens.
     let events = h.engine.ledger().events(None, 3).await.expect("events");
     let kinds: Vec<_> = events.iter().map(|e| e.kind.as_str()).collect();
     assert_eq!(kinds, ["tokens_used", "reply_framed", "message_added"]);
     assert_eq!(events[2].signer, ada.id, "the persona signs its own words");
-    assert!(h.engine.verify().await.expect("verify").ok);
+    assert!(h.engine.vault().verify().await.expect("verify").ok);
     // The prompt carried the persona and the question.
     let seen = h.provider.requests();
     assert!(seen[0].messages[0].content.contains("Ada"));
@@ -33,21 +33,21 @@ async fn a_reply_streams_and_is_committed_signed_by_the_persona() {
 #[tokio::test]
 async fn personas_and_messages_are_there_after_a_restart() {
     let h = Harness::new(&["Hello!"]).await;
-    h.engine.create_persona("Bo", "").await.expect("create");
+    h.engine.personas().create_persona("Bo", "").await.expect("create");
     let mut rx = h.engine.subscribe();
-    h.engine.send_message("Bo", "hi").await.expect("send");
+    h.engine.conversation().send_message("Bo", "hi").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let h = h.restart(&[]).await;
-    let names: Vec<String> = h.engine.list_personas().await.expect("list").into_iter().map(|p| p.name).collect();
+    let names: Vec<String> = h.engine.personas().list_personas().await.expect("list").into_iter().map(|p| p.name).collect();
     assert_eq!(names, vec!["Ei", "Bo"]);
-    assert_eq!(h.engine.list_messages("bo").await.expect("messages").len(), 2);
+    assert_eq!(h.engine.conversation().list_messages("bo").await.expect("messages").len(), 2);
 }
 
 #[tokio::test]
 async fn queued_work_survives_a_restart() {
     let h = Harness::new(&[]).await;
     // Simulate a crash right after the message was stored and its reply queued.
-    let ei = h.engine.persona("Ei").await.expect("ei");
+    let ei = h.engine.personas().persona("Ei").await.expect("ei");
     h.engine
         .ledger()
         .append(HUMAN_ENTITY, EventBody::MessageAdded {
@@ -66,12 +66,12 @@ async fn queued_work_survives_a_restart() {
     let mut rx = h.engine.subscribe();
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        if h.engine.list_messages("ei").await.expect("messages").len() == 2 {
+        if h.engine.conversation().list_messages("ei").await.expect("messages").len() == 2 {
             break;
         }
         let _ = tokio::time::timeout_at(deadline, rx.recv()).await.expect("the queued reply is produced");
     }
-    assert_eq!(h.engine.list_messages("ei").await.expect("messages")[1].content, "Yes, I am here.");
+    assert_eq!(h.engine.conversation().list_messages("ei").await.expect("messages")[1].content, "Yes, I am here.");
 }
 
 #[tokio::test]
@@ -80,12 +80,12 @@ async fn a_failing_model_is_retried_then_reported() {
     h.provider.push_error(ProviderError::Unavailable("connection refused".into()));
     h.provider.push_reply("Recovered.");
     let mut rx = h.engine.subscribe();
-    h.engine.send_message("Ei", "hello?").await.expect("send");
+    h.engine.conversation().send_message("Ei", "hello?").await.expect("send");
     let (_, reply) = await_reply(&mut rx).await;
     assert_eq!(reply.expect("second attempt succeeds").content, "Recovered.");
 
     h.provider.push_error(ProviderError::InvalidJson("garbage".into()));
-    h.engine.send_message("Ei", "again").await.expect("send");
+    h.engine.conversation().send_message("Ei", "again").await.expect("send");
     let (_, reply) = await_reply(&mut rx).await;
     let err = reply.expect_err("not retried: not transient");
     assert_eq!(err.code, "LLM_INVALID_JSON");
@@ -97,10 +97,10 @@ async fn a_failing_model_is_retried_then_reported() {
 async fn bad_input_is_refused_with_codes_and_writes_nothing() {
     let h = Harness::new(&[]).await;
     let before = h.engine.ledger().event_count().await.expect("count");
-    assert_eq!(h.engine.send_message("Ei", "   ").await.expect_err("empty").code, "INVALID_INPUT");
-    assert_eq!(h.engine.send_message("Nobody", "hi").await.expect_err("unknown").code, "PERSONA_NOT_FOUND");
-    assert_eq!(h.engine.create_persona("EI", "dup").await.expect_err("dup").code, "PERSONA_EXISTS");
-    assert_eq!(h.engine.create_persona("  ", "").await.expect_err("blank").code, "INVALID_INPUT");
+    assert_eq!(h.engine.conversation().send_message("Ei", "   ").await.expect_err("empty").code, "INVALID_INPUT");
+    assert_eq!(h.engine.conversation().send_message("Nobody", "hi").await.expect_err("unknown").code, "PERSONA_NOT_FOUND");
+    assert_eq!(h.engine.personas().create_persona("EI", "dup").await.expect_err("dup").code, "PERSONA_EXISTS");
+    assert_eq!(h.engine.personas().create_persona("  ", "").await.expect_err("blank").code, "INVALID_INPUT");
     assert_eq!(h.engine.ledger().event_count().await.expect("count"), before);
 }
 
@@ -110,7 +110,7 @@ async fn a_locked_keychain_gives_a_clear_error_and_no_event() {
     let h = h.restart(&[]).await; // clears cached signing keys
     h.keys.set_unavailable(true);
     let before = h.engine.ledger().event_count().await.expect("count");
-    let err = h.engine.send_message("Ei", "hello").await.expect_err("locked");
+    let err = h.engine.conversation().send_message("Ei", "hello").await.expect_err("locked");
     assert_eq!(err.code, "KEYCHAIN_UNAVAILABLE");
     assert!(err.message.contains("keychain"), "{}", err.message);
     assert_eq!(h.engine.ledger().event_count().await.expect("count"), before);
@@ -119,7 +119,7 @@ async fn a_locked_keychain_gives_a_clear_error_and_no_event() {
     h.keys.set_unavailable(false);
     let mut rx = h.engine.subscribe();
     h.provider.push_reply("ok");
-    h.engine.send_message("Ei", "hello").await.expect("works once unlocked");
+    h.engine.conversation().send_message("Ei", "hello").await.expect("works once unlocked");
     assert!(matches!(await_reply(&mut rx).await.1, Ok(_)));
     let _ = AppEvent::QueueChanged { busy: false, pending: 0 };
 }
@@ -127,9 +127,9 @@ async fn a_locked_keychain_gives_a_clear_error_and_no_event() {
 #[tokio::test]
 async fn a_spoken_turn_goes_through_the_same_pipeline_and_is_marked_as_voice() {
     let h = Harness::new(&["Sure. I can speak more slowly. Just ask."]).await;
-    let ada = h.engine.create_persona("Ada", "A patient mathematics tutor").await.expect("create");
+    let ada = h.engine.personas().create_persona("Ada", "A patient mathematics tutor").await.expect("create");
     let mut rx = h.engine.subscribe();
-    let (msg, _request) = h.engine.send_message("ada", "Can you talk slower?").await.expect("send");
+    let (msg, _request) = h.engine.conversation().send_message("ada", "Can you talk slower?").await.expect("send");
     let reply = await_reply(&mut rx).await.1.expect("reply");
     // Cut off after the first sentence: only that much was said aloud.
     let turn = app::VoiceTurn {
@@ -138,7 +138,7 @@ async fn a_spoken_turn_goes_through_the_same_pipeline_and_is_marked_as_voice() {
         interrupted: true,
         spoken_chars: Some(5),
     };
-    h.engine.record_voice_turn("ada", turn.clone()).await.expect("record");
+    h.engine.conversation().record_voice_turn("ada", turn.clone()).await.expect("record");
     let events = h.engine.ledger().events(None, 1).await.expect("events");
     assert_eq!(events[0].kind, "voice_turn");
     assert_eq!(events[0].signer, HUMAN_ENTITY);
@@ -148,13 +148,14 @@ async fn a_spoken_turn_goes_through_the_same_pipeline_and_is_marked_as_voice() {
     assert_eq!(payload["reply_id"], reply.id);
     assert_eq!(payload["interrupted"], true);
     assert_eq!(payload["spoken_chars"], 5);
-    assert!(h.engine.verify().await.expect("verify").ok);
+    assert!(h.engine.vault().verify().await.expect("verify").ok);
     // A turn of another conversation, or a count without an interruption, is refused.
-    let other = h.engine.persona("Ei").await.expect("ei");
-    let e = h.engine.record_voice_turn(&other.id, turn.clone()).await.expect_err("not Ei's message");
+    let other = h.engine.personas().persona("Ei").await.expect("ei");
+    let e = h.engine.conversation().record_voice_turn(&other.id, turn.clone()).await.expect_err("not Ei's message");
     assert_eq!(e.code, "INVALID_INPUT", "{e:?}");
     let e = h
         .engine
+        .conversation()
         .record_voice_turn("ada", app::VoiceTurn { interrupted: false, ..turn })
         .await
         .expect_err("spoken_chars without an interruption");
@@ -165,30 +166,30 @@ async fn a_spoken_turn_goes_through_the_same_pipeline_and_is_marked_as_voice() {
 #[tokio::test]
 async fn the_next_prompt_holds_only_what_was_said_aloud_of_an_interrupted_reply() {
     let h = Harness::new(&["Sure. I can speak more slowly. Just ask.", "Fine.", "Of course. Ask away."]).await;
-    h.engine.create_persona("Ada", "A patient mathematics tutor").await.expect("create");
+    h.engine.personas().create_persona("Ada", "A patient mathematics tutor").await.expect("create");
     let mut rx = h.engine.subscribe();
-    let (msg, _) = h.engine.send_message("ada", "Can you talk slower?").await.expect("send");
+    let (msg, _) = h.engine.conversation().send_message("ada", "Can you talk slower?").await.expect("send");
     let reply = await_reply(&mut rx).await.1.expect("reply");
     // Cut off after "Sure." (5 characters said aloud).
     let turn = app::VoiceTurn { message_id: msg.id, reply_id: Some(reply.id), interrupted: true, spoken_chars: Some(5) };
-    h.engine.record_voice_turn("ada", turn).await.expect("record");
-    h.engine.send_message("ada", "Thanks.").await.expect("send");
+    h.engine.conversation().record_voice_turn("ada", turn).await.expect("record");
+    h.engine.conversation().send_message("ada", "Thanks.").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let prompt = |i: usize| h.provider.requests()[i].messages.iter().map(|m| m.content.clone()).collect::<Vec<_>>().join("\n");
     let seen = prompt(h.provider.requests().len() - 1);
-    assert!(seen.contains("Sure. [interrupted]"), "{seen}");
+    assert!(seen.contains("Sure.…"), "{seen}");
     assert!(!seen.contains("I can speak more slowly"), "the unspoken rest reached the prompt: {seen}");
     // The conversation itself keeps the whole reply (the ledger is not rewritten),
     // and a reply spoken to the end stays whole in the next prompt.
-    let messages = h.engine.list_messages("ada").await.expect("messages");
+    let messages = h.engine.conversation().list_messages("ada").await.expect("messages");
     let cut = messages.iter().find(|m| m.content == "Sure. I can speak more slowly. Just ask.").expect("the whole reply");
     // The chat marks it as cut off, with how much was said aloud.
     assert_eq!(cut.spoken_chars, Some(5));
     assert!(messages.iter().filter(|m| m.id != cut.id).all(|m| m.spoken_chars.is_none()), "{messages:?}");
-    h.engine.send_message("ada", "And again?").await.expect("send");
+    h.engine.conversation().send_message("ada", "And again?").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let seen = prompt(h.provider.requests().len() - 1);
-    assert!(seen.contains("Fine.") && !seen.contains("Fine. [interrupted]"), "{seen}");
+    assert!(seen.contains("Fine.") && !seen.contains("Fine.…"), "{seen}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -197,7 +198,7 @@ async fn a_desktop_voice_turn_goes_to_the_persona_and_is_recorded_as_spoken() {
     use voice::stt::ScriptedStt;
     use voice::tts::ToneSynth;
     let h = Harness::new(&["Sure. I can speak more slowly. Just ask."]).await;
-    h.engine.create_persona("Ada", "A patient mathematics tutor").await.expect("create");
+    h.engine.personas().create_persona("Ada", "A patient mathematics tutor").await.expect("create");
     let (engine, runtime) = (h.engine.clone(), tokio::runtime::Handle::current());
     let outcome = tokio::task::spawn_blocking(move || {
         // espeak-ng's voice as the person (the recogniser is scripted).
@@ -210,7 +211,7 @@ async fn a_desktop_voice_turn_goes_to_the_persona_and_is_recorded_as_spoken() {
             replies: [voice::Transcript { text: "Can you talk slower?".into(), language: "en".into(), segments: vec![] }].into(),
             heard: vec![],
         };
-        let mut responder = app::voice::PersonaResponder::new(engine, "ada".into(), runtime);
+        let mut responder = app::voice::PersonaResponder::new(engine.conversation().clone(), "ada".into(), runtime);
         let config = app::voice::TurnConfig::default();
         app::voice::run_turn(
             &mut io,
@@ -226,7 +227,7 @@ async fn a_desktop_voice_turn_goes_to_the_persona_and_is_recorded_as_spoken() {
     .expect("join")
     .expect("turn");
     assert!(matches!(outcome, app::voice::TurnOutcome::Done { interrupted: false, .. }), "{outcome:?}");
-    let messages = h.engine.list_messages("ada").await.expect("messages");
+    let messages = h.engine.conversation().list_messages("ada").await.expect("messages");
     assert_eq!(messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), vec!["Can you talk slower?", "Sure. I can speak more slowly. Just ask."]);
     let events = h.engine.ledger().events(None, 1).await.expect("events");
     assert_eq!(events[0].kind, "voice_turn");

@@ -48,8 +48,8 @@ async fn inside(home: std::path::PathBuf) {
     config.provider_override = Some(provider);
     let engine = Engine::start(config).await.expect("engine starts");
     let mut rx = engine.subscribe();
-    engine.create_persona("Ada", "A patient tutor").await.expect("persona");
-    engine.send_message("Ada", "hello before the disk fills").await.expect("send");
+    engine.personas().create_persona("Ada", "A patient tutor").await.expect("persona");
+    engine.conversation().send_message("Ada", "hello before the disk fills").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
 
     // Fill the disk while the app runs.
@@ -66,17 +66,17 @@ async fn inside(home: std::path::PathBuf) {
     drop(f);
     let events = engine.ledger().event_count().await.expect("count on a full disk");
 
-    let e = engine.create_persona("Bo", "Made on a full disk").await.expect_err("cannot write on a full disk");
+    let e = engine.personas().create_persona("Bo", "Made on a full disk").await.expect_err("cannot write on a full disk");
     assert_eq!(e.code, "STORAGE_SAVE_FAILED", "{e:?}");
     assert!(e.message.contains("disk is full"), "the message must say so: {}", e.message);
-    let e = engine.send_message("Ada", "a message on a full disk").await.expect_err("cannot send on a full disk");
+    let e = engine.conversation().send_message("Ada", "a message on a full disk").await.expect_err("cannot send on a full disk");
     assert!(e.message.contains("disk is full"), "{}", e.message);
 
     // The app keeps running and reading; nothing was half-written.
-    let names: Vec<String> = engine.list_personas().await.expect("list").into_iter().map(|p| p.name).collect();
+    let names: Vec<String> = engine.personas().list_personas().await.expect("list").into_iter().map(|p| p.name).collect();
     assert!(names.contains(&"Ada".to_owned()) && !names.contains(&"Bo".to_owned()), "{names:?}");
-    let ada = engine.list_personas().await.expect("list").into_iter().find(|p| p.name == "Ada").expect("Ada");
-    let messages = engine.list_messages(&ada.id).await.expect("messages");
+    let ada = engine.personas().list_personas().await.expect("list").into_iter().find(|p| p.name == "Ada").expect("Ada");
+    let messages = engine.conversation().list_messages(&ada.id).await.expect("messages");
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert_eq!(engine.ledger().event_count().await.expect("count"), events, "no event was added");
     assert!(engine.ledger().verify().await.expect("verify on a full disk").ok());
@@ -85,9 +85,9 @@ async fn inside(home: std::path::PathBuf) {
     std::fs::remove_file(&filler).expect("free the space");
     // (Before the writer connection was reset after a failed COMMIT, this
     // write "succeeded" into a savepoint that never committed.)
-    engine.create_persona("Bo", "Made after space was freed").await.expect("persona");
+    engine.personas().create_persona("Bo", "Made after space was freed").await.expect("persona");
     assert!(engine.ledger().event_count().await.expect("count") >= events + 2, "readers see the new persona");
-    engine.send_message("Ada", "hello again").await.expect("send");
+    engine.conversation().send_message("Ada", "hello again").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let report = engine.ledger().verify().await.expect("verify");
     assert!(report.ok(), "{report:?}");

@@ -22,7 +22,7 @@ fn link_embedder(home: &Path) -> bool {
 async fn wait_for_names(h: &Harness, want: &[&str], what: &str) {
     let start = Instant::now();
     loop {
-        let docs = h.engine.documents().await.expect("documents");
+        let docs = h.engine.library().documents().await.expect("documents");
         let mut names: Vec<String> =
             docs.iter().filter(|d| d.status == "indexed").map(|d| d.name.clone()).collect();
         names.sort();
@@ -42,7 +42,7 @@ async fn a_watched_folder_is_followed_while_running_and_caught_up_at_start() {
     }
     let folder = tempfile::tempdir().expect("folder");
     std::fs::write(folder.path().join("a.md"), "# Kites\n\nA kite needs steady wind.").expect("write");
-    h.engine.import_documents(vec![folder.path().to_path_buf()], true).await.expect("import");
+    h.engine.library().import_documents(vec![folder.path().to_path_buf()], true).await.expect("import");
     wait_for_names(&h, &["a.md"], "after the import").await;
 
     std::fs::write(folder.path().join("b.md"), "# Boats\n\nA boat needs a keel.").expect("write");
@@ -56,7 +56,7 @@ async fn a_watched_folder_is_followed_while_running_and_caught_up_at_start() {
     std::fs::remove_file(folder.path().join("b.md")).expect("remove");
     let h = h.restart(&[]).await;
     wait_for_names(&h, &["c.md"], "after a restart").await;
-    let hits = h.engine.search_documents("winding a clock", 3).await.expect("search");
+    let hits = h.engine.library().search_documents("winding a clock", 3).await.expect("search");
     assert!(hits.first().is_some_and(|hit| hit.document.ends_with("c.md")), "{hits:?}");
 
     // The ledger holds each change with the file's hash, never its text.

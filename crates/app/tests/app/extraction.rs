@@ -1,4 +1,4 @@
-//! Memory (#4) with a scripted model: extraction (scan → match → update),
+//! Memory with a scripted model: extraction (scan → match → update),
 //! malformed JSON, group visibility as a security boundary (recall, reply
 //! prompts, memory lists), "memories used", confirm/edit/forget.
 
@@ -44,7 +44,7 @@ async fn chat(s: &Setup, persona: &str, text: &str, reply: &str, scan: &str) -> 
     s.provider.push_reply(reply);
     s.provider.push_reply(scan);
     let mut rx = s.engine.subscribe();
-    s.engine.send_message(persona, text).await.expect("send");
+    s.engine.conversation().send_message(persona, text).await.expect("send");
     let message = await_reply(&mut rx).await.1.expect("reply");
     wait_for_extraction(s, &mut rx).await;
     message
@@ -64,11 +64,11 @@ async fn wait_for_extraction(s: &Setup, rx: &mut tokio::sync::broadcast::Receive
 #[tokio::test]
 async fn extraction_learns_merges_supersedes_and_keeps_quote_offsets() {
     let s = setup().await;
-    s.engine.create_persona("Ada", "").await.expect("create");
+    s.engine.personas().create_persona("Ada", "").await.expect("create");
     let m1 = "My sister Joana and I live in Lisbon, and I adore strong coffee.";
     chat(&s, "Ada", m1, "Nice!", &scan(&[("home", "Lives in Lisbon")], &[("Joana", "sister")], &["I adore strong coffee"], &["coffee"])).await;
 
-    let all = s.engine.list_memories(None, true).await.expect("list");
+    let all = s.engine.memory().list_memories(None, true).await.expect("list");
     assert_eq!(all.len(), 4, "{all:#?}");
     let fact = all.iter().find(|m| m.kind == "fact").expect("fact");
     assert_eq!((fact.text.as_str(), fact.validation.as_str(), fact.group.as_str()), ("Lives in Lisbon", "none", "General"));
@@ -83,8 +83,8 @@ async fn extraction_learns_merges_supersedes_and_keeps_quote_offsets() {
     assert!(requests[1].json_schema.is_some() && requests[1].messages[1].content.contains(m1));
 
     // The same fact again (other words, same content) merges and gains confidence.
-    chat(&s, "Ada", "Lisbon is where I live, by the way.", "Got it.", &scan(&[("home", "lives in Lisbon")], &[("Joana", "sister")], &[], &[])).await;
-    let all = s.engine.list_memories(None, true).await.expect("list");
+    chat(&s, "Ada", "Lisbon is where I live with Joana, by the way.", "Got it.", &scan(&[("home", "lives in Lisbon")], &[("Joana", "sister")], &[], &[])).await;
+    let all = s.engine.memory().list_memories(None, true).await.expect("list");
     assert_eq!(all.len(), 4, "merged, not duplicated: {all:#?}");
     let fact = all.iter().find(|m| m.kind == "fact").expect("fact");
     assert!((fact.confidence - 2.0 / 3.0).abs() < 1e-9, "{}", fact.confidence);
@@ -94,31 +94,31 @@ async fn extraction_learns_merges_supersedes_and_keeps_quote_offsets() {
 
     // A newer fact about the same subject supersedes the older without deleting it.
     chat(&s, "Ada", "I moved to Porto last month.", "Exciting!", &scan(&[("home", "Lives in Porto")], &[], &[], &[])).await;
-    let current = s.engine.list_memories(None, false).await.expect("list");
+    let current = s.engine.memory().list_memories(None, false).await.expect("list");
     assert!(current.iter().any(|m| m.text == "Lives in Porto"));
     assert!(!current.iter().any(|m| m.text == "Lives in Lisbon"));
-    let all = s.engine.list_memories(None, true).await.expect("list");
+    let all = s.engine.memory().list_memories(None, true).await.expect("list");
     let porto = all.iter().find(|m| m.text == "Lives in Porto").expect("porto");
     let lisbon = all.iter().find(|m| m.text == "Lives in Lisbon").expect("the old fact is kept");
     assert_eq!(lisbon.superseded_by.as_deref(), Some(porto.id.as_str()));
     // Retrieval only offers the current fact.
-    let view = s.engine.recall("Ada", "Lives in which city", 10).await.expect("recall");
+    let view = s.engine.memory().recall("Ada", "Lives in which city", 10).await.expect("recall");
     assert!(view.results.iter().any(|r| r.kind == "memory" && r.text == "Lives in Porto"));
     assert!(!view.results.iter().any(|r| r.kind == "memory" && r.text == "Lives in Lisbon"));
-    assert!(s.engine.verify().await.expect("verify").ok);
+    assert!(s.engine.vault().verify().await.expect("verify").ok);
 }
 
 #[tokio::test]
 async fn a_confirmed_fact_is_locked_against_superseding() {
     let s = setup().await;
-    s.engine.create_persona("Ada", "").await.expect("create");
+    s.engine.personas().create_persona("Ada", "").await.expect("create");
     chat(&s, "Ada", "I work as a nurse.", "Great.", &scan(&[("job", "Works as a nurse")], &[], &[], &[])).await;
-    let nurse = s.engine.list_memories(None, false).await.expect("list").remove(0);
-    let confirmed = s.engine.confirm_memory(&nurse.id).await.expect("confirm");
+    let nurse = s.engine.memory().list_memories(None, false).await.expect("list").remove(0);
+    let confirmed = s.engine.memory().confirm_memory(&nurse.id).await.expect("confirm");
     assert_eq!(confirmed.validation, "human");
     assert_eq!(confirmed.confidence, 1.0);
     chat(&s, "Ada", "Sometimes I dream of being a pilot.", "Fun.", &scan(&[("job", "Works as a pilot")], &[], &[], &[])).await;
-    let all = s.engine.list_memories(None, true).await.expect("list");
+    let all = s.engine.memory().list_memories(None, true).await.expect("list");
     assert!(all.iter().find(|m| m.id == nurse.id).expect("nurse").superseded_by.is_none(), "locked");
     assert!(all.iter().any(|m| m.text == "Works as a pilot"));
 }
@@ -126,13 +126,13 @@ async fn a_confirmed_fact_is_locked_against_superseding() {
 #[tokio::test]
 async fn malformed_extraction_json_is_retried_then_dead_lettered_with_its_code() {
     let s = setup().await;
-    s.engine.create_persona("Ada", "").await.expect("create");
+    s.engine.personas().create_persona("Ada", "").await.expect("create");
     s.provider.push_reply("Hello!");
     for reply in ["not json at all", "{\"facts\": [", "{oops}"] {
         s.provider.push_reply(reply);
     }
     let mut rx = s.engine.subscribe();
-    s.engine.send_message("Ada", "I have a cat called Miso.").await.expect("send");
+    s.engine.conversation().send_message("Ada", "I have a cat called Miso.").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
     let failed = loop {
@@ -147,13 +147,13 @@ async fn malformed_extraction_json_is_retried_then_dead_lettered_with_its_code()
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].attempts, 3);
     assert!(dead[0].last_error.as_deref().unwrap_or("").starts_with("LLM_INVALID_JSON"));
-    assert!(s.engine.list_memories(None, true).await.expect("list").is_empty(), "nothing half-learned");
+    assert!(s.engine.memory().list_memories(None, true).await.expect("list").is_empty(), "nothing half-learned");
 }
 
 #[tokio::test]
 async fn an_extraction_for_a_deleted_persona_is_dead_lettered() {
     let s = setup().await;
-    let ada = s.engine.create_persona("Ada", "").await.expect("create");
+    let ada = s.engine.personas().create_persona("Ada", "").await.expect("create");
     s.engine.ledger().archive_persona(&ada.id, true).await.expect("archive");
     s.engine.ledger().delete_persona(&ada.id, true).await.expect("delete");
     let mut rx = s.engine.subscribe();
@@ -176,27 +176,27 @@ async fn an_extraction_for_a_deleted_persona_is_dead_lettered() {
 #[tokio::test]
 async fn memories_never_cross_group_boundaries() {
     let s = setup().await;
-    let ada = s.engine.create_persona("Ada", "").await.expect("create");
-    s.engine.create_persona("Bo", "").await.expect("create");
-    s.engine.set_persona_groups("Ada", "Work", &[]).await.expect("groups");
-    let bo = s.engine.set_persona_groups("Bo", "Family", &[]).await.expect("groups");
+    let ada = s.engine.personas().create_persona("Ada", "").await.expect("create");
+    s.engine.personas().create_persona("Bo", "").await.expect("create");
+    s.engine.memory().set_persona_groups("Ada", "Work", &[]).await.expect("groups");
+    let bo = s.engine.memory().set_persona_groups("Bo", "Family", &[]).await.expect("groups");
     assert_eq!((bo.group_primary.as_str(), bo.sees_all), ("Family", false));
-    assert!(s.engine.persona_groups("Ei").await.expect("ei").sees_all);
+    assert!(s.engine.memory().persona_groups("Ei").await.expect("ei").sees_all);
 
     chat(&s, "Ada", "The merger code name is Bluefin.", "Noted.", &scan(&[("project", "Project codename Bluefin")], &[], &[], &[])).await;
-    let learned = s.engine.list_memories(None, false).await.expect("list");
+    let learned = s.engine.memory().list_memories(None, false).await.expect("list");
     assert_eq!(learned.len(), 1);
     assert_eq!(learned[0].group, "Work", "filed under the learner's primary group");
 
     // Lists: Ada and Ei see it, Bo does not.
-    assert_eq!(s.engine.list_memories(Some("Ada"), false).await.expect("list").len(), 1);
-    assert_eq!(s.engine.list_memories(Some("Ei"), false).await.expect("list").len(), 1);
-    assert!(s.engine.list_memories(Some("Bo"), false).await.expect("list").is_empty());
+    assert_eq!(s.engine.memory().list_memories(Some("Ada"), false).await.expect("list").len(), 1);
+    assert_eq!(s.engine.memory().list_memories(Some("Ei"), false).await.expect("list").len(), 1);
+    assert!(s.engine.memory().list_memories(Some("Bo"), false).await.expect("list").is_empty());
     // Recall (the CLI's and the reply's ranking).
     let bluefin = |v: &app::RecallView| v.results.iter().any(|r| r.text.contains("Bluefin"));
-    assert!(bluefin(&s.engine.recall("Ada", "Bluefin codename", 10).await.expect("recall")));
-    assert!(bluefin(&s.engine.recall("Ei", "Bluefin codename", 10).await.expect("recall")));
-    assert!(!bluefin(&s.engine.recall("Bo", "Bluefin codename", 10).await.expect("recall")), "no leak through recall");
+    assert!(bluefin(&s.engine.memory().recall("Ada", "Bluefin codename", 10).await.expect("recall")));
+    assert!(bluefin(&s.engine.memory().recall("Ei", "Bluefin codename", 10).await.expect("recall")));
+    assert!(!bluefin(&s.engine.memory().recall("Bo", "Bluefin codename", 10).await.expect("recall")), "no leak through recall");
     // The reply prompt.
     let before = s.provider.calls();
     chat(&s, "Bo", "What is the Bluefin codename about?", "No idea.", &scan(&[], &[], &[], &[])).await;
@@ -207,39 +207,39 @@ async fn memories_never_cross_group_boundaries() {
     assert!(s.provider.requests()[before].messages[0].content.contains("Project codename Bluefin"));
 
     // Letting Bo see Work opens exactly that group.
-    s.engine.set_persona_groups("Bo", "Family", &["Work".into()]).await.expect("groups");
-    assert!(bluefin(&s.engine.recall("Bo", "Bluefin codename", 10).await.expect("recall")));
-    assert_eq!(s.engine.list_memories(Some("Bo"), false).await.expect("list").len(), 1);
+    s.engine.memory().set_persona_groups("Bo", "Family", &["Work".into()]).await.expect("groups");
+    assert!(bluefin(&s.engine.memory().recall("Bo", "Bluefin codename", 10).await.expect("recall")));
+    assert_eq!(s.engine.memory().list_memories(Some("Bo"), false).await.expect("list").len(), 1);
     let _ = ada;
 }
 
 #[tokio::test]
 async fn a_reply_records_the_memories_it_used_and_forget_erases_for_real() {
     let s = setup().await;
-    s.engine.create_persona("Ada", "").await.expect("create");
+    s.engine.personas().create_persona("Ada", "").await.expect("create");
     chat(&s, "Ada", "My dog is called Biscuit.", "Cute!", &scan(&[("dog", "Has a dog named Biscuit")], &[], &[], &[])).await;
     let reply = chat(&s, "Ada", "What is my dog called again?", "Biscuit!", &scan(&[], &[], &[], &[])).await;
-    let used = s.engine.memories_used(&reply.id).await.expect("used");
+    let used = s.engine.memory().memories_used(&reply.id).await.expect("used");
     let memory = used.iter().find(|u| u.kind == "memory").expect("the memory was used");
     assert_eq!(memory.text, "Has a dog named Biscuit");
     let id = memory.memory.as_ref().expect("memory view").id.clone();
 
     // Edit in place, then forget.
-    let edited = s.engine.edit_memory(&id, "Has a beagle named Biscuit").await.expect("edit");
+    let edited = s.engine.memory().edit_memory(&id, "Has a beagle named Biscuit").await.expect("edit");
     assert_eq!((edited.text.as_str(), edited.validation.as_str()), ("Has a beagle named Biscuit", "human"));
-    assert!(s.engine.recall("Ada", "beagle", 5).await.expect("recall").results.iter().any(|r| r.item_id == id));
-    s.engine.forget_memory(&id).await.expect("forget");
-    assert!(s.engine.list_memories(None, true).await.expect("list").is_empty());
-    assert!(!s.engine.recall("Ada", "beagle", 5).await.expect("recall").results.iter().any(|r| r.item_id == id));
-    assert!(!s.engine.memories_used(&reply.id).await.expect("used").iter().any(|u| u.item_id == id));
-    assert_eq!(s.engine.forget_memory(&id).await.expect_err("gone").code, "MEMORY_NOT_FOUND");
+    assert!(s.engine.memory().recall("Ada", "beagle", 5).await.expect("recall").results.iter().any(|r| r.item_id == id));
+    s.engine.memory().forget_memory(&id).await.expect("forget");
+    assert!(s.engine.memory().list_memories(None, true).await.expect("list").is_empty());
+    assert!(!s.engine.memory().recall("Ada", "beagle", 5).await.expect("recall").results.iter().any(|r| r.item_id == id));
+    assert!(!s.engine.memory().memories_used(&reply.id).await.expect("used").iter().any(|u| u.item_id == id));
+    assert_eq!(s.engine.memory().forget_memory(&id).await.expect_err("gone").code, "MEMORY_NOT_FOUND");
     // The text is in no event payload any more; the chain still verifies.
     for e in s.engine.ledger().all_events().await.expect("events") {
         if let Some(p) = e.payload {
             assert!(!p.to_string().contains("beagle"), "{p}");
         }
     }
-    assert!(s.engine.verify().await.expect("verify").ok);
+    assert!(s.engine.vault().verify().await.expect("verify").ok);
 }
 
 /// The whole path with the real local model (SmolLM2-135M through
@@ -253,11 +253,11 @@ async fn the_real_local_model_extracts_memories_with_valid_quote_offsets() {
     };
     config.extraction_delay = Duration::ZERO;
     let engine = Engine::start(config).await.expect("engine starts");
-    engine.create_persona("Ada", "A friendly companion").await.expect("create");
+    engine.personas().create_persona("Ada", "A friendly companion").await.expect("create");
 
     let mut rx = engine.subscribe();
     let text = "My name is Marta and I live in Lisbon. My brother Tomás is a doctor. I love playing the piano.";
-    engine.send_message("Ada", text).await.expect("send");
+    engine.conversation().send_message("Ada", text).await.expect("send");
     await_reply(&mut rx).await.1.expect("the local model replied");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
     loop {
@@ -270,7 +270,7 @@ async fn the_real_local_model_extracts_memories_with_valid_quote_offsets() {
         }
         let _ = tokio::time::timeout_at(deadline, rx.recv()).await.expect("extraction in time");
     }
-    let learned = engine.list_memories(None, true).await.expect("list");
+    let learned = engine.memory().list_memories(None, true).await.expect("list");
     eprintln!("learned from the real model: {learned:#?}");
     assert!(!learned.is_empty(), "the real model's scan produced memories");
     for m in &learned {
@@ -283,40 +283,40 @@ async fn the_real_local_model_extracts_memories_with_valid_quote_offsets() {
             assert_eq!(span, m.text, "a quote's offsets point at its text in the message");
         }
     }
-    assert!(engine.verify().await.expect("verify").ok);
+    assert!(engine.vault().verify().await.expect("verify").ok);
     engine.shutdown().await;
 }
 
 #[tokio::test]
 async fn the_ceremony_decays_exposure_by_the_half_life_except_confirmed_memories() {
     let s = setup().await;
-    s.engine.create_persona("Ada", "").await.expect("create");
+    s.engine.personas().create_persona("Ada", "").await.expect("create");
     chat(&s, "Ada", "I swim on Sundays and I work as a nurse.", "Nice.", &scan(&[("sport", "Swims on Sundays"), ("job", "Works as a nurse")], &[], &[], &[])).await;
-    let all = s.engine.list_memories(None, false).await.expect("list");
+    let all = s.engine.memory().list_memories(None, false).await.expect("list");
     let swim = all.iter().find(|m| m.text == "Swims on Sundays").expect("swim").id.clone();
     let nurse = all.iter().find(|m| m.text == "Works as a nurse").expect("nurse").id.clone();
-    s.engine.confirm_memory(&nurse).await.expect("confirm");
+    s.engine.memory().confirm_memory(&nurse).await.expect("confirm");
     let exposure = |list: &[app::MemoryView], id: &str| list.iter().find(|m| m.id == id).expect("memory").exposure;
 
     // The scheduler may already have run today's ceremony at start: go on from its time.
     let rfc = &time::format_description::well_known::Rfc3339;
     let last = s.engine.ledger().last_decay_at().await.expect("last").map(|t| time::OffsetDateTime::parse(&t, rfc).expect("ts"));
-    let e0 = exposure(&s.engine.list_memories(None, false).await.expect("list"), &swim);
+    let e0 = exposure(&s.engine.memory().list_memories(None, false).await.expect("list"), &swim);
     let t1 = last.unwrap_or_else(time::OffsetDateTime::now_utc) + time::Duration::days(1);
-    let first = s.engine.run_ceremony(t1).await.expect("ceremony").expect("idle queue: it runs");
+    let first = s.engine.personas().run_ceremony(t1).await.expect("ceremony").expect("idle queue: it runs");
     assert!((first.elapsed_days - 1.0).abs() < 1e-9, "a day after the last run (or the first run)");
-    let second = s.engine.run_ceremony(t1 + time::Duration::days(7)).await.expect("ceremony").expect("runs");
+    let second = s.engine.personas().run_ceremony(t1 + time::Duration::days(7)).await.expect("ceremony").expect("runs");
     assert!((second.elapsed_days - 7.0).abs() < 1e-9);
     assert!((second.factor - 0.5).abs() < 1e-12, "one half-life halves: {}", second.factor);
-    let list = s.engine.list_memories(None, false).await.expect("list");
+    let list = s.engine.memory().list_memories(None, false).await.expect("list");
     let expected = e0 * 0.5f64.powf(1.0 / 7.0) * 0.5;
     assert!((exposure(&list, &swim) - expected).abs() < 1e-12, "{} vs {expected}", exposure(&list, &swim));
     assert_eq!(exposure(&list, &nurse), 1.0, "confirmed memories never decay");
 
     // A reply that uses the memory makes it fully present again.
     chat(&s, "Ada", "When do I swim?", "On Sundays.", &scan(&[], &[], &[], &[])).await;
-    let list = s.engine.list_memories(None, false).await.expect("list");
+    let list = s.engine.memory().list_memories(None, false).await.expect("list");
     assert_eq!(exposure(&list, &swim), 1.0);
     // Projections replay to the same values.
-    assert!(s.engine.verify().await.expect("verify").ok);
+    assert!(s.engine.vault().verify().await.expect("verify").ok);
 }

@@ -34,12 +34,12 @@ impl Harness {
         Self { dir, keys, provider, engine }
     }
 
-    /// runtime (#6): with a short stall limit for the working states.
+    /// With a short stall limit for the working states.
     pub async fn with_stall_limit(replies: &[&str], limit: std::time::Duration) -> Self {
         Self::configured(replies, |config| config.stall_limit = limit).await
     }
 
-    /// runtime (#6): with the engine's config changed by `tweak`.
+    /// With the engine's config changed by `tweak`.
     pub async fn configured(replies: &[&str], tweak: impl FnOnce(&mut EngineConfig)) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let keys = Arc::new(MemoryKeyStore::default());

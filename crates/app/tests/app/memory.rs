@@ -27,13 +27,13 @@ fn write_conversation(h: &Harness, name: &str, persona: &str, secret: &str) -> P
 #[tokio::test]
 async fn a_reply_prompt_carries_an_old_relevant_message_beyond_the_history() {
     let h = Harness::new(&["Ingrid, from Bergen!"]).await;
-    let ada = h.engine.create_persona("Ada", "A friend").await.expect("create");
+    let ada = h.engine.personas().create_persona("Ada", "A friend").await.expect("create");
     let file = write_conversation(&h, "ada", "Ada", "My grandmother Ingrid grew up in Bergen by the harbour");
-    let report = h.engine.import_conversation("Ada", &file).await.expect("import");
+    let report = h.engine.memory().import_conversation("Ada", &file).await.expect("import");
     assert_eq!(report.report.imported, 60);
 
     let mut rx = h.engine.subscribe();
-    h.engine.send_message("Ada", "Do you remember where my grandmother grew up?").await.expect("send");
+    h.engine.conversation().send_message("Ada", "Do you remember where my grandmother grew up?").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
 
     let prompt = &h.provider.requests()[0].messages;
@@ -44,47 +44,47 @@ async fn a_reply_prompt_carries_an_old_relevant_message_beyond_the_history() {
     assert!(prompt[0].content.contains("My grandmother Ingrid grew up in Bergen"), "{}", prompt[0].content);
 
     // The CLI's recall ranks it too (after the question just asked, which is now stored).
-    let view = h.engine.recall("Ada", "Do you remember where my grandmother grew up?", 5).await.expect("recall");
+    let view = h.engine.memory().recall("Ada", "Do you remember where my grandmother grew up?", 5).await.expect("recall");
     let hit = view.results.iter().find(|r| r.id == "ada-3").expect("the old turn is in the top 5");
     assert_eq!(hit.kind, "message");
     assert_eq!(hit.persona_id, ada.id);
     assert!(hit.source_ids.is_empty());
     // The new messages are indexed as they are written.
-    let view = h.engine.recall("Ada", "Bergen", 10).await.expect("recall");
+    let view = h.engine.memory().recall("Ada", "Bergen", 10).await.expect("recall");
     assert!(view.results.iter().any(|r| r.text.contains("Ingrid, from Bergen!")), "the reply is indexed");
 }
 
 #[tokio::test]
 async fn no_persona_recalls_or_is_prompted_with_another_conversation() {
     let h = Harness::new(&["I don't know.", "Pixel!"]).await;
-    let ada = h.engine.create_persona("Ada", "").await.expect("create");
-    let bob = h.engine.create_persona("Bob", "").await.expect("create");
+    let ada = h.engine.personas().create_persona("Ada", "").await.expect("create");
+    let bob = h.engine.personas().create_persona("Bob", "").await.expect("create");
     let a = write_conversation(&h, "ada", "Ada", "my favourite tea is smoky lapsang souchong");
     let b = write_conversation(&h, "bob", "Bob", "my cat is called Pixel and hates the vacuum cleaner");
-    h.engine.import_conversation("Ada", &a).await.expect("import");
-    h.engine.import_conversation("Bob", &b).await.expect("import");
+    h.engine.memory().import_conversation("Ada", &a).await.expect("import");
+    h.engine.memory().import_conversation("Bob", &b).await.expect("import");
 
     // Ada is asked about Bob's secret: neither recall nor the prompt has it.
     for q in ["What is my cat called?", "Pixel vacuum cleaner cat", "weekend weather"] {
-        let view = h.engine.recall("Ada", q, 50).await.expect("recall");
+        let view = h.engine.memory().recall("Ada", q, 50).await.expect("recall");
         assert!(view.results.iter().all(|r| r.persona_id == ada.id && !r.id.starts_with("bob")), "leak for {q}");
-        let view = h.engine.recall("Bob", q, 50).await.expect("recall");
+        let view = h.engine.memory().recall("Bob", q, 50).await.expect("recall");
         assert!(view.results.iter().all(|r| r.persona_id == bob.id), "leak for {q}");
     }
     let mut rx = h.engine.subscribe();
-    h.engine.send_message("Ada", "What is my cat Pixel called, the one that hates the vacuum?").await.expect("send");
+    h.engine.conversation().send_message("Ada", "What is my cat Pixel called, the one that hates the vacuum?").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let prompt = &h.provider.requests()[0].messages;
     assert!(prompt.iter().all(|m| !m.content.contains("vacuum cleaner")), "Bob's conversation leaked into Ada's prompt");
 
     // Bob does get his own memory.
-    h.engine.send_message("Bob", "What is my cat called?").await.expect("send");
+    h.engine.conversation().send_message("Bob", "What is my cat called?").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let prompt = &h.provider.requests()[1].messages;
     assert!(prompt[0].content.contains("Pixel and hates the vacuum cleaner"), "{}", prompt[0].content);
 
     // Ei sees every conversation.
-    let view = h.engine.recall("Ei", "Pixel vacuum cleaner", 5).await.expect("recall");
+    let view = h.engine.memory().recall("Ei", "Pixel vacuum cleaner", 5).await.expect("recall");
     assert!(view.results.iter().any(|r| r.id == "bob-3"), "Ei finds Bob's turn");
     assert!(view.results.iter().any(|r| r.persona_id == ada.id), "and Ada's question");
 }
@@ -92,7 +92,7 @@ async fn no_persona_recalls_or_is_prompted_with_another_conversation() {
 #[tokio::test]
 async fn a_bad_row_imports_nothing_and_names_the_row() {
     let h = Harness::new(&[]).await;
-    h.engine.create_persona("Ada", "").await.expect("create");
+    h.engine.personas().create_persona("Ada", "").await.expect("create");
     let path = h.dir.path().join("bad.json");
     std::fs::write(
         &path,
@@ -102,13 +102,13 @@ async fn a_bad_row_imports_nothing_and_names_the_row() {
     )
     .expect("write");
     let before = h.engine.ledger().event_count().await.expect("count");
-    let err = h.engine.import_conversation("Ada", &path).await.expect_err("rejected");
+    let err = h.engine.memory().import_conversation("Ada", &path).await.expect_err("rejected");
     assert_eq!(err.code, "IMPORT_INVALID");
     assert!(err.message.starts_with("row 2:"), "{}", err.message);
     assert_eq!(h.engine.ledger().event_count().await.expect("count"), before);
-    assert!(h.engine.list_messages("Ada").await.expect("list").is_empty());
+    assert!(h.engine.conversation().list_messages("Ada").await.expect("list").is_empty());
     // Without model files recall still works, keyword-only, and says so.
-    assert!(h.engine.memory_status().contains("keyword"), "{}", h.engine.memory_status());
+    assert!(h.engine.memory().memory_status().contains("keyword"), "{}", h.engine.memory().memory_status());
 }
 
 pub(crate) fn files_containing(dir: &std::path::Path, needle: &[u8]) -> Vec<PathBuf> {
@@ -133,26 +133,26 @@ async fn an_erased_message_leaves_every_file_of_the_profile_including_the_search
     let marker = "zebrafinchmarker";
     let h = Harness::new(&["noted"]).await;
     let mut rx = h.engine.subscribe();
-    let (sent, _) = h.engine.send_message("Ei", &format!("my locker code word is {marker}")).await.expect("send");
+    let (sent, _) = h.engine.conversation().send_message("Ei", &format!("my locker code word is {marker}")).await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
-    h.engine.save_checkpoint(10, "with the secret").await.expect("checkpoint");
+    h.engine.vault().save_checkpoint(10, "with the secret").await.expect("checkpoint");
     // Searchable before: the index holds it (keyword search needs no model).
-    let found = h.engine.recall("Ei", marker, 5).await.expect("recall");
+    let found = h.engine.memory().recall("Ei", marker, 5).await.expect("recall");
     assert!(found.results.iter().any(|r| r.text.contains(marker)), "indexed before erasure");
     assert!(
         files_containing(h.dir.path(), marker.as_bytes()).iter().any(|p| p.to_string_lossy().contains("index")),
         "the marker must be in the index files before"
     );
 
-    h.engine.erase_message(&sent.id).await.expect("erase");
+    h.engine.vault().erase_message(&sent.id).await.expect("erase");
     let hits = files_containing(h.dir.path(), marker.as_bytes());
     assert!(hits.is_empty(), "erased text still in {hits:?}");
-    assert!(h.engine.recall("Ei", marker, 5).await.expect("recall").results.is_empty());
-    assert!(h.engine.verify().await.expect("verify").ok);
+    assert!(h.engine.memory().recall("Ei", marker, 5).await.expect("recall").results.is_empty());
+    assert!(h.engine.vault().verify().await.expect("verify").ok);
     // And after a restart (the index is re-derived from the ledger).
     let h = h.restart(&[]).await;
     assert!(files_containing(h.dir.path(), marker.as_bytes()).is_empty());
-    assert!(h.engine.recall("Ei", marker, 5).await.expect("recall").results.is_empty());
+    assert!(h.engine.memory().recall("Ei", marker, 5).await.expect("recall").results.is_empty());
 }
 
 #[tokio::test]
@@ -160,10 +160,10 @@ async fn a_damaged_or_deleted_search_index_is_rebuilt_from_the_ledger() {
     let marker = "harpsichordmarker";
     let h = Harness::new(&["noted"]).await;
     let mut rx = h.engine.subscribe();
-    h.engine.send_message("Ei", &format!("I play the {marker} on sundays")).await.expect("send");
+    h.engine.conversation().send_message("Ei", &format!("I play the {marker} on sundays")).await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let h = h.restart(&[]).await;
-    assert!(!h.engine.recall("Ei", marker, 5).await.expect("recall").results.is_empty());
+    assert!(!h.engine.memory().recall("Ei", marker, 5).await.expect("recall").results.is_empty());
     h.engine.shutdown().await;
 
     // Garbage over the index file, its journal gone.
@@ -174,7 +174,7 @@ async fn a_damaged_or_deleted_search_index_is_rebuilt_from_the_ledger() {
         let _ = std::fs::remove_file(side(suffix));
     }
     let h = h.restart(&[]).await;
-    let found = h.engine.recall("Ei", marker, 5).await.expect("recall after the rebuild");
+    let found = h.engine.memory().recall("Ei", marker, 5).await.expect("recall after the rebuild");
     assert!(found.results.iter().any(|r| r.text.contains(marker)), "re-derived from the ledger");
     h.engine.shutdown().await;
 
@@ -185,6 +185,6 @@ async fn a_damaged_or_deleted_search_index_is_rebuilt_from_the_ledger() {
         std::fs::write(side(suffix), vec![0xa5_u8; 40 * 1024]).expect("stale journal");
     }
     let h = h.restart(&[]).await;
-    let found = h.engine.recall("Ei", marker, 5).await.expect("recall after the rebuild");
+    let found = h.engine.memory().recall("Ei", marker, 5).await.expect("recall after the rebuild");
     assert!(found.results.iter().any(|r| r.text.contains(marker)), "re-derived from the ledger");
 }

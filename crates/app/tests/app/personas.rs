@@ -1,4 +1,4 @@
-//! Persona management and chat state (memory #4) with a scripted model:
+//! Persona management and chat state with a scripted model:
 //! creating a persona from a description (the model fills traits and
 //! topics; the human's words are kept; a failing model falls back), edit,
 //! pause until a time, the context status of messages in the prompt,
@@ -42,13 +42,13 @@ async fn a_persona_made_from_a_description_is_filled_by_the_model_and_keeps_the_
     let h = Harness::new(&[]).await;
     h.provider.push_reply(fill_json());
     let words = "  a baker from Lisbon who loves sourdough  ";
-    let marta = h.engine.create_persona_described("Marta", words).await.expect("create");
+    let marta = h.engine.personas().create_persona_described("Marta", words).await.expect("create");
     assert_eq!(marta.short_description, words.trim(), "the human's words, verbatim");
     eventually("the fill", || async {
-        h.engine.persona_profile("Marta").await.expect("profile").profile_source == "llm"
+        h.engine.personas().persona_profile("Marta").await.expect("profile").profile_source == "llm"
     })
     .await;
-    let p = h.engine.persona_profile("Marta").await.expect("profile");
+    let p = h.engine.personas().persona_profile("Marta").await.expect("profile");
     assert_eq!(p.short_description, words.trim(), "the fill never overwrites the human's words");
     assert_eq!(p.long_description, "Marta runs a small bakery in Lisbon and loves sharing recipes.");
     assert_eq!(p.traits, vec!["warm".to_owned(), "patient".to_owned()], "deduplicated");
@@ -59,8 +59,8 @@ async fn a_persona_made_from_a_description_is_filled_by_the_model_and_keeps_the_
     assert!(request.json_schema.is_some(), "JSON-schema constrained");
     assert!(request.messages.iter().any(|m| m.content.contains("a baker from Lisbon who loves sourdough")));
     // A persona made with no description is not sent to the model at all.
-    h.engine.create_persona_described("Bare", "").await.expect("create");
-    assert_eq!(h.engine.persona_profile("Bare").await.expect("profile").profile_source, "none");
+    h.engine.personas().create_persona_described("Bare", "").await.expect("create");
+    assert_eq!(h.engine.personas().persona_profile("Bare").await.expect("profile").profile_source, "none");
     assert_eq!(h.provider.calls(), 1);
 }
 
@@ -71,7 +71,7 @@ async fn when_the_model_fails_the_persona_keeps_the_human_words_and_still_chats(
         h.provider.push_reply(bad);
     }
     let mut rx = h.engine.subscribe();
-    h.engine.create_persona_described("Rui", "a grumpy chess coach").await.expect("create");
+    h.engine.personas().create_persona_described("Rui", "a grumpy chess coach").await.expect("create");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let failed = loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await.expect("dead-lettered in time").expect("event") {
@@ -81,15 +81,15 @@ async fn when_the_model_fails_the_persona_keeps_the_human_words_and_still_chats(
     };
     assert_eq!(failed.0, "persona_fill");
     assert_eq!(failed.1.code, "LLM_INVALID_JSON");
-    let p = h.engine.persona_profile("Rui").await.expect("profile");
+    let p = h.engine.personas().persona_profile("Rui").await.expect("profile");
     assert_eq!(p.profile_source, "fallback");
     assert_eq!(p.short_description, "a grumpy chess coach");
     assert!(p.traits.is_empty() && p.topics.is_empty() && p.long_description.is_empty(), "nothing invented");
-    let dead = h.engine.queue_view().await.expect("queue");
+    let dead = h.engine.conversation().queue_view().await.expect("queue");
     assert!(dead.items.iter().any(|i| i.kind == "persona_fill" && i.state == "dead"), "visible as a dead letter");
     // The persona works regardless.
     h.provider.push_reply("Check.");
-    h.engine.send_message("Rui", "hello").await.expect("send");
+    h.engine.conversation().send_message("Rui", "hello").await.expect("send");
     assert_eq!(await_reply(&mut rx).await.1.expect("reply").content, "Check.");
 }
 
@@ -110,9 +110,9 @@ pub(crate) fn edit_of(p: &app::PersonaProfileView) -> PersonaEdit {
 #[tokio::test]
 async fn the_editor_saves_every_field_in_one_append_and_refuses_a_taken_name() {
     let h = Harness::new(&[]).await;
-    let ada = h.engine.create_persona("Ada", "a friend").await.expect("create");
-    h.engine.create_persona("Bea", "").await.expect("create");
-    let before = h.engine.persona_profile(&ada.id).await.expect("profile");
+    let ada = h.engine.personas().create_persona("Ada", "a friend").await.expect("create");
+    h.engine.personas().create_persona("Bea", "").await.expect("create");
+    let before = h.engine.personas().persona_profile(&ada.id).await.expect("profile");
     assert_eq!((before.heartbeat_minutes, before.context_window_hours), (30, 8), "the spec's defaults");
     assert_eq!(before.group_primary, "General");
 
@@ -134,7 +134,7 @@ async fn the_editor_saves_every_field_in_one_append_and_refuses_a_taken_name() {
     edit.context_window_hours = 0;
     edit.group_primary = "Work".into();
     edit.groups_visible = vec!["General".into(), "Work".into()];
-    let after = h.engine.update_persona(&ada.id, edit.clone()).await.expect("update");
+    let after = h.engine.personas().update_persona(&ada.id, edit.clone()).await.expect("update");
     assert_eq!(after.name, "Ada Lovelace");
     assert_eq!(after.short_description, "a friend");
     assert_eq!(after.long_description, "Counts everything.");
@@ -146,47 +146,47 @@ async fn the_editor_saves_every_field_in_one_append_and_refuses_a_taken_name() {
     // Four kinds of change, one atomic batch (updated, profile, settings, groups).
     assert_eq!(h.engine.ledger().event_count().await.expect("count"), events + 4);
     // Saving the same values again writes nothing.
-    h.engine.update_persona(&ada.id, edit.clone()).await.expect("update");
+    h.engine.personas().update_persona(&ada.id, edit.clone()).await.expect("update");
     assert_eq!(h.engine.ledger().event_count().await.expect("count"), events + 4);
 
     edit.name = "bea".into();
-    let err = h.engine.update_persona(&ada.id, edit.clone()).await.expect_err("taken");
+    let err = h.engine.personas().update_persona(&ada.id, edit.clone()).await.expect_err("taken");
     assert_eq!(err.code, "PERSONA_EXISTS");
     edit.name = "Ada".into();
     edit.heartbeat_minutes = 1_000_000;
-    assert_eq!(h.engine.update_persona(&ada.id, edit).await.expect_err("too long").code, "INVALID_INPUT");
+    assert_eq!(h.engine.personas().update_persona(&ada.id, edit).await.expect_err("too long").code, "INVALID_INPUT");
     // The projection survives a rebuild from the events.
     h.engine.ledger().rebuild_projections().await.expect("rebuild");
-    assert_eq!(h.engine.persona_profile(&ada.id).await.expect("profile"), after);
+    assert_eq!(h.engine.personas().persona_profile(&ada.id).await.expect("profile"), after);
 }
 
 #[tokio::test]
 async fn a_paused_persona_answers_only_when_its_pause_ends() {
     let h = Harness::new(&["Back again!"]).await;
-    let ada = h.engine.create_persona("Ada", "").await.expect("create");
-    assert_eq!(h.engine.pause_persona("Ada", Some("2001-01-01T00:00:00Z")).await.expect_err("past").code, "INVALID_INPUT");
+    let ada = h.engine.personas().create_persona("Ada", "").await.expect("create");
+    assert_eq!(h.engine.personas().pause_persona("Ada", Some("2001-01-01T00:00:00Z")).await.expect_err("past").code, "INVALID_INPUT");
     let until = (time::OffsetDateTime::now_utc() + time::Duration::hours(2))
         .format(&time::format_description::well_known::Rfc3339)
         .expect("format");
-    let paused = h.engine.pause_persona("Ada", Some(&until)).await.expect("pause");
+    let paused = h.engine.personas().pause_persona("Ada", Some(&until)).await.expect("pause");
     assert!(paused.paused_until.is_some());
     let mut rx = h.engine.subscribe();
-    h.engine.send_message("Ada", "are you there?").await.expect("send is accepted");
+    h.engine.conversation().send_message("Ada", "are you there?").await.expect("send is accepted");
     eventually("the reply to wait for the pause", || async {
         let q = h.engine.ledger().queue_items(None).await.expect("queue");
         q.iter().any(|i| i.kind == "reply" && i.state == ledger::QueueState::Pending && i.not_before > i.enqueued_at && i.attempts == 0)
     })
     .await;
     assert_eq!(h.provider.calls(), 0, "no reply while paused");
-    h.engine.pause_persona(&ada.id, None).await.expect("resume");
+    h.engine.personas().pause_persona(&ada.id, None).await.expect("resume");
     assert_eq!(await_reply(&mut rx).await.1.expect("reply").content, "Back again!");
-    assert!(h.engine.persona_profile("Ada").await.expect("profile").paused_until.is_none());
+    assert!(h.engine.personas().persona_profile("Ada").await.expect("profile").paused_until.is_none());
 }
 
 #[tokio::test]
 async fn context_status_decides_what_the_prompt_shows() {
     let h = Harness::new(&["ok"]).await;
-    h.engine.create_persona("Ada", "").await.expect("create");
+    h.engine.personas().create_persona("Ada", "").await.expect("create");
     let mut rows = Vec::new();
     for i in 0..30 {
         let text = match i {
@@ -199,17 +199,17 @@ async fn context_status_decides_what_the_prompt_shows() {
     }
     let file = h.dir.path().join("c.json");
     std::fs::write(&file, serde_json::to_string(&rows).expect("json")).expect("write");
-    h.engine.import_conversation("Ada", &file).await.expect("import");
-    let messages = h.engine.list_messages("Ada").await.expect("list");
+    h.engine.memory().import_conversation("Ada", &file).await.expect("import");
+    let messages = h.engine.conversation().list_messages("Ada").await.expect("list");
     let id_of = |needle: &str| messages.iter().find(|m| m.content.contains(needle)).map(|m| m.id.clone()).expect("message");
-    let always = h.engine.set_message_context(&id_of("ALWAYSMARK"), "always").await.expect("always");
+    let always = h.engine.personas().set_message_context(&id_of("ALWAYSMARK"), "always").await.expect("always");
     assert_eq!(always.context_status, "always");
-    h.engine.set_message_context(&id_of("NEVERMARK"), "never").await.expect("never");
-    assert_eq!(h.engine.set_message_context(&id_of("filler message 3"), "sometimes").await.expect_err("bad").code, "INVALID_INPUT");
+    h.engine.personas().set_message_context(&id_of("NEVERMARK"), "never").await.expect("never");
+    assert_eq!(h.engine.personas().set_message_context(&id_of("filler message 3"), "sometimes").await.expect_err("bad").code, "INVALID_INPUT");
 
     let mut rx = h.engine.subscribe();
     // (Not "what do you remember?": that is the deterministic "list all" intent.)
-    h.engine.send_message("Ada", "tell me something nice").await.expect("send");
+    h.engine.conversation().send_message("Ada", "tell me something nice").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let prompt = &h.provider.requests()[0].messages;
     let turns: Vec<&str> = prompt.iter().skip(1).map(|m| m.content.as_str()).collect();
@@ -223,56 +223,56 @@ async fn context_status_decides_what_the_prompt_shows() {
 #[tokio::test]
 async fn a_message_is_recalled_while_its_reply_waits_and_not_after() {
     let h = Harness::new(&["first answer"]).await;
-    h.engine.create_persona("Ada", "").await.expect("create");
-    h.engine.pause_queue().await;
-    let (sent, request) = h.engine.send_message("Ada", "I meant to say sorry").await.expect("send");
+    h.engine.personas().create_persona("Ada", "").await.expect("create");
+    h.engine.conversation().pause_queue().await;
+    let (sent, request) = h.engine.conversation().send_message("Ada", "I meant to say sorry").await.expect("send");
     assert!(!request.is_empty());
-    let text = h.engine.recall_message(&sent.id).await.expect("recall");
+    let text = h.engine.personas().recall_message(&sent.id).await.expect("recall");
     assert_eq!(text, "I meant to say sorry");
-    assert!(h.engine.list_messages("Ada").await.expect("list").is_empty(), "the message left the conversation");
-    assert!(h.engine.queue_view().await.expect("queue").items.is_empty(), "its reply is no longer queued");
-    assert!(h.engine.verify().await.expect("verify").ok);
-    h.engine.resume_queue().await;
+    assert!(h.engine.conversation().list_messages("Ada").await.expect("list").is_empty(), "the message left the conversation");
+    assert!(h.engine.conversation().queue_view().await.expect("queue").items.is_empty(), "its reply is no longer queued");
+    assert!(h.engine.vault().verify().await.expect("verify").ok);
+    h.engine.conversation().resume_queue().await;
 
     let mut rx = h.engine.subscribe();
-    let (sent, _) = h.engine.send_message("Ada", "hello").await.expect("send");
+    let (sent, _) = h.engine.conversation().send_message("Ada", "hello").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
-    assert_eq!(h.engine.recall_message(&sent.id).await.expect_err("answered").code, "MESSAGE_NOT_RECALLABLE");
-    let reply = h.engine.list_messages("Ada").await.expect("list").pop().expect("reply");
-    assert_eq!(h.engine.recall_message(&reply.id).await.expect_err("not mine").code, "MESSAGE_NOT_RECALLABLE");
+    assert_eq!(h.engine.personas().recall_message(&sent.id).await.expect_err("answered").code, "MESSAGE_NOT_RECALLABLE");
+    let reply = h.engine.conversation().list_messages("Ada").await.expect("list").pop().expect("reply");
+    assert_eq!(h.engine.personas().recall_message(&reply.id).await.expect_err("not mine").code, "MESSAGE_NOT_RECALLABLE");
 }
 
 #[tokio::test]
 async fn background_work_set_to_high_still_runs_after_the_human_reply() {
     let h = Harness::new(&[]).await;
-    let ada = h.engine.create_persona("Ada", "").await.expect("create");
-    h.engine.pause_queue().await;
+    let ada = h.engine.personas().create_persona("Ada", "").await.expect("create");
+    h.engine.conversation().pause_queue().await;
     let body = serde_json::json!({"persona_id": ada.id, "message_id": "nope"});
     let extract = h.engine.ledger().enqueue("extract", 2, Some(&ada.id), &body).await.expect("enqueue");
-    h.engine.set_queue_priority(&extract.id, "high").await.expect("promote");
-    let view = h.engine.queue_view().await.expect("queue");
+    h.engine.personas().set_queue_priority(&extract.id, "high").await.expect("promote");
+    let view = h.engine.conversation().queue_view().await.expect("queue");
     assert_eq!(view.items[0].priority, "high");
-    assert_eq!(h.engine.set_queue_priority(&extract.id, "urgent").await.expect_err("bad").code, "INVALID_INPUT");
+    assert_eq!(h.engine.personas().set_queue_priority(&extract.id, "urgent").await.expect_err("bad").code, "INVALID_INPUT");
 
-    let (_, reply_id) = h.engine.send_message("Ada", "hi").await.expect("send");
-    let view = h.engine.queue_view().await.expect("queue");
+    let (_, reply_id) = h.engine.conversation().send_message("Ada", "hi").await.expect("send");
+    let view = h.engine.conversation().queue_view().await.expect("queue");
     assert_eq!(view.items[0].id, reply_id, "the reply is listed first");
     assert_eq!(view.items[0].priority, "high");
-    let err = h.engine.set_queue_priority(&reply_id, "low").await.expect_err("replies are fixed");
+    let err = h.engine.personas().set_queue_priority(&reply_id, "low").await.expect_err("replies are fixed");
     assert_eq!(err.code, "INVALID_INPUT");
     // What the worker takes next is the reply, not the promoted background work.
     let next = h.engine.ledger().take_next(h.engine.ledger().now()).await.expect("take").expect("an item");
     assert_eq!(next.id, reply_id);
     // The extraction can be demoted again while it waits.
-    h.engine.set_queue_priority(&extract.id, "low").await.expect("demote");
-    let view = h.engine.queue_view().await.expect("queue");
+    h.engine.personas().set_queue_priority(&extract.id, "low").await.expect("demote");
+    let view = h.engine.conversation().queue_view().await.expect("queue");
     assert_eq!(view.items.iter().find(|i| i.id == extract.id).map(|i| i.priority.as_str()), Some("low"));
 }
 
 #[tokio::test]
 async fn deleting_a_persona_with_human_data_erases_its_memories_updates_too() {
     let h = Harness::new(&[]).await;
-    let ada = h.engine.create_persona("Ada", "").await.expect("create");
+    let ada = h.engine.personas().create_persona("Ada", "").await.expect("create");
     let learned = "learnedtextmarker";
     let edited = "editedtextmarker";
     h.engine
@@ -293,14 +293,14 @@ async fn deleting_a_persona_with_human_data_erases_its_memories_updates_too() {
         )])
         .await
         .expect("learn");
-    h.engine.edit_memory("mem-1", &format!("has a parrot {edited}")).await.expect("edit");
-    h.engine.archive_persona("Ada", true).await.expect("archive");
-    h.engine.delete_persona("Ada", true).await.expect("delete");
+    h.engine.memory().edit_memory("mem-1", &format!("has a parrot {edited}")).await.expect("edit");
+    h.engine.vault().archive_persona("Ada", true).await.expect("archive");
+    h.engine.vault().delete_persona("Ada", true).await.expect("delete");
     for marker in [learned, edited] {
         let hits = crate::memory::files_containing(h.dir.path(), marker.as_bytes());
         assert!(hits.is_empty(), "{marker} still in {hits:?}");
     }
-    assert!(h.engine.verify().await.expect("verify").ok);
+    assert!(h.engine.vault().verify().await.expect("verify").ok);
 }
 
 // ---- summaries -------------------------------------------------------------------
@@ -315,7 +315,7 @@ async fn import_chat(h: &Harness, persona: &str, n: usize, marker: &str) {
         .collect();
     let file = h.dir.path().join(format!("{persona}.json"));
     std::fs::write(&file, serde_json::to_string(&rows).expect("json")).expect("write");
-    h.engine.import_conversation(persona, &file).await.expect("import");
+    h.engine.memory().import_conversation(persona, &file).await.expect("import");
     // The test's own input file is not part of the profile.
     std::fs::remove_file(&file).expect("remove the input");
 }
@@ -332,10 +332,10 @@ async fn summarize(h: &Harness, persona_id: &str) {
 #[tokio::test]
 async fn ten_messages_queue_a_low_priority_summary_that_the_next_prompt_carries() {
     let h = Harness::new(&["ok"]).await;
-    let ada = h.engine.create_persona("Ada", "").await.expect("create");
+    let ada = h.engine.personas().create_persona("Ada", "").await.expect("create");
     import_chat(&h, "Ada", 9, "none").await;
     let mut rx = h.engine.subscribe();
-    h.engine.send_message("Ada", "and one more").await.expect("send");
+    h.engine.conversation().send_message("Ada", "and one more").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     // 11 messages not in any summary: one is queued, low priority, after the quiet delay.
     let queue = h.engine.ledger().queue_items(None).await.expect("queue");
@@ -346,20 +346,20 @@ async fn ten_messages_queue_a_low_priority_summary_that_the_next_prompt_carries(
 
     h.provider.push_reply("Ada and the human chatted about numbers; nothing is open.");
     summarize(&h, &ada.id).await;
-    let summary = h.engine.conversation_summary("Ada").await.expect("summary").expect("written");
+    let summary = h.engine.memory().conversation_summary("Ada").await.expect("summary").expect("written");
     assert_eq!(summary.source, "llm");
-    let profile = h.engine.persona_profile("Ada").await.expect("profile");
+    let profile = h.engine.personas().persona_profile("Ada").await.expect("profile");
     assert_eq!(profile.summary.as_deref(), Some(summary.text.as_str()), "the editor shows it");
     assert_eq!(profile.summary_source.as_deref(), Some("llm"));
     assert_eq!(summary.text, "Ada and the human chatted about numbers; nothing is open.");
-    let last = h.engine.list_messages("Ada").await.expect("list").pop().expect("last");
+    let last = h.engine.conversation().list_messages("Ada").await.expect("list").pop().expect("last");
     assert_eq!(summary.up_to_seq, last.seq);
     let request = h.provider.requests().pop().expect("the summary request");
     assert!(request.messages[0].content.contains("at most 200 words"));
     assert!(request.messages[1].content.contains("message number 3"));
 
     h.provider.push_reply("noted");
-    h.engine.send_message("Ada", "what did we talk about?").await.expect("send");
+    h.engine.conversation().send_message("Ada", "what did we talk about?").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let prompt = h.provider.requests().pop().expect("reply request").messages;
     assert!(prompt[0].content.contains("chatted about numbers"), "the summary is in the frame: {}", prompt[0].content);
@@ -368,23 +368,23 @@ async fn ten_messages_queue_a_low_priority_summary_that_the_next_prompt_carries(
 #[tokio::test]
 async fn without_a_model_the_summary_falls_back_and_an_erased_message_takes_it_along() {
     let h = Harness::new(&[]).await;
-    let ada = h.engine.create_persona("Ada", "").await.expect("create");
+    let ada = h.engine.personas().create_persona("Ada", "").await.expect("create");
     let marker = "quokkamarker";
     import_chat(&h, "Ada", 12, marker).await;
     h.provider.push_error(providers::ProviderError::ModelLoad("no model file".into()));
     summarize(&h, &ada.id).await;
-    let summary = h.engine.conversation_summary("Ada").await.expect("summary").expect("written");
+    let summary = h.engine.memory().conversation_summary("Ada").await.expect("summary").expect("written");
     assert_eq!(summary.source, "fallback");
     assert!(summary.text.contains(marker), "{}", summary.text);
     assert!(summary.text.split_whitespace().count() <= 200);
     assert!(summary.text.contains("The human: message number 10"));
 
-    let quoted = h.engine.list_messages("Ada").await.expect("list").into_iter().find(|m| m.content.contains(marker)).expect("m");
-    h.engine.erase_message(&quoted.id).await.expect("erase");
+    let quoted = h.engine.conversation().list_messages("Ada").await.expect("list").into_iter().find(|m| m.content.contains(marker)).expect("m");
+    h.engine.vault().erase_message(&quoted.id).await.expect("erase");
     let hits = crate::memory::files_containing(h.dir.path(), marker.as_bytes());
     assert!(hits.is_empty(), "the erased words survive in {hits:?}");
-    assert!(h.engine.conversation_summary("Ada").await.expect("summary").is_none(), "the summary quoting it went too");
-    assert!(h.engine.verify().await.expect("verify").ok);
+    assert!(h.engine.memory().conversation_summary("Ada").await.expect("summary").is_none(), "the summary quoting it went too");
+    assert!(h.engine.vault().verify().await.expect("verify").ok);
 }
 
 // ---- heartbeat -------------------------------------------------------------------
@@ -392,36 +392,36 @@ async fn without_a_model_the_summary_falls_back_and_an_erased_message_takes_it_a
 #[tokio::test]
 async fn a_quiet_persona_reaches_out_once_after_its_delay_and_never_while_paused() {
     let h = Harness::new(&["Nice to meet you!"]).await;
-    let ada = h.engine.create_persona("Ada", "").await.expect("create");
+    let ada = h.engine.personas().create_persona("Ada", "").await.expect("create");
     let mut rx = h.engine.subscribe();
-    h.engine.send_message("Ada", "hi, I am growing tomatoes").await.expect("send");
+    h.engine.conversation().send_message("Ada", "hi, I am growing tomatoes").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
-    h.engine.mark_read("Ada").await.expect("read");
+    h.engine.conversation().mark_read("Ada").await.expect("read");
     let now = h.engine.ledger().now();
-    assert_eq!(h.engine.heartbeat_tick(now + time::Duration::minutes(29)).await.expect("tick"), 0, "not quiet long enough");
+    assert_eq!(h.engine.personas().heartbeat_tick(now + time::Duration::minutes(29)).await.expect("tick"), 0, "not quiet long enough");
 
     let until = (now + time::Duration::hours(1)).format(&time::format_description::well_known::Rfc3339).expect("fmt");
-    h.engine.pause_persona("Ada", Some(&until)).await.expect("pause");
-    assert_eq!(h.engine.heartbeat_tick(now + time::Duration::minutes(31)).await.expect("tick"), 0, "paused");
-    h.engine.pause_persona("Ada", None).await.expect("resume");
+    h.engine.personas().pause_persona("Ada", Some(&until)).await.expect("pause");
+    assert_eq!(h.engine.personas().heartbeat_tick(now + time::Duration::minutes(31)).await.expect("tick"), 0, "paused");
+    h.engine.personas().pause_persona("Ada", None).await.expect("resume");
 
     h.provider.push_reply("How are the tomatoes doing?");
-    assert_eq!(h.engine.heartbeat_tick(now + time::Duration::minutes(31)).await.expect("tick"), 1);
+    assert_eq!(h.engine.personas().heartbeat_tick(now + time::Duration::minutes(31)).await.expect("tick"), 1);
     let queued = h.engine.ledger().queue_items(None).await.expect("queue");
     assert!(queued.iter().any(|i| i.kind == "heartbeat" && i.priority == 2), "low priority");
     eventually("the persona to reach out", || async {
-        h.engine.list_messages("Ada").await.expect("list").last().map(|m| m.content.clone()) == Some("How are the tomatoes doing?".into())
+        h.engine.conversation().list_messages("Ada").await.expect("list").last().map(|m| m.content.clone()) == Some("How are the tomatoes doing?".into())
     })
     .await;
-    let persona = h.engine.persona("Ada").await.expect("persona");
+    let persona = h.engine.personas().persona("Ada").await.expect("persona");
     assert_eq!(persona.unread, 1, "it arrives unread");
     let prompt = h.provider.requests().pop().expect("request").messages;
     assert!(prompt.last().expect("last").content.contains("quiet for a while"));
     // Once: it spoke last, so it waits for the human.
-    assert_eq!(h.engine.heartbeat_tick(now + time::Duration::hours(5)).await.expect("tick"), 0);
+    assert_eq!(h.engine.personas().heartbeat_tick(now + time::Duration::hours(5)).await.expect("tick"), 0);
     // Archived personas never reach out.
-    h.engine.archive_persona(&ada.id, true).await.expect("archive");
-    assert_eq!(h.engine.heartbeat_tick(now + time::Duration::hours(50)).await.expect("tick"), 0);
+    h.engine.vault().archive_persona(&ada.id, true).await.expect("archive");
+    assert_eq!(h.engine.personas().heartbeat_tick(now + time::Duration::hours(50)).await.expect("tick"), 0);
 }
 
 #[tokio::test]
@@ -434,19 +434,19 @@ async fn the_engines_clock_drives_the_heartbeat_and_ei_never_reaches_out() {
     config.provider_override = Some(provider.clone());
     config.clock = clock.clone();
     let engine = app::Engine::start(config).await.expect("engine starts");
-    engine.create_persona("Ada", "").await.expect("create");
+    engine.personas().create_persona("Ada", "").await.expect("create");
     let mut rx = engine.subscribe();
     for name in ["Ada", "Ei"] {
-        engine.send_message(name, "hi, the garden is blooming").await.expect("send");
+        engine.conversation().send_message(name, "hi, the garden is blooming").await.expect("send");
         await_reply(&mut rx).await.1.expect("reply");
     }
-    let ei_messages = engine.list_messages("Ei").await.expect("list").len();
+    let ei_messages = engine.conversation().list_messages("Ei").await.expect("list").len();
     let heartbeats = || async {
         engine.ledger().queue_items(None).await.expect("queue").into_iter().filter(|i| i.kind == "heartbeat").count()
     };
     // The timer's beat reads the engine's clock: 29 minutes of quiet is not enough.
     clock.advance(time::Duration::minutes(29));
-    engine.clock_tick().await;
+    engine.personas().clock_tick().await;
     assert_eq!(heartbeats().await, 0);
     // The clock also made the conversations' extraction due: it may take
     // (and reject as not JSON) some of these before the heartbeat runs.
@@ -454,16 +454,16 @@ async fn the_engines_clock_drives_the_heartbeat_and_ei_never_reaches_out() {
         provider.push_reply("How is the garden?");
     }
     clock.advance(time::Duration::minutes(2));
-    engine.clock_tick().await;
+    engine.personas().clock_tick().await;
     eventually("Ada to reach out", || async {
-        engine.list_messages("Ada").await.expect("list").last().map(|m| m.content.clone()) == Some("How is the garden?".into())
+        engine.conversation().list_messages("Ada").await.expect("list").last().map(|m| m.content.clone()) == Some("How is the garden?".into())
     })
     .await;
     // Ei was as quiet for as long, and has no heartbeat.
     clock.advance(time::Duration::hours(3));
-    engine.clock_tick().await;
+    engine.personas().clock_tick().await;
     assert_eq!(heartbeats().await, 0);
-    assert_eq!(engine.list_messages("Ei").await.expect("list").len(), ei_messages);
+    assert_eq!(engine.conversation().list_messages("Ei").await.expect("list").len(), ei_messages);
     engine.shutdown().await;
 }
 
@@ -472,7 +472,7 @@ async fn the_engines_clock_drives_the_heartbeat_and_ei_never_reaches_out() {
 #[tokio::test]
 async fn the_ceremony_expires_the_topics_a_persona_no_longer_cares_about() {
     let h = Harness::new(&[]).await;
-    h.engine.pause_queue().await; // keep the explorations it queues from running
+    h.engine.conversation().pause_queue().await; // keep the explorations it queues from running
     let topic = ledger::PersonaTopic::with_exposure;
     let set = |id: &str, source: &str| {
         Draft::by(
@@ -485,15 +485,15 @@ async fn the_ceremony_expires_the_topics_a_persona_no_longer_cares_about() {
             },
         )
     };
-    let marta = h.engine.create_persona("Marta", "").await.expect("create");
-    let rui = h.engine.create_persona("Rui", "").await.expect("create");
+    let marta = h.engine.personas().create_persona("Marta", "").await.expect("create");
+    let rui = h.engine.personas().create_persona("Rui", "").await.expect("create");
     h.engine.ledger().append_drafts(vec![set(&marta.id, "llm"), set(&rui.id, "human")]).await.expect("profiles");
     let now = h.engine.ledger().now();
-    h.engine.run_ceremony(now).await.expect("ceremony").expect("it ran");
+    h.engine.personas().run_ceremony(now).await.expect("ceremony").expect("it ran");
     let names = |p: app::PersonaProfileView| p.topics.into_iter().map(|t| t.name).collect::<Vec<_>>();
-    assert_eq!(names(h.engine.persona_profile("Marta").await.expect("p")), ["bread", "rain"], "opera expired");
-    assert_eq!(h.engine.persona_profile("Marta").await.expect("p").profile_source, "llm");
-    assert_eq!(names(h.engine.persona_profile("Rui").await.expect("p")), ["opera", "bread", "rain"], "the human's own topics stay");
+    assert_eq!(names(h.engine.personas().persona_profile("Marta").await.expect("p")), ["bread", "rain"], "opera expired");
+    assert_eq!(h.engine.personas().persona_profile("Marta").await.expect("p").profile_source, "llm");
+    assert_eq!(names(h.engine.personas().persona_profile("Rui").await.expect("p")), ["opera", "bread", "rain"], "the human's own topics stay");
 }
 
 #[tokio::test]
@@ -501,10 +501,10 @@ async fn the_ceremony_explores_topics_and_checks_descriptions_only_when_the_queu
     let h = Harness::new(&[]).await;
     // Marta's profile came from the model; Rui's was edited by the human.
     h.provider.push_reply(fill_json());
-    h.engine.create_persona_described("Marta", "a baker from Lisbon").await.expect("create");
-    eventually("the fill", || async { h.engine.persona_profile("Marta").await.expect("p").profile_source == "llm" }).await;
-    let rui = h.engine.create_persona("Rui", "a chess coach").await.expect("create");
-    let mut edit = edit_of(&h.engine.persona_profile(&rui.id).await.expect("p"));
+    h.engine.personas().create_persona_described("Marta", "a baker from Lisbon").await.expect("create");
+    eventually("the fill", || async { h.engine.personas().persona_profile("Marta").await.expect("p").profile_source == "llm" }).await;
+    let rui = h.engine.personas().create_persona("Rui", "a chess coach").await.expect("create");
+    let mut edit = edit_of(&h.engine.personas().persona_profile(&rui.id).await.expect("p"));
     edit.long_description = "Written by me.".into();
     edit.topics = vec![PersonaTopic {
         name: "chess".into(),
@@ -515,13 +515,13 @@ async fn the_ceremony_explores_topics_and_checks_descriptions_only_when_the_queu
         exposure_current: 0.0,
         exposure_desired: 0.5,
     }];
-    h.engine.update_persona(&rui.id, edit).await.expect("edit");
+    h.engine.personas().update_persona(&rui.id, edit).await.expect("edit");
 
     // Not while the queue has work.
-    h.engine.pause_queue().await;
+    h.engine.conversation().pause_queue().await;
     h.engine.ledger().enqueue("extract", 2, Some(&rui.id), &serde_json::json!({"persona_id": rui.id, "message_id": "x"})).await.expect("q");
     let now = h.engine.ledger().now();
-    assert!(h.engine.run_ceremony(now).await.expect("ceremony").is_none(), "the queue is not idle");
+    assert!(h.engine.personas().run_ceremony(now).await.expect("ceremony").is_none(), "the queue is not idle");
     let items = h.engine.ledger().queue_items(None).await.expect("queue");
     for i in &items {
         h.engine.ledger().finish_item(&i.id).await.expect("clear");
@@ -540,16 +540,16 @@ async fn the_ceremony_explores_topics_and_checks_descriptions_only_when_the_queu
     // Jobs run in the order queued: Marta, then Rui.
     h.provider.push_reply(explore("bread", "IGNORED", "Marta bakes before dawn and talks about bread and pastries."));
     h.provider.push_reply(explore("chess", "IGNORED", "NOT USED: Rui's description is his own."));
-    let view = h.engine.run_ceremony(now).await.expect("ceremony").expect("idle: it runs");
+    let view = h.engine.personas().run_ceremony(now).await.expect("ceremony").expect("idle: it runs");
     assert_eq!(view.explored, 2, "Ei is not explored");
     assert_eq!(view.factor, 1.0, "no memories to decay");
-    h.engine.resume_queue().await;
+    h.engine.conversation().resume_queue().await;
     eventually("both explorations", || async {
         !h.engine.ledger().queue_items(None).await.expect("q").iter().any(|i| i.kind == "persona_explore")
     })
     .await;
 
-    let marta = h.engine.persona_profile("Marta").await.expect("p");
+    let marta = h.engine.personas().persona_profile("Marta").await.expect("p");
     let bread = marta.topics.iter().find(|t| t.name == "bread").expect("bread");
     assert_eq!(bread.perspective, "a daily ritual", "what a topic says stays");
     assert_eq!(bread.approach, "asks how it went", "empty fields are explored");
@@ -557,15 +557,15 @@ async fn the_ceremony_explores_topics_and_checks_descriptions_only_when_the_queu
     assert_eq!(marta.long_description, "Marta bakes before dawn and talks about bread and pastries.", "description checked");
     assert_eq!(marta.short_description, "a baker from Lisbon", "the human's words stay");
 
-    let rui = h.engine.persona_profile("Rui").await.expect("p");
+    let rui = h.engine.personas().persona_profile("Rui").await.expect("p");
     assert_eq!(rui.topics[0].perspective, "my words");
     assert_eq!(rui.topics[0].personal_stake, "it is their craft");
     assert_eq!(rui.long_description, "Written by me.", "a description the human shaped is not rewritten");
     assert_eq!(rui.profile_source, "human");
 
     // The ceremony's time is a setting.
-    assert_eq!(h.engine.set_ceremony_time("25:00").await.expect_err("bad").code, "INVALID_INPUT");
-    let settings = h.engine.set_ceremony_time("22:15").await.expect("set");
+    assert_eq!(h.engine.personas().set_ceremony_time("25:00").await.expect_err("bad").code, "INVALID_INPUT");
+    let settings = h.engine.personas().set_ceremony_time("22:15").await.expect("set");
     assert_eq!(settings.time, "22:15");
     assert_eq!(settings.last_run.as_deref(), Some(view.at.as_str()));
 }

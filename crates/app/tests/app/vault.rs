@@ -10,12 +10,12 @@ const PASS: &str = "correct horse battery staple";
 async fn an_export_imported_in_the_app_opens_after_a_restart_with_nothing_lost() {
     // The profile to move: a persona, a conversation, exported.
     let source = Harness::new(&["Hello Ada."]).await;
-    source.engine.create_persona("Ada", "A patient tutor").await.expect("persona");
+    source.engine.personas().create_persona("Ada", "A patient tutor").await.expect("persona");
     let mut rx = source.engine.subscribe();
-    source.engine.send_message("Ada", "hi there, remember the lighthouse").await.expect("send");
+    source.engine.conversation().send_message("Ada", "hi there, remember the lighthouse").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let file = source.dir.path().join("profile.lmx");
-    source.engine.export_to(file.to_str().expect("utf-8 path"), PASS).await.expect("export");
+    source.engine.vault().export_to(file.to_str().expect("utf-8 path"), PASS).await.expect("export");
     let digest = source.engine.ledger().state_digest().await.expect("digest");
 
     // A fresh install.
@@ -23,22 +23,22 @@ async fn an_export_imported_in_the_app_opens_after_a_restart_with_nothing_lost()
     let path = file.to_str().expect("utf-8 path");
 
     // A wrong passphrase and a damaged file change nothing.
-    let e = target.engine.stage_import(path, "wrong passphrase!", false).await.expect_err("refused");
+    let e = target.engine.vault().stage_import(path, "wrong passphrase!", false).await.expect_err("refused");
     assert_eq!(e.code, "EXPORT_BAD_PASSPHRASE", "{e:?}");
     let damaged = target.dir.path().join("damaged.lmx");
     let mut bytes = std::fs::read(&file).expect("read");
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x55;
     std::fs::write(&damaged, bytes).expect("write");
-    let e = target.engine.stage_import(damaged.to_str().expect("path"), PASS, false).await.expect_err("refused");
+    let e = target.engine.vault().stage_import(damaged.to_str().expect("path"), PASS, false).await.expect_err("refused");
     assert_eq!(e.code, "EXPORT_DAMAGED", "{e:?}");
     assert!(!target.dir.path().join("import-staged").exists(), "nothing is left staged");
 
-    let staged = target.engine.stage_import(path, PASS, false).await.expect("stage");
+    let staged = target.engine.vault().stage_import(path, PASS, false).await.expect("stage");
     assert!(!staged.replaces_current);
     assert_eq!(staged.profile_id, source.engine.ledger().profile_id());
     // Until the restart the app keeps working on the profile it has.
-    assert_eq!(target.engine.list_personas().await.expect("personas").len(), 1);
+    assert_eq!(target.engine.personas().list_personas().await.expect("personas").len(), 1);
 
     target.engine.shutdown().await;
     let Harness { dir, keys, provider, engine } = target;
@@ -47,10 +47,10 @@ async fn an_export_imported_in_the_app_opens_after_a_restart_with_nothing_lost()
     assert_eq!(engine.ledger().profile_id(), source.engine.ledger().profile_id());
     assert_eq!(engine.ledger().state_digest().await.expect("digest"), digest);
     assert!(engine.ledger().verify().await.expect("verify").ok());
-    let names: Vec<String> = engine.list_personas().await.expect("personas").into_iter().map(|p| p.name).collect();
+    let names: Vec<String> = engine.personas().list_personas().await.expect("personas").into_iter().map(|p| p.name).collect();
     assert!(names.contains(&"Ada".to_owned()), "{names:?}");
     // The search index was rebuilt from the imported ledger.
-    let found = engine.recall("Ada", "lighthouse", 5).await.expect("recall");
+    let found = engine.memory().recall("Ada", "lighthouse", 5).await.expect("recall");
     assert!(found.results.iter().any(|r| r.text.contains("lighthouse")), "{found:?}");
     // The replaced (empty) profile is kept aside, not deleted.
     let kept: Vec<_> = std::fs::read_dir(dir.path())
@@ -66,23 +66,23 @@ async fn an_export_imported_in_the_app_opens_after_a_restart_with_nothing_lost()
 #[tokio::test]
 async fn importing_over_a_profile_in_use_needs_confirmation_and_keeps_it() {
     let source = Harness::new(&[]).await;
-    source.engine.create_persona("Bo", "From the export").await.expect("persona");
+    source.engine.personas().create_persona("Bo", "From the export").await.expect("persona");
     let file = source.dir.path().join("bo.lmx");
-    source.engine.export_to(file.to_str().expect("path"), PASS).await.expect("export");
+    source.engine.vault().export_to(file.to_str().expect("path"), PASS).await.expect("export");
 
     let h = Harness::new(&[]).await;
-    h.engine.create_persona("Cy", "Already here").await.expect("persona");
+    h.engine.personas().create_persona("Cy", "Already here").await.expect("persona");
     let before = h.engine.ledger().state_digest().await.expect("digest");
-    let e = h.engine.stage_import(file.to_str().expect("path"), PASS, false).await.expect_err("needs confirmation");
+    let e = h.engine.vault().stage_import(file.to_str().expect("path"), PASS, false).await.expect_err("needs confirmation");
     assert_eq!(e.code, "IMPORT_TARGET_NOT_EMPTY");
-    let staged = h.engine.stage_import(file.to_str().expect("path"), PASS, true).await.expect("confirmed");
+    let staged = h.engine.vault().stage_import(file.to_str().expect("path"), PASS, true).await.expect("confirmed");
     assert!(staged.replaces_current);
 
     h.engine.shutdown().await;
     let Harness { dir, keys, provider, engine } = h;
     drop(engine);
     let engine = start(&dir, keys.clone(), provider.clone()).await;
-    let names: Vec<String> = engine.list_personas().await.expect("personas").into_iter().map(|p| p.name).collect();
+    let names: Vec<String> = engine.personas().list_personas().await.expect("personas").into_iter().map(|p| p.name).collect();
     assert!(names.contains(&"Bo".to_owned()) && !names.contains(&"Cy".to_owned()), "{names:?}");
     engine.shutdown().await;
     drop(engine);

@@ -6,6 +6,12 @@
 //!
 //! Run: `cargo run -p runtime --example guard_eval -- CORPUS.jsonl MODEL.bin [REPO_CORPUS.jsonl ...]`
 //! A text counts as detected (or as a false positive) at risk medium or high.
+//!
+//! `GUARD_EVAL_OLD=OLD_MODEL.bin` adds a column: the rules with another
+//! classifier (the one trained before a corpus change), on the same rows in
+//! the same run. An extra corpus whose rows carry a `split` (the LoCoMo rows
+//! `guard-corpus.py --bench` writes) is read on its `test` rows only: the
+//! ones no classifier trained or tuned on.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -39,6 +45,7 @@ struct Tally {
     n: usize,
     base: usize,
     rules: usize,
+    old: usize,
     new: usize,
 }
 
@@ -55,7 +62,14 @@ fn pct(k: usize, n: usize) -> f64 {
     100.0 * k as f64 / n.max(1) as f64
 }
 
-fn report(title: &str, rows: &[Row], key: impl Fn(&Row) -> String, c: &Classifier, options: GuardOptions, show_missed: usize) {
+fn report(
+    title: &str,
+    rows: &[Row],
+    key: impl Fn(&Row) -> String,
+    (c, old): (&Classifier, Option<&Classifier>),
+    options: GuardOptions,
+    show_missed: usize,
+) {
     let mut attacks: BTreeMap<String, Tally> = BTreeMap::new();
     let mut benign: BTreeMap<String, Tally> = BTreeMap::new();
     let (mut all_a, mut all_b) = (Tally::default(), Tally::default());
@@ -65,11 +79,13 @@ fn report(title: &str, rows: &[Row], key: impl Fn(&Row) -> String, c: &Classifie
         let b = flagged_baseline(&r.text, options);
         let o = flagged(&r.text, options, None);
         let n = flagged(&r.text, options, Some(c));
+        let od = old.is_some_and(|oc| flagged(&r.text, options, Some(oc)));
         let (m, all) = if r.attack { (&mut attacks, &mut all_a) } else { (&mut benign, &mut all_b) };
         for t in [m.entry(key(r)).or_default(), all] {
             t.n += 1;
             t.base += usize::from(b);
             t.rules += usize::from(o);
+            t.old += usize::from(od);
             t.new += usize::from(n);
         }
         let short: String = r.text.chars().take(90).collect::<String>().replace('\n', " ");
@@ -81,15 +97,26 @@ fn report(title: &str, rows: &[Row], key: impl Fn(&Row) -> String, c: &Classifie
         }
     }
     println!("\n== {title}");
+    let has_old = old.is_some();
     let line = |k: &str, t: &Tally| {
-        println!("  {k:32} {:>6} {:>9.1}% {:>9.1}% {:>9.1}%", t.n, pct(t.base, t.n), pct(t.rules, t.n), pct(t.new, t.n));
+        let old = if has_old { format!(" {:>9.1}%", pct(t.old, t.n)) } else { String::new() };
+        println!(
+            "  {k:32} {:>6} {:>9.1}% {:>9.1}%{old} {:>9.1}%   ({} of {})",
+            t.n,
+            pct(t.base, t.n),
+            pct(t.rules, t.n),
+            pct(t.new, t.n),
+            t.new,
+            t.n
+        );
     };
-    println!("{:34} {:>6} {:>10} {:>10} {:>10}", "attacks detected: family", "n", "baseline", "rules", "rules+clf");
+    let old_head = if has_old { format!(" {:>10}", "+old clf") } else { String::new() };
+    println!("{:34} {:>6} {:>10} {:>10}{old_head} {:>10}", "attacks detected: family", "n", "baseline", "rules", "rules+clf");
     for (k, t) in &attacks {
         line(k, t);
     }
     line("ALL ATTACKS detected", &all_a);
-    println!("{:34} {:>6} {:>10} {:>10} {:>10}", "benign rated medium+: source", "n", "baseline", "rules", "rules+clf");
+    println!("{:34} {:>6} {:>10} {:>10}{old_head} {:>10}", "benign rated medium+: source", "n", "baseline", "rules", "rules+clf");
     for (k, t) in &benign {
         line(k, t);
     }
@@ -150,6 +177,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => return Err("usage: guard_eval CORPUS.jsonl MODEL.bin [REPO_CORPUS.jsonl ...]".into()),
     };
     let c = Classifier::from_bytes(&std::fs::read(model)?)?;
+    let old = match std::env::var_os("GUARD_EVAL_OLD").filter(|p| !p.is_empty()) {
+        Some(p) => {
+            println!("old classifier (column +old clf): {}", std::path::Path::new(&p).display());
+            Some(Classifier::from_bytes(&std::fs::read(p)?)?)
+        }
+        None => None,
+    };
+    let pair = (&c, old.as_ref());
     let show: usize = std::env::var("GUARD_EVAL_SHOW").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     // GUARD_EVAL_SPLIT=validation looks at the split that tuning may use;
     // the figures to report are the default, "test".
@@ -159,13 +194,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // characters would be flagged for their length alone, by both.
     let doc = GuardOptions { max_chars: None };
     let title = if split == "test" { "public corpus, TEST split (never trained or tuned on), by family".to_owned() } else { format!("public corpus, {split} split, by family") };
-    report(&title, &rows, |r| r.family.clone(), &c, doc, show);
-    report(&format!("public corpus, {split} split, by language"), &rows, |r| format!("{} ({})", r.lang, if r.attack { "attack" } else { "benign" }), &c, doc, 0);
+    report(&title, &rows, |r| r.family.clone(), pair, doc, show);
+    report(&format!("public corpus, {split} split, by language"), &rows, |r| format!("{} ({})", r.lang, if r.attack { "attack" } else { "benign" }), pair, doc, 0);
     for path in &args[2..] {
-        let repo = read(path)?;
-        report(&format!("repository corpus {path} (regression; as `ledgermind guard` sees it)"), &repo, |r| r.category.clone(), &c, GuardOptions::default(), show);
+        let mut repo = read(path)?;
+        let split_rows = repo.iter().any(|r| !r.split.is_empty());
+        if split_rows {
+            repo.retain(|r| r.split == "test");
+        }
+        let what = if split_rows { "measured corpus, test rows only" } else { "regression" };
+        report(&format!("repository corpus {path} ({what}; as `ledgermind guard` sees it)"), &repo, |r| r.category.clone(), pair, GuardOptions::default(), show);
         if repo.iter().any(|r| !r.lang.is_empty()) {
-            report(&format!("repository corpus {path}, by language"), &repo, |r| format!("{} ({})", r.lang, if r.attack { "attack" } else { "benign" }), &c, GuardOptions::default(), 0);
+            report(&format!("repository corpus {path}, by language"), &repo, |r| format!("{} ({})", r.lang, if r.attack { "attack" } else { "benign" }), pair, GuardOptions::default(), 0);
         }
     }
 

@@ -7,7 +7,7 @@ export type MessageView = { id: string, persona_id: string, role: MessageRole, c
  */
 ts: string, read: boolean, seq: number, 
 /**
- * default | always | never: whether it goes into reply prompts (memory #4).
+ * default | always | never: whether it goes into reply prompts.
  */
 context_status: string, 
 /**

@@ -6,6 +6,6 @@ export type PersonaView = { id: string, name: string, short_description: string,
  */
 model: string, is_system: boolean, archived: boolean, unread: number, created_seq: number, 
 /**
- * RFC 3339 UTC while paused (memory #4); may lie in the past once over.
+ * RFC 3339 UTC while paused; may lie in the past once over.
  */
 paused_until: string | null, };

@@ -1,0 +1,90 @@
+//! How a reply's prompt is chosen and kept for the model that reads it:
+//! the compact prompt's window of turns, the prompt profile per model, and
+//! the note when a persona's language is beyond its model.
+
+use providers::ModelCapability;
+
+use super::Conversation;
+use crate::error::AppError;
+use crate::prompt::{compact, ChosenProfile, PromptProfile};
+use crate::prompt::profile::{choose, language_warning, OVERRIDE_PREFIX};
+use crate::Result;
+
+/// How many of the persona's latest messages are looked at to tell the
+/// person's words from the persona's among recalled lines.
+const SAID_LOOKUP: u32 = 1_000;
+
+impl Conversation {
+    /// The compact prompt of `persona`'s next reply (see [`compact`]); keeps
+    /// where its window of turns starts for the next turn.
+    pub(crate) async fn compact_messages(
+        &self,
+        persona: &ledger::Persona,
+        history: &[ledger::Message],
+        memories: &crate::memory::ReplyMemories,
+    ) -> Vec<providers::ChatMessage> {
+        let (language, said) = tokio::join!(self.ctx.ledger.persona_language(&persona.id), self.ctx.ledger.messages(&persona.id, Some(SAID_LOOKUP)));
+        let setting = language.ok().flatten().map(|l| ::office::Language::parse(&l)).unwrap_or_default();
+        // People are answered in the language they write in; the persona's
+        // setting decides only when the message does not tell.
+        let newest = history.iter().rev().find(|m| m.role == ledger::MessageRole::Human);
+        let language = newest.and_then(|m| ::office::Language::detect(&m.content)).unwrap_or(setting);
+        // Recall also finds the persona's own past replies; only what the
+        // person said (or a remembered fact about them) is offered as a fact.
+        let said: std::collections::HashSet<String> = said
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|m| m.role == ledger::MessageRole::Human)
+            .map(|m| m.id)
+            .collect();
+        let recalled = memories
+            .lines
+            .iter()
+            .zip(&memories.item_ids)
+            .map(|(line, id)| (line.clone(), line.starts_with("[known about them]") || said.contains(id)))
+            .collect();
+        let kept = self.prompt_windows.lock().ok().and_then(|w| w.get(&persona.id).copied());
+        let input = compact::CompactInput { persona, language, history, window_start: kept, recalled };
+        let (messages, start) = compact::messages(&input);
+        if let (Ok(mut w), Some(start)) = (self.prompt_windows.lock(), start) {
+            w.insert(persona.id.clone(), start);
+        }
+        messages
+    }
+}
+
+impl Conversation {
+    /// Posts [`language_warning`] to the conversation once (it is looked
+    /// for among the persona's recent messages).
+    pub(crate) async fn warn_language_once(&self, persona_id: &str, chosen: &ChosenProfile) {
+        let language = self.ctx.ledger.persona_language(persona_id).await.ok().flatten().map(|l| ::office::Language::parse(&l)).unwrap_or_default();
+        let Some(warning) = language_warning(&chosen.capability, language) else { return };
+        let recent = self.ctx.ledger.messages(persona_id, Some(200)).await.unwrap_or_default();
+        if recent.iter().any(|m| m.role == ledger::MessageRole::System && m.content == warning) {
+            return;
+        }
+        if let Err(e) = self.tools.post_system(persona_id, &warning).await {
+            tracing::warn!(code = e.code, "could not post the model-language note");
+        }
+    }
+
+    /// Forces `model`'s prompt profile (`compact`, `full`), or back to the
+    /// automatic choice with `auto`.
+    pub async fn set_prompt_profile(&self, model: &str, profile: &str) -> Result<()> {
+        let value = match profile.trim().to_lowercase().as_str() {
+            "auto" => None,
+            p if PromptProfile::parse(p).is_some() => Some(p.to_owned()),
+            other => return Err(AppError::invalid(format!("unknown prompt profile {other:?}: use compact, full or auto"))),
+        };
+        let key = format!("{OVERRIDE_PREFIX}{model}");
+        self.ctx.ledger.append(ledger::HUMAN_ENTITY, ledger::EventBody::RuntimeSettingSet { key, value }).await?;
+        Ok(())
+    }
+
+    /// The profile for a reply of `model` on `provider`.
+    pub(crate) async fn prompt_profile(&self, provider: &dyn providers::Provider, model: &str, local: bool) -> ChosenProfile {
+        let forced = self.ctx.ledger.runtime_setting(&format!("{OVERRIDE_PREFIX}{model}")).await.ok().flatten();
+        let capability = if local { provider.capability(model).await } else { ModelCapability::default() };
+        choose(&capability, local, model, forced.as_deref())
+    }
+}

@@ -1,0 +1,540 @@
+//! Extraction: after each reply a LOW-priority job reads the human's message
+//! and learns from it. Three steps:
+//!
+//! 1. **scan** — the persona's model lists facts, traits, topics, people and
+//!    quotes, as JSON constrained by [`scan_schema`] (a grammar on the local
+//!    engine). Unparseable output is retried, then dead-lettered with
+//!    `LLM_INVALID_JSON`.
+//! 2. **match** — each item is compared with the memories already filed in
+//!    the learner's group: candidates from the same hybrid retrieval replies
+//!    use, then `memory::similarities` (MiniLM cosine, or word overlap
+//!    without the model) against `memory::MERGE_THRESHOLD`.
+//! 3. **update** — a match merges (its confidence grows by
+//!    [`gain_confidence`], the message joins its sources) instead of
+//!    duplicating; a fact about the same subject that does not match
+//!    supersedes the older one (which stays in the ledger); anything else is
+//!    learned new. Human-confirmed facts are locked: never superseded.
+//!
+//! Replies never wait behind this: the queue takes high priority first, and
+//! a reply that arrives while extraction runs preempts it
+//! (`Context::complete_in_background`).
+
+use std::sync::Arc;
+
+use ledger::{Draft, EventBody, Memory, MemoryKind, Message, Persona, QueueItem, QuoteSpan, Validation};
+use memory::{group_key, ItemKind, NewItem, Scope};
+use providers::{ChatMessage, CompletionRequest, Role};
+use serde::{Deserialize, Serialize};
+
+use crate::context::jobs::{Failure, PRIORITY_LOW};
+use super::Memories;
+use crate::error::AppError;
+use crate::models::ModelSpec;
+use crate::events::AppEvent;
+
+pub(crate) const EXTRACT_KIND: &str = "extract";
+/// How long a conversation must be quiet before its extraction runs.
+pub(crate) const DEFAULT_DELAY: std::time::Duration = std::time::Duration::from_secs(90);
+const EXTRACT_MAX_TOKENS: u32 = 400;
+/// What a memory starts at; each confirmation by a later message adds to it.
+pub(crate) const INITIAL_CONFIDENCE: f64 = 0.5;
+/// Past this many memories of one kind in a group, only the retrieval's
+/// best candidates are compared (embedding every one would not scale).
+const COMPARE_ALL_UP_TO: usize = 32;
+const RETRIEVED_CANDIDATES: usize = 16;
+const MAX_ITEM_CHARS: usize = 200;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ExtractJob {
+    persona_id: String,
+    message_id: String,
+}
+
+/// The scan's output (the shape [`scan_schema`] asks for).
+#[derive(Debug, Default, Clone, PartialEq, Deserialize)]
+pub(crate) struct Scan {
+    #[serde(default)]
+    facts: Vec<ScannedFact>,
+    #[serde(default)]
+    traits: Vec<String>,
+    #[serde(default)]
+    topics: Vec<String>,
+    #[serde(default)]
+    people: Vec<ScannedPerson>,
+    #[serde(default)]
+    quotes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+struct ScannedFact {
+    #[serde(default)]
+    subject: String,
+    text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+struct ScannedPerson {
+    name: String,
+    #[serde(default)]
+    relation: String,
+}
+
+/// The JSON schema of the scan. Lengths are bounded so the grammar always
+/// closes within [`EXTRACT_MAX_TOKENS`].
+pub(crate) fn scan_schema() -> serde_json::Value {
+    let text = |n: u32| serde_json::json!({ "type": "string", "maxLength": n });
+    let list = |items: serde_json::Value| serde_json::json!({ "type": "array", "items": items, "maxItems": 3 });
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "facts": list(serde_json::json!({
+                "type": "object",
+                "properties": { "subject": text(30), "text": text(100) },
+                "required": ["subject", "text"]
+            })),
+            "traits": list(text(40)),
+            "topics": list(text(40)),
+            "people": list(serde_json::json!({
+                "type": "object",
+                "properties": { "name": text(40), "relation": text(40) },
+                "required": ["name", "relation"]
+            })),
+            "quotes": list(text(100))
+        },
+        "required": ["facts", "traits", "topics", "people", "quotes"]
+    })
+}
+
+fn scan_prompt(message: &str) -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::new(
+            Role::System,
+            "You read one message a person wrote and note what it says about them. \
+             Use only what the message says; leave a list empty when it says nothing of that kind. \
+             The writer is not one of the people they mention. Answer in JSON."
+                .to_owned(),
+        ),
+        ChatMessage::new(
+            Role::User,
+            format!(
+                "Message: \"{message}\"\n\nfacts: things true about the person (subject in one or two words, and a short sentence).\n\
+                 traits: what they are like. topics: what they care about. people: people they mention (name and relation).\n\
+                 quotes: short phrases copied exactly from the message."
+            ),
+        ),
+    ]
+}
+
+/// Confidence after another message confirms a memory: a third of the way
+/// to certainty, so 0.5 → 0.667 → 0.778 …; never above 1.
+pub fn gain_confidence(c: f64) -> f64 {
+    (c + (1.0 - c) / 3.0).min(1.0)
+}
+
+/// Parses the scan, accepting the JSON object wrapped in prose or a code
+/// fence (HTTP models do that); anything else is `LLM_INVALID_JSON`.
+pub(crate) fn parse_scan(text: &str) -> Result<Scan, AppError> {
+    let invalid = |why: String| AppError::new("LLM_INVALID_JSON", format!("the extraction answer was not the JSON asked for: {why}"));
+    let start = text.find('{').ok_or_else(|| invalid("no JSON object".into()))?;
+    let end = text.rfind('}').ok_or_else(|| invalid("no JSON object".into()))?;
+    if end < start {
+        return Err(invalid("no JSON object".into()));
+    }
+    serde_json::from_str(&text[start..=end]).map_err(|e| invalid(e.to_string()))
+}
+
+/// Character offsets of `quote` in `message` (exact, else ignoring case).
+pub(crate) fn locate_quote(message: &str, quote: &str) -> Option<(u32, u32)> {
+    let quote = quote.trim().trim_matches(|c| c == '"' || c == '\'' || c == '“' || c == '”');
+    if quote.chars().count() < 3 {
+        return None;
+    }
+    let byte = message.find(quote).or_else(|| {
+        let (lm, lq) = (message.to_lowercase(), quote.to_lowercase());
+        // Lower-casing can change byte lengths; only trust it when it did not.
+        (lm.len() == message.len()).then(|| lm.find(&lq)).flatten()
+    })?;
+    let start = message[..byte].chars().count() as u32;
+    Some((start, start + quote.chars().count() as u32))
+}
+
+/// One item the scan found, cleaned up.
+#[derive(Debug, Clone, PartialEq)]
+struct Found {
+    kind: MemoryKind,
+    subject: String,
+    text: String,
+    quote: Option<QuoteSpan>,
+}
+
+fn clean(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(MAX_ITEM_CHARS).collect()
+}
+
+fn key(s: &str) -> String {
+    s.trim().to_lowercase()
+}
+
+/// Words of at least three letters, lower case, cut to their first four
+/// letters so "lives" meets "live" and "médica" meets "médico".
+fn stems(text: &str) -> std::collections::HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() >= 3 && !GROUNDING_STOPWORDS.contains(&w.as_str()))
+        .map(|w| w.chars().take(4).collect())
+        .collect()
+}
+
+/// Function words that ground nothing: an item sharing only these with the
+/// message was not said in it.
+const GROUNDING_STOPWORDS: &[&str] = &[
+    "the", "and", "for", "with", "that", "this", "are", "was", "has", "have", "had", "his", "her", "their", "they",
+    "very", "who", "what", "into", "from", "person", "user", "writer", "likes", "like", "que", "uma", "com", "para",
+    "por", "dos", "das", "ele", "ela", "pessoa", "usuário", "gosta",
+];
+
+/// Whether an item the model wrote holds something the message said: a
+/// small model adds plausible items no one said ("friendly" after a message
+/// about a brother and a piano), which would then be "remembered".
+fn grounded(item: &str, message: &str) -> bool {
+    let said = stems(message);
+    stems(item).iter().any(|w| said.contains(w))
+}
+
+/// Whether `name` is the writer's own ("My name is Marta", "Eu sou a Ana",
+/// "me chamo Ana"): the writer is not a person they mention.
+fn is_writer(name: &str, message: &str) -> bool {
+    let name = name.trim().to_lowercase();
+    let text = message.to_lowercase();
+    ["my name is ", "i am ", "i'm ", "call me ", "meu nome é ", "me chamo ", "eu sou ", "eu sou a ", "eu sou o "]
+        .iter()
+        .any(|lead| text.contains(&format!("{lead}{name}")))
+}
+
+fn found_items(scan: Scan, message: &Message) -> Vec<Found> {
+    let mut out: Vec<Found> = Vec::new();
+    let mut push = |f: Found| {
+        let kept = f.kind == MemoryKind::Quote || grounded(&f.text, &message.content);
+        if kept && !f.text.is_empty() && !out.iter().any(|o| o.kind == f.kind && key(&o.text) == key(&f.text)) {
+            out.push(f);
+        }
+    };
+    for f in scan.facts {
+        push(Found { kind: MemoryKind::Fact, subject: clean(&f.subject), text: clean(&f.text), quote: None });
+    }
+    for t in scan.traits {
+        push(Found { kind: MemoryKind::Trait, subject: String::new(), text: clean(&t), quote: None });
+    }
+    for t in scan.topics {
+        push(Found { kind: MemoryKind::Topic, subject: String::new(), text: clean(&t), quote: None });
+    }
+    for p in scan.people {
+        let name = clean(&p.name);
+        let relation = clean(&p.relation);
+        let text = if relation.is_empty() { name.clone() } else { format!("{name} ({relation})") };
+        let mentioned = message.content.to_lowercase().contains(&name.to_lowercase());
+        if !name.is_empty() && mentioned && !is_writer(&name, &message.content) {
+            push(Found { kind: MemoryKind::Person, subject: name, text, quote: None });
+        }
+    }
+    for q in scan.quotes {
+        // A quote must really be in the message: the model's paraphrase is not a quote.
+        if let Some((start, end)) = locate_quote(&message.content, &q) {
+            let text: String = message.content.chars().skip(start as usize).take((end - start) as usize).collect();
+            let quote = QuoteSpan { message_id: message.id.clone(), start, end };
+            push(Found { kind: MemoryKind::Quote, subject: String::new(), text, quote: Some(quote) });
+        }
+    }
+    out
+}
+
+/// Queues extraction of the human's message `message_id`, at low priority,
+/// once the conversation has been quiet for the extraction delay (earlier
+/// extractions of this conversation wait with it).
+pub(crate) async fn enqueue(memory: &Memories, persona_id: &str, message_id: &str) {
+    let job = ExtractJob { persona_id: persona_id.to_owned(), message_id: message_id.to_owned() };
+    let delay = time::Duration::try_from(memory.extraction_delay).unwrap_or(time::Duration::ZERO);
+    let at = memory.ctx.ledger.now() + delay;
+    let queued = match serde_json::to_value(&job) {
+        Ok(body) => match memory.ctx.ledger.postpone(EXTRACT_KIND, persona_id, at).await {
+            Ok(_) => memory.ctx.ledger.enqueue_at(EXTRACT_KIND, PRIORITY_LOW, Some(persona_id), &body, at).await.map(|_| ()),
+            Err(e) => Err(e),
+        },
+        Err(e) => Err(ledger::LedgerError::Invalid(e.to_string())),
+    };
+    match queued {
+        Ok(()) => memory.ctx.wake.notify_one(),
+        Err(e) => tracing::warn!(error = %e, "could not queue extraction"),
+    }
+}
+
+impl Memories {
+    /// Runs the extraction work that waits for a quiet conversation now
+    /// (all personas', or `persona`'s) and returns once none is left queued
+    /// or running, or `limit` has passed. Returns how many jobs were waiting.
+    pub async fn extract_now(&self, persona: Option<&str>, limit: std::time::Duration) -> crate::Result<usize> {
+        let only = match persona {
+            Some(p) => Some(self.ctx.ledger.find_persona(p).await?.id),
+            None => None,
+        };
+        let waiting = |items: &[QueueItem]| {
+            items
+                .iter()
+                .filter(|i| i.kind == EXTRACT_KIND && only.as_ref().is_none_or(|p| i.persona_id.as_ref() == Some(p)))
+                .filter(|i| matches!(i.state, ledger::QueueState::Pending | ledger::QueueState::Running))
+                .count()
+        };
+        let items = self.ctx.ledger.queue_items(None).await?;
+        let found = waiting(&items);
+        let now = self.ctx.ledger.now();
+        let personas: std::collections::BTreeSet<String> = items
+            .iter()
+            .filter(|i| i.kind == EXTRACT_KIND && i.state == ledger::QueueState::Pending)
+            .filter_map(|i| i.persona_id.clone())
+            .filter(|p| only.as_ref().is_none_or(|o| o == p))
+            .collect();
+        for p in &personas {
+            self.ctx.ledger.postpone(EXTRACT_KIND, p, now).await?;
+        }
+        self.ctx.wake.notify_one();
+        let until = std::time::Instant::now() + limit;
+        while waiting(&self.ctx.ledger.queue_items(None).await?) > 0 {
+            if std::time::Instant::now() >= until {
+                return Err(AppError::new("TIMEOUT", format!("extraction was still running after {} s", limit.as_secs())));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+        Ok(found)
+    }
+}
+
+/// Runs one extraction job (the queue worker calls it).
+pub(crate) async fn run(memory: &Arc<Memories>, item: &QueueItem) -> Result<(), Failure> {
+    let job: ExtractJob = serde_json::from_value(item.body.clone())
+        .map_err(|e| Failure::Final(AppError::invalid(format!("unreadable job: {e}"))))?;
+    let persona = memory.ctx.ledger.persona(&job.persona_id).await.map_err(|e| Failure::Final(e.into()))?;
+    let Some(message) = memory.ctx.ledger.message(&job.message_id).await.map_err(|e| Failure::Retry(e.into()))? else {
+        return Ok(()); // erased meanwhile: nothing left to learn from
+    };
+    let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
+    let provider = memory.ctx.provider_for(&spec).await.map_err(Failure::Final)?;
+    let mut request = CompletionRequest::chat(spec.model.clone(), scan_prompt(&message.content));
+    request.max_tokens = EXTRACT_MAX_TOKENS;
+    request.temperature = 0.2;
+    request.json_schema = Some(scan_schema());
+    let completion = memory.ctx.complete_in_background(provider.as_ref(), request).await?;
+    let scan = parse_scan(&completion.text).map_err(Failure::Retry)?;
+    let learned = learn(memory, &persona, &message, scan).await.map_err(Failure::Retry)?;
+    if learned > 0 {
+        memory.ctx.emit(AppEvent::MemoriesChanged { persona_id: Some(persona.id.clone()) });
+    }
+    Ok(())
+}
+
+/// Steps 2 and 3 for every item the scan found: one atomic append, signed
+/// by the persona. Returns how many events were written.
+pub(crate) async fn learn(memory: &Memories, persona: &Persona, message: &Message, scan: Scan) -> Result<usize, AppError> {
+    let found = found_items(scan, message);
+    if found.is_empty() {
+        return Ok(0);
+    }
+    memory.ensure_embedder().await;
+    let group = memory.ctx.ledger.persona_groups(&persona.id).await?.group_primary;
+    let mut known = memory.ctx.ledger.memories(Some(std::slice::from_ref(&group)), false).await?;
+    let mut drafts = Vec::new();
+    let mut to_index = Vec::new();
+    let mut superseded = Vec::new();
+    for f in found {
+        let same_kind: Vec<&Memory> = known.iter().filter(|m| m.kind == f.kind).collect();
+        let candidates = candidates(memory, &group, &f.text, same_kind).await?;
+        let texts: Vec<String> = candidates.iter().map(|m| m.text.clone()).collect();
+        let embedder = memory.index.embedder();
+        let text = f.text.clone();
+        let scores = tokio::task::spawn_blocking(move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            memory::similarities(&text, &refs, embedder.as_deref())
+        })
+        .await
+        .map_err(|e| AppError::new("STORAGE_LOAD_FAILED", e.to_string()))??;
+        let best = scores
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s >= memory::MERGE_THRESHOLD)
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(i, _)| candidates[i].clone())
+            // The same person by name is the same person.
+            .or_else(|| {
+                (f.kind == MemoryKind::Person)
+                    .then(|| candidates.iter().find(|m| key(&m.subject) == key(&f.subject)).cloned())
+                    .flatten()
+            });
+        if let Some(m) = best {
+            drafts.push(Draft::by(
+                &persona.id,
+                EventBody::MemoryUpdated {
+                    memory_id: m.id.clone(),
+                    text: None,
+                    confidence: Some(gain_confidence(m.confidence)),
+                    validation: None,
+                    superseded_by: None,
+                    add_source_ids: vec![message.id.clone()],
+                },
+            ));
+            continue;
+        }
+        let memory_id = uuid::Uuid::now_v7().to_string();
+        drafts.push(Draft::by(
+            &persona.id,
+            EventBody::MemoryLearned {
+                memory_id: memory_id.clone(),
+                memory_kind: f.kind,
+                subject: f.subject.clone(),
+                text: f.text.clone(),
+                group: group.clone(),
+                learned_by: persona.id.clone(),
+                source_ids: vec![message.id.clone()],
+                quote: f.quote.clone(),
+                confidence: INITIAL_CONFIDENCE,
+            },
+        ));
+        // A newer fact about the same subject supersedes the older one,
+        // unless the human confirmed the older one (it is locked).
+        if f.kind == MemoryKind::Fact && !f.subject.is_empty() {
+            for old in known.iter().filter(|m| {
+                m.kind == MemoryKind::Fact && key(&m.subject) == key(&f.subject) && m.validation != Validation::Human
+            }) {
+                drafts.push(Draft::by(
+                    &persona.id,
+                    EventBody::MemoryUpdated {
+                        memory_id: old.id.clone(),
+                        text: None,
+                        confidence: None,
+                        validation: None,
+                        superseded_by: Some(memory_id.clone()),
+                        add_source_ids: Vec::new(),
+                    },
+                ));
+                superseded.push(old.id.clone());
+            }
+            known.retain(|m| !superseded.contains(&m.id));
+        }
+        to_index.push(NewItem {
+            item_id: memory_id.clone(),
+            kind: ItemKind::Memory,
+            persona_id: group_key(&group),
+            external_id: None,
+            source_ids: vec![message.id.clone()],
+            text: f.text.clone(),
+            ts_ms: memory::now_ms(),
+            seq: None,
+        });
+        // Later items of this scan match against it too.
+        known.push(Memory {
+            id: memory_id,
+            kind: f.kind,
+            subject: f.subject,
+            text: f.text,
+            group: group.clone(),
+            learned_by: persona.id.clone(),
+            source_ids: vec![message.id.clone()],
+            quote: f.quote,
+            confidence: INITIAL_CONFIDENCE,
+            validation: Validation::None,
+            superseded_by: None,
+            exposure: 1.0,
+            learned_ts: String::new(),
+            created_seq: 0,
+            updated_seq: 0,
+        });
+    }
+    // The person may have deleted the message while the model was reading
+    // it: what was learned from it must not bring its words back. The ledger
+    // checks under the same lock erasure takes, so there is no window.
+    let n = drafts.len();
+    let Some(receipts) = memory.ctx.ledger.append_drafts_citing(drafts, std::slice::from_ref(&message.id)).await? else {
+        return Ok(0);
+    };
+    // The index rows carry the seq of their `memory_learned` event (erasure finds them by it).
+    let learned_seqs = receipts.iter().filter(|r| r.kind == "memory_learned").map(|r| r.seq);
+    for (item, seq) in to_index.iter_mut().zip(learned_seqs) {
+        item.seq = Some(seq);
+    }
+    if let Err(e) = memory.index.index_items(&to_index).await {
+        tracing::warn!(error = %e, "could not index new memories; they are indexed on the next start");
+    }
+    for id in superseded {
+        if let Err(e) = memory.index.remove_item(&id).await {
+            tracing::warn!(error = %e, "could not drop a superseded memory from the index");
+        }
+    }
+    Ok(n)
+}
+
+/// The memories to compare a new item with: all of its kind in the group
+/// when they are few, else the retrieval's best candidates among them.
+async fn candidates(memory: &Memories, group: &str, text: &str, same_kind: Vec<&Memory>) -> Result<Vec<Memory>, AppError> {
+    if same_kind.len() <= COMPARE_ALL_UP_TO {
+        return Ok(same_kind.into_iter().cloned().collect());
+    }
+    let scope = Scope::Keys(vec![group_key(group)]);
+    let hits = memory.index.recall(&scope, text, RETRIEVED_CANDIDATES, memory::now_ms()).await?;
+    Ok(hits.hits.iter().filter_map(|h| same_kind.iter().find(|m| m.id == h.item_id).map(|m| (*m).clone())).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_are_located_by_character_offsets() {
+        let m = "Olá! Eu adoro café forte.";
+        let (s, e) = locate_quote(m, "adoro café").expect("found");
+        assert_eq!(m.chars().skip(s as usize).take((e - s) as usize).collect::<String>(), "adoro café");
+        assert_eq!((s, e), (8, 18));
+        assert_eq!(locate_quote(m, "\"ADORO CAFÉ\""), Some((8, 18)), "case and quote marks ignored");
+        // Lower-casing "İ" changes its byte length: offsets would be wrong, so no match.
+        assert_eq!(locate_quote("İstanbul is home", "is home"), Some((9, 16)));
+        assert_eq!(locate_quote("İstanbul is home", "IS HOME"), None);
+        assert_eq!(locate_quote("I love Tea", "love tea"), Some((2, 10)));
+        assert_eq!(locate_quote(m, "chá"), None);
+    }
+
+    #[test]
+    fn confidence_gains_a_third_of_the_way_each_time() {
+        assert!((gain_confidence(0.5) - 2.0 / 3.0).abs() < 1e-9);
+        assert!((gain_confidence(gain_confidence(0.5)) - 7.0 / 9.0).abs() < 1e-9);
+        assert_eq!(gain_confidence(1.0), 1.0);
+    }
+
+    #[test]
+    fn items_the_message_never_said_and_the_writer_as_a_person_are_dropped() {
+        let message = Message {
+            id: "m".into(),
+            persona_id: "p".into(),
+            role: ledger::MessageRole::Human,
+            content: "My name is Marta and I live in Lisbon. My brother Tomás is a doctor. I love playing the piano.".into(),
+            ts: String::new(),
+            read: false,
+            seq: 1,
+            context_status: Default::default(),
+        };
+        let scan = parse_scan(
+            r#"{"facts":[{"subject":"home","text":"Lives in Lisbon"},{"subject":"job","text":"Is a poet"}],
+                "traits":["friendly","loves music"],"topics":["piano"],
+                "people":[{"name":"Marta","relation":"friend"},{"name":"Tomás","relation":"brother"},{"name":"Ana","relation":"sister"}],
+                "quotes":["I love playing the piano"]}"#,
+        )
+        .expect("parses");
+        let texts: Vec<String> = found_items(scan, &message).into_iter().map(|f| f.text).collect();
+        assert_eq!(texts, ["Lives in Lisbon", "loves music", "piano", "Tomás (brother)", "I love playing the piano"], "{texts:?}");
+    }
+
+    #[test]
+    fn scans_parse_from_bare_or_wrapped_json_and_fail_with_the_code() {
+        let s = parse_scan("Sure! ```json\n{\"facts\":[{\"subject\":\"home\",\"text\":\"Lives in Lisbon\"}]}\n```").expect("parses");
+        assert_eq!(s.facts.len(), 1);
+        assert!(s.traits.is_empty());
+        assert_eq!(parse_scan("not json").expect_err("fails").code, "LLM_INVALID_JSON");
+        assert_eq!(parse_scan("{\"facts\": [}").expect_err("fails").code, "LLM_INVALID_JSON");
+    }
+}

@@ -1,0 +1,104 @@
+//! What the personas remember about the person, and how they find it again.
+//!
+//! Owns the search index (`<home>/index.db`, a projection of the ledger) and
+//! the embedding model's lazy load. Inside:
+//! - `recall`: the index, recall for the shells, and the memories put into
+//!   each reply's prompt (one ranking for everyone);
+//! - `human`: the memories as the person reviews them (confirm, edit,
+//!   forget, groups);
+//! - `extraction`: the background job that learns from the person's
+//!   messages;
+//! - `summary`: the rolling summary of a conversation.
+//!
+//! Public surface: [`Memories`] (recall, import, review, summaries) and the
+//! views it returns. It receives the [`Context`] only: nothing here calls
+//! another capability.
+
+pub(crate) mod extraction;
+pub(crate) mod human;
+pub(crate) mod recall;
+pub(crate) mod summary;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use memory::MemoryIndex;
+
+use crate::context::Context;
+use crate::Result;
+pub use human::{MemoryView, PersonaGroupsView, QuoteView, UsedItemView};
+pub(crate) use recall::ReplyMemories;
+pub use recall::{EmbedProgress, ImportReport, RecallItem, RecallSettings, RecallView};
+
+/// The memory capability: the search index and what is learned into it.
+pub struct Memories {
+    pub(crate) ctx: Arc<Context>,
+    pub(crate) index: Arc<MemoryIndex>,
+    /// Set once the embedding model's load was started (it loads on first need).
+    pub(crate) embedder_requested: AtomicBool,
+    /// Extraction starts after a conversation has been quiet this long.
+    pub(crate) extraction_delay: std::time::Duration,
+}
+
+impl Memories {
+    /// Opens the search index and catches it up with the ledger.
+    pub async fn open(ctx: Arc<Context>, extraction_delay: std::time::Duration) -> Result<Self> {
+        let index = recall::open_index(ctx.data_dir(), &ctx.ledger).await?;
+        Ok(Self { ctx, index, embedder_requested: AtomicBool::new(false), extraction_delay })
+    }
+
+    /// Brings erasures into the search index at once (not at the next start)
+    /// and scrubs its files. Logged, not fatal: the ledger has already
+    /// forgotten, and the next start re-derives the index from it.
+    pub(crate) async fn forget_in_index(&self) {
+        if let Err(e) = self.index.sync_from_ledger(&self.ctx.ledger).await {
+            tracing::error!(error = %e, "could not apply an erasure to the search index");
+        }
+        if let Err(e) = self.index.scrub().await {
+            tracing::error!(error = %e, "could not scrub the search index after an erasure");
+        }
+        // Evaluated prompts kept on disk were computed from the erased text.
+        self.ctx.forget_kept_prompts();
+    }
+
+    /// Stops the embedding work (at shutdown).
+    pub(crate) fn stop(&self) {
+        self.index.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use ledger::{EventBody, MessageRole, HUMAN_ENTITY};
+
+    use super::*;
+    use crate::context::testing;
+
+    /// Recall, built on nothing but a context: a message indexed after it
+    /// was written is found by the words of a later question.
+    #[tokio::test]
+    async fn recall_finds_what_the_person_said_with_only_a_context() {
+        let t = testing::context(&[]).await;
+        let memory = Memories::open(t.ctx.clone(), Duration::from_secs(90)).await.expect("index");
+        let ledger = t.ctx.ledger();
+        let ei = ledger.persona(ledger::EI_PERSONA_ID).await.expect("ei");
+        let said = "My grandmother grew up in Bergen, by the fish market.";
+        let id = uuid::Uuid::now_v7().to_string();
+        let body = EventBody::MessageAdded {
+            message_id: id.clone(),
+            persona_id: ei.id.clone(),
+            role: MessageRole::Human,
+            content: said.to_owned(),
+            external_id: None,
+        };
+        let receipt = ledger.append(HUMAN_ENTITY, body).await.expect("append");
+        recall::index_message(&memory, &id, &ei.id, said, receipt.seq).await;
+
+        let view = memory.recall(&ei.name, "Where did my grandmother grow up?", 5).await.expect("recall");
+        assert!(view.results.iter().any(|r| r.item_id == id), "{view:?}");
+        let view = memory.recall(&ei.name, "a question about bicycles", 5).await.expect("recall");
+        assert!(!view.results.iter().any(|r| r.item_id == id), "unrelated words find nothing: {view:?}");
+    }
+}

@@ -1,0 +1,34 @@
+//! The provider accounts and models as the shells see them.
+
+use serde::{Deserialize, Serialize};
+use ts_rs::TS;
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct AccountView {
+    pub name: String,
+    pub base_url: String,
+    pub default_model: String,
+    pub enabled: bool,
+    /// Whether a key for this account is present in the OS keychain. The key
+    /// itself never leaves the backend.
+    pub has_key: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct NewAccount {
+    pub name: String,
+    pub base_url: String,
+    pub api_key: String,
+    pub default_model: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS, PartialEq)]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub struct ModelView {
+    /// Spec to store on a persona: `account:model`.
+    pub spec: String,
+    pub label: String,
+    pub local: bool,
+}

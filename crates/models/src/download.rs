@@ -1,0 +1,765 @@
+//! Downloads people can trust: resumable across crashes and restarts,
+//! verified while streaming, installed atomically only once verified.
+//!
+//! Beside `<file>.part` a journal `<file>.part.json` holds what the bytes
+//! are (url, revision, sha256, size) and how many were written. A restart
+//! resumes from the end of the part file with `Range: bytes=N-`, resolving
+//! the repository URL again each attempt (Hugging Face redirects to a
+//! signed CDN URL that expires, so that URL is never kept). The SHA-256 is
+//! computed as bytes arrive; on resume the existing prefix is hashed again
+//! from disk. Nothing reaches the final name before the hash and the GGUF
+//! header check pass; a mismatch discards the file.
+
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use reqwest::header::{HeaderMap, ACCEPT_ENCODING, CONTENT_RANGE, LOCATION, RANGE};
+use reqwest::StatusCode;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use crate::gguf;
+
+/// What to fetch and where it goes.
+#[derive(Debug, Clone)]
+pub struct DownloadRequest {
+    pub id: String,
+    /// The repository URL (`…/resolve/{revision}/{file}`), resolved again
+    /// on every attempt.
+    pub url: String,
+    pub revision: String,
+    pub sha256: String,
+    pub size: u64,
+    /// The installed file's final path.
+    pub dest: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct DownloadOptions {
+    /// No byte for this long: the attempt is dropped and retried.
+    pub stall_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Attempts in a row that bring no byte before giving up.
+    pub max_failed_attempts: u32,
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
+    /// How often a progress event (and a journal update) is made.
+    pub progress_every: Duration,
+    /// Check the GGUF header (and that it is a chat model) before install.
+    pub check_gguf: bool,
+}
+
+impl Default for DownloadOptions {
+    fn default() -> Self {
+        Self {
+            stall_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(20),
+            max_failed_attempts: 8,
+            backoff_initial: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(60),
+            progress_every: Duration::from_secs(1),
+            check_gguf: true,
+        }
+    }
+}
+
+/// Progress and state changes, for the window and the CLI.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum DownloadEvent {
+    Started { id: String, bytes_total: u64, resumed_from: u64 },
+    Progress { id: String, bytes_done: u64, bytes_total: u64, rate_bps: u64, eta_secs: Option<u64> },
+    /// Work thrown away and begun again, with the reason.
+    Restarted { id: String, reason: String },
+    Retrying { id: String, attempt: u32, in_millis: u64, reason: String },
+    Paused { id: String, bytes_done: u64, bytes_needed: u64 },
+    Verifying { id: String },
+    Installed { id: String, path: PathBuf, sha256: String },
+}
+
+/// How a download that did not fail ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Installed { path: PathBuf, sha256: String },
+    /// The disk is full: free `bytes_needed` and pull again; the
+    /// `bytes_done` already written are kept.
+    Paused { bytes_done: u64, bytes_needed: u64 },
+    Cancelled { bytes_done: u64 },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DownloadError {
+    #[error("{id}: the file does not match its pinned hash (expected sha256 {expected}, got {actual}); it was discarded, nothing was installed")]
+    HashMismatch { id: String, expected: String, actual: String },
+    #[error("{id}: the server says the file is {actual} bytes, the catalog pins {expected}; nothing was downloaded")]
+    SizeMismatch { id: String, expected: u64, actual: u64 },
+    #[error("{id}: the server's X-Linked-Etag is {actual}, the catalog pins sha256 {expected}; nothing was downloaded")]
+    EtagMismatch { id: String, expected: String, actual: String },
+    #[error("{id}: the downloaded file is not a usable model ({reason}); it was discarded")]
+    NotAModel { id: String, reason: gguf::GgufError },
+    #[error("{id}: HTTP {status} from {url}")]
+    Http { id: String, status: u16, url: String },
+    #[error("{id}: gave up after {attempts} attempts without progress: {last}")]
+    GaveUp { id: String, attempts: u32, last: String },
+    #[error("{id}: another download of {path} is running")]
+    Busy { id: String, path: PathBuf },
+    #[error("{id}: {what}: {source}")]
+    Io { id: String, what: String, source: io::Error },
+}
+
+/// Where the part file's bytes go. Behind a trait so a full disk can be
+/// simulated; the real one is [`DiskStorage`].
+pub trait PartSink: Send {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize>;
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+pub trait Storage: Send + Sync {
+    /// Opens `path` for writing at `offset`, cutting off anything after it.
+    fn open_at(&self, path: &Path, offset: u64) -> io::Result<Box<dyn PartSink>>;
+    /// Bytes free for this user on the volume holding `dir`.
+    fn free_bytes(&self, dir: &Path) -> Option<u64>;
+}
+
+/// The real disk.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DiskStorage;
+
+struct FileSink(std::fs::File);
+
+impl PartSink for FileSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.0.sync_all()
+    }
+}
+
+impl Storage for DiskStorage {
+    fn open_at(&self, path: &Path, offset: u64) -> io::Result<Box<dyn PartSink>> {
+        let file = std::fs::OpenOptions::new().create(true).write(true).truncate(false).open(path)?;
+        file.set_len(offset)?;
+        let mut file = file;
+        io::Seek::seek(&mut file, io::SeekFrom::Start(offset))?;
+        Ok(Box::new(FileSink(file)))
+    }
+    fn free_bytes(&self, dir: &Path) -> Option<u64> {
+        let s = rustix::fs::statvfs(dir).ok()?;
+        Some(s.f_bavail.saturating_mul(s.f_frsize))
+    }
+}
+
+/// The journal beside the part file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Journal {
+    pub url: String,
+    pub revision: String,
+    pub sha256: String,
+    pub size: u64,
+    pub bytes_done: u64,
+}
+
+impl Journal {
+    fn for_request(req: &DownloadRequest) -> Self {
+        Self { url: req.url.clone(), revision: req.revision.clone(), sha256: req.sha256.clone(), size: req.size, bytes_done: 0 }
+    }
+    fn same_file(&self, other: &Journal) -> bool {
+        self.url == other.url && self.revision == other.revision && self.sha256 == other.sha256 && self.size == other.size
+    }
+    pub fn load(path: &Path) -> Option<Self> {
+        let text = std::fs::read_to_string(path).ok()?;
+        serde_json::from_str(&text).ok()
+    }
+    /// Written to a temporary name and renamed: a crash leaves the old
+    /// journal or the new one, never half of one.
+    fn save(&self, path: &Path) -> io::Result<()> {
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_vec(self).map_err(io::Error::other)?;
+        std::fs::write(&tmp, text)?;
+        std::fs::rename(&tmp, path)
+    }
+}
+
+pub fn part_path(dest: &Path) -> PathBuf {
+    with_suffix(dest, ".part")
+}
+pub fn journal_path(dest: &Path) -> PathBuf {
+    with_suffix(dest, ".part.json")
+}
+fn lock_path(dest: &Path) -> PathBuf {
+    with_suffix(dest, ".part.lock")
+}
+fn with_suffix(p: &Path, suffix: &str) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+pub type EventSink = Arc<dyn Fn(&DownloadEvent) + Send + Sync>;
+
+/// Downloads, verifies and installs one file.
+pub struct Downloader {
+    client: reqwest::Client,
+    opts: DownloadOptions,
+    storage: Arc<dyn Storage>,
+}
+
+/// Why one attempt ended.
+enum AttemptEnd {
+    Complete,
+    /// Retry: the stream broke, stalled, or the server failed.
+    Retry(String),
+    /// The disk is full.
+    DiskFull,
+    Cancelled,
+}
+
+const MAX_REDIRECTS: usize = 8;
+
+impl Downloader {
+    pub fn new(opts: DownloadOptions) -> Result<Self, reqwest::Error> {
+        Self::with_storage(opts, Arc::new(DiskStorage))
+    }
+
+    pub fn with_storage(opts: DownloadOptions, storage: Arc<dyn Storage>) -> Result<Self, reqwest::Error> {
+        // Redirects are followed by hand: the repository's response carries
+        // the X-Linked-* headers, and the CDN URL must not outlive an attempt.
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(opts.connect_timeout)
+            .user_agent(concat!("ledgermind-models/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self { client, opts, storage })
+    }
+
+    pub async fn run(&self, req: &DownloadRequest, on_event: EventSink, cancel: CancellationToken) -> Result<Outcome, DownloadError> {
+        let id = req.id.clone();
+        let io_err = |what: String| {
+            let id = id.clone();
+            move |source: io::Error| DownloadError::Io { id, what, source }
+        };
+        let dir = req.dest.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+        std::fs::create_dir_all(&dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
+        // Shared with the writer thread: if this future is dropped (the
+        // task aborted), the lock lasts until the last queued bytes are on disk.
+        let held = lock(&lock_path(&req.dest)).map_err(io_err("cannot lock the download".into()))?.ok_or_else(|| {
+            DownloadError::Busy { id: id.clone(), path: req.dest.clone() }
+        })?;
+        let held = Arc::new(held);
+        let part = part_path(&req.dest);
+        let jpath = journal_path(&req.dest);
+        let fresh = Journal::for_request(req);
+        let mut journal = match Journal::load(&jpath) {
+            Some(j) if j.same_file(&fresh) => j,
+            Some(_) => {
+                on_event(&DownloadEvent::Restarted {
+                    id: id.clone(),
+                    reason: "the partial file was for another revision or hash: starting from zero".into(),
+                });
+                let _ = std::fs::remove_file(&part);
+                fresh.clone()
+            }
+            None => {
+                let _ = std::fs::remove_file(&part);
+                fresh.clone()
+            }
+        };
+        // The part file's length is what is on disk (a killed process loses
+        // nothing it wrote); the journal's count may lag by one interval.
+        let mut done = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
+        if done > req.size {
+            on_event(&DownloadEvent::Restarted { id: id.clone(), reason: "the partial file is longer than the model: starting from zero".into() });
+            done = 0;
+        }
+        let mut hasher = Sha256::new();
+        if done > 0 {
+            let (h, n) = rehash_prefix(&part, done).map_err(io_err(format!("cannot read {}", part.display())))?;
+            hasher = h;
+            done = n;
+        }
+        journal.bytes_done = done;
+        journal.save(&jpath).map_err(io_err(format!("cannot write {}", jpath.display())))?;
+        on_event(&DownloadEvent::Started { id: id.clone(), bytes_total: req.size, resumed_from: done });
+
+        let mut failed = 0u32;
+        while done < req.size {
+            if cancel.is_cancelled() {
+                return Ok(Outcome::Cancelled { bytes_done: done });
+            }
+            let remaining = req.size - done;
+            if let Some(free) = self.storage.free_bytes(&dir) {
+                if free < remaining {
+                    let bytes_needed = remaining - free;
+                    on_event(&DownloadEvent::Paused { id: id.clone(), bytes_done: done, bytes_needed });
+                    return Ok(Outcome::Paused { bytes_done: done, bytes_needed });
+                }
+            }
+            let before = done;
+            let end = self.attempt(req, &part, &jpath, &mut journal, &mut done, &mut hasher, &on_event, &cancel, held.clone()).await?;
+            match end {
+                AttemptEnd::Complete => {}
+                AttemptEnd::Cancelled => {
+                    let _ = journal.save(&jpath);
+                    return Ok(Outcome::Cancelled { bytes_done: done });
+                }
+                AttemptEnd::DiskFull => {
+                    let _ = journal.save(&jpath);
+                    // The disk just refused a write: all that is still to
+                    // come needs room (what statvfs calls free was not).
+                    let bytes_needed = req.size - done;
+                    on_event(&DownloadEvent::Paused { id: id.clone(), bytes_done: done, bytes_needed });
+                    return Ok(Outcome::Paused { bytes_done: done, bytes_needed });
+                }
+                AttemptEnd::Retry(reason) => {
+                    let _ = journal.save(&jpath);
+                    if done > before {
+                        failed = 0;
+                    }
+                    failed += 1;
+                    if failed >= self.opts.max_failed_attempts {
+                        return Err(DownloadError::GaveUp { id, attempts: failed, last: reason });
+                    }
+                    let wait = backoff(&self.opts, failed);
+                    on_event(&DownloadEvent::Retrying {
+                        id: id.clone(),
+                        attempt: failed,
+                        in_millis: wait.as_millis() as u64,
+                        reason,
+                    });
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = cancel.cancelled() => {
+                            return Ok(Outcome::Cancelled { bytes_done: done });
+                        }
+                    }
+                }
+            }
+        }
+        on_event(&DownloadEvent::Verifying { id: id.clone() });
+        let actual = hex::encode(hasher.finalize());
+        if !actual.eq_ignore_ascii_case(&req.sha256) {
+            discard(&part, &jpath);
+            return Err(DownloadError::HashMismatch { id, expected: req.sha256.clone(), actual });
+        }
+        install(&id, &part, &req.dest, self.opts.check_gguf)?;
+        let _ = std::fs::remove_file(&jpath);
+        on_event(&DownloadEvent::Installed { id: id.clone(), path: req.dest.clone(), sha256: actual.clone() });
+        Ok(Outcome::Installed { path: req.dest.clone(), sha256: actual })
+    }
+
+    /// One request (and its redirects) and the stream of its body.
+    #[allow(clippy::too_many_arguments)]
+    async fn attempt(
+        &self,
+        req: &DownloadRequest,
+        part: &Path,
+        jpath: &Path,
+        journal: &mut Journal,
+        done: &mut u64,
+        hasher: &mut Sha256,
+        on_event: &EventSink,
+        cancel: &CancellationToken,
+        held: Arc<std::fs::File>,
+    ) -> Result<AttemptEnd, DownloadError> {
+        let id = &req.id;
+        let resp = tokio::select! {
+            r = tokio::time::timeout(self.opts.stall_timeout, self.resolve(req, *done)) => match r {
+                Ok(r) => r?,
+                Err(_) => return Ok(AttemptEnd::Retry("the server did not answer".into())),
+            },
+            _ = cancel.cancelled() => return Ok(AttemptEnd::Cancelled),
+        };
+        let resp = match resp {
+            Ok(resp) => resp,
+            Err(reason) => return Ok(AttemptEnd::Retry(reason)),
+        };
+        let status = resp.status();
+        let mut offset = *done;
+        if status == StatusCode::PARTIAL_CONTENT {
+            let range = resp.headers().get(CONTENT_RANGE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let start = parse_content_range_start(range);
+            let total = gguf::content_range_total(resp.headers());
+            if start != Some(offset) {
+                return Ok(AttemptEnd::Retry(format!("the server answered Range bytes={offset}- with Content-Range {range:?}")));
+            }
+            if let Some(t) = total {
+                if t != req.size {
+                    return Err(DownloadError::SizeMismatch { id: id.clone(), expected: req.size, actual: t });
+                }
+            }
+        } else if status == StatusCode::OK {
+            if let Some(len) = resp.content_length() {
+                if len != req.size {
+                    return Err(DownloadError::SizeMismatch { id: id.clone(), expected: req.size, actual: len });
+                }
+            }
+            if offset > 0 {
+                on_event(&DownloadEvent::Restarted {
+                    id: id.clone(),
+                    reason: format!(
+                        "the server answered the Range request with 200 (the whole file): starting again from zero, {offset} bytes thrown away"
+                    ),
+                });
+                offset = 0;
+                *done = 0;
+                *hasher = Sha256::new();
+            }
+        } else {
+            return Ok(AttemptEnd::Retry(format!("HTTP {status}")));
+        }
+        let sink = self.storage.open_at(part, offset).map_err(|source| DownloadError::Io {
+            id: id.clone(),
+            what: format!("cannot open {}", part.display()),
+            source,
+        })?;
+
+        // Hashing and writing run on their own thread so they overlap with
+        // receiving the next chunk.
+        let written = Arc::new(AtomicU64::new(0));
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(8);
+        let writer = {
+            let written = written.clone();
+            let mut h = std::mem::take(hasher);
+            std::thread::spawn(move || {
+                let _held = held;
+                let mut sink = sink;
+                let mut err: Option<io::Error> = None;
+                'outer: while let Some(buf) = rx.blocking_recv() {
+                    let mut at = 0;
+                    while at < buf.len() {
+                        match sink.write(&buf[at..]) {
+                            Ok(0) => {
+                                err = Some(io::Error::new(io::ErrorKind::WriteZero, "the disk accepted no bytes"));
+                                break 'outer;
+                            }
+                            Ok(n) => {
+                                h.update(&buf[at..at + n]);
+                                at += n;
+                                written.fetch_add(n as u64, Ordering::Release);
+                            }
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(e) => {
+                                err = Some(e);
+                                break 'outer;
+                            }
+                        }
+                    }
+                }
+                (h, err)
+            })
+        };
+
+        let mut stream = resp.bytes_stream();
+        let base = offset;
+        let mut tick = tokio::time::interval(self.opts.progress_every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        let mut last_byte = Instant::now();
+        let mut last_tick = (Instant::now(), base);
+        let mut rate = RateMeter::default();
+        let mut received: u64 = 0;
+        let end = loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break AttemptEnd::Cancelled,
+                chunk = stream.next() => match chunk {
+                    Some(Ok(bytes)) => {
+                        last_byte = Instant::now();
+                        received += bytes.len() as u64;
+                        if base + received > req.size {
+                            break AttemptEnd::Retry("the server sent more bytes than the file has".into());
+                        }
+                        if tx.send(bytes).await.is_err() {
+                            // The writer stopped: its error says why.
+                            break AttemptEnd::Retry(String::new());
+                        }
+                    }
+                    Some(Err(e)) => break AttemptEnd::Retry(format!("the connection broke: {e}")),
+                    None => {
+                        break if base + received == req.size {
+                            AttemptEnd::Complete
+                        } else {
+                            AttemptEnd::Retry(format!("the server closed the connection at byte {}", base + received))
+                        };
+                    }
+                },
+                _ = tick.tick() => {
+                    let now_done = base + written.load(Ordering::Acquire);
+                    let dt = last_tick.0.elapsed().as_secs_f64();
+                    rate.add(now_done.saturating_sub(last_tick.1), dt);
+                    last_tick = (Instant::now(), now_done);
+                    let rate_bps = rate.bps();
+                    on_event(&DownloadEvent::Progress {
+                        id: id.clone(),
+                        bytes_done: now_done,
+                        bytes_total: req.size,
+                        rate_bps,
+                        eta_secs: (rate_bps > 0).then(|| (req.size - now_done) / rate_bps.max(1)),
+                    });
+                    journal.bytes_done = now_done;
+                    let _ = journal.save(jpath);
+                    if last_byte.elapsed() >= self.opts.stall_timeout {
+                        break AttemptEnd::Retry(format!("no byte for {} s", self.opts.stall_timeout.as_secs_f32()));
+                    }
+                }
+            }
+        };
+        drop(stream);
+        drop(tx);
+        let (h, err) = tokio::task::spawn_blocking(move || writer.join())
+            .await
+            .ok()
+            .and_then(|r| r.ok())
+            .ok_or_else(|| DownloadError::Io {
+                id: id.clone(),
+                what: "the writer thread failed".into(),
+                source: io::Error::other("writer panicked"),
+            })?;
+        *hasher = h;
+        *done = base + written.load(Ordering::Acquire);
+        journal.bytes_done = *done;
+        if let Some(e) = err {
+            if is_disk_full(&e) {
+                return Ok(AttemptEnd::DiskFull);
+            }
+            return Err(DownloadError::Io { id: id.clone(), what: format!("cannot write {}", part.display()), source: e });
+        }
+        Ok(match end {
+            AttemptEnd::Complete if *done == req.size => AttemptEnd::Complete,
+            AttemptEnd::Complete => AttemptEnd::Retry("the body ended early".into()),
+            other => other,
+        })
+    }
+
+    /// Requests `url` from byte `from`, following redirects by hand; checks
+    /// the X-Linked-* headers wherever they appear. `Err(reason)` inside
+    /// `Ok` is a failure worth retrying.
+    async fn resolve(&self, req: &DownloadRequest, from: u64) -> Result<Result<reqwest::Response, String>, DownloadError> {
+        let mut url = match reqwest::Url::parse(&req.url) {
+            Ok(u) => u,
+            Err(e) => return Ok(Err(format!("bad URL {}: {e}", req.url))),
+        };
+        for _ in 0..MAX_REDIRECTS {
+            let mut rb = self.client.get(url.clone()).header(ACCEPT_ENCODING, "identity");
+            if from > 0 {
+                rb = rb.header(RANGE, format!("bytes={from}-"));
+            }
+            let resp = match rb.send().await {
+                Ok(r) => r,
+                Err(e) => return Ok(Err(format!("cannot reach {}: {e}", url.host_str().unwrap_or("the server")))),
+            };
+            self.check_linked(req, resp.headers())?;
+            let status = resp.status();
+            if status.is_redirection() {
+                let loc = resp.headers().get(LOCATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+                match loc.and_then(|l| url.join(&l).ok()) {
+                    Some(next) => {
+                        url = next;
+                        continue;
+                    }
+                    None => return Ok(Err(format!("HTTP {status} without a usable Location"))),
+                }
+            }
+            if status.is_client_error() && status != StatusCode::REQUEST_TIMEOUT && status != StatusCode::TOO_MANY_REQUESTS {
+                if status == StatusCode::RANGE_NOT_SATISFIABLE {
+                    return Ok(Err("the server refused the Range (416)".into()));
+                }
+                return Err(DownloadError::Http { id: req.id.clone(), status: status.as_u16(), url: redact(&url) });
+            }
+            return Ok(Ok(resp));
+        }
+        Ok(Err("too many redirects".into()))
+    }
+
+    fn check_linked(&self, req: &DownloadRequest, headers: &HeaderMap) -> Result<(), DownloadError> {
+        if let Some(size) = headers.get("x-linked-size").and_then(|v| v.to_str().ok()).and_then(|s| s.trim().parse::<u64>().ok()) {
+            if size != req.size {
+                return Err(DownloadError::SizeMismatch { id: req.id.clone(), expected: req.size, actual: size });
+            }
+        }
+        if let Some(etag) = headers.get("x-linked-etag").and_then(|v| v.to_str().ok()) {
+            let etag = etag.trim().trim_start_matches("W/").trim_matches('"');
+            // Only a 64-hex etag is a SHA-256 (small files carry a git sha1).
+            if etag.len() == 64 && etag.bytes().all(|b| b.is_ascii_hexdigit()) && !etag.eq_ignore_ascii_case(&req.sha256) {
+                return Err(DownloadError::EtagMismatch { id: req.id.clone(), expected: req.sha256.clone(), actual: etag.to_owned() });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A CDN URL's query is a signature: not for logs or error messages.
+fn redact(url: &reqwest::Url) -> String {
+    let mut u = url.clone();
+    u.set_query(None);
+    u.to_string()
+}
+
+fn backoff(opts: &DownloadOptions, failed: u32) -> Duration {
+    let factor = 1u32.checked_shl(failed.saturating_sub(1).min(16)).unwrap_or(u32::MAX);
+    opts.backoff_initial.saturating_mul(factor).min(opts.backoff_max)
+}
+
+fn parse_content_range_start(v: &str) -> Option<u64> {
+    let rest = v.trim().strip_prefix("bytes")?.trim_start();
+    rest.split('-').next()?.trim().parse().ok()
+}
+
+fn is_disk_full(e: &io::Error) -> bool {
+    // ENOSPC and EDQUOT: both mean "free some space and go on".
+    e.kind() == io::ErrorKind::StorageFull || matches!(e.raw_os_error(), Some(28) | Some(122))
+}
+
+/// SHA-256 of the first `len` bytes of `path` (fewer if the file is shorter).
+fn rehash_prefix(path: &Path, len: u64) -> io::Result<(Sha256, u64)> {
+    let mut f = std::fs::File::open(path)?.take(len);
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n = 0u64;
+    loop {
+        let r = f.read(&mut buf)?;
+        if r == 0 {
+            break;
+        }
+        h.update(&buf[..r]);
+        n += r as u64;
+    }
+    Ok((h, n))
+}
+
+fn discard(part: &Path, journal: &Path) {
+    let _ = std::fs::remove_file(part);
+    let _ = std::fs::remove_file(journal);
+}
+
+/// Header check, fsync, rename to the final name, fsync the folder.
+fn install(id: &str, part: &Path, dest: &Path, check_gguf: bool) -> Result<(), DownloadError> {
+    if check_gguf {
+        if let Err(reason) = gguf::read_file(part).and_then(|info| info.require_chat()) {
+            discard(part, &journal_path(dest));
+            return Err(DownloadError::NotAModel { id: id.to_owned(), reason });
+        }
+    }
+    let io_err = |what: String| move |source| DownloadError::Io { id: id.to_owned(), what, source };
+    std::fs::File::open(part).and_then(|f| f.sync_all()).map_err(io_err(format!("cannot sync {}", part.display())))?;
+    std::fs::rename(part, dest).map_err(io_err(format!("cannot rename to {}", dest.display())))?;
+    if let Some(dir) = dest.parent() {
+        // The rename is durable once the folder is.
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    Ok(())
+}
+
+/// Copies a local file (an Ollama blob with the same hash) into place with
+/// the same checks as a download: hash while copying, header, atomic rename.
+pub fn install_copy(id: &str, src: &Path, sha256: &str, dest: &Path, check_gguf: bool) -> Result<PathBuf, DownloadError> {
+    let io_err = |what: String| move |source| DownloadError::Io { id: id.to_owned(), what, source };
+    if let Some(dir) = dest.parent() {
+        std::fs::create_dir_all(dir).map_err(io_err(format!("cannot create {}", dir.display())))?;
+    }
+    let part = with_suffix(dest, ".copy");
+    let mut input = std::fs::File::open(src).map_err(io_err(format!("cannot open {}", src.display())))?;
+    let mut out = std::fs::File::create(&part).map_err(io_err(format!("cannot create {}", part.display())))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = input.read(&mut buf).map_err(io_err(format!("cannot read {}", src.display())))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        out.write_all(&buf[..n]).map_err(io_err(format!("cannot write {}", part.display())))?;
+    }
+    drop(out);
+    let actual = hex::encode(h.finalize());
+    if !actual.eq_ignore_ascii_case(sha256) {
+        let _ = std::fs::remove_file(&part);
+        return Err(DownloadError::HashMismatch { id: id.to_owned(), expected: sha256.to_owned(), actual });
+    }
+    install(id, &part, dest, check_gguf)?;
+    Ok(dest.to_path_buf())
+}
+
+/// SHA-256 of a whole file, hex.
+pub fn sha256_file(path: &Path) -> io::Result<String> {
+    let len = std::fs::metadata(path)?.len();
+    let (h, _) = rehash_prefix(path, len)?;
+    Ok(hex::encode(h.finalize()))
+}
+
+/// Takes an exclusive lock (`None`: someone else holds it). The lock file
+/// stays; the lock goes with the process.
+fn lock(path: &Path) -> io::Result<Option<std::fs::File>> {
+    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
+    match rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(f)),
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Bytes per second, smoothed over the last few seconds so a stall shows
+/// as the rate falling to zero rather than a frozen figure.
+#[derive(Default)]
+struct RateMeter {
+    bps: Option<f64>,
+}
+
+impl RateMeter {
+    fn add(&mut self, bytes: u64, secs: f64) {
+        if secs <= 0.0 {
+            return;
+        }
+        let now = bytes as f64 / secs;
+        self.bps = Some(match self.bps {
+            None => now,
+            Some(prev) => prev * 0.6 + now * 0.4,
+        });
+    }
+    fn bps(&self) -> u64 {
+        self.bps.unwrap_or(0.0).max(0.0) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_range_and_backoff() {
+        assert_eq!(parse_content_range_start("bytes 100-199/200"), Some(100));
+        assert_eq!(parse_content_range_start("bytes */200"), None);
+        let o = DownloadOptions { backoff_initial: Duration::from_secs(1), backoff_max: Duration::from_secs(10), ..Default::default() };
+        assert_eq!(backoff(&o, 1), Duration::from_secs(1));
+        assert_eq!(backoff(&o, 3), Duration::from_secs(4));
+        assert_eq!(backoff(&o, 9), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn rate_decays_in_a_stall() {
+        let mut r = RateMeter::default();
+        r.add(1000, 1.0);
+        assert_eq!(r.bps(), 1000);
+        for _ in 0..20 {
+            r.add(0, 1.0);
+        }
+        assert_eq!(r.bps(), 0);
+    }
+
+    #[test]
+    fn lock_is_exclusive() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("x.lock");
+        let a = lock(&p).expect("lock");
+        assert!(a.is_some());
+        assert!(lock(&p).expect("lock").is_none());
+        drop(a);
+        assert!(lock(&p).expect("lock").is_some());
+    }
+}
