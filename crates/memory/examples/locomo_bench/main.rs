@@ -21,6 +21,8 @@
 //! other `RecallSettings` (JSON) for an experiment.
 
 mod bm25;
+#[path = "../recall_bench/grid.rs"]
+mod grid;
 mod locomo;
 
 use std::collections::{BTreeMap, HashSet};
@@ -185,6 +187,9 @@ async fn main() -> Result<(), Error> {
     }
     let embedder: Arc<dyn Embedder> = Arc::new(MiniLm::load(&a.model)?);
     let mut tally = Tally::default();
+    // BENCH_GRID=1: every point of `grid::points` on the tuning conversations only.
+    let grid_points = if std::env::var_os("BENCH_GRID").is_some() { grid::points() } else { Vec::new() };
+    let mut grid_tally = Tally::default();
     let mut latency = Vec::new();
     let mut asked = [0usize; 2];
     let mut unanswerable = 0;
@@ -196,6 +201,7 @@ async fn main() -> Result<(), Error> {
         let known: HashSet<&str> = c.turns.iter().map(|t| t.dia_id.as_str()).collect();
         let bm25 = bm25::Bm25::new(&c.turns.iter().map(|t| format!("{}: {}", t.speaker, t.text)).collect::<Vec<_>>());
         let now = memory::now_ms();
+        let public = if grid_points.is_empty() || held { Default::default() } else { index.public_ids().await? };
         for q in c.questions.iter().filter(|q| (1..=4).contains(&q.category)) {
             let evidence: HashSet<String> = q.evidence.iter().filter(|e| known.contains(e.as_str())).cloned().collect();
             if evidence.is_empty() {
@@ -215,6 +221,19 @@ async fn main() -> Result<(), Error> {
             }
             let ids: Vec<String> = bm25.rank(&q.text).into_iter().take(20).map(|i| c.turns[i].dia_id.clone()).collect();
             tally.add(PLAIN_BM25, held, q.category, &evidence, &ids);
+            if !held && !grid_points.is_empty() {
+                let mut by_names = Vec::new();
+                for names in [true, false] {
+                    index.set_settings(grid::candidate_settings(names));
+                    by_names.push(index.candidates(&scope, &q.text, 50).await?);
+                }
+                for (label, s) in &grid_points {
+                    let c = &by_names[usize::from(!s.names_by_keyword)];
+                    let ids: Vec<String> =
+                        memory::rank(c, s, now).into_iter().take(20).filter_map(|(r, _)| public.get(&r).cloned()).collect();
+                    grid_tally.add(label, false, q.category, &evidence, &ids);
+                }
+            }
         }
         index.close().await;
     }
@@ -253,6 +272,11 @@ async fn main() -> Result<(), Error> {
             }
             println!();
         }
+    }
+    for (label, _) in &grid_points {
+        let (all, n) = grid_tally.mean(label, false, &all);
+        let cats: Vec<String> = CATEGORIES.iter().map(|(c, _)| format!("{:.3}", grid_tally.mean(label, false, &[*c]).0[1])).collect();
+        println!("grid\t{label}\t{n}\t{:.4}\t{:.4}\t{}", all[0], all[1], cats.join("\t"));
     }
     latency.sort_by(f64::total_cmp);
     println!(

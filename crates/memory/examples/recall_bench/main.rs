@@ -21,6 +21,7 @@
 mod data;
 mod data2;
 mod experiments;
+mod grid;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -206,7 +207,9 @@ async fn import_timed(
 /// Each question's candidates under main's previous settings (the query
 /// embedded whole, no neighbours: every arm but ours ranks these) and
 /// under ours, and its evidence row.
-type QuestionSet = (Vec<(Candidates, bool)>, Vec<i64>, Vec<(Candidates, bool)>);
+/// With `BENCH_GRID`, also each question's candidates for the grid (the
+/// query embedded without and with its names).
+type QuestionSet = (Vec<(Candidates, bool)>, Vec<i64>, Vec<(Candidates, bool)>, Vec<[Candidates; 2]>);
 
 /// Imports `d` into a fresh ledger and index (or reopens the kept index),
 /// embeds everything, and returns each question's candidates and evidence row.
@@ -239,7 +242,14 @@ async fn question_candidates(
     let mut cands = Vec::new();
     let mut ours = Vec::new();
     let mut evidence = Vec::new();
+    let mut for_grid = Vec::new();
     for q in &d.questions {
+        if std::env::var_os("BENCH_GRID").is_some() {
+            index.set_settings(grid::candidate_settings(true));
+            let without = index.candidates(&Scope::All, &q.query, 100).await?;
+            index.set_settings(grid::candidate_settings(false));
+            for_grid.push([without, index.candidates(&Scope::All, &q.query, 100).await?]);
+        }
         index.set_settings(memory::PREVIOUS_SETTINGS);
         cands.push((index.candidates(&Scope::All, &q.query, 100).await?, q.tune));
         index.set_settings(memory::DEFAULT_SETTINGS);
@@ -263,7 +273,7 @@ async fn question_candidates(
         std::fs::write(dir.join("questions.jsonl"), out)?;
     }
     index.close().await;
-    Ok((cands, evidence, ours))
+    Ok((cands, evidence, ours, for_grid))
 }
 
 fn pct(x: f64) -> String {
@@ -320,7 +330,25 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
         let keep = a.keep.as_ref().map(|k| k.join(format!("{name}-{}-{}-{}", a.seed, a.messages, embedder.model_id())));
         sets.push((name, question_candidates(d, embedder.clone(), keep.as_deref()).await?));
     }
-    let (cands, evidence, _) = &sets[0].1;
+    let (cands, evidence, _, for_grid) = &sets[0].1;
+    if !for_grid.is_empty() {
+        // Set A's tuning split only: B and A's held-out split choose nothing.
+        for (label, s) in grid::points() {
+            let (mut h5, mut h10, mut n) = (0, 0, 0);
+            for ((g, (_, tune)), e) in for_grid.iter().zip(cands).zip(evidence) {
+                if !*tune {
+                    continue;
+                }
+                n += 1;
+                let c = &g[usize::from(!s.names_by_keyword)];
+                if let Some(pos) = rank(c, &s, a_set.now_ms).iter().take(10).position(|(r, _)| r == e) {
+                    h10 += 1;
+                    h5 += usize::from(pos < 5);
+                }
+            }
+            println!("grid\t{label}\t{:.4}\t{:.4}", h5 as f64 / n as f64, h10 as f64 / n as f64);
+        }
+    }
     let now = a_set.now_ms;
     let mut grid = Vec::new();
     for wv in [0.3f32, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9] {
@@ -371,7 +399,7 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
         ("keyword only (FTS5 bm25)", kw),
         ("embeddings only (MiniLM cosine)", vv),
     ];
-    for ((name, (cands, evidence, ours_cands)), d) in sets.iter().zip([&a_set, &b_set]) {
+    for ((name, (cands, evidence, ours_cands, _)), d) in sets.iter().zip([&a_set, &b_set]) {
         let pick = |label: &str| if label.starts_with("ours") { ours_cands } else { cands };
         let split = (*name == "A").then_some(false);
         let n = d.questions.iter().filter(|q| split.is_none_or(|t| q.tune == t)).count();
