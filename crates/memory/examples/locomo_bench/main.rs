@@ -18,7 +18,9 @@
 //! never copied into the repository; without it the benchmark says so and
 //! exits. `--keep DIR` keeps each conversation's embedded index and reuses
 //! it (embedding is most of a first run). `--settings` adds an arm with
-//! other `RecallSettings` (JSON) for an experiment.
+//! other `RecallSettings` (JSON) for an experiment. `BENCH_GRID=1` prints
+//! every point of `recall_bench/grid.rs` on the tuning conversations;
+//! `BENCH_SHORT=1` runs ours and main's settings only.
 
 mod bm25;
 #[path = "../recall_bench/grid.rs"]

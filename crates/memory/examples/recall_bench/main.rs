@@ -16,7 +16,9 @@
 //! (same seed and size: the generators are deterministic).
 //! `BENCH_MISSES=1` lists the questions ours or embeddings-only miss at @5
 //! (A's tuning split and B); `BENCH_EXPERIMENTS=1` adds other fusions
-//! (`experiments.rs`) beside ours.
+//! (`experiments.rs`) beside ours. `BENCH_GRID=1` prints every point of
+//! `grid.rs` on A's tuning split (`locomo_bench` prints the same points on
+//! LoCoMo's tuning conversations).
 
 mod data;
 mod data2;
