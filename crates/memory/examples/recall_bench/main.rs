@@ -395,6 +395,19 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
         ("ours (shipped defaults)", memory::DEFAULT_SETTINGS),
         ("ours without the density correction", RecallSettings { density_weight: 0.0, ..memory::DEFAULT_SETTINGS }),
         ("ours without neighbours", RecallSettings { keyword_context: [0.0; 2], vector_context: [0.0; 2], ..memory::DEFAULT_SETTINGS }),
+        (
+            "ours, main's weights (0.8/0.2 half at 4)",
+            RecallSettings { vector_weight: 0.8, keyword_weight: 0.2, keyword_saturation: 4.0, ..memory::DEFAULT_SETTINGS },
+        ),
+        (
+            "our weights, names embedded, no neighbours",
+            RecallSettings {
+                names_by_keyword: false,
+                keyword_context: [0.0; 2],
+                vector_context: [0.0; 2],
+                ..memory::DEFAULT_SETTINGS
+            },
+        ),
         ("score fusion, best on A tuning split", best),
         ("main's defaults (0.8/0.2, no neighbours)", previous),
         ("seed (RRF 0.7/0.3 k=60 rec=0.15)", RecallSettings::SEED),
