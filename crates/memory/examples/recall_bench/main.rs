@@ -390,7 +390,7 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
     );
     let previous = memory::PREVIOUS_SETTINGS;
     // Rows whose label starts with "ours" rank the candidates made under
-    // the defaults (the query embedded without names, turns' neighbours read).
+    // the defaults (turns' neighbours read).
     let rows = [
         ("ours (shipped defaults)", memory::DEFAULT_SETTINGS),
         ("ours without the density correction", RecallSettings { density_weight: 0.0, ..memory::DEFAULT_SETTINGS }),
@@ -398,15 +398,6 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
         (
             "ours, main's weights (0.8/0.2 half at 4)",
             RecallSettings { vector_weight: 0.8, keyword_weight: 0.2, keyword_saturation: 4.0, ..memory::DEFAULT_SETTINGS },
-        ),
-        (
-            "our weights, names embedded, no neighbours",
-            RecallSettings {
-                names_by_keyword: false,
-                keyword_context: [0.0; 2],
-                vector_context: [0.0; 2],
-                ..memory::DEFAULT_SETTINGS
-            },
         ),
         ("score fusion, best on A tuning split", best),
         ("main's defaults (0.8/0.2, no neighbours)", previous),
