@@ -221,7 +221,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut summaries = Vec::new();
     for (i, (name, embedder)) in embedders.iter().enumerate() {
         let db_dir = corpus.join(format!("library-{name}"));
-        let _ = std::fs::remove_dir_all(&db_dir);
+        // BENCH_REUSE=1 with --keep: the library of the last run is reused
+        // (its files unchanged, nothing is embedded again; import figures
+        // are then meaningless).
+        if std::env::var_os("BENCH_REUSE").is_none() || keep.is_none() {
+            let _ = std::fs::remove_dir_all(&db_dir);
+        }
         let recorder = Arc::new(Recorder { inner: embedder.clone(), calls: std::sync::Mutex::new(Vec::new()) });
         let mut lib = Library::open(&db_dir, recorder.clone(), counter.clone(), Extractor::InProcess).await?;
         if let Some(t) = env_num("BENCH_CHUNK_TOKENS") {
@@ -236,6 +241,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let Some(k) = env_num("BENCH_RRF_K") {
             lib.settings.rrf_k = k;
         }
+        if let Some(w) = env_num("BENCH_WORD_MATCH") {
+            lib.settings.word_match_weight = w;
+        }
+        let word_match = lib.settings.word_match_weight;
         let start = Instant::now();
         let reports = lib.add_paths(&[pages_dir.clone()], false, |_| {}).await?;
         let import_s = start.elapsed().as_secs_f64();
@@ -281,17 +290,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             query_ms[(query_ms.len() * 95 / 100).min(query_ms.len() - 1)],
         ));
         summaries.push(format!(
-            "{name} settings: vector {:.2} / keyword {:.2}, RRF k {}, candidates {}",
-            lib.settings.vector_weight, lib.settings.keyword_weight, lib.settings.rrf_k, lib.settings.candidates
+            "{name} settings: vector {:.2} / keyword {:.2}, RRF k {}, candidates {}, word match {}",
+            lib.settings.vector_weight, lib.settings.keyword_weight, lib.settings.rrf_k, lib.settings.candidates, word_match
         ));
         if let Ok(dump) = std::env::var("BENCH_DUMP") {
             dump_judgements(&lib, &db_dir, &questions, &format!("{dump}.{name}.json")).await?;
         }
-        let mut modes = vec![(format!("emb {name}"), SearchMode::Vector), (format!("ours {name}"), SearchMode::Hybrid)];
+        let mut modes = vec![
+            (format!("emb {name}"), SearchMode::Vector, word_match),
+            (format!("fusion {name}"), SearchMode::Hybrid, 0.0),
+            (format!("ours {name}"), SearchMode::Hybrid, word_match),
+        ];
         if i == 0 {
-            modes.insert(0, ("BM25".to_owned(), SearchMode::Keyword));
+            modes.insert(0, ("BM25".to_owned(), SearchMode::Keyword, word_match));
         }
-        for (label, mode) in modes {
+        for (label, mode, weight) in modes {
+            lib.settings.word_match_weight = weight;
             let mut by_split: HashMap<bool, Scores> = HashMap::new();
             let mut times = Vec::new();
             for q in &questions {

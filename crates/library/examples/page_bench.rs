@@ -135,7 +135,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut tallies: HashMap<&str, Tally> = HashMap::new();
     let verbose = std::env::var("BENCH_MISSES").is_ok();
-    for (label, mode) in [("BM25", SearchMode::Keyword), ("ours", SearchMode::Hybrid)] {
+    // "fusion" is ours without the word-match signal (BENCH_WORD_MATCH
+    // sets ours' weight for an experiment).
+    let word_match = std::env::var("BENCH_WORD_MATCH").ok().and_then(|w| w.parse().ok()).unwrap_or(lib.settings.word_match_weight);
+    let mut lib = lib;
+    for (label, mode, weight) in
+        [("BM25", SearchMode::Keyword, 0.0), ("fusion", SearchMode::Hybrid, 0.0), ("ours", SearchMode::Hybrid, word_match)]
+    {
+        lib.settings.word_match_weight = weight;
         let t = tallies.entry(label).or_default();
         for (f, queries) in &indexed {
             for (page, q) in queries.iter() {
@@ -164,7 +171,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{:<6} {:>7} {:>10} {:>14} {:>18} {:>22}",
         "search", "queries", "document", "page (of all)", "page (doc right)", "top cites its page"
     );
-    for label in ["BM25", "ours"] {
+    println!("ours: word match weight {word_match}");
+    for label in ["BM25", "fusion", "ours"] {
         let t = &tallies[label];
         println!(
             "{label:<6} {:>7} {:>10.3} {:>14.3} {:>18.3} {:>14.3} ({}/{})",

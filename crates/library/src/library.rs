@@ -17,7 +17,9 @@ use crate::chunk::{chunk_blocks, sha256_hex, split, Chunk, TokenCounter};
 use crate::error::{LibraryError, Result};
 use crate::extract::{Extraction, Format};
 use crate::citations::Visibility;
-use crate::search::{fuse, keyword_expression, recency_bonus, snippet, SearchMode, SearchSettings, DEFAULT_SEARCH};
+use crate::search::{
+    fuse, keyword_expression, recency_bonus, snippet, word_match, SearchMode, SearchSettings, DEFAULT_SEARCH,
+};
 use crate::worker::{Extractor, MAX_FILE_BYTES};
 
 /// File name of the library database in its directory.
@@ -968,6 +970,11 @@ impl Library {
                 continue;
             }
             let text: String = r.get(4);
+            let score = if mode == SearchMode::Hybrid && s.word_match_weight > 0.0 {
+                score + s.word_match_weight * word_match(&text, query)
+            } else {
+                score
+            };
             let score = if mode == SearchMode::Hybrid && s.recency_weight > 0.0 {
                 let age_days = (now - r.get::<i64, _>(7)) as f64 / 86_400_000.0;
                 score * (1.0 - s.recency_weight) + recency_bonus(age_days) * s.recency_weight

@@ -1,5 +1,6 @@
 //! Hybrid search: BM25 over FTS5 (Porter stemmer) and cosine over the
-//! local embeddings, fused by weighted Reciprocal Rank Fusion, then the
+//! local embeddings, fused by weighted Reciprocal Rank Fusion, a word-match
+//! signal (the query's words and quoted runs in the passage), then the
 //! seed's threshold and recency re-rank. Each retriever can run alone
 //! (the benchmark prints all three side by side).
 
@@ -43,6 +44,51 @@ pub struct SearchSettings {
     pub keyword_postings: Option<usize>,
     /// Share of the passages above which a word is common.
     pub common_term_share: f64,
+    /// Weight of [`word_match`] added to a hybrid candidate's fused score.
+    /// Fusion ranks by rank, so a passage near in meaning that holds some of
+    /// the words can outrank the one that holds all of them, or the quoted
+    /// sentence itself; this puts the passage holding the words first.
+    #[serde(default)]
+    pub word_match_weight: f64,
+}
+
+/// Runs of consecutive query words shorter than this are not a quote.
+const MIN_QUOTE_WORDS: usize = 3;
+
+fn lower_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+}
+
+/// Two forms of one word: equal, or one a prefix of the other of at least
+/// four letters ("install" / "installing"), as a stemmer would roughly have it.
+fn same_word(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    short == long || (short.chars().count() >= 4 && long.starts_with(short))
+}
+
+/// How much of `query` `text` holds word for word, in 0..=1: the mean of
+/// the share of the query's content words it holds ([`memory::fts_terms`],
+/// each once) and the longest run of consecutive query words it holds in
+/// the same order, over the query's length (runs of fewer than
+/// [`MIN_QUOTE_WORDS`] count 0: two words in a row are common).
+pub fn word_match(text: &str, query: &str) -> f64 {
+    let terms = memory::fts_terms(query);
+    let words = lower_words(text);
+    if terms.is_empty() || words.is_empty() {
+        return 0.0;
+    }
+    let held = terms.iter().filter(|t| words.iter().any(|w| same_word(w, t))).count();
+    let coverage = held as f64 / terms.len() as f64;
+    let asked = lower_words(query);
+    let mut longest = 0;
+    for start in 0..words.len() {
+        for q in 0..asked.len() {
+            let run = words[start..].iter().zip(&asked[q..]).take_while(|(w, a)| same_word(w, a)).count();
+            longest = longest.max(run);
+        }
+    }
+    let quote = if longest >= MIN_QUOTE_WORDS { longest as f64 / asked.len() as f64 } else { 0.0 };
+    (coverage + quote) / 2.0
 }
 
 /// Common words paired at most (their pairs grow as n²).
@@ -89,6 +135,7 @@ pub const DEFAULT_SEARCH: SearchSettings = SearchSettings {
     recency_weight: 0.15,
     keyword_postings: Some(20_000),
     common_term_share: 0.05,
+    word_match_weight: 0.0,
 };
 
 /// The seed's four age bands: < 30 days 1.0, < 90 0.7, < 365 0.4, older 0.1.
@@ -177,6 +224,23 @@ mod tests {
         assert_eq!(e(&many, Some(20_000)).matches(" AND ").count(), 6);
         assert!(!e(&many, Some(20_000)).contains("c5"));
         assert_eq!(keyword_expression(vec![], 10, Some(1), 0.05), None);
+    }
+
+    #[test]
+    fn a_passage_holding_the_quoted_words_matches_best() {
+        let q = "the interpreter reads the source file line by line";
+        let quoted = "Before running, the interpreter reads the source file line by line and compiles it.";
+        let near = "Source files are compiled to bytecode which the virtual machine runs.";
+        let scattered = "Line numbers point into the source; the interpreter file reads are buffered.";
+        let (a, b, c) = (word_match(quoted, q), word_match(near, q), word_match(scattered, q));
+        assert!((a - 1.0).abs() < 1e-9, "{a}");
+        assert!(a > c && c > b, "{a} {c} {b}");
+        // All the words, out of order: coverage 1, no quote.
+        assert!((c - 0.5).abs() < 1e-9, "{c}");
+        assert_eq!(word_match("", q), 0.0);
+        assert_eq!(word_match(quoted, "?!"), 0.0);
+        // Word forms: "installing" holds "install".
+        assert!(word_match("Installing Python packages", "install python package") > 0.99);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use tokio::sync::Notify;
 
 use crate::embed::Embedder;
 use crate::search::{
-    fts_query, group_key, rank, Candidates, RecallSettings, Scope, DENSITY_NEIGHBOURS, DENSITY_POOL,
+    fts_query, group_key, rank, Candidates, RecallSettings, Scope, CONTEXT_GAP_MS, DENSITY_NEIGHBOURS, DENSITY_POOL,
 };
 use crate::quant::{dot_i8, nearest_by_signs, quantise, sign_bits};
 use crate::MemoryError;
@@ -718,24 +718,26 @@ impl MemoryIndex {
 
     /// Both retrievers' candidate lists for `query` within `scope`, and both
     /// scores of every candidate (a keyword hit's cosine, a vector hit's
-    /// BM25). The keyword query and the query embedding run at the same time.
-    /// The vector list holds `max(n, DENSITY_POOL)` rows by cosine; rank
-    /// with [`RecallSettings::vector_hits`] to take the first `n`.
+    /// BM25), under the index's settings. The keyword query and the query
+    /// embedding run at the same time. The vector list holds
+    /// `max(n, DENSITY_POOL)` rows by cosine; rank with
+    /// [`RecallSettings::vector_hits`] to take the first `n`.
     pub async fn candidates(&self, scope: &Scope, query: &str, n: usize) -> Result<Candidates> {
-        Ok(self.candidate_rows(scope, query, n, None).await?.0)
+        Ok(self.candidate_rows(scope, query, n, &self.settings(), false).await?.0)
     }
 
     /// [`MemoryIndex::candidates`], with every candidate's row read on the
     /// way: two SQL round trips per recall (keyword hits; the vector hits'
-    /// rows and BM25) instead of one more for the final hits.
-    /// With `settings`, only the vector hits those settings rank (their first
-    /// `n`) are read.
+    /// rows and BM25), and one or two more for the turns around them when
+    /// `settings` score turns with their neighbours. With `only_ranked`,
+    /// only the vector hits `settings` rank (their first `n`) are read.
     async fn candidate_rows(
         &self,
         scope: &Scope,
         query: &str,
         n: usize,
-        settings: Option<&RecallSettings>,
+        settings: &RecallSettings,
+        only_ranked: bool,
     ) -> Result<(Candidates, HashMap<i64, Hit>)> {
         let mut c = Candidates::default();
         let mut rows: HashMap<i64, Hit> = HashMap::new();
@@ -753,7 +755,7 @@ impl MemoryIndex {
         };
         let vector = async {
             let Some(embedder) = self.embedder() else { return Ok(None) };
-            let text = query.to_owned();
+            let text = settings.meaning_text(query);
             let qv = tokio::task::spawn_blocking(move || embedder.embed(&[text.as_str()]))
                 .await
                 .map_err(|e| MemoryError::Embed(e.to_string()))??;
@@ -767,14 +769,16 @@ impl MemoryIndex {
             c.keyword_score.insert(row, r.get::<f64, _>(HIT_COLUMN_COUNT) as f32);
             rows.insert(row, hit);
         }
-        if let Some(qv) = vector? {
+        let vector = vector?;
+        let mut median_density = None;
+        if let Some(qv) = &vector {
             c.vector_available = true;
             if let Ok(v) = self.vectors.read() {
-                for (row, cos) in v.search(scope, &qv, n.max(DENSITY_POOL)) {
+                for (row, cos) in v.search(scope, qv, n.max(DENSITY_POOL)) {
                     c.vector.push(row);
                     c.cosine.insert(row, cos);
                 }
-                c.cosine.extend(v.cosines(&c.keyword, &qv));
+                c.cosine.extend(v.cosines(&c.keyword, qv));
                 c.density.extend(v.densities(&c.vector));
                 // A keyword hit outside the pool is not near the query's
                 // neighbourhood, so the pool cannot say how crowded its own
@@ -783,6 +787,7 @@ impl MemoryIndex {
                 if !pool_density.is_empty() {
                     let mid = pool_density.len() / 2;
                     let (_, &mut median, _) = pool_density.select_nth_unstable_by(mid, f32::total_cmp);
+                    median_density = Some(median);
                     for r in &c.keyword {
                         if c.cosine.contains_key(r) {
                             c.density.entry(*r).or_insert(median);
@@ -791,12 +796,52 @@ impl MemoryIndex {
                 }
             }
         }
-        if let Some(s) = settings {
-            let keep: std::collections::HashSet<i64> = s.vector_hits(&c).into_iter().collect();
+        if only_ranked {
+            let keep: HashSet<i64> = settings.vector_hits(&c).into_iter().collect();
             c.vector.retain(|r| keep.contains(r));
         }
-        // The vector hits' rows and BM25 scores (none when no query word is in them).
-        let missing: Vec<i64> = c.vector.iter().copied().filter(|r| !rows.contains_key(r)).collect();
+        if settings.uses_context() {
+            // The turns around the first hits of each list become candidates;
+            // the turns around those are read for their scores only.
+            let mut seeds: Vec<i64> = c.keyword.iter().take(n).copied().collect();
+            seeds.extend(settings.vector_hits(&c).into_iter().take(n));
+            seeds.sort_unstable();
+            seeds.dedup();
+            let first = self.neighbours(&seeds).await?;
+            let known: HashSet<i64> = seeds.iter().copied().collect();
+            let mut added: Vec<i64> =
+                first.values().flatten().flatten().copied().filter(|r| !known.contains(r)).collect();
+            added.sort_unstable();
+            added.dedup();
+            let second = self.neighbours(&added).await?;
+            c.neighbours.extend(first);
+            c.neighbours.extend(second);
+            c.context = added;
+            let around: Vec<i64> = c
+                .neighbours
+                .values()
+                .flatten()
+                .flatten()
+                .copied()
+                .filter(|r| !c.cosine.contains_key(r))
+                .collect::<HashSet<_>>()
+                .into_iter()
+                .collect();
+            if let (Some(qv), Ok(v)) = (&vector, self.vectors.read()) {
+                for (row, cos) in v.cosines(&around, qv) {
+                    c.cosine.insert(row, cos);
+                    if let Some(m) = median_density {
+                        c.density.entry(row).or_insert(m);
+                    }
+                }
+            }
+        }
+        // The vector hits' and context turns' rows and BM25 scores (none
+        // when no query word is in them).
+        let mut missing: Vec<i64> =
+            c.vector.iter().chain(&c.context).copied().filter(|r| !rows.contains_key(r)).collect();
+        missing.sort_unstable();
+        missing.dedup();
         for chunk in missing.chunks(INSERT_CHUNK) {
             let mut q = QueryBuilder::new(format!("SELECT {HIT_COLUMNS}, "));
             match &fts {
@@ -828,13 +873,47 @@ impl MemoryIndex {
         Ok((c, rows))
     }
 
-    /// The one retrieval function: hybrid candidates, weighted RRF, recency
-    /// re-rank, top `k`. The reply pipeline and the CLI both call it.
+    /// Each given message's turn before and after in its conversation (by
+    /// time, then row), when within [`CONTEXT_GAP_MS`]. Memories have none.
+    /// Two lookups in the `(persona_id, ts_ms)` index per row.
+    async fn neighbours(&self, of: &[i64]) -> Result<HashMap<i64, [Option<i64>; 2]>> {
+        let mut out = HashMap::with_capacity(of.len());
+        for chunk in of.chunks(INSERT_CHUNK) {
+            let mut q = QueryBuilder::new(
+                "SELECT i.rowid, \
+                 (SELECT p.rowid FROM items p WHERE p.persona_id = i.persona_id AND p.ts_ms <= i.ts_ms \
+                  AND p.ts_ms >= i.ts_ms - ",
+            );
+            q.push_bind(CONTEXT_GAP_MS);
+            q.push(
+                " AND (p.ts_ms < i.ts_ms OR p.rowid < i.rowid) ORDER BY p.ts_ms DESC, p.rowid DESC LIMIT 1), \
+                 (SELECT x.rowid FROM items x WHERE x.persona_id = i.persona_id AND x.ts_ms >= i.ts_ms \
+                  AND x.ts_ms <= i.ts_ms + ",
+            );
+            q.push_bind(CONTEXT_GAP_MS);
+            q.push(
+                " AND (x.ts_ms > i.ts_ms OR x.rowid > i.rowid) ORDER BY x.ts_ms, x.rowid LIMIT 1) \
+                 FROM items i WHERE i.kind = 'message' AND i.rowid IN (",
+            );
+            push_rows(&mut q, chunk);
+            for r in q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)? {
+                let row: i64 = r.try_get(0).map_err(MemoryError::Load)?;
+                let before: Option<i64> = r.try_get(1).map_err(MemoryError::Load)?;
+                let after: Option<i64> = r.try_get(2).map_err(MemoryError::Load)?;
+                out.insert(row, [before, after]);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The one retrieval function: hybrid candidates, score fusion with
+    /// the turns around each, recency re-rank, top `k`. The reply pipeline
+    /// and the CLI both call it.
     pub async fn recall(&self, scope: &Scope, query: &str, k: usize, now_ms: i64) -> Result<Recall> {
         let settings = self.settings();
         // More results than candidates per retriever: widen both lists.
         let settings = RecallSettings { candidates: settings.candidates.max(k), ..settings };
-        let (c, mut rows) = self.candidate_rows(scope, query, settings.candidates, Some(&settings)).await?;
+        let (c, mut rows) = self.candidate_rows(scope, query, settings.candidates, &settings, true).await?;
         let hits = rank(&c, &settings, now_ms)
             .into_iter()
             .filter_map(|(row, score)| rows.remove(&row).map(|h| Hit { score, ..h }))

@@ -83,7 +83,32 @@ pub struct RecallSettings {
     /// specifically about the question outrank them. 0 = plain cosine.
     #[serde(default)]
     pub density_weight: f32,
+    /// Share of the previous and the next turn's BM25 added to a turn's
+    /// own before saturation (`[before, after]`). A chat turn is short and
+    /// often only makes sense with its neighbours: "Yes! Last Saturday"
+    /// answers the question asked just before it. Neighbours are the
+    /// conversation's turns before and after in time, at most
+    /// [`CONTEXT_GAP_MS`] apart; memories have none.
+    #[serde(default)]
+    pub keyword_context: [f32; 2],
+    /// The same for the cosine (`[before, after]`).
+    #[serde(default)]
+    pub vector_context: [f32; 2],
+    /// The query is embedded without its proper names (capitalised words
+    /// inside the sentence), which still count by keyword. In a chat
+    /// between two people nearly every turn is by or to one of them, and
+    /// a sentence embedding of "When did Caroline go to the support group?"
+    /// sits nearest the turns that greet Caroline by name; without the name
+    /// it sits nearest the turns about the support group. Off by default:
+    /// in one user's own chats the names are often what the question is
+    /// about, and without them recall on sets A and B fell (see the README).
+    #[serde(default)]
+    pub names_by_keyword: bool,
 }
+
+/// Turns further apart than this are not each other's context (another
+/// session of the conversation).
+pub const CONTEXT_GAP_MS: i64 = 6 * 3_600_000;
 
 impl RecallSettings {
     /// The seed's values (RRF, 0.7 vector / 0.3 keyword, k = 60, 15 % recency).
@@ -96,12 +121,27 @@ impl RecallSettings {
         recency_weight: 0.15,
         candidates: 100,
         density_weight: 0.0,
+        keyword_context: [0.0, 0.0],
+        vector_context: [0.0, 0.0],
+        names_by_keyword: false,
     };
     pub fn keyword_only(self) -> Self {
         Self { vector_weight: 0.0, keyword_weight: 1.0, ..self }
     }
     pub fn vector_only(self) -> Self {
         Self { vector_weight: 1.0, keyword_weight: 0.0, ..self }
+    }
+    /// Whether any neighbour counts (see [`Self::keyword_context`]).
+    pub fn uses_context(&self) -> bool {
+        self.keyword_context.iter().chain(&self.vector_context).any(|w| *w > 0.0)
+    }
+    /// The text the query is embedded from (see [`Self::names_by_keyword`]).
+    pub fn meaning_text(&self, query: &str) -> String {
+        if self.names_by_keyword {
+            without_names(query)
+        } else {
+            query.to_owned()
+        }
     }
     /// The cosine `rank` uses for `row` (see [`Self::density_weight`]).
     pub fn similarity(&self, c: &Candidates, row: i64) -> Option<f32> {
@@ -159,6 +199,11 @@ pub struct Candidates {
     /// hundred times ("today I slept badly…") sits in a crowd; a fact said
     /// once does not. See [`RecallSettings::density_weight`].
     pub density: HashMap<i64, f32>,
+    /// Each candidate message's turn before and after in its conversation
+    /// (see [`RecallSettings::keyword_context`]).
+    pub neighbours: HashMap<i64, [Option<i64>; 2]>,
+    /// Turns that are candidates only because a neighbour is a hit.
+    pub context: Vec<i64>,
 }
 
 /// Vector hits kept per query to measure each candidate's crowding.
@@ -210,22 +255,60 @@ fn fuse_ranks(c: &Candidates, s: &RecallSettings, wk: f32, wv: f32) -> HashMap<i
 }
 
 /// Weighted sum of both scores (see [`Fusion::Scores`]) over the union of
-/// each retriever's first `candidates`.
+/// each retriever's first `candidates` (and, with context weights, the
+/// turns next to them). With context, a turn's BM25 is its own plus the
+/// weighted BM25 of its neighbours (then saturated), and its cosine its
+/// own plus their weighted cosines.
 fn fuse_scores(c: &Candidates, s: &RecallSettings, wk: f32, wv: f32) -> HashMap<i64, f32> {
     if wk + wv <= 0.0 {
         return HashMap::new();
     }
     let take = |list: Vec<i64>, w: f32| if w > 0.0 { list.into_iter().take(s.candidates).collect() } else { Vec::new() };
     let sat = s.keyword_saturation.max(f32::EPSILON);
+    let kw = |row: i64| c.keyword_score.get(&row).copied().unwrap_or(0.0).max(0.0);
+    let cos = |row: i64| s.similarity(c, row).unwrap_or(0.0).max(0.0);
+    let context = s.uses_context();
+    let around = |row: i64, score: &dyn Fn(i64) -> f32, w: [f32; 2]| -> f32 {
+        let own = score(row);
+        if !context {
+            return own;
+        }
+        let Some(n) = c.neighbours.get(&row) else { return own };
+        own + n.iter().zip(w).map(|(r, w)| r.map_or(0.0, |r| w * score(r))).sum::<f32>()
+    };
+    let extra = if context { c.context.clone() } else { Vec::new() };
     take(c.keyword.clone(), wk)
         .into_iter()
         .chain(take(s.vector_hits(c), wv))
+        .chain(extra)
         .map(|row| {
-            let kw = c.keyword_score.get(&row).copied().unwrap_or(0.0).max(0.0);
-            let cos = s.similarity(c, row).unwrap_or(0.0).max(0.0);
-            (row, (wk * kw / (kw + sat) + wv * cos) / (wk + wv))
+            let k = around(row, &kw, s.keyword_context);
+            let v = around(row, &cos, s.vector_context);
+            (row, (wk * k / (k + sat) + wv * v) / (wk + wv))
         })
         .collect()
+}
+
+/// `text` without its proper names: words that start with a capital
+/// letter anywhere but at the start of a sentence (and their possessive
+/// `'s`). The pronoun "I" stays. When nothing else would be left, the text
+/// is returned as it is.
+pub fn without_names(text: &str) -> String {
+    let mut kept = Vec::new();
+    let mut sentence_start = true;
+    for word in text.split_whitespace() {
+        let bare = word.trim_matches(|c: char| !c.is_alphanumeric());
+        let bare = bare.strip_suffix("'s").or_else(|| bare.strip_suffix("’s")).unwrap_or(bare);
+        let capitalised = bare.chars().next().is_some_and(char::is_uppercase) && bare.chars().count() > 1;
+        if sentence_start || !capitalised {
+            kept.push(word);
+        }
+        sentence_start = word.ends_with(['.', '?', '!', ':']) || bare.is_empty() && sentence_start;
+    }
+    if kept.iter().all(|w| w.chars().all(|c| !c.is_alphanumeric())) {
+        return text.to_owned();
+    }
+    kept.join(" ")
 }
 
 const STOPWORDS: &[&str] = &[
@@ -327,6 +410,7 @@ mod tests {
             recency_weight: 0.0,
             candidates: 10,
             density_weight: 0.0,
+            ..RecallSettings::SEED
         };
         // 1 and 3 tie (ranks 1+3 and 3+1): the newer row wins.
         let r = rank(&c, &s, now);
@@ -396,6 +480,57 @@ mod tests {
     }
 
     #[test]
+    fn names_are_left_to_the_keywords_when_embedding_the_query() {
+        assert_eq!(without_names("When did Caroline go to the LGBTQ support group?"), "When did go to the support group?");
+        assert_eq!(without_names("What is Melanie's favourite book? Tell me."), "What is favourite book? Tell me.");
+        assert_eq!(without_names("Did I tell you about Lisbon?"), "Did I tell you about");
+        assert_eq!(without_names("where did i park"), "where did i park");
+        // Only names: nothing would be left to embed.
+        assert_eq!(without_names("Caroline Smith?"), "Caroline");
+        assert_eq!(without_names("Ada"), "Ada");
+        // By default the query is embedded whole (see `names_by_keyword`).
+        assert_eq!(crate::DEFAULT_SETTINGS.meaning_text("Ask Bob"), "Ask Bob");
+        let s = RecallSettings { names_by_keyword: true, ..crate::DEFAULT_SETTINGS };
+        assert_eq!(s.meaning_text("Ask Bob"), "Ask");
+    }
+
+    #[test]
+    fn a_turn_rises_with_its_neighbours_scores() {
+        let now = 1_000 * 86_400_000i64;
+        // 1 asks the question (keyword hit), 2 answers it without its words
+        // (found only as 1's neighbour), 3 is an unrelated turn with a weak cosine.
+        let c = Candidates {
+            keyword: vec![1],
+            vector: vec![3],
+            vector_available: true,
+            keyword_score: [(1, 8.0)].into_iter().collect(),
+            cosine: [(1, 0.3), (2, 0.25), (3, 0.3)].into_iter().collect(),
+            neighbours: [(1, [None, Some(2)]), (2, [Some(1), None]), (3, [None, None])].into_iter().collect(),
+            context: vec![2],
+            ..Default::default()
+        };
+        let flat = RecallSettings {
+            fusion: Fusion::Scores,
+            vector_weight: 0.5,
+            keyword_weight: 0.5,
+            keyword_saturation: 4.0,
+            recency_weight: 0.0,
+            candidates: 10,
+            density_weight: 0.0,
+            ..RecallSettings::SEED
+        };
+        let rows = |s: &RecallSettings| rank(&c, s, now).into_iter().map(|x| x.0).collect::<Vec<_>>();
+        // Without context weights the neighbour is not a candidate.
+        assert_eq!(rows(&flat), vec![1, 3]);
+        let s = RecallSettings { keyword_context: [0.5, 0.3], vector_context: [0.3, 0.3], ..flat };
+        assert_eq!(rows(&s), vec![1, 2, 3]);
+        let r = rank(&c, &s, now);
+        // Row 2: BM25 0 + 0.5 · 8 = 4 → 0.5; cosine 0.25 + 0.3 · 0.3.
+        let two = r.iter().find(|x| x.0 == 2).map(|x| x.1).unwrap_or_default();
+        assert!((two - (0.5 * 0.5 + 0.5 * (0.25 + 0.3 * 0.3))).abs() < 1e-6, "{r:?}");
+    }
+
+    #[test]
     fn the_density_correction_lifts_a_lone_turn_above_a_crowd() {
         let now = 1_000 * 86_400_000i64;
         // Rows 1-3: small talk said many times (cosine 0.44-0.46, crowded);
@@ -413,8 +548,9 @@ mod tests {
         assert!(s.density_weight > 0.0);
         let r = rank(&c, &s, now);
         assert_eq!(r[0].0, 9, "{r:?}");
-        // 0.8 · (0.40 − 0.5 · 0.2), no keyword score.
-        assert!((r[0].1 - 0.8 * (0.40 - s.density_weight * 0.2)).abs() < 1e-6, "{r:?}");
+        // The cosine's share of (0.40 − 0.5 · 0.2), no keyword score.
+        let share = s.vector_weight / (s.vector_weight + s.keyword_weight);
+        assert!((r[0].1 - share * (0.40 - s.density_weight * 0.2)).abs() < 1e-6, "{r:?}");
         // The first `candidates` vector hits are taken after the correction.
         assert_eq!(RecallSettings { candidates: 1, ..s }.vector_hits(&c), vec![9]);
         assert_eq!(RecallSettings { candidates: 1, density_weight: 0.0, ..s }.vector_hits(&c), vec![1]);

@@ -16,11 +16,14 @@
 //! (same seed and size: the generators are deterministic).
 //! `BENCH_MISSES=1` lists the questions ours or embeddings-only miss at @5
 //! (A's tuning split and B); `BENCH_EXPERIMENTS=1` adds other fusions
-//! (`experiments.rs`) beside ours.
+//! (`experiments.rs`) beside ours. `BENCH_GRID=1` prints every point of
+//! `grid.rs` on A's tuning split (`locomo_bench` prints the same points on
+//! LoCoMo's tuning conversations).
 
 mod data;
 mod data2;
 mod experiments;
+mod grid;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -203,13 +206,20 @@ async fn import_timed(
     Ok((l, persona))
 }
 
+/// Each question's candidates under main's previous settings (the query
+/// embedded whole, no neighbours: every arm but ours ranks these) and
+/// under ours, and its evidence row.
+/// With `BENCH_GRID`, also each question's candidates for the grid (the
+/// query embedded without and with its names).
+type QuestionSet = (Vec<(Candidates, bool)>, Vec<i64>, Vec<(Candidates, bool)>, Vec<[Candidates; 2]>);
+
 /// Imports `d` into a fresh ledger and index (or reopens the kept index),
 /// embeds everything, and returns each question's candidates and evidence row.
 async fn question_candidates(
     d: &data::Dataset,
     embedder: Arc<dyn Embedder>,
     keep: Option<&Path>,
-) -> Result<(Vec<(Candidates, bool)>, Vec<i64>), Box<dyn std::error::Error>> {
+) -> Result<QuestionSet, Box<dyn std::error::Error>> {
     let tmp = tempfile::tempdir()?;
     let dir = keep.unwrap_or(tmp.path());
     let reuse = dir.join("done").is_file();
@@ -232,9 +242,20 @@ async fn question_candidates(
     let ids = index.public_ids().await?;
     let row_of: std::collections::HashMap<&str, i64> = ids.iter().map(|(r, id)| (id.as_str(), *r)).collect();
     let mut cands = Vec::new();
+    let mut ours = Vec::new();
     let mut evidence = Vec::new();
+    let mut for_grid = Vec::new();
     for q in &d.questions {
+        if std::env::var_os("BENCH_GRID").is_some() {
+            index.set_settings(grid::candidate_settings(true));
+            let without = index.candidates(&Scope::All, &q.query, 100).await?;
+            index.set_settings(grid::candidate_settings(false));
+            for_grid.push([without, index.candidates(&Scope::All, &q.query, 100).await?]);
+        }
+        index.set_settings(memory::PREVIOUS_SETTINGS);
         cands.push((index.candidates(&Scope::All, &q.query, 100).await?, q.tune));
+        index.set_settings(memory::DEFAULT_SETTINGS);
+        ours.push((index.candidates(&Scope::All, &q.query, 100).await?, q.tune));
         evidence.push(row_of.get(q.evidence.as_str()).copied().unwrap_or(-1));
     }
     // BENCH_DUMP=1: each question's query vector, evidence row and keyword
@@ -254,7 +275,7 @@ async fn question_candidates(
         std::fs::write(dir.join("questions.jsonl"), out)?;
     }
     index.close().await;
-    Ok((cands, evidence))
+    Ok((cands, evidence, ours, for_grid))
 }
 
 fn pct(x: f64) -> String {
@@ -311,7 +332,25 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
         let keep = a.keep.as_ref().map(|k| k.join(format!("{name}-{}-{}-{}", a.seed, a.messages, embedder.model_id())));
         sets.push((name, question_candidates(d, embedder.clone(), keep.as_deref()).await?));
     }
-    let (cands, evidence) = &sets[0].1;
+    let (cands, evidence, _, for_grid) = &sets[0].1;
+    if !for_grid.is_empty() {
+        // Set A's tuning split only: B and A's held-out split choose nothing.
+        for (label, s) in grid::points() {
+            let (mut h5, mut h10, mut n) = (0, 0, 0);
+            for ((g, (_, tune)), e) in for_grid.iter().zip(cands).zip(evidence) {
+                if !*tune {
+                    continue;
+                }
+                n += 1;
+                let c = &g[usize::from(!s.names_by_keyword)];
+                if let Some(pos) = rank(c, &s, a_set.now_ms).iter().take(10).position(|(r, _)| r == e) {
+                    h10 += 1;
+                    h5 += usize::from(pos < 5);
+                }
+            }
+            println!("grid\t{label}\t{:.4}\t{:.4}", h5 as f64 / n as f64, h10 as f64 / n as f64);
+        }
+    }
     let now = a_set.now_ms;
     let mut grid = Vec::new();
     for wv in [0.3f32, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9] {
@@ -349,37 +388,35 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
         pct(best_tune.r5),
         pct(best_tune.r10)
     );
-    let previous = RecallSettings {
-        fusion: Fusion::Rrf,
-        vector_weight: 0.6,
-        keyword_weight: 0.4,
-        rrf_k: 5.0,
-        keyword_saturation: 4.0,
-        recency_weight: 0.05,
-        candidates: 20,
-        density_weight: 0.0,
-    };
+    let previous = memory::PREVIOUS_SETTINGS;
+    // Rows whose label starts with "ours" rank the candidates made under
+    // the defaults (turns' neighbours read).
     let rows = [
         ("ours (shipped defaults)", memory::DEFAULT_SETTINGS),
         ("ours without the density correction", RecallSettings { density_weight: 0.0, ..memory::DEFAULT_SETTINGS }),
+        ("ours without neighbours", RecallSettings { keyword_context: [0.0; 2], vector_context: [0.0; 2], ..memory::DEFAULT_SETTINGS }),
+        (
+            "ours, main's weights (0.8/0.2 half at 4)",
+            RecallSettings { vector_weight: 0.8, keyword_weight: 0.2, keyword_saturation: 4.0, ..memory::DEFAULT_SETTINGS },
+        ),
         ("score fusion, best on A tuning split", best),
-        ("ours + recency 0.05", RecallSettings { recency_weight: 0.05, ..memory::DEFAULT_SETTINGS }),
-        ("previous default (RRF 0.6/0.4 k=5)", previous),
+        ("main's defaults (0.8/0.2, no neighbours)", previous),
         ("seed (RRF 0.7/0.3 k=60 rec=0.15)", RecallSettings::SEED),
         ("keyword only (FTS5 bm25)", kw),
         ("embeddings only (MiniLM cosine)", vv),
     ];
-    for ((name, (cands, evidence)), d) in sets.iter().zip([&a_set, &b_set]) {
+    for ((name, (cands, evidence, ours_cands, _)), d) in sets.iter().zip([&a_set, &b_set]) {
+        let pick = |label: &str| if label.starts_with("ours") { ours_cands } else { cands };
         let split = (*name == "A").then_some(false);
         let n = d.questions.iter().filter(|q| split.is_none_or(|t| q.tune == t)).count();
         let what = if split.is_some() { "held-out split" } else { "all, never tuned on" };
         println!("\n{name}: {what} ({n} questions)            recall@5   recall@10");
         for (label, s) in rows {
-            let sc = evaluate(cands, evidence, &s, d.now_ms, split);
+            let sc = evaluate(pick(label), evidence, &s, d.now_ms, split);
             print!("  {label:<38} {}   {}", pct(sc.r5), pct(sc.r10));
             match split {
                 Some(_) => {
-                    let t = evaluate(cands, evidence, &s, d.now_ms, Some(true));
+                    let t = evaluate(pick(label), evidence, &s, d.now_ms, Some(true));
                     println!("   (tuning split {} / {})", pct(t.r5), pct(t.r10));
                 }
                 None => println!(),
@@ -399,12 +436,13 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
         // The questions ours or embeddings miss at @5: A's tuning split only
         // (looking at held-out questions would be tuning on them), and B.
         if std::env::var_os("BENCH_MISSES").is_some() {
-            for ((q, (c, _)), &e) in d.questions.iter().zip(cands).zip(evidence) {
+            for (((q, (c, _)), (oc, _)), &e) in d.questions.iter().zip(cands).zip(ours_cands).zip(evidence) {
                 if split.is_some() && !q.tune {
                     continue;
                 }
                 let pos = |s: &RecallSettings| rank(c, s, d.now_ms).iter().position(|(r, _)| *r == e);
-                let (ours, emb) = (pos(&rows[0].1), pos(&vv));
+                let ours = rank(oc, &rows[0].1, d.now_ms).iter().position(|(r, _)| *r == e);
+                let emb = pos(&vv);
                 if ours.is_none_or(|p| p >= 5) || emb.is_none_or(|p| p >= 5) {
                     println!("  miss: ours {ours:?} embeddings {emb:?} keyword {:?}  {}", pos(&kw), q.query);
                 }
@@ -412,13 +450,15 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
         }
         if *name == "B" {
             for (lang, pt) in [("English", false), ("Portuguese", true)] {
-                let pick: Vec<bool> = d.questions.iter().map(|q| q.portuguese == pt).collect();
-                let sub: Vec<(Candidates, bool)> =
-                    cands.iter().zip(&pick).filter(|(_, p)| **p).map(|((c, _), _)| (c.clone(), false)).collect();
-                let ev: Vec<i64> = evidence.iter().zip(&pick).filter(|(_, p)| **p).map(|(e, _)| *e).collect();
+                let in_lang: Vec<bool> = d.questions.iter().map(|q| q.portuguese == pt).collect();
+                let only = |all: &[(Candidates, bool)]| -> Vec<(Candidates, bool)> {
+                    all.iter().zip(in_lang.iter()).filter(|(_, p)| **p).map(|((c, _), _)| (c.clone(), false)).collect()
+                };
+                let (sub, ours_sub) = (only(cands), only(ours_cands));
+                let ev: Vec<i64> = evidence.iter().zip(in_lang.iter()).filter(|(_, p)| **p).map(|(e, _)| *e).collect();
                 print!("  {lang} questions ({}):", sub.len());
-                for (label, s) in [("ours", rows[0].1), ("previous", previous), ("keyword", kw), ("embeddings", vv)] {
-                    let sc = evaluate(&sub, &ev, &s, d.now_ms, None);
+                for (label, s) in [("ours", rows[0].1), ("main's", previous), ("keyword", kw), ("embeddings", vv)] {
+                    let sc = evaluate(if label == "ours" { &ours_sub } else { &sub }, &ev, &s, d.now_ms, None);
                     print!("  {label} {} / {}", pct(sc.r5), pct(sc.r10));
                 }
                 println!();
@@ -458,15 +498,21 @@ async fn latency(a: &Args, embedder: Arc<dyn Embedder>) -> Result<(), Box<dyn st
         };
         let scope = Scope::for_viewer(&persona_id, false, &[]);
         let vectors = index.progress().embedded;
-        let mut times = Vec::new();
+        // Ours and main's settings alternate query by query, so both see
+        // the same machine load.
+        let (mut times, mut main_times) = (Vec::new(), Vec::new());
         for (i, q) in d.questions.iter().cycle().take(220).enumerate() {
-            let t = Instant::now();
-            let r = index.recall(&scope, &q.query, 10, d.now_ms).await?;
-            if i >= 20 {
-                times.push(t.elapsed().as_secs_f64() * 1e3);
+            for (s, out) in [(memory::DEFAULT_SETTINGS, &mut times), (memory::PREVIOUS_SETTINGS, &mut main_times)] {
+                index.set_settings(s);
+                let t = Instant::now();
+                let r = index.recall(&scope, &q.query, 10, d.now_ms).await?;
+                if i >= 20 {
+                    out.push(t.elapsed().as_secs_f64() * 1e3);
+                }
+                assert_eq!(r.mode, "hybrid");
             }
-            assert_eq!(r.mode, "hybrid");
         }
+        index.set_settings(memory::DEFAULT_SETTINGS);
         if std::env::var_os("BENCH_BREAKDOWN").is_some() {
             let mut t_embed = Vec::new();
             for q in d.questions.iter().take(50) {
@@ -487,16 +533,16 @@ async fn latency(a: &Args, embedder: Arc<dyn Embedder>) -> Result<(), Box<dyn st
                 println!("  breakdown: candidates ({label}): p50 {:.1} ms", t_all[25]);
             }
         }
-        times.sort_by(|a, b| a.total_cmp(b));
-        let p = |q: f64| times[((times.len() as f64 - 1.0) * q).round() as usize];
         println!(
-            "  recall latency over {} queries (FTS5 + query embedding + sign-bit shortlist and int8 cosine over {} vectors + both scores + fusion): p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms",
+            "  recall latency over {} queries (FTS5 + query embedding + sign-bit shortlist and int8 cosine over {} vectors + both scores + fusion), same run, alternated:",
             times.len(),
             vectors,
-            p(0.5),
-            p(0.95),
-            p(1.0)
         );
+        for (label, t) in [("ours", &mut times), ("main's settings", &mut main_times)] {
+            t.sort_by(|a, b| a.total_cmp(b));
+            let p = |q: f64| t[((t.len() as f64 - 1.0) * q).round() as usize];
+            println!("    {label:<16} p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms", p(0.5), p(0.95), p(1.0));
+        }
         index.close().await;
     }
     Ok(())
