@@ -142,7 +142,7 @@ pub async fn import_model(state: State<'_, Backend>, path: PathBuf) -> Reply<Mod
 /// needs asked (language, memory to spare).
 #[tauri::command]
 pub async fn model_choices(state: State<'_, Backend>, needs: app::ModelNeeds) -> Reply<Vec<app::ModelChoiceView>> {
-    Ok(engine(&state).await?.models().model_choices(&needs))
+    Ok(engine(&state).await?.models().model_choices(&needs).await)
 }
 
 /// Starts a download; its progress arrives as `model_pull` events.
@@ -158,7 +158,7 @@ pub async fn cancel_model_pull(state: State<'_, Backend>, id: String) -> Reply<b
 
 #[tauri::command]
 pub async fn remove_model(state: State<'_, Backend>, id: String) -> Reply<()> {
-    view(engine(&state).await?.models().remove_model(&id))
+    view(engine(&state).await?.models().remove_model(&id).await)
 }
 
 /// Replies use this model from now on (Ei and the personas on Ei's model).

@@ -52,11 +52,15 @@ export async function models(ctx) {
   const panel = await ctx.session.waitForElement(css("models-panel"));
   await ctx.session.execute(`document.querySelector('${css("models-panel")}').scrollIntoView(); return true;`);
   await waitFor(async () => (await text(ctx, css("models-recommendation"))).length > 0, { message: "a recommendation" });
-  log(`recommendation (whatever is free): ${await text(ctx, css("models-recommendation"))}`);
+  const roomy = await text(ctx, css("models-recommendation"));
+  log(`recommendation (whatever is free): ${roomy}`);
+  check(/In use/.test(await text(ctx, row("smollm2-135m"))), "the model Ei uses (the tiny one here) is marked in use");
+  check(!/In use/.test(await text(ctx, row(MODEL_ID))), `${MODEL_ID} is not installed here, so not in use`);
   await shot(ctx, "models-picker");
-  // Little memory to spare: a smaller model is recommended.
+  // Little memory to spare: a small model is recommended.
   await ctx.session.execute(`const s = document.querySelector('${css("models-spare")}'); s.value = "1"; s.dispatchEvent(new Event("change")); return true;`);
-  await waitFor(async () => /0\.5B/.test(await text(ctx, css("models-recommendation"))), { message: "the 0.5B recommended for 1 GB" });
+  await waitFor(async () => /SmolLM2|0\.5B/.test(await text(ctx, css("models-recommendation"))), { message: "a small model recommended for 1 GB" });
+  log(`recommendation (1 GB): ${await text(ctx, css("models-recommendation"))}`);
   await shot(ctx, "models-picker-1gb");
   void panel;
 

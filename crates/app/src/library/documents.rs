@@ -159,33 +159,38 @@ impl Documents {
                     }
                 }
             };
-            let finished = library.resume(|_| changed()).await;
-            // Passages indexed with another embedder are embedded again
-            // before the scan (found by keyword only until then).
-            if let Err(e) = super::reembed(&library).await {
-                tracing::warn!(code = e.code, "the library could not be re-embedded: {}", e.message);
-            }
-            let reconciled = library.reconcile(|_| changed()).await;
-            for (what, reports) in [("an unfinished import", finished), ("the watched folders' scan", reconciled)] {
-                match reports {
-                    Ok(reports) => {
-                        if let Some(docs) = weak.upgrade() {
-                            for report in &reports {
-                                docs.record_added(report).await;
+            let catch_up = {
+                let (library, weak, changed) = (library.clone(), weak.clone(), changed.clone());
+                async move {
+                    let finished = library.resume(|_| changed()).await;
+                    // Passages indexed with another embedder are embedded again
+                    // before the scan (found by keyword only until then).
+                    if let Err(e) = super::reembed(&library).await {
+                        tracing::warn!(code = e.code, "the library could not be re-embedded: {}", e.message);
+                    }
+                    let reconciled = library.reconcile(|_| changed()).await;
+                    for (what, reports) in [("an unfinished import", finished), ("the watched folders' scan", reconciled)] {
+                        match reports {
+                            Ok(reports) => {
+                                if let Some(docs) = weak.upgrade() {
+                                    for report in &reports {
+                                        docs.record_added(report).await;
+                                    }
+                                }
                             }
+                            Err(e) => tracing::warn!(error = %e, "{what} could not be finished"),
                         }
                     }
-                    Err(e) => tracing::warn!(error = %e, "{what} could not be finished"),
+                    if let Some(docs) = weak.upgrade().filter(|_| at_start) {
+                        docs.catch_up_ledger(&library).await;
+                    }
+                    if at_start {
+                        if let Err(e) = library.preload().await {
+                            tracing::warn!(error = %e, "the library's vectors could not be loaded ahead of the first search");
+                        }
+                    }
                 }
-            }
-            if let Some(docs) = weak.upgrade().filter(|_| at_start) {
-                docs.catch_up_ledger(&library).await;
-            }
-            if at_start {
-                if let Err(e) = library.preload().await {
-                    tracing::warn!(error = %e, "the library's vectors could not be loaded ahead of the first search");
-                }
-            }
+            };
             let on_change = {
                 let weak = weak.clone();
                 move |change: super::WatchChange| {
@@ -205,7 +210,7 @@ impl Documents {
                     changed();
                 }
             };
-            if let Err(e) = super::watch_folders(library, super::SETTLE, shutdown, roots_changed, on_change).await {
+            if let Err(e) = super::watch_folders(library, super::SETTLE, shutdown, roots_changed, on_change, catch_up).await {
                 tracing::warn!(code = e.code, "folders are not watched: {}", e.message);
             }
         });

@@ -27,13 +27,17 @@ pub enum WatchChange {
 
 /// Watches every watched root of `library` until `shutdown` turns true;
 /// `roots_changed` says a folder was added as watched; `on_change` sees
-/// each change (the app turns them into events).
+/// each change (the app turns them into events). `catch_up` (finishing an
+/// import, the scan of the folders) runs once the folders are watched and
+/// before their events are applied: a file created while it runs is then
+/// an event waiting, never a file missed until the next start.
 pub async fn watch_folders(
     library: Arc<Library>,
     settle: Duration,
     mut shutdown: tokio::sync::watch::Receiver<bool>,
     roots_changed: Arc<tokio::sync::Notify>,
     on_change: impl Fn(WatchChange) + Send + Sync + 'static,
+    catch_up: impl std::future::Future<Output = ()>,
 ) -> Result<(), AppError> {
     let mut roots = library.watched_roots().await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Vec<PathBuf>>();
@@ -54,6 +58,7 @@ pub async fn watch_folders(
             on_change(WatchChange::Failed { path: root.display().to_string(), message: format!("cannot watch: {e}") });
         }
     }
+    catch_up.await;
     loop {
         tokio::select! {
             () = roots_changed.notified() => {

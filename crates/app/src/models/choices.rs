@@ -53,7 +53,7 @@ pub struct ModelChoiceView {
     pub commercial_use: bool,
     pub languages: Vec<String>,
     pub installed: bool,
-    /// Replies use it (the default of this profile).
+    /// Replies use it: Ei's model (the personas that follow Ei use it too).
     pub default: bool,
     /// The one model recommended for the needs asked with.
     pub recommended: bool,
@@ -95,11 +95,18 @@ pub(crate) fn recommend(entries: &[&'static CatalogEntry], needs: &ModelNeeds, a
 }
 
 impl Models {
+    /// The model Ei replies with, as a local file stem (none when Ei is on
+    /// an account's model).
+    async fn in_use(&self) -> Option<String> {
+        let ei = self.ctx.ledger.persona(ledger::EI_PERSONA_ID).await.ok()?;
+        ei.model.strip_prefix("local:").map(str::to_owned)
+    }
+
     /// The catalog with fit, install state and one recommendation.
-    pub fn model_choices(&self, needs: &ModelNeeds) -> Vec<ModelChoiceView> {
+    pub async fn model_choices(&self, needs: &ModelNeeds) -> Vec<ModelChoiceView> {
         let dir = self.ctx.data_dir().models();
         let available = fit::mem_available();
-        let default = store::default_id(&dir);
+        let in_use = self.in_use().await;
         let entries: Vec<&'static CatalogEntry> = catalog::CATALOG.iter().collect();
         let recommended = recommend(&entries, needs, available, &dir);
         let running = self.pulls.lock().map(|p| p.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
@@ -117,7 +124,7 @@ impl Models {
                 commercial_use: e.commercial_use,
                 languages: e.languages.iter().map(|l| (*l).to_owned()).collect(),
                 installed: store::is_installed(&dir, e),
-                default: e.id == default,
+                default: in_use.as_deref() == Some(e.stem()),
                 recommended: recommended == Some(e.id),
                 downloading: running.iter().any(|r| r == e.id),
                 downloadable: e.hf.is_some(),
@@ -203,10 +210,11 @@ impl Models {
 
     /// Deletes an installed catalog model or a model file of the person's
     /// own; the default one cannot go (replies use it).
-    pub fn remove_model(&self, id: &str) -> Result<()> {
+    pub async fn remove_model(&self, id: &str) -> Result<()> {
         let dir = self.ctx.data_dir().models();
         let r = store::resolve(&dir, id).map_err(|e| AppError::new("MODEL_NOT_FOUND", e.to_string()))?;
-        if store::default_id(&dir) == r.id() || r.file().strip_suffix(".gguf") == Some(super::default_local_model(&dir).as_str()) {
+        let stem = r.file().strip_suffix(".gguf").map(str::to_owned);
+        if stem.is_some() && (stem == self.in_use().await || stem.as_deref() == Some(super::default_local_model(&dir).as_str())) {
             return Err(AppError::invalid("replies use this model now: choose another one first"));
         }
         if self.pulls.lock().is_ok_and(|p| p.contains_key(id)) {

@@ -256,7 +256,11 @@ export class AppState {
       case "model_pull": {
         const { type: _type, ...pull } = event;
         this.modelPulls[event.id] = pull;
-        if (pull.state === "installed") this.notices.push("success", t("models.installedNotice", { id: event.id }));
+        if (pull.state === "installed") {
+          this.notices.push("success", t("models.installedNotice", { id: event.id }));
+          // The new file is a model personas can be given.
+          void this.refreshModels();
+        }
         if (pull.state === "failed" || pull.state === "paused") this.notices.push("error", t("models.failedNotice", { id: event.id, message: pull.message ?? "" }), 20_000);
         break;
       }

@@ -13,7 +13,7 @@ need_bytes: number,
  */
 fit: string, licence: string, commercial_use: boolean, languages: Array<string>, installed: boolean, 
 /**
- * Replies use it (the default of this profile).
+ * Replies use it: Ei's model (the personas that follow Ei use it too).
  */
 default: boolean, 
 /**
