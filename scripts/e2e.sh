@@ -42,9 +42,11 @@ for spec in $specs; do
     *" $spec "*) ;;
     *) [ "$INSTALLED" = 1 ] || rm -f "$E2E_HOME"/models/qwen2.5-coder-*.gguf ;;
   esac
-  # Its own config folder: the tray scenario ticks "Start at login", which
-  # writes an autostart entry there, never in the person's own.
-  export LEDGERMIND_HOME="$E2E_HOME" E2E_SPEC="tests/e2e/$spec.e2e.mjs" XDG_CONFIG_HOME="$E2E_HOME/config"
+  # Its own config and data folders: the tray scenario ticks "Start at
+  # login", which writes an autostart entry there, never in the person's
+  # own; the web view keeps its storage (the UI language) under the data
+  # folder, so a scenario that stops in Portuguese leaves the next in English.
+  export LEDGERMIND_HOME="$E2E_HOME" E2E_SPEC="tests/e2e/$spec.e2e.mjs" XDG_CONFIG_HOME="$E2E_HOME/config" XDG_DATA_HOME="$E2E_HOME/data"
   # The runtime scenario also lets a proposal expire: a short lifetime
   # (test-only variable) for it alone.
   if [ "$spec" = runtime ]; then

@@ -77,8 +77,9 @@ fn speaks(e: &CatalogEntry, language: &str) -> bool {
 /// The catalog model to recommend: among those that speak the language,
 /// fit in the memory the person spares (and the machine has), and can be
 /// installed from here or already are, the largest (larger models of these
-/// families answer better); commercial-use licences first. None fitting:
-/// the smallest that speaks the language.
+/// families answer better); commercial-use licences first, then files whose
+/// hash the publisher gave (no caveat). None fitting: the smallest that
+/// speaks the language.
 pub(crate) fn recommend(entries: &[&'static CatalogEntry], needs: &ModelNeeds, available: Option<u64>, models_dir: &Path) -> Option<&'static str> {
     let usable = |e: &&&CatalogEntry| {
         needs.language.as_deref().is_none_or(|l| speaks(e, l)) && (e.hf.is_some() || store::is_installed(models_dir, e))
@@ -90,7 +91,7 @@ pub(crate) fn recommend(entries: &[&'static CatalogEntry], needs: &ModelNeeds, a
         .filter(usable)
         .filter(|e| needs.spare_bytes.is_none_or(|s| need_of(e) <= s))
         .filter(|e| available.is_none_or(|a| fit::judge(need_of(e), a).fit == Fit::Fits))
-        .max_by_key(|e| (e.commercial_use, e.size_bytes));
+        .max_by_key(|e| (e.commercial_use, e.caveat.is_none(), e.size_bytes));
     fitting.or_else(|| entries.iter().filter(usable).min_by_key(|e| e.size_bytes)).map(|e| e.id)
 }
 
@@ -307,7 +308,7 @@ mod tests {
         let pt = |spare| ModelNeeds { language: Some("pt-BR".into()), spare_bytes: spare };
         // Plenty of memory: the largest commercial-use model that downloads.
         let big = recommend(&entries(), &any, Some(64 * gb), dir.path()).expect("one");
-        assert!(catalog::find(big).is_some_and(|e| e.commercial_use && e.hf.is_some()), "{big}");
+        assert!(catalog::find(big).is_some_and(|e| e.commercial_use && e.hf.is_some() && e.caveat.is_none()), "{big}");
         // Two GB to spare: something that needs no more, speaking Portuguese.
         let small = recommend(&entries(), &pt(Some(2 * gb)), Some(64 * gb), dir.path()).expect("one");
         let e = catalog::find(small).expect("catalog");
