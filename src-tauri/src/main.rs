@@ -266,6 +266,20 @@ fn main() {
     let app = match result {
         Ok(app) => app,
         Err(e) => {
+            // The copy that held the single-instance name is quitting (its
+            // name still listed, its answer never coming): start again in a
+            // moment as this same process, and become the running copy.
+            let tries: u32 = std::env::var("LEDGERMIND_RELAUNCH").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+            if e.to_string().contains("failed to forward arguments to the running instance") && tries < 20 {
+                use std::os::unix::process::CommandExt;
+                std::thread::sleep(std::time::Duration::from_millis(500));
+                let exe = std::env::current_exe().unwrap_or_else(|_| std::path::PathBuf::from("/proc/self/exe"));
+                let failed = std::process::Command::new(exe)
+                    .args(std::env::args_os().skip(1))
+                    .env("LEDGERMIND_RELAUNCH", (tries + 1).to_string())
+                    .exec();
+                eprintln!("Ledgermind could not start again: {failed}");
+            }
             eprintln!("Ledgermind could not start its window: {e}");
             std::process::exit(1);
         }
@@ -280,6 +294,11 @@ fn main() {
             }
         }
         if let tauri::RunEvent::Exit = event {
+            // Let go of the single-instance name first: the shutdown below
+            // can take seconds (handovers, the current step), and a launch
+            // meanwhile would hand its arguments to a copy that no longer
+            // answers, and fail to open.
+            tauri_plugin_single_instance::destroy(handle);
             if let Some(engine) = handle.try_state::<Backend>().and_then(|b| b.started()) {
                 // Closing the window ends every open session with a handover;
                 // then finish the current step (queued replies stay queued).
