@@ -4,8 +4,9 @@
 # and the rules + the trained classifier (GUARD_EVAL_OLD=FILE adds a column
 # for another classifier, e.g. one trained before a corpus change). Everyday
 # chat it was never trained on is measured too: LoCoMo's turns and sessions
-# from ../shared/bench (CC BY-NC, read for measuring only) when that folder
-# is there; it says so when it is not.
+# from $LEDGERMIND_BENCH (a folder outside the repository holding
+# locomo-tune.json; CC BY-NC, read for measuring only) when it is given; it
+# says so when it is not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE="${LEDGERMIND_CACHE:-$HOME/.cache/ledgermind}"
@@ -13,9 +14,9 @@ W="$CACHE/wheels"
 CORPUS="$CACHE/guard/corpus-v3.jsonl"
 MODEL="$CACHE/models/guard-classifier-v2.bin"
 [ -f "$CORPUS" ] && [ -f "$MODEL" ] || { echo "guard-eval: run scripts/setup.sh first (no $CORPUS or $MODEL)" >&2; exit 1; }
-BENCH="${LEDGERMIND_BENCH:-$PWD/../shared/bench}"
+BENCH="${LEDGERMIND_BENCH:-}"
 EXTRA=()
-if [ -f "$BENCH/locomo-tune.json" ]; then
+if [ -n "$BENCH" ] && [ -f "$BENCH/locomo-tune.json" ]; then
   OUT=$(mktemp -d)
   trap 'rm -rf "$OUT"' EXIT
   PY=python3; python3 -c 'import yaml' 2>/dev/null || PY=/usr/bin/python3
@@ -27,7 +28,7 @@ if [ -f "$BENCH/locomo-tune.json" ]; then
   EXTRA+=("$OUT/bench-locomo.jsonl")
   echo "guard-eval: LoCoMo and Python FAQ rows from $BENCH (measuring only; test rows)"
 else
-  echo "guard-eval: $BENCH/locomo-tune.json is not there: LoCoMo's chat is NOT measured in this run"
+  echo "guard-eval: no locomo-tune.json in LEDGERMIND_BENCH (${BENCH:-not set}): LoCoMo's chat is NOT measured in this run"
 fi
 cargo build --quiet -p runtime --example guard_eval
 "${CARGO_TARGET_DIR:-target}/debug/examples/guard_eval" "$CORPUS" "$MODEL" crates/runtime/tests/guard_*.jsonl "${EXTRA[@]}"

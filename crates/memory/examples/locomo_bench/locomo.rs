@@ -1,5 +1,5 @@
 //! Reading LoCoMo conversations (snap-research, CC BY-NC 4.0: read from
-//! `../shared` at run time, never copied into the repository) and turning
+//! outside the repository at run time, never copied into it) and turning
 //! one into the import file `ledgermind import-conversation` takes.
 
 use serde_json::Value;

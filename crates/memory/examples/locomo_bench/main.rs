@@ -11,12 +11,13 @@
 //! BM25 over the turns computed in the same run.
 //!
 //! ```text
-//! target/debug/examples/locomo_bench [--data ../shared/bench/locomo-tune.json]
+//! target/debug/examples/locomo_bench [--data FILE]
 //!     [--model DIR] [--keep DIR] [--settings JSON] [--tune-count 3]
 //! ```
 //! The data (snap-research/locomo, CC BY-NC 4.0) is read at run time and
-//! never copied into the repository; without it the benchmark says so and
-//! exits. `--keep DIR` keeps each conversation's embedded index and reuses
+//! never copied into the repository: `--data FILE`, else
+//! `$LEDGERMIND_BENCH/locomo-tune.json`; without it the benchmark says so
+//! and exits. `--keep DIR` keeps each conversation's embedded index and reuses
 //! it (embedding is most of a first run). `--settings` adds an arm with
 //! other `RecallSettings` (JSON) for an experiment. `BENCH_GRID=1` prints
 //! every point of `recall_bench/grid.rs` on the tuning conversations;
@@ -47,7 +48,9 @@ struct Args {
 
 fn args() -> Result<Args, Error> {
     let mut a = Args {
-        data: "../shared/bench/locomo-tune.json".into(),
+        // Third-party data lives outside the repository; where is the
+        // person's to say.
+        data: std::env::var_os("LEDGERMIND_BENCH").map(|d| PathBuf::from(d).join("locomo-tune.json")).unwrap_or_default(),
         model: std::env::var_os("LEDGERMIND_MINILM_DIR").map(PathBuf::from).unwrap_or_else(|| "models/all-MiniLM-L6-v2".into()),
         keep: None,
         settings: None,
@@ -167,8 +170,8 @@ async fn main() -> Result<(), Error> {
     let a = args()?;
     if !a.data.is_file() {
         println!(
-            "LoCoMo data not found at {}: nothing measured. Pass --data FILE (the snap-research/locomo JSON, \
-             kept outside the repository).",
+            "LoCoMo data not found at {:?}: nothing measured. Pass --data FILE, or LEDGERMIND_BENCH=DIR holding \
+             locomo-tune.json (the snap-research/locomo JSON, kept outside the repository).",
             a.data.display()
         );
         return Ok(());
