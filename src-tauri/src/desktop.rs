@@ -211,7 +211,7 @@ impl Desktop {
             Err(reason)
         } else {
             match chosen.parse::<Shortcut>() {
-                Err(e) => Err(format!("“{chosen}” is not a key combination: {e}")),
+                Err(e) => Err(ShortcutProblem::NotACombination { chosen: chosen.clone(), why: e.to_string() }),
                 Ok(shortcut) => grab(app, &chosen, shortcut),
             }
         };
@@ -224,16 +224,33 @@ impl Desktop {
             Err(problem) => {
                 tracing::warn!("global shortcut unavailable: {problem}");
                 inner.shortcut_active = false;
-                inner.shortcut_problem = Some(problem);
+                inner.shortcut_problem = Some(problem.to_string());
             }
         }
     }
 }
 
+/// Why the global shortcut does not work; Settings shows the sentence.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ShortcutProblem {
+    #[error("global shortcuts are not available in a Wayland session; use the tray menu's Talk, or log in with X11")]
+    Wayland,
+    #[error("global shortcuts are not available: {0}")]
+    NoKeys(String),
+    #[error("the shortcut's keys are not connected yet")]
+    NotConnected,
+    #[error("“{chosen}” is not a key combination: {why}")]
+    NotACombination { chosen: String, why: String },
+    #[error("another program already uses “{0}”: choose another shortcut in Settings")]
+    Taken(String),
+    #[error("“{chosen}” could not be registered ({why}): choose another shortcut in Settings")]
+    Failed { chosen: String, why: String },
+}
+
 /// The shortcut's keys on Linux: our own X11 grab (see `hotkey`), or why
 /// there is none (no X display).
 #[cfg(target_os = "linux")]
-pub struct ShortcutKeys(Result<crate::hotkey::X11Shortcut, String>);
+pub struct ShortcutKeys(Result<crate::hotkey::X11Shortcut, ShortcutProblem>);
 
 /// Connects the shortcut's keys to the voice turns; on a Wayland session
 /// nothing is connected (Settings says why).
@@ -244,7 +261,7 @@ pub fn start_shortcut_keys<R: Runtime>(app: &AppHandle<R>) {
         None => {
             let handle = app.clone();
             crate::hotkey::X11Shortcut::start(move |pressed| on_shortcut(&handle, pressed))
-                .map_err(|e| format!("global shortcuts are not available: {e}"))
+                .map_err(|e| ShortcutProblem::NoKeys(e.to_string()))
         }
     };
     app.manage(ShortcutKeys(keys));
@@ -254,38 +271,36 @@ pub fn start_shortcut_keys<R: Runtime>(app: &AppHandle<R>) {
 pub fn start_shortcut_keys<R: Runtime>(_app: &AppHandle<R>) {}
 
 #[cfg(target_os = "linux")]
-fn grab<R: Runtime>(app: &AppHandle<R>, chosen: &str, shortcut: Shortcut) -> Result<(), String> {
+fn grab<R: Runtime>(app: &AppHandle<R>, chosen: &str, shortcut: Shortcut) -> Result<(), ShortcutProblem> {
     use crate::hotkey::GrabError;
     let Some(keys) = app.try_state::<ShortcutKeys>() else {
-        return Err("the shortcut's keys are not connected yet".to_owned());
+        return Err(ShortcutProblem::NotConnected);
     };
     match &keys.0 {
         Err(why) => Err(why.clone()),
         Ok(keys) => keys.register(&shortcut).map_err(|e| match e {
-            GrabError::Taken => format!("another program already uses “{chosen}”: choose another shortcut in Settings"),
-            GrabError::Failed(why) => format!("“{chosen}” could not be registered ({why}): choose another shortcut in Settings"),
+            GrabError::Taken => ShortcutProblem::Taken(chosen.to_owned()),
+            GrabError::Failed(why) => ShortcutProblem::Failed { chosen: chosen.to_owned(), why },
         }),
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn grab<R: Runtime>(app: &AppHandle<R>, chosen: &str, shortcut: Shortcut) -> Result<(), String> {
+fn grab<R: Runtime>(app: &AppHandle<R>, chosen: &str, shortcut: Shortcut) -> Result<(), ShortcutProblem> {
     use tauri_plugin_global_shortcut::GlobalShortcutExt;
     let shortcuts = app.global_shortcut();
     let _ = shortcuts.unregister_all();
-    shortcuts.register(shortcut).map_err(|e| {
-        format!("“{chosen}” could not be registered ({e}); another program may use it: choose another shortcut in Settings")
-    })
+    shortcuts
+        .register(shortcut)
+        .map_err(|e| ShortcutProblem::Failed { chosen: chosen.to_owned(), why: format!("{e}; another program may use it") })
 }
 
 /// Global shortcuts work through X11 key grabs; a Wayland session gives
 /// them to no one (only X11 windows with focus see them under XWayland).
-fn shortcuts_unsupported() -> Option<String> {
+fn shortcuts_unsupported() -> Option<ShortcutProblem> {
     let wayland = std::env::var("XDG_SESSION_TYPE").is_ok_and(|t| t.eq_ignore_ascii_case("wayland"))
         || (std::env::var_os("WAYLAND_DISPLAY").is_some() && std::env::var_os("DISPLAY").is_none());
-    wayland.then(|| {
-        "global shortcuts are not available in a Wayland session; use the tray menu's Talk, or log in with X11".to_owned()
-    })
+    wayland.then_some(ShortcutProblem::Wayland)
 }
 
 /// Whether a tray host (a StatusNotifierWatcher) is on the session bus.

@@ -17,6 +17,19 @@ use x11rb::protocol::xproto::{ConnectionExt as _, GrabMode, KeyButMask, Keycode,
 use x11rb::protocol::{ErrorKind, Event};
 use x11rb::rust_connection::RustConnection;
 
+/// Why the shortcut's keys could not be listened to at all.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("no X display: {0}")]
+    NoDisplay(#[from] x11rb::errors::ConnectError),
+    #[error("the X server: {0}")]
+    Connection(#[from] x11rb::errors::ConnectionError),
+    #[error("the X keyboard extension: {0}")]
+    Keyboard(#[from] ReplyError),
+    #[error("cannot start the listening thread: {0}")]
+    Thread(std::io::Error),
+}
+
 /// Why a combination could not be grabbed.
 #[derive(Debug)]
 pub enum GrabError {
@@ -58,10 +71,10 @@ impl X11Shortcut {
     /// Connects to the X display and starts the listening thread, which
     /// calls `on_key(true)` when the combination goes down and
     /// `on_key(false)` when it is released.
-    pub fn start(on_key: impl Fn(bool) + Send + 'static) -> Result<Self, String> {
-        let (conn, screen) = RustConnection::connect(None).map_err(|e| format!("no X display: {e}"))?;
+    pub fn start(on_key: impl Fn(bool) + Send + 'static) -> Result<Self, StartError> {
+        let (conn, screen) = RustConnection::connect(None)?;
         // A held key repeats as presses alone, without a release between them.
-        conn.xkb_use_extension(1, 0).map_err(|e| e.to_string())?.reply().map_err(|e| e.to_string())?;
+        conn.xkb_use_extension(1, 0)?.reply()?;
         conn.xkb_per_client_flags(
             xkb::ID::USE_CORE_KBD.into(),
             xkb::PerClientFlag::DETECTABLE_AUTO_REPEAT,
@@ -69,10 +82,8 @@ impl X11Shortcut {
             xkb::BoolCtrl::default(),
             xkb::BoolCtrl::default(),
             xkb::BoolCtrl::default(),
-        )
-        .map_err(|e| e.to_string())?
-        .reply()
-        .map_err(|e| e.to_string())?;
+        )?
+        .reply()?;
         let root = conn.setup().roots[screen].root;
         let conn = Arc::new(conn);
         let grab = Arc::new(Mutex::new(None::<Grab>));
@@ -80,7 +91,7 @@ impl X11Shortcut {
         std::thread::Builder::new()
             .name("global-shortcut".into())
             .spawn(move || listen(&listener, &grabbed, on_key))
-            .map_err(|e| e.to_string())?;
+            .map_err(StartError::Thread)?;
         Ok(Self { conn, root, grab })
     }
 
