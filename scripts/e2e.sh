@@ -86,6 +86,14 @@ for spec in $specs; do
   # The app finishes its shutdown (it writes the session's handover) after
   # the driver lets go: verify only once it has exited.
   for _ in $(seq 1 150); do pgrep -f "$APP" >/dev/null || break; sleep 0.2; done
+  # An app that outlives its scenario would hold the single-instance name
+  # and the CPU for the next one: say so, stop it, and fail this scenario.
+  if pgrep -f "$APP" >/dev/null; then
+    echo "--- e2e scenario $spec: the app was still running 30 s after the driver let go:"
+    ps -o pid,etime,pcpu,rss,args -p "$(pgrep -d, -f "$APP")" | cut -c1-200
+    pkill -TERM -f "$APP"; sleep 2; pkill -KILL -f "$APP"
+    rc=1
+  fi
   if [ $rc -eq 0 ]; then
     # The same data directory must still verify from the CLI after the UI run.
     "$CLI" --home "$E2E_HOME" verify || rc=1

@@ -191,6 +191,9 @@ export async function waitForPersona(ctx, name, timeout = STARTUP_TIMEOUT_MS) {
 }
 
 export async function createPersona(ctx, { name, description }) {
+  // The list shows Ei once the app's core is open; on a busy machine that
+  // can take longer than a click's wait, and the form's submit waits for it.
+  await waitForPersona(ctx, "Ei");
   log(`creating persona ${name}`);
   await openTab(ctx, "chat");
   await (await ctx.session.waitForElement(css("new-persona-button"))).click();

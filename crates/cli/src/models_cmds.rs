@@ -335,7 +335,7 @@ fn report(e: &DownloadEvent, json: bool, last: &Mutex<Instant>) {
             if json {
                 line(&serde_json::json!({"id": id, "bytes_done": bytes_done, "bytes_total": bytes_total, "rate_bps": rate_bps}));
             } else {
-                let eta = eta_secs.map(|s| format!("{}:{:02} left", s / 60, s % 60)).unwrap_or_else(|| "stalled".into());
+                let eta = eta_secs.map(|s| format!("{}:{:02} left", s / 60, s % 60)).unwrap_or_else(|| "waiting for data".into());
                 eprint!(
                     "\r{id}: {:.1}/{:.1} MB ({:.0}%), {:.1} MB/s, {eta}    ",
                     *bytes_done as f64 / 1e6,

@@ -627,7 +627,7 @@ impl Downloader {
         // receiving the next chunk. The queue is short: what waits in it is
         // lost (fetched again) when the process is killed.
         let written = Arc::new(AtomicU64::new(0));
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(4);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(2);
         let writer = {
             let written = written.clone();
             let mut h = std::mem::take(hasher);
@@ -677,6 +677,16 @@ impl Downloader {
             })
         };
 
+        // A first progress line as the body starts: a fast download (or the
+        // rest of a resumed one) can end before the first tick, and whoever
+        // watches should still see where it starts from.
+        on_event(&DownloadEvent::Progress {
+            id: id.clone(),
+            bytes_done: offset,
+            bytes_total: req.size,
+            rate_bps: 0,
+            eta_secs: None,
+        });
         let mut stream = resp.bytes_stream();
         let base = offset;
         let mut tick = tokio::time::interval(self.opts.progress_every);
