@@ -335,6 +335,13 @@ enum AttemptEnd {
 }
 
 const MAX_REDIRECTS: usize = 8;
+/// The most one write(2) is given. The kernel sizes page-cache folios by
+/// the length of the write: a whole 256-512 KiB chunk in one call gets
+/// large folios, and the copy into them measured ~0.5 GB/s on the test
+/// machine (perf: copy_folio_from_iter_atomic, about 2 s of CPU for a
+/// 1.1 GB model, whatever the source buffer), against ~0.15-0.45 s in
+/// 16 KiB writes, the size curl writes in. The extra calls cost far less.
+const WRITE_PIECE: usize = 16 << 10;
 
 impl Downloader {
     pub fn new(opts: DownloadOptions) -> Result<Self, reqwest::Error> {
@@ -645,28 +652,17 @@ impl Downloader {
                     }
                     h
                 });
-                'outer: while let Some(buf) = rx.blocking_recv() {
-                    let mut at = 0;
-                    while at < buf.len() {
-                        match sink.write(&buf[at..]) {
-                            Ok(0) => {
-                                err = Some(io::Error::new(
-                                    io::ErrorKind::WriteZero,
-                                    "the disk accepted no bytes",
-                                ));
-                                break 'outer;
-                            }
-                            Ok(n) => {
-                                let _ = htx.send(buf.slice(at..at + n));
-                                at += n;
-                                written.fetch_add(n as u64, Ordering::Release);
-                            }
-                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                            Err(e) => {
-                                err = Some(e);
-                                break 'outer;
-                            }
-                        }
+                while let Some(buf) = rx.blocking_recv() {
+                    let (n, e) = write_all(&mut *sink, &buf);
+                    if n > 0 {
+                        // One piece per chunk, not per write: the hashing
+                        // thread is woken once per chunk.
+                        let _ = htx.send(buf.slice(..n));
+                        written.fetch_add(n as u64, Ordering::Release);
+                    }
+                    if e.is_some() {
+                        err = e;
+                        break;
                     }
                 }
                 drop(htx);
@@ -891,6 +887,25 @@ fn backoff(opts: &DownloadOptions, failed: u32) -> Duration {
 fn parse_content_range_start(v: &str) -> Option<u64> {
     let rest = v.trim().strip_prefix("bytes")?.trim_start();
     rest.split('-').next()?.trim().parse().ok()
+}
+
+/// Writes all of `buf`, at most [`WRITE_PIECE`] per call, unless the disk
+/// refuses: the bytes written (those the hash is fed) and what stopped it.
+fn write_all(sink: &mut dyn PartSink, buf: &[u8]) -> (usize, Option<io::Error>) {
+    let mut at = 0;
+    while at < buf.len() {
+        let piece = (buf.len() - at).min(WRITE_PIECE);
+        match sink.write(&buf[at..at + piece]) {
+            Ok(0) => {
+                let e = io::Error::new(io::ErrorKind::WriteZero, "the disk accepted no bytes");
+                return (at, Some(e));
+            }
+            Ok(n) => at += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (at, Some(e)),
+        }
+    }
+    (at, None)
 }
 
 fn is_disk_full(e: &io::Error) -> bool {
