@@ -176,8 +176,8 @@ pub async fn local_servers(state: State<'_, Backend>) -> Reply<Vec<app::ServerVi
 
 /// Makes a found server an account with `model` as its default model.
 #[tauri::command]
-pub async fn add_server_account(state: State<'_, Backend>, server: app::ServerView, model: String, api_key: String) -> Reply<AccountView> {
-    view(engine(&state).await?.models().add_server_account(&server, &model, &api_key).await)
+pub async fn add_server_account(state: State<'_, Backend>, url: String, model: String, api_key: String) -> Reply<AccountView> {
+    view(engine(&state).await?.models().add_server_account(&url, &model, &api_key).await)
 }
 
 /// One folder's listing for the in-app file chooser.

@@ -68,6 +68,18 @@ impl Conversation {
         }
     }
 
+    /// Posts `notice` in the chat unless it is already the latest note
+    /// there (a reply per message must not repeat it under each one).
+    pub(crate) async fn say_once(&self, persona_id: &str, notice: &str) {
+        let recent = self.ctx.ledger.messages(persona_id, Some(50)).await.unwrap_or_default();
+        if recent.iter().rev().find(|m| m.role == ledger::MessageRole::System).is_some_and(|m| m.content == notice) {
+            return;
+        }
+        if let Err(e) = self.tools.post_system(persona_id, notice).await {
+            tracing::warn!(code = e.code, "could not post a note in the chat");
+        }
+    }
+
     /// Forces `model`'s prompt profile (`compact`, `full`), or back to the
     /// automatic choice with `auto`.
     pub async fn set_prompt_profile(&self, model: &str, profile: &str) -> Result<()> {

@@ -112,7 +112,13 @@ async fn generate(conv: &Arc<Conversation>, item: &QueueItem, job: &ReplyJob) ->
         return continue_plan(conv, &persona).await;
     }
     conv.tools.turn_started(&persona.id);
-    let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
+    let mut spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
+    // A server of this machine that went away (Ollama quit, LM Studio
+    // closed) leaves the reply to the local default, said in the chat.
+    if let Some((local, notice)) = crate::models::servers::stand_in_for(&conv.ctx, &spec).await {
+        conv.say_once(&persona.id, &notice).await;
+        spec = local;
+    }
     let provider = conv.ctx.provider_for(&spec).await.map_err(Failure::Final)?;
     if let Some(limit) = spent_quota.map_err(Failure::Final)? {
         return Err(Failure::Final(crate::office::quota_exceeded(&persona, limit)));

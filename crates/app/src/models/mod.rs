@@ -32,11 +32,14 @@ pub struct Models {
     ctx: Arc<Context>,
     /// Downloads running now, by catalog id, with what cancels each.
     pulls: std::sync::Mutex<std::collections::HashMap<String, ::models::CancellationToken>>,
+    /// The servers the last look found: an account is made only from one of
+    /// these, never from what a caller says a server is.
+    found: std::sync::Mutex<Vec<::models::discover::ServerInfo>>,
 }
 
 impl Models {
     pub fn new(ctx: Arc<Context>) -> Self {
-        Self { ctx, pulls: Default::default() }
+        Self { ctx, pulls: Default::default(), found: Default::default() }
     }
 
     pub async fn list_accounts(&self) -> Result<Vec<AccountView>> {
@@ -115,13 +118,15 @@ impl Models {
     pub async fn list_models(&self) -> Result<Vec<ModelView>> {
         let mut out: Vec<ModelView> = local_model_names(&self.ctx.data_dir().models())
             .into_iter()
-            .map(|m| ModelView { spec: ModelSpec::local(&m).to_string(), label: format!("{m} (local)"), local: true })
+            .map(|m| ModelView { spec: ModelSpec::local(&m).to_string(), label: format!("{m} (local)"), local: true, available: true })
             .collect();
         for a in self.ctx.ledger.accounts().await? {
+            let gone = servers::local_server_gone(&a.base_url).await == Some(true);
             out.push(ModelView {
                 spec: format!("{}:{}", a.name, a.default_model),
                 label: format!("{} ({})", a.default_model, a.name),
                 local: false,
+                available: !gone,
             });
         }
         Ok(out)
@@ -152,7 +157,7 @@ impl Models {
                 std::fs::rename(&tmp, &target)
             })
             .map_err(|e| AppError::new("STORAGE_SAVE_FAILED", format!("could not copy the model: {e}")))?;
-        Ok(ModelView { spec: ModelSpec::local(&stem).to_string(), label: format!("{stem} (local)"), local: true })
+        Ok(ModelView { spec: ModelSpec::local(&stem).to_string(), label: format!("{stem} (local)"), local: true, available: true })
     }
 
     /// The local model replies use by default, checked on disk.

@@ -9,8 +9,10 @@ use ::models::discover::{default_probes, discover, Probe, ServerInfo};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
+use super::spec::ModelSpec;
 use super::views::{AccountView, NewAccount};
 use super::Models;
+use crate::context::Context;
 use crate::error::AppError;
 use crate::Result;
 
@@ -46,6 +48,9 @@ impl Models {
     /// The servers answering at `probes` (a mirror's address, or a test's).
     pub async fn servers_at(&self, probes: &[Probe]) -> Result<Vec<ServerView>> {
         let found = discover(probes, PROBE_TIMEOUT).await;
+        if let Ok(mut kept) = self.found.lock() {
+            kept.clone_from(&found);
+        }
         let accounts = self.list_accounts().await?;
         Ok(found
             .into_iter()
@@ -59,20 +64,32 @@ impl Models {
             .collect())
     }
 
-    /// Makes a found server an account (named after its kind, numbered when
-    /// that name is taken) with `model` as its default model.
-    pub async fn add_server_account(&self, server: &ServerView, model: &str, api_key: &str) -> Result<AccountView> {
-        if let Some(name) = &server.account {
-            return Err(AppError::new("ACCOUNT_EXISTS", format!("this server is already the account {name}")));
+    /// Makes the server found at `url` by the last look an account (named
+    /// after its kind, numbered when that name is taken) with `model` as its
+    /// default model.
+    pub async fn add_server_account(&self, url: &str, model: &str, api_key: &str) -> Result<AccountView> {
+        let server = self
+            .found
+            .lock()
+            .ok()
+            .and_then(|f| f.iter().find(|s| s.url == url.trim()).cloned())
+            .ok_or_else(|| AppError::new("SERVER_NOT_FOUND", format!("no server was found at {url}: look for servers again")))?;
+        let kind = kind_name(&server);
+        if let Some(a) = self.list_accounts().await?.into_iter().find(|a| a.base_url == server.url) {
+            return Err(AppError::new("ACCOUNT_EXISTS", format!("this server is already the account {}", a.name)));
         }
         if server.needs_key && api_key.trim().is_empty() {
-            return Err(AppError::invalid(format!("{} needs its API key (its settings show it)", server.kind)));
+            return Err(AppError::invalid(format!("{kind} needs its API key (its settings show it)")));
+        }
+        let model = model.trim();
+        if model.is_empty() || (!server.models.is_empty() && !server.models.iter().any(|m| m == model)) {
+            return Err(AppError::invalid(format!("{kind} offers {}; choose one of them", server.models.join(", "))));
         }
         let taken: Vec<String> = self.list_accounts().await?.into_iter().map(|a| a.name).collect();
-        let name = std::iter::once(server.kind.clone())
-            .chain((2..).map(|n| format!("{}-{n}", server.kind)))
+        let name = std::iter::once(kind.clone())
+            .chain((2..).map(|n| format!("{kind}-{n}")))
             .find(|n| !taken.contains(n))
-            .unwrap_or_else(|| server.kind.clone());
+            .unwrap_or(kind);
         self.add_account(NewAccount {
             name,
             base_url: server.url.clone(),
@@ -81,6 +98,45 @@ impl Models {
         })
         .await
     }
+}
+
+/// How long a server on this machine may take to accept a connection
+/// before a reply stops waiting for it.
+const ANSWER_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Whether a server at `base_url` that runs on this machine (loopback host)
+/// is gone: `Some(true)` when nothing accepts a connection there, `None` for
+/// a server elsewhere (a cloud account's failures are its own).
+pub(crate) async fn local_server_gone(base_url: &str) -> Option<bool> {
+    let url = reqwest::Url::parse(base_url).ok()?;
+    let host = url.host_str()?.trim_matches(['[', ']']).to_owned();
+    let on_this_machine =
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if !on_this_machine {
+        return None;
+    }
+    let addr = (host, url.port_or_known_default()?);
+    let answered = tokio::time::timeout(ANSWER_TIMEOUT, tokio::net::TcpStream::connect(addr)).await;
+    Some(!matches!(answered, Ok(Ok(_))))
+}
+
+/// The model to reply with when `spec` is served by a server of this
+/// machine that no longer answers: the local default, and the notice that
+/// says so. `None` when `spec` can be used as it is.
+pub(crate) async fn stand_in_for(ctx: &Context, spec: &ModelSpec) -> Option<(ModelSpec, String)> {
+    if spec.is_local() {
+        return None;
+    }
+    let account = ctx.ledger.account(&spec.account).await.ok()?;
+    if local_server_gone(&account.base_url).await != Some(true) {
+        return None;
+    }
+    let local = super::default_local_model(&ctx.data_dir().models());
+    let notice = format!(
+        "{} ({}) is not answering, so replies come from the local model {local} until it runs again.",
+        account.name, account.base_url
+    );
+    Some((ModelSpec::local(&local), notice))
 }
 
 #[cfg(test)]
@@ -107,11 +163,13 @@ mod tests {
         assert_eq!((server.kind.as_str(), server.models.clone(), server.needs_key), ("ollama", vec!["llama3.2:1b".to_owned()], false));
         assert!(server.url.ends_with("/v1") && server.account.is_none(), "{server:?}");
 
-        let account = models.add_server_account(server, "llama3.2:1b", "").await.expect("account");
+        assert!(models.add_server_account(&server.url, "mistral", "").await.is_err(), "only a model it offers");
+        assert!(models.add_server_account("http://127.0.0.1:9/v1", "llama3.2:1b", "").await.is_err(), "only a server found");
+        let account = models.add_server_account(&server.url, "llama3.2:1b", "").await.expect("account");
         assert_eq!((account.name.as_str(), account.default_model.as_str()), ("ollama", "llama3.2:1b"));
         let again = models.servers_at(&probes).await.expect("discover");
         assert_eq!(again[0].account.as_deref(), Some("ollama"));
-        assert!(models.add_server_account(&again[0], "llama3.2:1b", "").await.is_err(), "not made twice");
+        assert!(models.add_server_account(&again[0].url, "llama3.2:1b", "").await.is_err(), "not made twice");
         let listed = models.list_models().await.expect("models");
         assert!(listed.iter().any(|m| m.spec == "ollama:llama3.2:1b"), "{listed:?}");
     }

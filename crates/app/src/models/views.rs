@@ -31,6 +31,9 @@ pub struct ModelView {
     pub spec: String,
     pub label: String,
     pub local: bool,
+    /// False for a model of a server on this machine that is not answering
+    /// now (replies on it use the local default meanwhile).
+    pub available: bool,
 }
 
 /// How a download stands, as the window shows it.

@@ -68,7 +68,7 @@ async fn a_server_found_on_this_machine_answers_a_persona() {
     let h = Harness::configured(&[], |c| c.provider_override = None).await;
     let found = h.engine.models().servers_at(&[Probe { kind: ServerKind::Ollama, base: ollama.url() }]).await.expect("discover");
     assert_eq!(found.len(), 1, "{found:?}");
-    let account = h.engine.models().add_server_account(&found[0], "llama3.2:1b", "").await.expect("account");
+    let account = h.engine.models().add_server_account(&found[0].url, "llama3.2:1b", "").await.expect("account");
     h.engine.personas().create_persona("Ada", "").await.expect("create");
     h.engine.personas().set_persona_model("Ada", &format!("{}:llama3.2:1b", account.name)).await.expect("model");
     let mut rx = h.engine.subscribe();
@@ -77,4 +77,44 @@ async fn a_server_found_on_this_machine_answers_a_persona() {
     let reply = reply.expect("a reply through the server");
     assert!(reply.content.contains("llama3.2:1b"), "the fake names the model it ran: {}", reply.content);
     h.engine.shutdown().await;
+}
+
+/// A server of this machine that stops (Ollama quit): its model is shown as
+/// not answering, and the persona on it replies with the local model, with
+/// one note in the chat that says so. The local model is the real one
+/// (LEDGERMIND_TEST_MODEL; skipped without it).
+#[tokio::test]
+async fn a_server_that_went_away_leaves_the_reply_to_the_local_model() {
+    use models::discover::{Probe, ServerKind};
+    use models::testkit::{FakeKind, FakeServer};
+    let Some((_dir, config)) = crate::real_model_home() else {
+        eprintln!("skipped: set LEDGERMIND_TEST_MODEL to the SmolLM2 GGUF to run the server fallback test");
+        return;
+    };
+    let engine = app::Engine::start(config).await.expect("engine starts");
+    let ollama = FakeServer::start(FakeKind::Ollama, vec!["llama3.2:1b".into()]).await.expect("fake ollama");
+    let found = engine.models().servers_at(&[Probe { kind: ServerKind::Ollama, base: ollama.url() }]).await.expect("discover");
+    let account = engine.models().add_server_account(&found[0].url, "llama3.2:1b", "").await.expect("account");
+    let spec = format!("{}:llama3.2:1b", account.name);
+    engine.personas().create_persona("Ada", "").await.expect("create");
+    engine.personas().set_persona_model("Ada", &spec).await.expect("model");
+    let listed = engine.models().list_models().await.expect("models");
+    assert!(listed.iter().any(|m| m.spec == spec && m.available), "{listed:?}");
+
+    drop(ollama);
+    let listed = engine.models().list_models().await.expect("models");
+    assert!(listed.iter().any(|m| m.spec == spec && !m.available), "shown as not answering: {listed:?}");
+    let mut rx = engine.subscribe();
+    for question in ["Hello, are you there?", "What is the capital of France?"] {
+        engine.conversation().send_message("Ada", question).await.expect("send");
+        let (_, reply) = crate::await_reply(&mut rx).await;
+        let reply = reply.expect("a reply from the local model");
+        assert!(!reply.content.contains("llama3.2:1b"), "the stopped server did not answer: {}", reply.content);
+    }
+    let messages = engine.conversation().list_messages("Ada").await.expect("messages");
+    let notes: Vec<_> = messages.iter().filter(|m| m.content.contains("is not answering")).collect();
+    assert_eq!(notes.len(), 1, "one note, not one per reply: {messages:?}");
+    assert!(notes[0].content.contains(&account.name) && notes[0].content.contains("local model"), "{}", notes[0].content);
+    assert_eq!(engine.personas().persona("Ada").await.expect("persona").model, spec, "the persona keeps its server model");
+    engine.shutdown().await;
 }

@@ -248,8 +248,8 @@ export interface Backend {
   useModel(id: string): Promise<PersonaView[]>;
   /** `local_servers`: model servers running on this machine (Ollama, LM Studio, Jan, llama.cpp, vLLM). */
   localServers(): Promise<ServerView[]>;
-  /** `add_server_account`: a found server as an account, `model` its default model. */
-  addServerAccount(server: ServerView, model: string, apiKey: string): Promise<AccountView>;
+  /** `add_server_account`: the server the last look found at `url` as an account, `model` (one it offers) its default model. */
+  addServerAccount(url: string, model: string, apiKey: string): Promise<AccountView>;
   /** `start_at_login`: whether an autostart entry starts Ledgermind, hidden in the tray, at login. */
   startAtLogin(): Promise<boolean>;
   /** `set_start_at_login`: writes or removes that entry; answers the new state. */

@@ -88,6 +88,7 @@ const LOCAL_MODEL: ModelView = {
   spec: "local:SmolLM2-135M-Instruct.Q4_1",
   label: "SmolLM2 135M Instruct (local)",
   local: true,
+  available: true,
 };
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -374,7 +375,7 @@ export class MockBackend implements Backend {
     };
     this.accounts.push(view);
     if (view.default_model) {
-      this.models.push({ spec: `${name}:${view.default_model}`, label: `${view.default_model} (${name})`, local: false });
+      this.models.push({ spec: `${name}:${view.default_model}`, label: `${view.default_model} (${name})`, local: false, available: true });
     }
     // The key goes to the keychain; the ledger only learns that an account exists.
     this.append("account_added", name, { name, base_url: view.base_url, default_model: view.default_model });
@@ -396,7 +397,7 @@ export class MockBackend implements Backend {
     if (!path.toLowerCase().endsWith(".gguf")) fail("MODEL_INVALID", "Only .gguf model files can be imported.");
     const file = path.split(/[\\/]/).pop() ?? path;
     const stem = file.replace(/\.gguf$/i, "");
-    const model: ModelView = { spec: `local:${stem}`, label: `${stem} (local)`, local: true };
+    const model: ModelView = { spec: `local:${stem}`, label: `${stem} (local)`, local: true, available: true };
     if (!this.models.some((m) => m.spec === model.spec)) this.models.push(model);
     this.append("model_imported", model.spec, { file });
     return { ...model };
@@ -1102,7 +1103,7 @@ export class MockBackend implements Backend {
       clearInterval(timer);
       this.pullTimers.delete(id);
       model.installed = true;
-      this.models.push({ spec: `local:${id}`, label: `${model.name} (local)`, local: true });
+      this.models.push({ spec: `local:${id}`, label: `${model.name} (local)`, local: true, available: true });
       this.emit({ type: "model_pull", id, state: "installed", bytes_done: total, bytes_total: total, rate_bps: 0, message: null });
     }, 50);
     this.pullTimers.set(id, timer);
@@ -1127,7 +1128,7 @@ export class MockBackend implements Backend {
     if (!model.installed) fail("MODEL_NOT_FOUND", `${model.name} is not installed: download it first`);
     for (const m of this.catalog) m.default = m.id === id;
     const spec = `local:${id}`;
-    if (!this.models.some((m) => m.spec === spec)) this.models.push({ spec, label: `${model.name} (local)`, local: true });
+    if (!this.models.some((m) => m.spec === spec)) this.models.push({ spec, label: `${model.name} (local)`, local: true, available: true });
     const ei = this.personas.find((p) => p.name === "Ei");
     const before = ei?.model;
     const changed: PersonaView[] = [];
@@ -1142,7 +1143,10 @@ export class MockBackend implements Backend {
     const accounts = await this.listAccounts();
     return this.servers.map((s) => ({ ...s, account: accounts.find((a) => a.base_url === s.url)?.name ?? null }));
   }
-  async addServerAccount(server: ServerView, model: string, apiKey: string): Promise<AccountView> {
+  async addServerAccount(url: string, model: string, apiKey: string): Promise<AccountView> {
+    const server = this.servers.find((s) => s.url === url) ?? fail("SERVER_NOT_FOUND", `no server was found at ${url}`);
+    if ((await this.listAccounts()).some((a) => a.base_url === url)) fail("ACCOUNT_EXISTS", "this server is already an account");
+    if (server.models.length && !server.models.includes(model)) fail("INVALID_INPUT", `${server.kind} offers ${server.models.join(", ")}`);
     if (server.needs_key && !apiKey.trim()) fail("INVALID_INPUT", `${server.kind} needs its API key`);
     const taken = (await this.listAccounts()).map((a) => a.name);
     let name = server.kind;

@@ -254,8 +254,8 @@ export class TauriBackend implements Backend {
   localServers() {
     return call<ServerView[]>("local_servers");
   }
-  addServerAccount(server: ServerView, model: string, apiKey: string) {
-    return call<AccountView>("add_server_account", { server, model, apiKey });
+  addServerAccount(url: string, model: string, apiKey: string) {
+    return call<AccountView>("add_server_account", { url, model, apiKey });
   }
   startAtLogin() {
     return call<boolean>("start_at_login");

@@ -4,4 +4,9 @@ export type ModelView = {
 /**
  * Spec to store on a persona: `account:model`.
  */
-spec: string, label: string, local: boolean, };
+spec: string, label: string, local: boolean, 
+/**
+ * False for a model of a server on this machine that is not answering
+ * now (replies on it use the local default meanwhile).
+ */
+available: boolean, };

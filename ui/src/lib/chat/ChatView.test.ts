@@ -118,4 +118,12 @@ describe("ChatView", () => {
     await user.selectOptions(screen.getByTestId("model-select"), "ollama:llama3");
     await waitFor(() => expect(app.selected?.model).toBe("ollama:llama3"));
   });
+
+  it("says which server model is not answering now", async () => {
+    const { app, context } = await startApp();
+    app.models = [...app.models, { spec: "ollama:llama3", label: "llama3 (ollama)", local: false, available: false }];
+    render(ChatView, { context });
+    const option = within(screen.getByTestId("model-select")).getByRole("option", { name: /llama3 \(ollama\)/ });
+    expect(option).toHaveTextContent("llama3 (ollama): not answering, replies use the local model");
+  });
 });

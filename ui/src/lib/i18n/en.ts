@@ -37,6 +37,7 @@ export const en = {
   "chat.log": "Conversation with {name}",
   "chat.model": "Model",
   "chat.modelUnavailable": "{spec} (unavailable)",
+  "chat.modelNotAnswering": "{label}: not answering, replies use the local model",
   "personas.archive": "Archive",
   "personas.archived": "archived",
   "personas.unarchive": "Unarchive",

@@ -39,6 +39,7 @@ export const ptBR: Record<MessageKey, string> = {
   "chat.log": "Conversa com {name}",
   "chat.model": "Modelo",
   "chat.modelUnavailable": "{spec} (indisponível)",
+  "chat.modelNotAnswering": "{label}: não responde, as respostas usam o modelo local",
   "personas.archive": "Arquivar",
   "personas.archived": "arquivada",
   "personas.unarchive": "Desarquivar",
