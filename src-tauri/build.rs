@@ -113,6 +113,7 @@ fn main() {
         "model_choices",
         "pull_model",
         "cancel_model_pull",
+        "measure_model_speed",
         "remove_model",
         "use_model",
         "local_servers",

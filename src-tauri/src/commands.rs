@@ -157,6 +157,11 @@ pub async fn cancel_model_pull(state: State<'_, Backend>, id: String) -> Reply<b
 }
 
 #[tauri::command]
+pub async fn measure_model_speed(state: State<'_, Backend>, id: String) -> Reply<app::SpeedView> {
+    view(engine(&state).await?.models().measure_model_speed(&id).await)
+}
+
+#[tauri::command]
 pub async fn remove_model(state: State<'_, Backend>, id: String) -> Reply<()> {
     view(engine(&state).await?.models().remove_model(&id).await)
 }

@@ -250,6 +250,7 @@ fn main() {
             commands::model_choices,
             commands::pull_model,
             commands::cancel_model_pull,
+            commands::measure_model_speed,
             commands::remove_model,
             commands::use_model,
             commands::local_servers,

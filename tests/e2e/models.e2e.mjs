@@ -73,6 +73,10 @@ export async function models(ctx) {
     log(`progress: ${await text(ctx, `${row(MODEL_ID)} ${css("model-progress")}`)}`);
     await shot(ctx, "models-downloading");
     await ctx.session.waitForElement(`${row(MODEL_ID)} ${css("model-use")}`, 300_000);
+    // Measured on this machine right after the download, and shown with it.
+    const speed = await ctx.session.waitForElement(`${row(MODEL_ID)} ${css("model-speed")}`, 30_000);
+    log(`speed shown: ${await speed.text()}`);
+    check(/reads [\d.]+ tokens\/s, writes [\d.]+ tokens\/s/.test(await speed.text()), "the measured speed is shown");
     await shot(ctx, "models-installed");
   } finally {
     hub.kill("SIGINT");

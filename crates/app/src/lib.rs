@@ -54,7 +54,7 @@ pub use self::memory::{
     UsedItemView,
 };
 pub use models::{
-    AccountView, ModelChoiceView, ModelNeeds, ModelPullState, ModelSpec, ModelView, Models, NewAccount, Providers, ServerView, DEFAULT_LOCAL_MODEL, TINY_LOCAL_MODEL,
+    AccountView, ModelChoiceView, ModelNeeds, ModelPullState, ModelSpec, ModelView, Models, NewAccount, Providers, ServerView, SpeedView, DEFAULT_LOCAL_MODEL, TINY_LOCAL_MODEL,
 };
 pub use self::office::{
     ConstitutionView, HandoverView, ObligationView, Office, SectionView, SessionEnd, SessionModeView, SimulationView,

@@ -62,6 +62,8 @@ pub struct ModelChoiceView {
     /// It can be downloaded from here (not only from a registry package).
     pub downloadable: bool,
     pub caveat: Option<String>,
+    /// How fast it ran on this computer, once measured (installed models).
+    pub speed: Option<super::speed::SpeedView>,
 }
 
 /// The memory a model needs at the context replies use.
@@ -130,8 +132,26 @@ impl Models {
                 downloading: running.iter().any(|r| r == e.id),
                 downloadable: e.hf.is_some(),
                 caveat: e.caveat.map(str::to_owned),
+                speed: super::speed::read(&dir, e.stem()),
             })
             .collect()
+    }
+
+    /// Measures how fast an installed model reads and writes on this
+    /// computer, keeps the figures and answers them.
+    pub async fn measure_model_speed(&self, id: &str) -> Result<super::speed::SpeedView> {
+        let dir = self.ctx.data_dir().models();
+        let r = store::resolve(&dir, id).map_err(|e| AppError::new("MODEL_NOT_FOUND", e.to_string()))?;
+        if let Resolved::Catalog(e) = &r {
+            if !store::is_installed(&dir, e) {
+                return Err(AppError::new("MODEL_NOT_FOUND", format!("{} is not installed: download it first", e.name)));
+            }
+        }
+        let file = r.file();
+        let stem = file.strip_suffix(".gguf").unwrap_or(&file);
+        let speed = super::speed::measure(&self.ctx, stem).await?;
+        super::speed::write(&dir, stem, speed).map_err(|e| AppError::new("STORAGE_SAVE_FAILED", e.to_string()))?;
+        Ok(speed)
     }
 
     /// Starts downloading a catalog model in the background; progress,
@@ -180,7 +200,15 @@ impl Models {
                 pulls.remove(&id);
             }
             match outcome {
-                Some(Ok(Outcome::Installed { .. })) => this.emit_pull(&id, ModelPullState::Installed, entry.size_bytes, entry.size_bytes, 0, None),
+                Some(Ok(Outcome::Installed { .. })) => {
+                    // The picker shows how fast it runs here: measured now,
+                    // while the person is still looking at it.
+                    this.emit_pull(&id, ModelPullState::Measuring, entry.size_bytes, entry.size_bytes, 0, None);
+                    if let Err(e) = this.measure_model_speed(&id).await {
+                        tracing::warn!(model = %id, code = e.code, error = %e.message, "could not measure the model's speed");
+                    }
+                    this.emit_pull(&id, ModelPullState::Installed, entry.size_bytes, entry.size_bytes, 0, None)
+                }
                 Some(Ok(Outcome::Paused { bytes_done, bytes_needed })) => this.emit_pull(
                     &id,
                     ModelPullState::Paused,
@@ -222,6 +250,9 @@ impl Models {
             return Err(AppError::new("MODEL_DOWNLOADING", "it is downloading: cancel the download first"));
         }
         store::remove(&dir, &r).map_err(|e| AppError::new("STORAGE_SAVE_FAILED", e.to_string()))?;
+        if let Some(stem) = stem {
+            super::speed::forget(&dir, &stem);
+        }
         Ok(())
     }
 

@@ -10,6 +10,7 @@ pub(crate) mod choices;
 pub(crate) mod registry;
 pub(crate) mod servers;
 pub(crate) mod spec;
+pub(crate) mod speed;
 pub(crate) mod views;
 
 use std::path::Path;
@@ -25,6 +26,7 @@ pub use registry::Providers;
 pub use spec::{ModelSpec, DEFAULT_LOCAL_MODEL, LOCAL_ACCOUNT, TINY_LOCAL_MODEL};
 pub use choices::{ModelChoiceView, ModelNeeds};
 pub use servers::ServerView;
+pub use speed::SpeedView;
 pub use views::{AccountView, ModelPullState, ModelView, NewAccount};
 
 /// Provider accounts and model files.

@@ -44,6 +44,8 @@ pub enum ModelPullState {
     Downloading,
     Retrying,
     Verifying,
+    /// Installed; its speed on this computer is being measured.
+    Measuring,
     Installed,
     /// The disk is full: the message says how much to free; the bytes
     /// already downloaded are kept for the next try.

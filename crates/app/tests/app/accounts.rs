@@ -118,3 +118,22 @@ async fn a_server_that_went_away_leaves_the_reply_to_the_local_model() {
     assert_eq!(engine.personas().persona("Ada").await.expect("persona").model, spec, "the persona keeps its server model");
     engine.shutdown().await;
 }
+
+/// How fast the real local model runs here is measured, kept beside the
+/// models and answered (LEDGERMIND_TEST_MODEL; skipped without it).
+#[tokio::test]
+async fn a_local_model_speed_is_measured_and_kept() {
+    let Some((dir, config)) = crate::real_model_home() else {
+        eprintln!("skipped: set LEDGERMIND_TEST_MODEL to the SmolLM2 GGUF to measure a model's speed");
+        return;
+    };
+    let stem = std::path::Path::new(&std::env::var("LEDGERMIND_TEST_MODEL").expect("set")).file_stem().expect("stem").to_string_lossy().into_owned();
+    let engine = app::Engine::start(config).await.expect("engine starts");
+    let speed = engine.models().measure_model_speed(&stem).await.expect("measured");
+    assert!(speed.prompt_tokens_per_s > 1.0 && speed.reply_tokens_per_s > 1.0, "{speed:?}");
+    assert!(speed.prompt_tokens_per_s.is_finite() && speed.reply_tokens_per_s.is_finite(), "{speed:?}");
+    let kept = std::fs::read_to_string(dir.path().join("models/speed.json")).expect("kept");
+    assert!(kept.contains(&stem), "{kept}");
+    assert!(engine.models().measure_model_speed("no-such-model").await.is_err(), "only an installed model");
+    engine.shutdown().await;
+}

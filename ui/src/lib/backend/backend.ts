@@ -6,6 +6,7 @@ import type { AccountView } from "../bindings/AccountView";
 import type { ModelChoiceView } from "../bindings/ModelChoiceView";
 import type { ModelNeeds } from "../bindings/ModelNeeds";
 import type { ServerView } from "../bindings/ServerView";
+import type { SpeedView } from "../bindings/SpeedView";
 import type { AppEvent } from "../bindings/AppEvent";
 import type { CeremonySettingsView } from "../bindings/CeremonySettingsView";
 import type { CheckpointView } from "../bindings/CheckpointView";
@@ -241,6 +242,8 @@ export interface Backend {
   /** `pull_model`: starts a verified download; `model_pull` events follow. */
   pullModel(id: string): Promise<void>;
   /** `cancel_model_pull`: stops it, keeping what was downloaded for the next try. */
+  /** `measure_model_speed`: how fast an installed model reads and writes here (kept and shown in the picker). */
+  measureModelSpeed(id: string): Promise<SpeedView>;
   cancelModelPull(id: string): Promise<boolean>;
   /** `remove_model`: deletes an installed model that replies do not use. */
   removeModel(id: string): Promise<void>;

@@ -5,6 +5,7 @@
 import type { ModelChoiceView } from "../bindings/ModelChoiceView";
 import type { ModelNeeds } from "../bindings/ModelNeeds";
 import type { ServerView } from "../bindings/ServerView";
+import type { SpeedView } from "../bindings/SpeedView";
 import type { FolderView } from "../bindings/FolderView";
 import type { AccountView } from "../bindings/AccountView";
 import type { AppEvent } from "../bindings/AppEvent";
@@ -1072,9 +1073,9 @@ export class MockBackend implements Backend {
   }
   /** A small catalog: the preview downloads in a few steps of a timer. */
   catalog: ModelChoiceView[] = [
-    { id: "qwen2.5-coder-1.5b", name: "Qwen2.5-Coder 1.5B Instruct", family: "qwen2.5", size_bytes: 1_117_320_768, need_bytes: 1_340_000_000, fit: "fits", licence: "Apache-2.0", commercial_use: true, languages: ["en", "pt", "es", "fr", "de"], installed: true, default: true, recommended: false, downloading: false, downloadable: true, caveat: null },
-    { id: "qwen2.5-coder-0.5b", name: "Qwen2.5-Coder 0.5B Instruct", family: "qwen2.5", size_bytes: 491_400_064, need_bytes: 590_000_000, fit: "fits", licence: "Apache-2.0", commercial_use: true, languages: ["en", "pt", "es", "fr", "de"], installed: false, default: false, recommended: false, downloading: false, downloadable: true, caveat: null },
-    { id: "llama3.2-1b", name: "Llama 3.2 1B Instruct", family: "llama3.2", size_bytes: 807_694_368, need_bytes: 1_100_000_000, fit: "fits", licence: "Llama 3.2 Community", commercial_use: true, languages: ["en", "pt", "es", "fr", "de", "it", "hi", "th"], installed: false, default: false, recommended: false, downloading: false, downloadable: true, caveat: "commercial use under Meta's terms" },
+    { id: "qwen2.5-coder-1.5b", name: "Qwen2.5-Coder 1.5B Instruct", family: "qwen2.5", size_bytes: 1_117_320_768, need_bytes: 1_340_000_000, fit: "fits", licence: "Apache-2.0", commercial_use: true, languages: ["en", "pt", "es", "fr", "de"], installed: true, default: true, recommended: false, downloading: false, downloadable: true, caveat: null, speed: null },
+    { id: "qwen2.5-coder-0.5b", name: "Qwen2.5-Coder 0.5B Instruct", family: "qwen2.5", size_bytes: 491_400_064, need_bytes: 590_000_000, fit: "fits", licence: "Apache-2.0", commercial_use: true, languages: ["en", "pt", "es", "fr", "de"], installed: false, default: false, recommended: false, downloading: false, downloadable: true, caveat: null, speed: null },
+    { id: "llama3.2-1b", name: "Llama 3.2 1B Instruct", family: "llama3.2", size_bytes: 807_694_368, need_bytes: 1_100_000_000, fit: "fits", licence: "Llama 3.2 Community", commercial_use: true, languages: ["en", "pt", "es", "fr", "de", "it", "hi", "th"], installed: false, default: false, recommended: false, downloading: false, downloadable: true, caveat: "commercial use under Meta's terms", speed: null },
   ];
   /** Steps a preview download takes (tests set 1). */
   pullSteps = 4;
@@ -1103,11 +1104,19 @@ export class MockBackend implements Backend {
       clearInterval(timer);
       this.pullTimers.delete(id);
       model.installed = true;
+      model.speed = { prompt_tokens_per_s: 48, reply_tokens_per_s: 9 };
       this.models.push({ spec: `local:${id}`, label: `${model.name} (local)`, local: true, available: true });
+      this.emit({ type: "model_pull", id, state: "measuring", bytes_done: total, bytes_total: total, rate_bps: 0, message: null });
       this.emit({ type: "model_pull", id, state: "installed", bytes_done: total, bytes_total: total, rate_bps: 0, message: null });
     }, 50);
     this.pullTimers.set(id, timer);
     this.emit({ type: "model_pull", id, state: "downloading", bytes_done: 0, bytes_total: total, rate_bps: 0, message: null });
+  }
+  async measureModelSpeed(id: string): Promise<SpeedView> {
+    const model = this.catalog.find((m) => m.id === id) ?? fail("MODEL_NOT_FOUND", `No catalog model “${id}”.`);
+    if (!model.installed) fail("MODEL_NOT_FOUND", `${model.name} is not installed: download it first`);
+    model.speed = { prompt_tokens_per_s: 52, reply_tokens_per_s: 10 };
+    return model.speed;
   }
   async cancelModelPull(id: string): Promise<boolean> {
     const timer = this.pullTimers.get(id);

@@ -1,6 +1,7 @@
 import type { ModelChoiceView } from "../bindings/ModelChoiceView";
 import type { ModelNeeds } from "../bindings/ModelNeeds";
 import type { ServerView } from "../bindings/ServerView";
+import type { SpeedView } from "../bindings/SpeedView";
 import type { FolderView } from "../bindings/FolderView";
 import type { ExportView } from "../bindings/ExportView";
 import type { ImportView } from "../bindings/ImportView";
@@ -241,6 +242,9 @@ export class TauriBackend implements Backend {
   }
   pullModel(id: string) {
     return call<void>("pull_model", { id });
+  }
+  measureModelSpeed(id: string) {
+    return call<SpeedView>("measure_model_speed", { id });
   }
   cancelModelPull(id: string) {
     return call<boolean>("cancel_model_pull", { id });

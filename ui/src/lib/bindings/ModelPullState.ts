@@ -3,4 +3,4 @@
 /**
  * How a download stands, as the window shows it.
  */
-export type ModelPullState = "downloading" | "retrying" | "verifying" | "installed" | "paused" | "cancelled" | "failed";
+export type ModelPullState = "downloading" | "retrying" | "verifying" | "measuring" | "installed" | "paused" | "cancelled" | "failed";

@@ -22,6 +22,8 @@ describe("the model picker", () => {
     expect(await within(row("qwen2.5-coder-0.5b")).findByTestId("model-progress")).toBeInTheDocument();
     const use = await within(row("qwen2.5-coder-0.5b")).findByTestId("model-use", {}, { timeout: 3000 });
     expect(app.modelPulls["qwen2.5-coder-0.5b"].state).toBe("installed");
+    // Measured on this computer once downloaded, and shown with it.
+    await waitFor(() => expect(within(row("qwen2.5-coder-0.5b")).getByTestId("model-speed")).toHaveTextContent("here: reads 48 tokens/s, writes 9.0 tokens/s"));
     await user.click(use);
     await waitFor(() => expect(within(row("qwen2.5-coder-0.5b")).getByText("In use")).toBeInTheDocument());
     const ei = (await backend.listPersonas()).find((p) => p.name === "Ei");
@@ -38,6 +40,18 @@ describe("the model picker", () => {
     await user.click(await within(row("llama3.2-1b")).findByTestId("model-cancel"));
     await waitFor(() => expect(within(row("llama3.2-1b")).getByTestId("model-download")).toBeInTheDocument());
     expect(within(row("qwen2.5-coder-1.5b")).queryByTestId("model-remove")).toBeNull();
+  });
+
+  it("an installed model without a measurement can be measured from the keyboard", async () => {
+    const user = userEvent.setup();
+    const { context } = await startApp();
+    render(ModelsPanel, { context });
+    const measure = await within(await waitFor(() => row("qwen2.5-coder-1.5b"))).findByTestId("model-measure");
+    measure.focus();
+    await user.keyboard("{Enter}");
+    await waitFor(() => expect(within(row("qwen2.5-coder-1.5b")).getByTestId("model-speed")).toHaveTextContent("writes 10 tokens/s"));
+    expect(within(row("qwen2.5-coder-1.5b")).queryByTestId("model-measure")).toBeNull();
+    expect(screen.getByTestId("models-recommendation")).toHaveTextContent("writes 10 tokens/s");
   });
 });
 
