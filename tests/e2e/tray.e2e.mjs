@@ -16,6 +16,7 @@
 // machine's real devices, of which a CI machine has none).
 
 import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { createServer } from "node:http";
 import { createInterface } from "node:readline";
 import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -235,6 +236,8 @@ export async function main() {
   // it. Every state is logged with the time since the turn began; a Failed
   // event ends the wait at once with its message.
   let turnStarted = Date.now();
+  /** @type {import("node:http").Server | null} */
+  let failingServer = null;
   let cursor = 0;
   const recordVoiceEvents = () =>
     js(`if (!window.__voiceEvents) {
@@ -444,8 +447,15 @@ export async function main() {
     if (!/train/i.test(third)) throw new Error(`the shortcut's turn should have heard the question: ${JSON.stringify(third)}`);
 
     log("the persona's model fails in the middle of a voice turn: the overlay says why, the app goes on");
-    // An account whose server is down (nothing listens on the discard port).
-    await addAccount(ctx, { name: "offline", baseUrl: "http://127.0.0.1:9/v1", key: "sk-e2e-offline", model: "gone" });
+    // A server that answers but refuses the model (a server that is gone
+    // altogether leaves the reply to the local model instead).
+    failingServer = createServer((_req, res) => {
+      res.writeHead(404, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: "model 'gone' not found" } }));
+    });
+    await new Promise((done) => failingServer.listen(0, "127.0.0.1", done));
+    const failingUrl = `http://127.0.0.1:${failingServer.address().port}/v1`;
+    await addAccount(ctx, { name: "offline", baseUrl: failingUrl, key: "sk-e2e-offline", model: "gone" });
     await openTab(ctx, "chat");
     await selectPersona(ctx, "Iris");
     const modelSelect = await ctx.session.waitForElement(css("model-select"));
@@ -503,6 +513,7 @@ export async function main() {
     await ctx.session.delete().catch(() => {});
     panel.stop();
     await otherProgram.release().catch(() => {});
+    failingServer?.close();
   }
   await withoutTrayOrMicrophone(cfg);
   await sleep(200);
