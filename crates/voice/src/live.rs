@@ -36,8 +36,15 @@ pub const CAPTURE_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest echo reference kept when nobody takes it (one second).
 const REFERENCE_CAP: usize = SAMPLE_RATE as usize;
 
-/// What the capture callback sends: audio, or why the device failed.
-type Captured = Result<Vec<f32>, String>;
+/// What the capture callback sends: audio, or the device's error.
+type Captured = Result<Vec<f32>, cpal::Error>;
+
+/// Whether a device error ends the stream. A stream that was rerouted to
+/// the new default device, or refused real-time scheduling, keeps running:
+/// ending the turn for those would cut people off for nothing.
+fn ends_the_stream(e: &cpal::Error) -> bool {
+    !matches!(e.kind(), cpal::ErrorKind::DeviceChanged | cpal::ErrorKind::RealtimeDenied)
+}
 
 /// The capture callback's work: interleaved device samples in, 16 kHz
 /// mono out to the microphone's queue.
@@ -71,9 +78,12 @@ impl CaptureSink {
         }
     }
 
-    /// The device reported an error (unplugged, taken by another program).
-    pub fn failed(&self, reason: String) {
-        let _ = self.tx.send(Err(reason));
+    /// The device reported an error (unplugged, taken by another program);
+    /// one it keeps running through is ignored.
+    pub fn failed(&self, error: cpal::Error) {
+        if ends_the_stream(&error) {
+            let _ = self.tx.send(Err(error));
+        }
     }
 }
 
@@ -109,8 +119,8 @@ impl AudioInput for LiveInput {
         while self.buf.len() < len {
             match self.rx.recv_timeout(self.timeout) {
                 Ok(Ok(samples)) => self.buf.extend(samples),
-                Ok(Err(reason)) => {
-                    return Err(VoiceError::Device(format!("the microphone ({}) failed: {reason}", self.name)))
+                Ok(Err(error)) => {
+                    return Err(VoiceError::Device(format!("the microphone ({}) failed: {error}", self.name)))
                 }
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(VoiceError::Device(format!(
@@ -134,8 +144,8 @@ struct OutputShared {
     played: VecDeque<f32>,
     /// Bumped by every stop, so the renderer drops what it resampled.
     stops: u64,
-    /// The device reported an error.
-    failure: Option<String>,
+    /// The device reported an error that ended its stream.
+    failure: Option<cpal::Error>,
 }
 
 /// The output stage shared between the voice loop and the device callback.
@@ -166,7 +176,7 @@ impl SharedOutput {
     }
 
     /// The device's error, when it reported one.
-    pub fn failure(&self) -> Option<String> {
+    pub fn failure(&self) -> Option<cpal::Error> {
         self.lock().failure.clone()
     }
 }
@@ -337,7 +347,9 @@ where
             sink.push(&buf);
         },
         move |e| {
-            let _ = errors.send(Err(e.to_string()));
+            if ends_the_stream(&e) {
+                let _ = errors.send(Err(e));
+            }
         },
         None,
     )
@@ -383,7 +395,11 @@ where
                 *o = T::from_sample_(*s);
             }
         },
-        move |e| shared.lock().failure = Some(e.to_string()),
+        move |e| {
+            if ends_the_stream(&e) {
+                shared.lock().failure = Some(e);
+            }
+        },
         None,
     )
 }
@@ -416,11 +432,15 @@ mod tests {
 
     #[test]
     fn a_microphone_that_stops_sending_or_fails_is_a_clear_error_not_a_hang() {
-        let (mut mic, sink) = LiveInput::detached(16_000, 1, Duration::from_millis(50));
+        let (mut mic, mut sink) = LiveInput::detached(16_000, 1, Duration::from_millis(50));
         let e = mic.next_frame(320).expect_err("nothing came");
         assert!(e.to_string().contains("stopped sending audio"), "{e}");
         assert_eq!(e.code(), "VOICE_DEVICE_UNAVAILABLE");
-        sink.failed("device unplugged".into());
+        // A stream rerouted to the new default device goes on.
+        sink.failed(cpal::Error::new(cpal::ErrorKind::DeviceChanged));
+        sink.push(&[0.0; 320]);
+        assert_eq!(mic.next_frame(320).expect("audio after a reroute").map(|f| f.len()), Some(320));
+        sink.failed(cpal::Error::with_message(cpal::ErrorKind::DeviceNotAvailable, "device unplugged"));
         let e = mic.next_frame(320).expect_err("failed");
         assert!(e.to_string().contains("device unplugged"), "{e}");
         drop(sink);
