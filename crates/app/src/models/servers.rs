@@ -82,6 +82,9 @@ impl Models {
             return Err(AppError::invalid(format!("{kind} needs its API key (its settings show it)")));
         }
         let model = model.trim();
+        if model.is_empty() && server.models.is_empty() {
+            return Err(AppError::invalid(format!("name the {kind} model replies should use")));
+        }
         if model.is_empty() || (!server.models.is_empty() && !server.models.iter().any(|m| m == model)) {
             return Err(AppError::invalid(format!("{kind} offers {}; choose one of them", server.models.join(", "))));
         }

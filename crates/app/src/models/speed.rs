@@ -49,22 +49,28 @@ fn read_all(dir: &Path) -> BTreeMap<String, SpeedView> {
     std::fs::read(dir.join(FILE)).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
 }
 
-/// Keeps `speed` for `stem`; written whole to a temporary file, then
-/// renamed, so a crash leaves the old file or the new one.
+/// Keeps `speed` for `stem`; the file is written whole to a temporary
+/// file, then renamed, so a crash leaves the old file or the new one.
 pub(crate) fn write(dir: &Path, stem: &str, speed: SpeedView) -> std::io::Result<()> {
     let mut all = read_all(dir);
     all.insert(stem.to_owned(), speed);
-    let tmp = dir.join(format!("{FILE}.tmp"));
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&all).map_err(std::io::Error::other)?)?;
-    std::fs::rename(&tmp, dir.join(FILE))
+    replace(dir, &all)
 }
 
 /// Drops the measurement of a removed model.
 pub(crate) fn forget(dir: &Path, stem: &str) {
     let mut all = read_all(dir);
     if all.remove(stem).is_some() {
-        let _ = std::fs::write(dir.join(FILE), serde_json::to_vec_pretty(&all).unwrap_or_default());
+        if let Err(e) = replace(dir, &all) {
+            tracing::warn!(error = %e, "could not drop a removed model's speed");
+        }
     }
+}
+
+fn replace(dir: &Path, all: &BTreeMap<String, SpeedView>) -> std::io::Result<()> {
+    let tmp = dir.join(format!("{FILE}.tmp"));
+    std::fs::write(&tmp, serde_json::to_vec_pretty(all).map_err(std::io::Error::other)?)?;
+    std::fs::rename(&tmp, dir.join(FILE))
 }
 
 /// Measures the local model `stem`: one tiny call loads it, then a fixed
