@@ -75,7 +75,12 @@ pub async fn set_persona_model(state: State<'_, Backend>, persona_id: String, mo
 
 #[tauri::command]
 pub async fn list_messages(state: State<'_, Backend>, persona_id: String) -> Reply<Vec<MessageView>> {
-    view(engine(&state).await?.conversation().list_messages(&persona_id).await)
+    let engine = engine(&state).await?;
+    // The chat is open: its model loads now rather than on the first message.
+    let warm = engine.clone();
+    let persona = persona_id.clone();
+    tauri::async_runtime::spawn(async move { warm.conversation().warm_up(&persona).await });
+    view(engine.conversation().list_messages(&persona_id).await)
 }
 
 #[tauri::command]

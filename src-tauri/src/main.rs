@@ -42,12 +42,9 @@ impl Backend {
     }
 }
 
+/// llama.cpp threads: `LEDGERMIND_THREADS`, else 0 (as many as are free).
 fn threads() -> usize {
-    std::env::var("LEDGERMIND_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or_else(app_default_threads)
-}
-
-fn app_default_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get().saturating_sub(1).max(1)).unwrap_or(1)
+    std::env::var("LEDGERMIND_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(0)
 }
 
 /// The web view runs our UI's JavaScript without JavaScriptCore's JIT

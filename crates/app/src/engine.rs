@@ -33,7 +33,8 @@ use crate::Result;
 pub struct EngineConfig {
     pub data_dir: DataDir,
     pub keystore: Arc<dyn KeyStore>,
-    /// llama.cpp threads; see `providers::default_threads`.
+    /// llama.cpp threads; 0: each generation takes the cores other programs
+    /// leave free, up to one per physical core (`providers::default_threads`).
     pub local_threads: usize,
     /// Replaces every model provider. Tests use a scripted fake.
     pub provider_override: Option<Arc<dyn Provider>>,

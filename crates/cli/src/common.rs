@@ -18,18 +18,12 @@ impl Ctx {
         config.local_threads = std::env::var("LEDGERMIND_THREADS")
             .ok()
             .and_then(|t| t.parse().ok())
-            .unwrap_or_else(providers_default_threads);
+            .unwrap_or(0);
         let engine = Engine::start(config).await?;
         Ok(Self { engine })
     }
 }
 
-fn providers_default_threads() -> usize {
-    #[cfg(feature = "local")]
-    return providers::default_threads();
-    #[cfg(not(feature = "local"))]
-    return 1;
-}
 
 /// Prints an error the way every command does and picks the exit code.
 pub fn fail(e: &AppError) -> ExitCode {

@@ -219,11 +219,34 @@ async fn servers(json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// An Ollama model is not downloaded: the models folder links to
+/// Ollama's own file (its name is its SHA-256, which Ollama checked).
+fn pull_from_ollama(dir: &Path, id: &str, name: &str, json: bool) -> ExitCode {
+    let found = blobs().into_iter().find(|b| b.names.iter().any(|n| n == name) || store::ollama_name(b) == name);
+    let Some(blob) = found else {
+        return error(format!("Ollama has no model named {name:?} (`ledgermind models list` shows the ones it has)"));
+    };
+    match store::link_ollama_blob(dir, &blob) {
+        Ok(stem) => {
+            if json {
+                line(&installed_line(id, &blob.sha256));
+            } else {
+                println!("{id} is used from Ollama's copy {} as {stem}, nothing downloaded", blob.path.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => error(e),
+    }
+}
+
 fn installed_line(id: &str, sha256: &str) -> serde_json::Value {
     serde_json::json!({"id": id, "installed": true, "sha256": sha256})
 }
 
 async fn pull(dir: &Path, id: &str, json: bool) -> ExitCode {
+    if let Some(name) = id.strip_prefix(store::OLLAMA_PREFIX) {
+        return pull_from_ollama(dir, id, name, json);
+    }
     let entry = match store::resolve(dir, id) {
         Ok(Resolved::Catalog(e)) => e,
         Ok(Resolved::Local { path, .. }) => {

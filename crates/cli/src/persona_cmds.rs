@@ -157,7 +157,11 @@ async fn wait_for_fill(ctx: &Ctx, name: &str) -> ExitCode {
 /// Sends a message and streams the reply to stdout.
 pub async fn chat(ctx: &Ctx, persona: &str, message: &str) -> ExitCode {
     let mut rx = ctx.engine.subscribe();
-    let request = match ctx.engine.conversation().send_message(persona, message).await {
+    // The model loads (about a second for the default) while the message is
+    // screened, stored and its memories recalled.
+    let conversation = ctx.engine.conversation();
+    let (_, sent) = tokio::join!(conversation.warm_up(persona), conversation.send_message(persona, message));
+    let request = match sent {
         Ok((_, request)) => request,
         Err(e) => return fail(&e),
     };

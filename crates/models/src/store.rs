@@ -93,10 +93,18 @@ impl Resolved {
 }
 
 /// Finds `id` in the catalog, else among the GGUF files already in the
-/// models folder; an unknown id is an error listing every id.
+/// models folder (an `ollama:NAME` id as the link [`link_ollama_blob`]
+/// made); an unknown id is an error listing every id.
 pub fn resolve(models_dir: &Path, id: &str) -> Result<Resolved, StoreError> {
     if let Some(e) = catalog::find(id) {
         return Ok(Resolved::Catalog(e));
+    }
+    if let Some(name) = id.strip_prefix(OLLAMA_PREFIX) {
+        let stem = ollama_stem(name);
+        let path = models_dir.join(format!("{stem}.gguf"));
+        if path.is_file() {
+            return Ok(Resolved::Local { stem, path });
+        }
     }
     let path = models_dir.join(format!("{id}.gguf"));
     if !id.contains('/') && path.is_file() {
@@ -133,6 +141,79 @@ pub fn local_stems(models_dir: &Path) -> Vec<String> {
         .unwrap_or_default();
     v.sort();
     v
+}
+
+/// How `models list`, `models pull` and the window name an Ollama model.
+pub const OLLAMA_PREFIX: &str = "ollama:";
+
+/// The stem an Ollama model is used under in the models folder:
+/// `ollama-` and its `name:tag`, each character a file name should not
+/// hold made `-` ("llama3.2:1b" → "ollama-llama3.2-1b").
+pub fn ollama_stem(name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') { c } else { '-' })
+        .collect();
+    format!("ollama-{}", clean.trim_matches(['-', '.']))
+}
+
+/// The name an Ollama blob is shown and addressed by: its first
+/// `name:tag`, else the start of its hash.
+pub fn ollama_name(blob: &OllamaBlob) -> String {
+    blob.names
+        .first()
+        .cloned()
+        .unwrap_or_else(|| format!("sha256-{}", &blob.sha256[..blob.sha256.len().min(12)]))
+}
+
+/// Lets the local engine read a model where Ollama keeps it: a link in the
+/// models folder to Ollama's blob, so its gigabytes are neither downloaded
+/// nor copied again. A hard link where both folders share a file system
+/// (`ollama rm` then leaves our model working), else a symbolic link. The
+/// blob is only ever read, and removing the model here removes the link,
+/// never Ollama's file. The blob must be a chat model's GGUF whose header
+/// reads. Answers the stem.
+pub fn link_ollama_blob(models_dir: &Path, blob: &OllamaBlob) -> Result<String, StoreError> {
+    let io = |what: String| move |source| StoreError::Io { what, source };
+    let info = crate::gguf::read_file(&blob.path).map_err(|e| StoreError::Io {
+        what: format!("{} is not a usable GGUF file", blob.path.display()),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    info.require_chat().map_err(|e| StoreError::Io {
+        what: format!("{} cannot chat", ollama_name(blob)),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    std::fs::create_dir_all(models_dir).map_err(io(format!("cannot create {}", models_dir.display())))?;
+    let stem = ollama_stem(&ollama_name(blob));
+    let link = models_dir.join(format!("{stem}.gguf"));
+    if same_file(&link, &blob.path) {
+        return Ok(stem);
+    }
+    // Made beside and renamed over: a stale link is replaced whole.
+    let tmp = models_dir.join(format!(".{stem}.gguf.link"));
+    let _ = std::fs::remove_file(&tmp);
+    let linked = std::fs::hard_link(&blob.path, &tmp);
+    #[cfg(unix)]
+    let linked = linked.or_else(|_| std::os::unix::fs::symlink(&blob.path, &tmp));
+    linked.map_err(io(format!("cannot link {}", blob.path.display())))?;
+    std::fs::rename(&tmp, &link).map_err(io(format!("cannot put {} in place", link.display())))?;
+    Ok(stem)
+}
+
+/// Whether two paths name the same file (through links).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::canonicalize(a).ok().is_some_and(|x| std::fs::canonicalize(b).ok() == Some(x))
+    }
 }
 
 /// Installed means the file is in place at the pinned size (downloads
@@ -208,8 +289,9 @@ pub fn list(
             source,
         });
     }
+    let linked: Vec<String> = blobs.iter().map(|b| ollama_stem(&ollama_name(b))).collect();
     for stem in local_stems(models_dir) {
-        if catalog::CATALOG.iter().any(|e| e.stem() == stem) {
+        if catalog::CATALOG.iter().any(|e| e.stem() == stem) || linked.contains(&stem) {
             continue;
         }
         let path = models_dir.join(format!("{stem}.gguf"));
@@ -243,16 +325,13 @@ pub fn list(
             .ok()
             .and_then(|i| i.kv_bytes_per_token())
             .unwrap_or(0);
-        let name = b
-            .names
-            .first()
-            .cloned()
-            .unwrap_or_else(|| format!("sha256-{}", &b.sha256[..12]));
+        let name = ollama_name(b);
+        let stem = ollama_stem(&name);
         rows.push(ListRow {
-            id: format!("ollama:{name}"),
+            id: format!("{OLLAMA_PREFIX}{name}"),
             name,
-            installed: false,
-            default: false,
+            installed: models_dir.join(format!("{stem}.gguf")).is_file(),
+            default: stem == default,
             size_bytes: b.size_bytes,
             sha256: Some(b.sha256.clone()),
             licence: None,
@@ -276,7 +355,8 @@ pub fn remove(models_dir: &Path, r: &Resolved) -> Result<Vec<PathBuf>, StoreErro
         crate::download::journal_path(&dest),
         PathBuf::from(format!("{}.part.lock", dest.display())),
     ] {
-        if p.exists() {
+        // A link to an Ollama blob counts even when the blob is gone.
+        if p.symlink_metadata().is_ok() {
             std::fs::remove_file(&p).map_err(|source| StoreError::Io {
                 what: format!("cannot remove {}", p.display()),
                 source,
@@ -317,6 +397,34 @@ mod tests {
             resolve(dir.path(), "mine"),
             Ok(Resolved::Local { .. })
         ));
+    }
+
+    #[test]
+    fn an_ollama_blob_is_used_through_a_link_and_removing_it_keeps_the_blob() {
+        let ollama = tempfile::tempdir().expect("tmp");
+        let models = tempfile::tempdir().expect("tmp");
+        let path = ollama.path().join("sha256-ab");
+        let sha = crate::testkit::write_synthetic_gguf(&path, 4096, 7).expect("blob");
+        let blob = OllamaBlob { sha256: sha, path: path.clone(), size_bytes: 4096, names: vec!["llama3.2:1b".into()] };
+        let stem = link_ollama_blob(models.path(), &blob).expect("link");
+        assert_eq!(stem, "ollama-llama3.2-1b");
+        assert_eq!(link_ollama_blob(models.path(), &blob).expect("again"), stem, "linking twice is fine");
+        assert!(same_file(&models.path().join("ollama-llama3.2-1b.gguf"), &path), "the blob itself, not a copy");
+        let r = resolve(models.path(), "ollama:llama3.2:1b").expect("resolves");
+        assert_eq!(r.spec(), "local:ollama-llama3.2-1b");
+        let rows = list(models.path(), "http://hf", std::slice::from_ref(&blob), Some(1 << 34));
+        let row: Vec<&ListRow> = rows.iter().filter(|r| r.name == "llama3.2:1b" || r.id.contains("ollama-")).collect();
+        assert_eq!(row.len(), 1, "one row for the blob, not one more for its link: {rows:?}");
+        assert!(row[0].installed && row[0].id == "ollama:llama3.2:1b");
+        remove(models.path(), &r).expect("remove");
+        assert!(path.is_file(), "Ollama's file stays");
+        assert!(resolve(models.path(), "ollama:llama3.2:1b").is_err());
+        // Not a GGUF: refused, nothing linked.
+        let junk = ollama.path().join("sha256-cd");
+        std::fs::write(&junk, b"not a model").expect("write");
+        let bad = OllamaBlob { sha256: "cd".repeat(32), path: junk, size_bytes: 11, names: vec!["junk:latest".into()] };
+        assert!(link_ollama_blob(models.path(), &bad).is_err());
+        assert!(local_stems(models.path()).is_empty());
     }
 
     #[test]

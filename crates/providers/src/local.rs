@@ -81,13 +81,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Threads for generation by default: all cores but one, at least one.
+/// Threads for generation by default: one per physical core. A person
+/// waits on every generation, and both reading the prompt and writing the
+/// reply scale with cores: on a 2-core machine one thread took 2.4 s for a
+/// short reply that two finish in 1.5 s. Hyper-threads share a core's
+/// arithmetic units, so counting them makes llama.cpp slower, not faster.
 pub fn default_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .saturating_sub(1)
-        .max(1)
+    num_cpus::get_physical().max(1)
 }
 
 struct Shared {
@@ -115,6 +115,9 @@ struct Shared {
 pub struct LocalEngine {
     shared: Arc<Shared>,
     threads: usize,
+    /// Whether each generation uses only the cores other programs leave
+    /// free (see [`threads_free_now`]) rather than always `threads`.
+    auto: bool,
 }
 
 impl std::fmt::Debug for LocalEngine {
@@ -128,13 +131,11 @@ impl std::fmt::Debug for LocalEngine {
 
 impl LocalEngine {
     /// An engine serving `<models_dir>/<stem>.gguf` with `threads` CPU
-    /// threads (0 means [`default_threads`]). Nothing is loaded yet.
+    /// threads; 0 means up to [`default_threads`], as many as other
+    /// programs leave free when a generation starts. Nothing is loaded yet.
     pub fn new(models_dir: PathBuf, threads: usize) -> Self {
-        let threads = if threads == 0 {
-            default_threads()
-        } else {
-            threads
-        };
+        let auto = threads == 0;
+        let threads = if auto { default_threads() } else { threads };
         Self {
             shared: Arc::new(Shared {
                 models_dir,
@@ -146,6 +147,7 @@ impl LocalEngine {
                 prompt_cache: OnceLock::new(),
             }),
             threads,
+            auto,
         }
     }
 
@@ -158,6 +160,7 @@ impl LocalEngine {
             } else {
                 threads
             },
+            auto: threads == 0,
         }
     }
 
@@ -375,11 +378,12 @@ impl LocalEngine {
         }
         let max_new = (request.max_tokens as usize).min(n_ctx_train - n_prompt - 1);
         let needed = n_prompt + max_new + 1;
+        let threads = if self.auto { threads_free_now(self.threads) } else { self.threads };
         // A warm context of this model whose evaluated tokens share the
         // longest prefix with this prompt: only the rest is evaluated. An
         // overlapping generation (beside an abandoned one) never takes one.
         let warm = if own_turn {
-            self.take_warm(path, &tokens, needed)
+            self.take_warm(path, &tokens, needed, threads)
         } else {
             None
         };
@@ -387,7 +391,7 @@ impl LocalEngine {
             Some(w) => w,
             None => {
                 let n_ctx = needed.max(WARM_MIN_CTX).div_ceil(1024).saturating_mul(1024).min(n_ctx_train);
-                let mut fresh = WarmContext::new(backend, model.clone(), path, n_ctx, self.threads)?;
+                let mut fresh = WarmContext::new(backend, model.clone(), path, n_ctx, threads)?;
                 if own_turn {
                     self.load_kept_prompt(&mut fresh, &tokens);
                 }
@@ -519,13 +523,13 @@ impl LocalEngine {
     /// Takes the warm context of `path` sharing the longest prefix with
     /// `tokens` (and big enough for `needed`). When none fits and the pool is
     /// full, the least recently used one is dropped to make room.
-    fn take_warm(&self, path: &Path, tokens: &[LlamaToken], needed: usize) -> Option<WarmContext> {
+    fn take_warm(&self, path: &Path, tokens: &[LlamaToken], needed: usize, threads: usize) -> Option<WarmContext> {
         let mut pool = lock(&self.shared.warm);
-        pool.retain(|w| w.path != path || w.n_ctx >= needed || w.threads != self.threads);
+        pool.retain(|w| w.path != path || w.n_ctx >= needed || w.threads != threads);
         let best = pool
             .iter()
             .enumerate()
-            .filter(|(_, w)| w.path == path && w.threads == self.threads)
+            .filter(|(_, w)| w.path == path && w.threads == threads)
             .map(|(i, w)| (i, common_prefix(&w.tokens, tokens)))
             .max_by_key(|(_, p)| *p);
         // Every prompt shares the template's first tokens: reuse only a
@@ -703,6 +707,58 @@ fn prune_kept_prompts(dir: &Path) {
     for (_, old) in &files[..files.len() - KEPT_PROMPTS] {
         let _ = std::fs::remove_file(old);
     }
+}
+
+/// How long the CPU is watched before a generation picks its threads.
+const CPU_SAMPLE: Duration = Duration::from_millis(60);
+
+/// Threads for a generation starting now: `max`, less each core other
+/// programs keep busy (at least one). llama.cpp's threads wait for each
+/// other at every step, so a thread that shares its core with a compiler
+/// stalls all of them: on this 2-core machine with a build running, a short
+/// reply took 38 s on two threads and 7 s on one (quiet: 1.5 s on two,
+/// 2.4 s on one). Our own process's CPU time is not counted as busy.
+fn threads_free_now(max: usize) -> usize {
+    if max <= 1 {
+        return 1;
+    }
+    let Some(before) = cpu_times() else { return max };
+    std::thread::sleep(CPU_SAMPLE);
+    let Some(after) = cpu_times() else { return max };
+    let total = after.total.saturating_sub(before.total);
+    if total == 0 {
+        return max;
+    }
+    let others = after.busy.saturating_sub(before.busy).saturating_sub(after.own.saturating_sub(before.own));
+    let cores = num_cpus::get().max(1) as f64;
+    // Busy share of all cores, in cores; half a core busy counts as one.
+    let busy_cores = (others as f64 / total as f64 * cores).round() as usize;
+    max.saturating_sub(busy_cores).max(1)
+}
+
+struct CpuTimes {
+    /// Clock ticks every core spent, and of those not idle.
+    total: u64,
+    busy: u64,
+    /// Ticks this process spent.
+    own: u64,
+}
+
+fn cpu_times() -> Option<CpuTimes> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat.lines().next()?.split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    if fields.len() < 5 {
+        return None;
+    }
+    let total: u64 = fields.iter().take(8).sum();
+    // idle and iowait.
+    let busy = total - fields[3] - fields[4];
+    let own = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which may hold spaces.
+    let rest = own.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let own = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(CpuTimes { total, busy, own })
 }
 
 fn memory_is_short() -> bool {
@@ -1061,6 +1117,29 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    /// With every core kept busy by other processes, a generation takes
+    /// one thread, not one per core.
+    #[test]
+    fn a_generation_leaves_the_cores_other_programs_use() {
+        let cores = num_cpus::get().max(2);
+        let mut spinners: Vec<std::process::Child> = (0..cores)
+            .map(|_| {
+                std::process::Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .spawn()
+                    .expect("sh")
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let busy = threads_free_now(cores);
+        for s in &mut spinners {
+            let _ = s.kill();
+            let _ = s.wait();
+        }
+        assert_eq!(busy, 1, "{cores} cores busy elsewhere");
+        assert_eq!(threads_free_now(1), 1);
     }
 
     #[test]

@@ -120,6 +120,11 @@ impl Context {
         }
     }
 
+    /// Loads a local model ahead of its first use (see [`Providers::preload`]).
+    pub(crate) async fn preload(&self, spec: &ModelSpec) -> Result<()> {
+        self.providers.preload(spec).await
+    }
+
     /// The provider that serves a model spec.
     pub(crate) async fn provider_for(&self, spec: &ModelSpec) -> Result<Arc<dyn Provider>> {
         self.providers.provider_for(&self.ledger, spec).await

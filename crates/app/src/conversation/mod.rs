@@ -33,6 +33,7 @@ use crate::error::AppError;
 use crate::events::AppEvent;
 use crate::library::Documents;
 use crate::memory::Memories;
+use crate::models::ModelSpec;
 use crate::office::Office;
 use crate::tools::Tools;
 use crate::Result;
@@ -91,6 +92,22 @@ impl Conversation {
                 MessageView { spoken_chars, ..MessageView::from(m) }
             })
             .collect())
+    }
+
+    /// Loads the model `persona` replies with, so a message sent soon after
+    /// (the person opened the chat, or one `ledgermind chat` process) does
+    /// not wait for the load. A server that went away is warmed as the
+    /// local model that stands in for it. Failures are left to the reply,
+    /// which reports them where the person sees them.
+    pub async fn warm_up(&self, persona: &str) {
+        let Ok(p) = self.ctx.ledger.find_persona(persona).await else { return };
+        let Ok(mut spec) = ModelSpec::parse(&p.model) else { return };
+        if let Some((local, _)) = crate::models::servers::stand_in_for(&self.ctx, &spec).await {
+            spec = local;
+        }
+        if let Err(e) = self.ctx.preload(&spec).await {
+            tracing::debug!(model = %p.model, error = %e.message, "the model could not be loaded ahead of the reply");
+        }
     }
 
     /// Screens the human's message with the injection guard, stores it and

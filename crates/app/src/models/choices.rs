@@ -64,6 +64,9 @@ pub struct ModelChoiceView {
     pub caveat: Option<String>,
     /// How fast it ran on this computer, once measured (installed models).
     pub speed: Option<super::speed::SpeedView>,
+    /// Ollama already has these bytes on this computer: installing uses
+    /// Ollama's file and downloads nothing.
+    pub in_ollama: bool,
 }
 
 /// The memory a model needs at the context replies use.
@@ -113,7 +116,9 @@ impl Models {
         let entries: Vec<&'static CatalogEntry> = catalog::CATALOG.iter().collect();
         let recommended = recommend(&entries, needs, available, &dir);
         let running = self.pulls.lock().map(|p| p.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
-        entries
+        let blobs = self.ollama_blobs();
+        let in_ollama = |sha: &str| blobs.iter().any(|b| b.sha256.eq_ignore_ascii_case(sha));
+        let mut choices: Vec<ModelChoiceView> = entries
             .into_iter()
             .map(|e| ModelChoiceView {
                 id: e.id.to_owned(),
@@ -133,8 +138,38 @@ impl Models {
                 downloadable: e.hf.is_some(),
                 caveat: e.caveat.map(str::to_owned),
                 speed: super::speed::read(&dir, e.stem()),
+                in_ollama: in_ollama(e.sha256),
             })
-            .collect()
+            .collect();
+        // Ollama's other models, after the catalog: used where Ollama keeps
+        // them. What they are licensed under is whatever their publisher
+        // said; Ollama's files do not say, so neither do we.
+        for b in blobs.iter().filter(|b| !catalog::CATALOG.iter().any(|e| e.sha256.eq_ignore_ascii_case(&b.sha256))) {
+            let name = store::ollama_name(b);
+            let stem = store::ollama_stem(&name);
+            let kv = ::models::gguf::read_file(&b.path).ok().and_then(|i| i.kv_bytes_per_token()).unwrap_or(0);
+            let need = fit::need_bytes(b.size_bytes, kv, FIT_CONTEXT_TOKENS);
+            choices.push(ModelChoiceView {
+                id: format!("{}{name}", store::OLLAMA_PREFIX),
+                family: "Ollama".to_owned(),
+                size_bytes: b.size_bytes,
+                need_bytes: need,
+                fit: available.map_or(Fit::Tight, |a| fit::judge(need, a).fit).as_str().to_owned(),
+                licence: String::new(),
+                commercial_use: false,
+                languages: Vec::new(),
+                installed: dir.join(format!("{stem}.gguf")).is_file(),
+                default: in_use.as_deref() == Some(stem.as_str()),
+                recommended: false,
+                downloading: false,
+                downloadable: false,
+                caveat: None,
+                speed: super::speed::read(&dir, &stem),
+                in_ollama: true,
+                name,
+            });
+        }
+        choices
     }
 
     /// Measures how fast an installed model reads and writes on this
@@ -158,6 +193,9 @@ impl Models {
     /// the end and any failure arrive as `ModelPull` events. Returns at once.
     pub fn pull_model(self: &Arc<Self>, id: &str) -> Result<()> {
         let dir = self.ctx.data_dir().models();
+        if let Some(name) = id.strip_prefix(store::OLLAMA_PREFIX) {
+            return self.use_from_ollama(id, name);
+        }
         let entry = match store::resolve(&dir, id) {
             Ok(Resolved::Catalog(e)) => e,
             Ok(Resolved::Local { .. }) => return Err(AppError::invalid(format!("{id} is a file of your own, not a catalog model"))),
@@ -183,15 +221,31 @@ impl Models {
             let id = entry.id.to_owned();
             std::fs::create_dir_all(&dir).ok();
             let sink = this.progress_sink(&id);
-            let outcome = match Downloader::new(DownloadOptions::default()) {
-                Ok(d) => {
+            let blob = this.ollama_blobs().into_iter().find(|b| b.sha256.eq_ignore_ascii_case(entry.sha256));
+            let outcome = match (blob, Downloader::new(DownloadOptions::default())) {
+                // Ollama has these exact bytes: copied and checked like a
+                // download (hash, header, atomic rename), nothing fetched.
+                (Some(blob), _) => {
+                    this.emit_pull(&id, ModelPullState::Verifying, 0, entry.size_bytes, 0, None);
+                    let dest = dir.join(entry.file);
+                    let copied = tokio::task::spawn_blocking(move || ::models::download::install_copy(entry.id, &blob.path, entry.sha256, &dest, true)).await;
+                    match copied {
+                        Ok(Ok(path)) => Some(Ok(Outcome::Installed { path, sha256: entry.sha256.to_owned() })),
+                        Ok(Err(e)) => Some(Err(e)),
+                        Err(e) => {
+                            this.emit_pull(&id, ModelPullState::Failed, 0, entry.size_bytes, 0, Some(format!("the copy stopped: {e}")));
+                            None
+                        }
+                    }
+                }
+                (None, Ok(d)) => {
                     let stopping = cancel.clone();
                     tokio::select! {
                         o = d.run(&request, sink, cancel) => Some(o),
                         _ = stop.wait_for(|s| *s) => { stopping.cancel(); None }
                     }
                 }
-                Err(e) => {
+                (None, Err(e)) => {
                     this.emit_pull(&id, ModelPullState::Failed, 0, entry.size_bytes, 0, Some(format!("cannot start the HTTP client: {e}")));
                     None
                 }
@@ -222,6 +276,20 @@ impl Models {
                 None => {}
             }
         });
+        Ok(())
+    }
+
+    /// Makes one of Ollama's models usable here, read where Ollama keeps
+    /// it, and reports it installed like a finished download.
+    fn use_from_ollama(&self, id: &str, name: &str) -> Result<()> {
+        let dir = self.ctx.data_dir().models();
+        let blob = self
+            .ollama_blobs()
+            .into_iter()
+            .find(|b| store::ollama_name(b) == name)
+            .ok_or_else(|| AppError::new("MODEL_NOT_FOUND", format!("Ollama has no model named {name}")))?;
+        store::link_ollama_blob(&dir, &blob).map_err(|e| AppError::new("MODEL_LOAD_FAILED", e.to_string()))?;
+        self.emit_pull(id, ModelPullState::Installed, blob.size_bytes, blob.size_bytes, 0, None);
         Ok(())
     }
 
@@ -326,6 +394,58 @@ impl Models {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ollama's folder as Ollama writes it (the real Ollama cannot be
+    /// installed here): a GGUF blob named by its hash, and a manifest that
+    /// names it `mistral:7b`.
+    fn fake_ollama(dir: &Path) -> String {
+        let blobs = dir.join("blobs");
+        std::fs::create_dir_all(&blobs).expect("blobs");
+        let tmp = blobs.join("incoming");
+        let sha = ::models::testkit::write_synthetic_gguf(&tmp, 8192, 3).expect("gguf");
+        std::fs::rename(&tmp, blobs.join(format!("sha256-{sha}"))).expect("name");
+        let manifest = dir.join("manifests/registry.ollama.ai/library/mistral");
+        std::fs::create_dir_all(&manifest).expect("manifests");
+        let layers = serde_json::json!({"layers": [{"mediaType": "application/vnd.ollama.image.model", "digest": format!("sha256:{sha}")}]});
+        std::fs::write(manifest.join("7b"), layers.to_string()).expect("manifest");
+        sha
+    }
+
+    #[tokio::test]
+    async fn a_model_ollama_has_is_offered_and_used_in_place_without_a_download() {
+        let t = crate::context::testing::context(&[]).await;
+        let ollama = tempfile::tempdir().expect("tmp");
+        let sha = fake_ollama(ollama.path());
+        let models = Arc::new(Models::with_ollama_dir(t.ctx.clone(), ollama.path().to_path_buf()));
+        let offered = models.model_choices(&ModelNeeds::default()).await;
+        let row = offered.iter().find(|c| c.id == "ollama:mistral:7b").expect("offered");
+        assert!(row.in_ollama && !row.installed && !row.downloadable && !row.recommended, "{row:?}");
+        assert!(!offered.iter().any(|c| c.id != row.id && c.in_ollama), "no catalog model is in this Ollama");
+
+        let mut events = t.ctx.subscribe();
+        models.pull_model("ollama:mistral:7b").expect("use Ollama's copy");
+        let installed = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                if let Ok(AppEvent::ModelPull { id, state, .. }) = events.recv().await {
+                    if id == "ollama:mistral:7b" {
+                        break state;
+                    }
+                }
+            }
+        })
+        .await
+        .expect("an event");
+        assert_eq!(installed, ModelPullState::Installed);
+        let row = models.model_choices(&ModelNeeds::default()).await.into_iter().find(|c| c.id == "ollama:mistral:7b").expect("still offered");
+        assert!(row.installed);
+        let spec = models.choose_default_model("ollama:mistral:7b").await.expect("use for replies");
+        assert_eq!(spec, "local:ollama-mistral-7b");
+        // Read where Ollama keeps it: the same file, not a second copy.
+        use std::os::unix::fs::MetadataExt;
+        let ours = std::fs::metadata(t.ctx.data_dir().models().join("ollama-mistral-7b.gguf")).expect("linked");
+        let theirs = std::fs::metadata(ollama.path().join(format!("blobs/sha256-{sha}"))).expect("blob");
+        assert_eq!((ours.dev(), ours.ino()), (theirs.dev(), theirs.ino()));
+    }
 
     fn entries() -> Vec<&'static CatalogEntry> {
         catalog::CATALOG.iter().collect()

@@ -37,11 +37,25 @@ pub struct Models {
     /// The servers the last look found: an account is made only from one of
     /// these, never from what a caller says a server is.
     found: std::sync::Mutex<Vec<::models::discover::ServerInfo>>,
+    /// Where Ollama keeps its models (`$OLLAMA_MODELS`, else
+    /// `~/.ollama/models`): its GGUF blobs are offered without a download.
+    ollama_dir: Option<std::path::PathBuf>,
 }
 
 impl Models {
     pub fn new(ctx: Arc<Context>) -> Self {
-        Self { ctx, pulls: Default::default(), found: Default::default() }
+        Self { ctx, pulls: Default::default(), found: Default::default(), ollama_dir: ::models::discover::ollama_models_dir() }
+    }
+
+    /// The same, reading Ollama's models from `dir` (tests use a folder of
+    /// their own instead of the machine's).
+    pub fn with_ollama_dir(ctx: Arc<Context>, dir: std::path::PathBuf) -> Self {
+        Self { ollama_dir: Some(dir), ..Self::new(ctx) }
+    }
+
+    /// Ollama's GGUF blobs on this machine, none when it has none.
+    pub(crate) fn ollama_blobs(&self) -> Vec<::models::discover::OllamaBlob> {
+        self.ollama_dir.as_deref().map(::models::discover::ollama_blobs).unwrap_or_default()
     }
 
     pub async fn list_accounts(&self) -> Result<Vec<AccountView>> {

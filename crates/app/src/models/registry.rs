@@ -21,13 +21,14 @@ pub struct Providers {
 impl Providers {
     /// The local models of `data_dir` (their evaluated prompts kept in its
     /// prompt cache between processes); `threads`: llama.cpp threads;
+    /// 0: as many as the cores other programs leave free, per generation;
     /// `replacement`: serves every spec instead (tests use a scripted fake).
     pub fn new(data_dir: &DataDir, threads: usize, replacement: Option<Arc<dyn Provider>>) -> Self {
         #[cfg(not(feature = "local"))]
         let _ = (data_dir, threads);
         #[cfg(feature = "local")]
         let local = {
-            let local = providers::LocalEngine::new(data_dir.models(), threads.max(1));
+            let local = providers::LocalEngine::new(data_dir.models(), threads);
             local.keep_prompts_in(data_dir.prompt_cache());
             Arc::new(local)
         };
@@ -53,6 +54,18 @@ impl Providers {
         if let Err(e) = self.local.forget_kept_prompts() {
             tracing::error!(error = %e, "could not delete the kept prompts after an erasure");
         }
+    }
+
+    /// Loads a local model now, so the first reply that needs it does not
+    /// wait for the load (about a second for the default model). Servers
+    /// and a test's replacement need nothing.
+    pub(crate) async fn preload(&self, spec: &ModelSpec) -> Result<()> {
+        if self.replacement.is_some() || !spec.is_local() {
+            return Ok(());
+        }
+        #[cfg(feature = "local")]
+        self.local.preload(&spec.model).await?;
+        Ok(())
     }
 
     /// The provider that serves a model spec.

@@ -1073,9 +1073,10 @@ export class MockBackend implements Backend {
   }
   /** A small catalog: the preview downloads in a few steps of a timer. */
   catalog: ModelChoiceView[] = [
-    { id: "qwen2.5-coder-1.5b", name: "Qwen2.5-Coder 1.5B Instruct", family: "qwen2.5", size_bytes: 1_117_320_768, need_bytes: 1_340_000_000, fit: "fits", licence: "Apache-2.0", commercial_use: true, languages: ["en", "pt", "es", "fr", "de"], installed: true, default: true, recommended: false, downloading: false, downloadable: true, caveat: null, speed: null },
-    { id: "qwen2.5-coder-0.5b", name: "Qwen2.5-Coder 0.5B Instruct", family: "qwen2.5", size_bytes: 491_400_064, need_bytes: 590_000_000, fit: "fits", licence: "Apache-2.0", commercial_use: true, languages: ["en", "pt", "es", "fr", "de"], installed: false, default: false, recommended: false, downloading: false, downloadable: true, caveat: null, speed: null },
-    { id: "llama3.2-1b", name: "Llama 3.2 1B Instruct", family: "llama3.2", size_bytes: 807_694_368, need_bytes: 1_100_000_000, fit: "fits", licence: "Llama 3.2 Community", commercial_use: true, languages: ["en", "pt", "es", "fr", "de", "it", "hi", "th"], installed: false, default: false, recommended: false, downloading: false, downloadable: true, caveat: "commercial use under Meta's terms", speed: null },
+    { id: "qwen2.5-coder-1.5b", name: "Qwen2.5-Coder 1.5B Instruct", family: "qwen2.5", size_bytes: 1_117_320_768, need_bytes: 1_340_000_000, fit: "fits", licence: "Apache-2.0", commercial_use: true, languages: ["en", "pt", "es", "fr", "de"], installed: true, default: true, recommended: false, downloading: false, downloadable: true, caveat: null, speed: null, in_ollama: false },
+    { id: "qwen2.5-coder-0.5b", name: "Qwen2.5-Coder 0.5B Instruct", family: "qwen2.5", size_bytes: 491_400_064, need_bytes: 590_000_000, fit: "fits", licence: "Apache-2.0", commercial_use: true, languages: ["en", "pt", "es", "fr", "de"], installed: false, default: false, recommended: false, downloading: false, downloadable: true, caveat: null, speed: null, in_ollama: false },
+    { id: "llama3.2-1b", name: "Llama 3.2 1B Instruct", family: "llama3.2", size_bytes: 807_694_368, need_bytes: 1_100_000_000, fit: "fits", licence: "Llama 3.2 Community", commercial_use: true, languages: ["en", "pt", "es", "fr", "de", "it", "hi", "th"], installed: false, default: false, recommended: false, downloading: false, downloadable: true, caveat: "commercial use under Meta's terms", speed: null, in_ollama: false },
+    { id: "ollama:mistral:7b", name: "mistral:7b", family: "Ollama", size_bytes: 4_113_301_824, need_bytes: 4_650_000_000, fit: "tight", licence: "", commercial_use: false, languages: [], installed: false, default: false, recommended: false, downloading: false, downloadable: false, caveat: null, speed: null, in_ollama: true },
   ];
   /** Steps a preview download takes (tests set 1). */
   pullSteps = 4;
@@ -1092,6 +1093,13 @@ export class MockBackend implements Backend {
     const model = this.catalog.find((m) => m.id === id) ?? fail("MODEL_NOT_FOUND", `No catalog model “${id}”.`);
     if (model.installed) fail("MODEL_EXISTS", `${model.name} is already installed`);
     if (this.pullTimers.has(id)) fail("MODEL_DOWNLOADING", `${model.name} is already downloading`);
+    if (model.in_ollama) {
+      // Read where Ollama keeps it: nothing to download.
+      model.installed = true;
+      this.models.push({ spec: `local:${id}`, label: `${model.name} (local)`, local: true, available: true });
+      this.emit({ type: "model_pull", id, state: "installed", bytes_done: model.size_bytes, bytes_total: model.size_bytes, rate_bps: 0, message: null });
+      return;
+    }
     let step = 0;
     const total = model.size_bytes;
     const timer = setInterval(() => {

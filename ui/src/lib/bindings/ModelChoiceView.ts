@@ -32,4 +32,9 @@ downloadable: boolean, caveat: string | null,
 /**
  * How fast it ran on this computer, once measured (installed models).
  */
-speed: SpeedView | null, };
+speed: SpeedView | null, 
+/**
+ * Ollama already has these bytes on this computer: installing uses
+ * Ollama's file and downloads nothing.
+ */
+in_ollama: boolean, };

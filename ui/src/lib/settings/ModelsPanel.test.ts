@@ -30,6 +30,20 @@ describe("the model picker", () => {
     expect(ei?.model).toBe("local:qwen2.5-coder-0.5b");
   });
 
+  it("a model Ollama already has is used from Ollama's copy, with no download", async () => {
+    const user = userEvent.setup();
+    const { app, context } = await startApp();
+    render(ModelsPanel, { context });
+    await waitFor(() => expect(row("ollama:mistral:7b")).toBeTruthy());
+    const ollama = row("ollama:mistral:7b");
+    expect(ollama).toHaveTextContent("in Ollama on this computer");
+    expect(within(ollama).queryByTestId("model-download")).toBeNull();
+    await user.click(within(ollama).getByTestId("model-use-ollama"));
+    await within(row("ollama:mistral:7b")).findByTestId("model-use");
+    expect(within(row("ollama:mistral:7b")).queryByTestId("model-progress")).toBeNull();
+    expect(app.modelPulls["ollama:mistral:7b"].state).toBe("installed");
+  });
+
   it("a download can be cancelled, and the model in use cannot be removed", async () => {
     const user = userEvent.setup();
     const { backend, context } = await startApp();
