@@ -13,9 +13,9 @@
 //! download checked against its hash costs with curl, are printed too).
 //! With `DOWNLOAD_BENCH_BASELINE=<another build's download_bench>` that
 //! build's downloader and ours also run as processes of their own, turn
-//! about, in the same runs. Exits non-zero when a check fails (bytes twice
-//! > 1 %, a corruption not caught, a fault variant that does not finish
-//! verified).
+//! about, in the same runs. Exits non-zero when a check fails (more than
+//! 1 % fetched twice, a corruption not caught, a fault variant that does
+//! not finish verified).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -287,7 +287,10 @@ async fn run(args: &[String]) -> Result<bool, BenchError> {
     let baseline = std::env::var_os("DOWNLOAD_BENCH_BASELINE").map(PathBuf::from);
     let exe = std::env::current_exe().map_err(io("cannot find this program"))?;
     if let Some(base) = &baseline {
-        println!("baseline: {} (child mode, a process of its own)", base.display());
+        println!(
+            "baseline: {} (child mode, a process of its own)",
+            base.display()
+        );
     }
     let mut arms: Vec<(&str, Vec<f64>)> = vec![
         ("curl", Vec::new()),

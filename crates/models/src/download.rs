@@ -353,7 +353,8 @@ impl FileSink {
                 Err(e) => break Err(e),
             }
         };
-        st.mem.copy_within(st.start + at..st.start + st.len, st.start);
+        st.mem
+            .copy_within(st.start + at..st.start + st.len, st.start);
         st.len -= at;
         res
     }
@@ -384,7 +385,7 @@ impl FileSink {
                 return Ok(());
             };
             let aligned = st.len & !(DIRECT_ALIGN - 1);
-            if aligned == 0 || self.pos % DIRECT_ALIGN as u64 != 0 {
+            if aligned == 0 || !self.pos.is_multiple_of(DIRECT_ALIGN as u64) {
                 break;
             }
             if self.set_direct(true).is_err() {
@@ -398,7 +399,8 @@ impl FileSink {
                 Ok(n) => {
                     self.pos += n as u64;
                     if let Some(st) = &mut self.direct {
-                        st.mem.copy_within(st.start + n..st.start + st.len, st.start);
+                        st.mem
+                            .copy_within(st.start + n..st.start + st.len, st.start);
                         st.len -= n;
                     }
                 }
@@ -408,7 +410,7 @@ impl FileSink {
                 Err(e) => return Err(e),
             }
         }
-        let unaligned = self.pos % DIRECT_ALIGN as u64 != 0;
+        let unaligned = !self.pos.is_multiple_of(DIRECT_ALIGN as u64);
         let held = self.direct.as_ref().map_or(0, |st| st.len);
         if held > 0 && (all || unaligned) {
             // The end of the stream, or a short direct write left the
@@ -1378,11 +1380,16 @@ mod tests {
     fn part_file_gets_every_byte_in_place() {
         let dir = tempfile::tempdir().expect("tmp");
         let p = dir.path().join("x.part");
-        let data: Vec<u8> = (0..5_000_000u32).map(|i| (i * 7 + i / 4099) as u8).collect();
+        let data: Vec<u8> = (0..5_000_000u32)
+            .map(|i| (i * 7 + i / 4099) as u8)
+            .collect();
         let mut at = 0usize;
         // Each round opens at the previous end (aligned or not), writes
         // uneven pieces with a pause among them, and ends.
-        for (round, end) in [1_234_567usize, 3_000_000, 5_000_000].into_iter().enumerate() {
+        for (round, end) in [1_234_567usize, 3_000_000, 5_000_000]
+            .into_iter()
+            .enumerate()
+        {
             let mut sink = DiskStorage.open_at(&p, at as u64).expect("open");
             let mut step = 1 + round * 4093;
             while at < end {
