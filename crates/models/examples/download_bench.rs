@@ -9,9 +9,13 @@
 //! SHA-256 is computed first) to measure on it. Our figure includes what
 //! curl does not do: SHA-256 of every byte, the journal, the GGUF header
 //! check, fsync and the rename; curl only writes the file (so "curl+fsync",
-//! curl then an fsync of its file, is printed too). Exits non-zero when a
-//! check fails (bytes twice > 1 %, a corruption not caught, a fault variant
-//! that does not finish verified).
+//! curl then an fsync of its file, and "curl+sha256sum+sync", what a
+//! download checked against its hash costs with curl, are printed too).
+//! With `DOWNLOAD_BENCH_BASELINE=<another build's download_bench>` that
+//! build's downloader and ours also run as processes of their own, turn
+//! about, in the same runs. Exits non-zero when a check fails (more than
+//! 1 % fetched twice, a corruption not caught, a fault variant that does
+//! not finish verified).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -109,6 +113,15 @@ async fn ours(req: &DownloadRequest) -> Result<f64, BenchError> {
 /// Seconds for curl to write the file, and with an fsync of it after.
 fn curl(url: &str, out: &Path) -> Result<(f64, f64), BenchError> {
     let t0 = Instant::now();
+    curl_fetch(url, out)?;
+    let plain = t0.elapsed().as_secs_f64();
+    std::fs::File::open(out)
+        .and_then(|f| f.sync_all())
+        .map_err(io(format!("cannot sync {}", out.display())))?;
+    Ok((plain, t0.elapsed().as_secs_f64()))
+}
+
+fn curl_fetch(url: &str, out: &Path) -> Result<(), BenchError> {
     let st = Command::new("curl")
         .args(["-sS", "-L", "-o"])
         .arg(out)
@@ -118,11 +131,45 @@ fn curl(url: &str, out: &Path) -> Result<(f64, f64), BenchError> {
     if !st.success() {
         return Err(BenchError::Curl(st));
     }
-    let plain = t0.elapsed().as_secs_f64();
-    std::fs::File::open(out)
-        .and_then(|f| f.sync_all())
-        .map_err(io(format!("cannot sync {}", out.display())))?;
-    Ok((plain, t0.elapsed().as_secs_f64()))
+    Ok(())
+}
+
+/// Seconds for curl, then `sha256sum` of its file, then `sync` of it: what
+/// a download checked against its hash and made durable costs with curl.
+fn curl_verified(url: &str, out: &Path, sha: &str) -> Result<f64, BenchError> {
+    let t0 = Instant::now();
+    curl_fetch(url, out)?;
+    let sum = Command::new("sha256sum")
+        .arg(out)
+        .output()
+        .map_err(io("cannot run sha256sum"))?;
+    let said = String::from_utf8_lossy(&sum.stdout);
+    if !said.starts_with(sha) {
+        return Err(BenchError::Check(format!("sha256sum said {said}")));
+    }
+    let st = Command::new("sync")
+        .arg(out)
+        .status()
+        .map_err(io("cannot run sync"))?;
+    if !st.success() {
+        return Err(BenchError::Check(format!("sync exited {st}")));
+    }
+    Ok(t0.elapsed().as_secs_f64())
+}
+
+/// Seconds for a download_bench binary's child mode (a process of its own)
+/// to download, verify and install: another build's downloader as an arm.
+fn child_process(exe: &Path, req: &DownloadRequest) -> Result<f64, BenchError> {
+    let t0 = Instant::now();
+    let st = Command::new(exe)
+        .args(["--child", &req.url, &req.sha256, &req.size.to_string()])
+        .arg(&req.dest)
+        .status()
+        .map_err(io(format!("cannot run {}", exe.display())))?;
+    if !st.success() {
+        return Err(BenchError::Resume(st));
+    }
+    Ok(t0.elapsed().as_secs_f64())
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -234,33 +281,76 @@ async fn run(args: &[String]) -> Result<bool, BenchError> {
     let mut ok = true;
 
     let mb = |secs: f64| size as f64 / secs / 1e6;
-    let (mut t_curl, mut t_curl_sync, mut t_ours) = (Vec::new(), Vec::new(), Vec::new());
+    // Another build's download_bench (say main's), run in child mode as
+    // one more arm; ours then also runs as a process of its own, so the two
+    // downloaders are compared the same way.
+    let baseline = std::env::var_os("DOWNLOAD_BENCH_BASELINE").map(PathBuf::from);
+    let exe = std::env::current_exe().map_err(io("cannot find this program"))?;
+    if let Some(base) = &baseline {
+        println!(
+            "baseline: {} (child mode, a process of its own)",
+            base.display()
+        );
+    }
+    let mut arms: Vec<(&str, Vec<f64>)> = vec![
+        ("curl", Vec::new()),
+        ("curl+fsync", Vec::new()),
+        ("curl+sha256sum+sync", Vec::new()),
+        ("ours", Vec::new()),
+    ];
+    if baseline.is_some() {
+        arms.push(("ours (process)", Vec::new()));
+        arms.push(("baseline (process)", Vec::new()));
+    }
     for i in 0..runs {
         let out = b.work.join("curl.out");
         let (c, cs) = curl(&b.url, &out)?;
         let _ = std::fs::remove_file(&out);
+        let cv = curl_verified(&b.url, &out, &b.sha)?;
+        let _ = std::fs::remove_file(&out);
         let dest = b.dest("models");
         let o = ours(&b.req(&dest)).await?;
         let _ = std::fs::remove_file(&dest);
-        println!(
-            "  run {}: curl {:.0} MB/s, curl+fsync {:.0} MB/s, ours {:.0} MB/s",
-            i + 1,
-            mb(c),
-            mb(cs),
-            mb(o)
-        );
-        t_curl.push(c);
-        t_curl_sync.push(cs);
-        t_ours.push(o);
+        let mut got = vec![c, cs, cv, o];
+        if let Some(base) = &baseline {
+            // Alternate which of the two goes first.
+            let pair = [exe.as_path(), base.as_path()];
+            let mut t = [0.0; 2];
+            for k in 0..2 {
+                let which = (k + i) % 2;
+                let dest = b.dest(&format!("arm{which}"));
+                t[which] = child_process(pair[which], &b.req(&dest))?;
+                let _ = std::fs::remove_file(&dest);
+            }
+            got.extend(t);
+        }
+        let line: Vec<String> = arms
+            .iter()
+            .zip(&got)
+            .map(|((name, _), secs)| format!("{name} {:.0} MB/s", mb(*secs)))
+            .collect();
+        println!("  run {}: {}", i + 1, line.join(", "));
+        for ((_, v), secs) in arms.iter_mut().zip(got) {
+            v.push(secs);
+        }
     }
-    let (c, cs, o) = (median(t_curl), median(t_curl_sync), median(t_ours));
+    let med: Vec<(&str, f64)> = arms
+        .into_iter()
+        .map(|(name, v)| (name, median(v)))
+        .collect();
+    let line: Vec<String> = med
+        .iter()
+        .map(|(name, secs)| format!("{name} {:.0} MB/s", mb(*secs)))
+        .collect();
+    println!("throughput (median of {runs}): {}", line.join(", "));
+    let c = med[0].1;
+    let ratios: Vec<String> = med[1..]
+        .iter()
+        .map(|(name, secs)| format!("{name}/curl = {:.2}", c / secs))
+        .collect();
     println!(
-        "throughput (median of {runs}): curl {:.0} MB/s, curl+fsync {:.0} MB/s, ours {:.0} MB/s (hashed, verified, installed) -> ours/curl = {:.2}, ours/(curl+fsync) = {:.2} (target >= 0.90 of curl)",
-        mb(c),
-        mb(cs),
-        mb(o),
-        c / o,
-        cs / o
+        "  {} (ours is hashed, verified, fsynced, installed; target ours/curl >= 0.90)",
+        ratios.join(", ")
     );
 
     let kills: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(1).max(1);
