@@ -68,10 +68,23 @@ for spec in $specs; do
   fi
   # The models scenario downloads the default model from a local server
   # that answers like the Hugging Face hub (the scenario starts it).
+  # It also finds a model Ollama downloaded (Ollama itself cannot be
+  # installed here): Ollama's folder layout, holding a GGUF that is in no
+  # catalog (the tiny model with bytes after its tensors, so another hash).
   if [ "$spec" = models ]; then
     export HF_ENDPOINT="http://127.0.0.1:$((E2E_PORT + 7))"
+    export OLLAMA_MODELS="$E2E_HOME/ollama"
+    mkdir -p "$OLLAMA_MODELS/blobs" "$OLLAMA_MODELS/manifests/registry.ollama.ai/library/smollm2-custom"
+    tiny="$E2E_HOME/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+    [ -f "$tiny" ] || tiny="${LEDGERMIND_CACHE:-$HOME/.cache/ledgermind}/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+    { cat "$tiny"; head -c 64 /dev/zero; } >"$OLLAMA_MODELS/blobs/incoming"
+    blob=$(sha256sum "$OLLAMA_MODELS/blobs/incoming" | cut -d' ' -f1)
+    mv "$OLLAMA_MODELS/blobs/incoming" "$OLLAMA_MODELS/blobs/sha256-$blob"
+    printf '{"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:%s"}]}' "$blob" \
+      >"$OLLAMA_MODELS/manifests/registry.ollama.ai/library/smollm2-custom/latest"
   else
     unset HF_ENDPOINT
+    export OLLAMA_MODELS="$E2E_HOME/no-ollama"
   fi
   export LEDGERMIND_ARTIFACTS="$ARTIFACTS_ROOT$( [ "$spec" = app ] || echo "/$spec")"
   mkdir -p "$LEDGERMIND_ARTIFACTS"

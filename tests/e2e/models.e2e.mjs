@@ -91,6 +91,19 @@ export async function models(ctx) {
   log(`  Ei on ${MODEL_ID}: ${JSON.stringify(reply)}`);
   await shot(ctx, "models-reply");
   check(/porto/i.test(reply), `the reply on the downloaded model does not answer: ${JSON.stringify(reply)}`);
+
+  // A model Ollama already downloaded (scripts/e2e.sh made Ollama's folder):
+  // offered beside the catalog, used where Ollama keeps it, nothing downloaded.
+  const OLLAMA_ID = "ollama:smollm2-custom:latest";
+  await openTab(ctx, "settings");
+  await ctx.session.waitForElement(row(OLLAMA_ID), 30_000);
+  await ctx.session.execute(`document.querySelector('${row(OLLAMA_ID)}').scrollIntoView(); return true;`);
+  const offered = await text(ctx, row(OLLAMA_ID));
+  log(`Ollama's model offered: ${JSON.stringify(offered)}`);
+  check(/in Ollama on this computer/.test(offered), "the Ollama model says where it is");
+  await (await ctx.session.waitForElement(`${row(OLLAMA_ID)} ${css("model-use-ollama")}`)).click();
+  await ctx.session.waitForElement(`${row(OLLAMA_ID)} ${css("model-use")}`, 30_000);
+  await shot(ctx, "models-ollama");
 }
 
 export async function main() {

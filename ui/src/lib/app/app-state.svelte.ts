@@ -257,7 +257,8 @@ export class AppState {
         const { type: _type, ...pull } = event;
         this.modelPulls[event.id] = pull;
         if (pull.state === "installed") {
-          this.notices.push("success", t("models.installedNotice", { id: event.id }));
+          const fromOllama = event.id.startsWith("ollama:");
+          this.notices.push("success", t(fromOllama ? "models.ollamaNotice" : "models.installedNotice", { id: event.id }));
           // The new file is a model personas can be given.
           void this.refreshModels();
         }

@@ -257,6 +257,7 @@ export const en = {
   "models.retrying": "Trying again: {message}",
   "models.progress": "{percent} % · {rate} MB/s",
   "models.installedNotice": "{id} is downloaded and checked.",
+  "models.ollamaNotice": "{id} is ready, read where Ollama keeps it.",
   "models.failedNotice": "{id}: {message}",
   "models.usedNotice": "Replies now use {name}.",
   "models.serversTitle": "Model servers on this computer",

@@ -259,6 +259,7 @@ export const ptBR: Record<MessageKey, string> = {
   "models.retrying": "Tentando de novo: {message}",
   "models.progress": "{percent} % · {rate} MB/s",
   "models.installedNotice": "{id} foi baixado e conferido.",
+  "models.ollamaNotice": "{id} está pronto, lido onde o Ollama o guarda.",
   "models.failedNotice": "{id}: {message}",
   "models.usedNotice": "As respostas agora usam {name}.",
   "models.serversTitle": "Servidores de modelos neste computador",

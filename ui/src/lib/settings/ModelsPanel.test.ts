@@ -42,6 +42,7 @@ describe("the model picker", () => {
     await within(row("ollama:mistral:7b")).findByTestId("model-use");
     expect(within(row("ollama:mistral:7b")).queryByTestId("model-progress")).toBeNull();
     expect(app.modelPulls["ollama:mistral:7b"].state).toBe("installed");
+    expect(app.notices.items.map((n) => n.text)).toContain("ollama:mistral:7b is ready, read where Ollama keeps it.");
   });
 
   it("a download can be cancelled, and the model in use cannot be removed", async () => {
