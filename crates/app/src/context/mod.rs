@@ -26,7 +26,7 @@ use tokio::sync::{broadcast, watch, Notify};
 use tokio::task::JoinHandle;
 
 use crate::events::AppEvent;
-use crate::models::registry::Providers;
+use crate::models::registry::{Providers, Serving};
 use crate::models::spec::ModelSpec;
 use crate::paths::DataDir;
 use crate::Result;
@@ -125,7 +125,14 @@ impl Context {
         self.providers.preload(spec).await
     }
 
-    /// The provider that serves a model spec.
+    /// What serves a model spec now, a stand-in for a server of this
+    /// machine that went away included (see [`Providers::serving`]). Every
+    /// model call goes through here.
+    pub(crate) async fn serving(&self, spec: &ModelSpec) -> Result<Serving> {
+        self.providers.serving(&self.ledger, &self.data_dir().models(), spec).await
+    }
+
+    /// The provider that serves a model spec as it is.
     pub(crate) async fn provider_for(&self, spec: &ModelSpec) -> Result<Arc<dyn Provider>> {
         self.providers.provider_for(&self.ledger, spec).await
     }

@@ -101,11 +101,9 @@ impl Conversation {
     /// which reports them where the person sees them.
     pub async fn warm_up(&self, persona: &str) {
         let Ok(p) = self.ctx.ledger.find_persona(persona).await else { return };
-        let Ok(mut spec) = ModelSpec::parse(&p.model) else { return };
-        if let Some((local, _)) = crate::models::servers::stand_in_for(&self.ctx, &spec).await {
-            spec = local;
-        }
-        if let Err(e) = self.ctx.preload(&spec).await {
+        let Ok(spec) = ModelSpec::parse(&p.model) else { return };
+        let Ok(served) = self.ctx.serving(&spec).await else { return };
+        if let Err(e) = self.ctx.preload(&served.spec).await {
             tracing::debug!(model = %p.model, error = %e.message, "the model could not be loaded ahead of the reply");
         }
     }

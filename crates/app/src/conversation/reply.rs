@@ -112,14 +112,14 @@ async fn generate(conv: &Arc<Conversation>, item: &QueueItem, job: &ReplyJob) ->
         return continue_plan(conv, &persona).await;
     }
     conv.tools.turn_started(&persona.id);
-    let mut spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
+    let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
+    let served = conv.ctx.serving(&spec).await.map_err(Failure::Final)?;
     // A server of this machine that went away (Ollama quit, LM Studio
     // closed) leaves the reply to the local default, said in the chat.
-    if let Some((local, notice)) = crate::models::servers::stand_in_for(&conv.ctx, &spec).await {
-        conv.say_once(&persona.id, &notice).await;
-        spec = local;
+    if let Some(notice) = &served.stand_in {
+        conv.say_once(&persona.id, notice).await;
     }
-    let provider = conv.ctx.provider_for(&spec).await.map_err(Failure::Final)?;
+    let (spec, provider) = (served.spec, served.provider);
     if let Some(limit) = spent_quota.map_err(Failure::Final)? {
         return Err(Failure::Final(crate::office::quota_exceeded(&persona, limit)));
     }
@@ -370,6 +370,8 @@ impl Drop for Watchdog {
 /// The reply job after a confirmed step of a local plan: plans and runs the
 /// next steps. Never retried (steps may have run); what happened is posted.
 async fn continue_plan(conv: &Arc<Conversation>, persona: &ledger::Persona) -> Result<(), Failure> {
+    // The plan names the persona's own model in its requests, so no
+    // stand-in: a server that went away fails the step, which is posted.
     let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
     let provider = conv.ctx.provider_for(&spec).await.map_err(Failure::Final)?;
     let cancel = CancelFlag::default();

@@ -178,7 +178,8 @@ pub(crate) async fn run(memory: &Arc<Memories>, item: &QueueItem) -> Result<(), 
 
 async fn summarize(memory: &Arc<Memories>, persona: &Persona, previous: Option<&str>, messages: &[Message]) -> Result<String, Failure> {
     let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
-    let provider = memory.ctx.provider_for(&spec).await.map_err(Failure::Final)?;
+    let served = memory.ctx.serving(&spec).await.map_err(Failure::Final)?;
+    let (spec, provider) = (served.spec, served.provider);
     let mut request = CompletionRequest::chat(spec.model.clone(), summary_prompt(persona, previous, messages));
     request.max_tokens = SUMMARY_MAX_TOKENS;
     request.temperature = 0.3;

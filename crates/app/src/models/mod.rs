@@ -23,6 +23,7 @@ use crate::error::AppError;
 use crate::Result;
 use registry::provider_key_account;
 pub use registry::Providers;
+pub(crate) use registry::{default_local_model, local_model_names, local_server_gone};
 pub use spec::{ModelSpec, DEFAULT_LOCAL_MODEL, LOCAL_ACCOUNT, TINY_LOCAL_MODEL};
 pub use choices::{ModelChoiceView, ModelNeeds};
 pub use servers::ServerView;
@@ -137,7 +138,7 @@ impl Models {
             .map(|m| ModelView { spec: ModelSpec::local(&m).to_string(), label: format!("{m} (local)"), local: true, available: true })
             .collect();
         for a in self.ctx.ledger.accounts().await? {
-            let gone = servers::local_server_gone(&a.base_url).await == Some(true);
+            let gone = local_server_gone(&a.base_url).await == Some(true);
             out.push(ModelView {
                 spec: format!("{}:{}", a.name, a.default_model),
                 label: format!("{} ({})", a.default_model, a.name),
@@ -194,32 +195,3 @@ impl Models {
     }
 }
 
-fn local_model_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("gguf"))
-                .filter_map(|p| p.file_stem().and_then(|s| s.to_str()).map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-/// The model chosen with `models use`, else the default when installed,
-/// else the tiny one, else the first GGUF in the folder.
-pub(crate) fn default_local_model(dir: &Path) -> String {
-    // The person's choice (`ledgermind models use ID`), while its file is there.
-    if let Some(stem) = ::models::read_default(dir).and_then(|d| d.file.strip_suffix(".gguf").map(str::to_owned)) {
-        return stem;
-    }
-    let names = local_model_names(dir);
-    for preferred in [DEFAULT_LOCAL_MODEL, TINY_LOCAL_MODEL] {
-        if names.iter().any(|n| n == preferred) {
-            return preferred.to_owned();
-        }
-    }
-    names.into_iter().next().unwrap_or_else(|| DEFAULT_LOCAL_MODEL.to_owned())
-}

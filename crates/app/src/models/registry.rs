@@ -3,14 +3,26 @@
 //! account (its key from the OS keychain), or, in tests, one scripted fake
 //! for everything.
 
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ledger::Ledger;
 use providers::{OpenAiCompatible, Provider};
 
-use super::spec::ModelSpec;
+use super::spec::{ModelSpec, DEFAULT_LOCAL_MODEL, TINY_LOCAL_MODEL};
 use crate::paths::DataDir;
 use crate::Result;
+
+/// What answers a model spec now.
+pub(crate) struct Serving {
+    /// The spec to name in requests: the one asked for, or the local model
+    /// standing in for a server of this machine that stopped answering.
+    pub spec: ModelSpec,
+    pub provider: Arc<dyn Provider>,
+    /// Says so when a stand-in answers (the chat shows it once).
+    pub stand_in: Option<String>,
+}
 
 pub struct Providers {
     #[cfg(feature = "local")]
@@ -68,6 +80,29 @@ impl Providers {
         Ok(())
     }
 
+    /// What serves `spec` now. A server of this machine that went away
+    /// (Ollama quit, LM Studio closed) leaves the work to the local default
+    /// model, for every caller alike: replies, summaries, extraction and a
+    /// persona's own initiatives. A server elsewhere keeps its own failures.
+    pub(crate) async fn serving(&self, ledger: &Ledger, models_dir: &Path, spec: &ModelSpec) -> Result<Serving> {
+        let mut stand_in = None;
+        let mut spec = spec.clone();
+        if !spec.is_local() {
+            if let Ok(account) = ledger.account(&spec.account).await {
+                if local_server_gone(&account.base_url).await == Some(true) {
+                    let local = default_local_model(models_dir);
+                    stand_in = Some(format!(
+                        "{} ({}) is not answering, so replies come from the local model {local} until it runs again.",
+                        account.name, account.base_url
+                    ));
+                    spec = ModelSpec::local(&local);
+                }
+            }
+        }
+        let provider = self.provider_for(ledger, &spec).await?;
+        Ok(Serving { spec, provider, stand_in })
+    }
+
     /// The provider that serves a model spec.
     pub(crate) async fn provider_for(&self, ledger: &Ledger, spec: &ModelSpec) -> Result<Arc<dyn Provider>> {
         if let Some(p) = &self.replacement {
@@ -89,4 +124,54 @@ impl Providers {
 /// The keychain entry that holds a provider account's API key.
 pub(crate) fn provider_key_account(ledger: &Ledger, name: &str) -> String {
     ledger.key_account(&format!("provider/{name}"))
+}
+
+/// How long a server on this machine may take to accept a connection
+/// before a reply stops waiting for it.
+const ANSWER_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// Whether a server at `base_url` that runs on this machine (loopback host)
+/// is gone: `Some(true)` when nothing accepts a connection there, `None` for
+/// a server elsewhere (a cloud account's failures are its own).
+pub(crate) async fn local_server_gone(base_url: &str) -> Option<bool> {
+    let url = reqwest::Url::parse(base_url).ok()?;
+    let host = url.host_str()?.trim_matches(['[', ']']).to_owned();
+    let on_this_machine =
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if !on_this_machine {
+        return None;
+    }
+    let addr = (host, url.port_or_known_default()?);
+    let answered = tokio::time::timeout(ANSWER_TIMEOUT, tokio::net::TcpStream::connect(addr)).await;
+    Some(!matches!(answered, Ok(Ok(_))))
+}
+
+pub(crate) fn local_model_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("gguf"))
+                .filter_map(|p| p.file_stem().and_then(|s| s.to_str()).map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The model chosen with `models use`, else the default when installed,
+/// else the tiny one, else the first GGUF in the folder.
+pub(crate) fn default_local_model(dir: &Path) -> String {
+    // The person's choice (`ledgermind models use ID`), while its file is there.
+    if let Some(stem) = ::models::read_default(dir).and_then(|d| d.file.strip_suffix(".gguf").map(str::to_owned)) {
+        return stem;
+    }
+    let names = local_model_names(dir);
+    for preferred in [DEFAULT_LOCAL_MODEL, TINY_LOCAL_MODEL] {
+        if names.iter().any(|n| n == preferred) {
+            return preferred.to_owned();
+        }
+    }
+    names.into_iter().next().unwrap_or_else(|| DEFAULT_LOCAL_MODEL.to_owned())
 }

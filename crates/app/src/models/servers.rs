@@ -9,10 +9,8 @@ use ::models::discover::{default_probes, discover, Probe, ServerInfo};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use super::spec::ModelSpec;
 use super::views::{AccountView, NewAccount};
 use super::Models;
-use crate::context::Context;
 use crate::error::AppError;
 use crate::Result;
 
@@ -101,45 +99,6 @@ impl Models {
         })
         .await
     }
-}
-
-/// How long a server on this machine may take to accept a connection
-/// before a reply stops waiting for it.
-const ANSWER_TIMEOUT: Duration = Duration::from_millis(500);
-
-/// Whether a server at `base_url` that runs on this machine (loopback host)
-/// is gone: `Some(true)` when nothing accepts a connection there, `None` for
-/// a server elsewhere (a cloud account's failures are its own).
-pub(crate) async fn local_server_gone(base_url: &str) -> Option<bool> {
-    let url = reqwest::Url::parse(base_url).ok()?;
-    let host = url.host_str()?.trim_matches(['[', ']']).to_owned();
-    let on_this_machine =
-        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    if !on_this_machine {
-        return None;
-    }
-    let addr = (host, url.port_or_known_default()?);
-    let answered = tokio::time::timeout(ANSWER_TIMEOUT, tokio::net::TcpStream::connect(addr)).await;
-    Some(!matches!(answered, Ok(Ok(_))))
-}
-
-/// The model to reply with when `spec` is served by a server of this
-/// machine that no longer answers: the local default, and the notice that
-/// says so. `None` when `spec` can be used as it is.
-pub(crate) async fn stand_in_for(ctx: &Context, spec: &ModelSpec) -> Option<(ModelSpec, String)> {
-    if spec.is_local() {
-        return None;
-    }
-    let account = ctx.ledger.account(&spec.account).await.ok()?;
-    if local_server_gone(&account.base_url).await != Some(true) {
-        return None;
-    }
-    let local = super::default_local_model(&ctx.data_dir().models());
-    let notice = format!(
-        "{} ({}) is not answering, so replies come from the local model {local} until it runs again.",
-        account.name, account.base_url
-    );
-    Some((ModelSpec::local(&local), notice))
 }
 
 #[cfg(test)]

@@ -513,7 +513,8 @@ impl Office {
     /// The persona's own handover, or None when its model could not write a valid one.
     async fn persona_handover(&self, persona: &Persona, session: &[Message], lang: Language) -> Option<String> {
         let spec = ModelSpec::parse(&persona.model).ok()?;
-        let provider = self.ctx.provider_for(&spec).await.ok()?;
+        let served = self.ctx.serving(&spec).await.ok()?;
+        let (spec, provider) = (served.spec, served.provider);
         let framed = self.frame_reply(persona, Vec::new()).await;
         let tail = &session[session.len().saturating_sub(HISTORY as usize)..];
         let req = ::office::handover::request(&spec.model, &framed.narrative, tail, lang);
@@ -769,7 +770,8 @@ impl Office {
         let handovers: Vec<_> =
             self.ctx.ledger.handovers(&persona.id, 20).await?.into_iter().filter(|h| h.seq > since_seq).collect();
         let spec = ModelSpec::parse(&persona.model)?;
-        let provider = self.ctx.provider_for(&spec).await?;
+        let served = self.ctx.serving(&spec).await?;
+        let (spec, provider) = (served.spec, served.provider);
         let lang = self.language_of(&persona.id).await;
         let input = DreamInput {
             persona_name: &persona.name,

@@ -224,7 +224,8 @@ pub(crate) async fn run(personas: &Arc<Personas>, item: &QueueItem) -> Result<()
     }
     let profile = personas.ctx.ledger.persona_profile(&persona.id).await.map_err(|e| Failure::Retry(e.into()))?;
     let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
-    let provider = personas.ctx.provider_for(&spec).await.map_err(Failure::Final)?;
+    let served = personas.ctx.serving(&spec).await.map_err(Failure::Final)?;
+    let (spec, provider) = (served.spec, served.provider);
     let prompt = explore_prompt(&persona.name, &persona.short_description, &persona.long_description, &profile.traits, &profile.topics);
     let mut request = CompletionRequest::chat(spec.model.clone(), prompt);
     request.max_tokens = EXPLORE_MAX_TOKENS;

@@ -104,7 +104,8 @@ pub(crate) async fn run(personas: &Arc<Personas>, item: &QueueItem) -> Result<()
         return Ok(()); // the moment passed
     }
     let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
-    let provider = personas.ctx.provider_for(&spec).await.map_err(Failure::Final)?;
+    let served = personas.ctx.serving(&spec).await.map_err(Failure::Final)?;
+    let (spec, provider) = (served.spec, served.provider);
     let mut lines = crate::personas::rules::profile_lines(&profile);
     if let Ok(Some(summary)) = personas.ctx.ledger.summary(&persona.id).await {
         lines.push(format!("Summary of your conversation so far: {}", summary.text));

@@ -704,7 +704,8 @@ async fn fill(personas: &Arc<Personas>, job: &FillJob) -> std::result::Result<()
         return Ok(()); // the human filled it meanwhile: theirs wins
     }
     let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
-    let provider = personas.ctx.provider_for(&spec).await.map_err(Failure::Final)?;
+    let served = personas.ctx.serving(&spec).await.map_err(Failure::Final)?;
+    let (spec, provider) = (served.spec, served.provider);
     let mut request = CompletionRequest::chat(spec.model.clone(), fill_prompt(&persona.name, &persona.short_description));
     request.max_tokens = FILL_MAX_TOKENS;
     request.temperature = 0.4;
