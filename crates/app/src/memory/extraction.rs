@@ -105,24 +105,58 @@ pub(crate) fn scan_schema() -> serde_json::Value {
     })
 }
 
+/// The worked example the scan sees before the message: a small model
+/// copies its shape (the writer's own name, work and pets as facts, a
+/// relative as a person, each fact in the message's words).
+const SCAN_EXAMPLE_MESSAGE: &str = "Eu sou o Tomás, trabalho como carteiro em Natal. Minha gata se chama Nina.";
+const SCAN_EXAMPLE: &str = r#"{"facts":[{"subject":"name","text":"Se chama Tomás"},{"subject":"work","text":"Trabalha como carteiro em Natal"},{"subject":"pet","text":"Tem uma gata chamada Nina"}],"traits":[],"topics":[],"people":[],"quotes":["trabalho como carteiro em Natal"]}"#;
+
+fn scan_ask(message: &str) -> String {
+    format!(
+        "Message: \"{message}\"\n\nfacts: each thing the message tells about the person: their name, where they live, \
+         their work, family, pets, likes, habits, plans (subject in one or two words, and a short sentence in the \
+         message's own language, with its names, places and numbers as written).\n\
+         traits: what they are like. topics: what they care about. people: people they mention (name and relation).\n\
+         quotes: short phrases copied exactly from the message."
+    )
+}
+
 fn scan_prompt(message: &str) -> Vec<ChatMessage> {
     vec![
         ChatMessage::new(
             Role::System,
             "You read one message a person wrote and note what it says about them. \
              Use only what the message says; leave a list empty when it says nothing of that kind. \
-             The writer is not one of the people they mention. Answer in JSON."
+             The writer is not one of the people they mention. Write in the language of the message. Answer in JSON."
                 .to_owned(),
         ),
-        ChatMessage::new(
-            Role::User,
-            format!(
-                "Message: \"{message}\"\n\nfacts: things true about the person (subject in one or two words, and a short sentence).\n\
-                 traits: what they are like. topics: what they care about. people: people they mention (name and relation).\n\
-                 quotes: short phrases copied exactly from the message."
-            ),
-        ),
+        ChatMessage::new(Role::User, scan_ask(SCAN_EXAMPLE_MESSAGE)),
+        ChatMessage::new(Role::Assistant, SCAN_EXAMPLE.to_owned()),
+        ChatMessage::new(Role::User, scan_ask(message)),
     ]
+}
+
+/// What of a message can tell something about its writer: its sentences
+/// that are not questions. "Where do I live?" or "Do you like music?"
+/// asks; a scan of it only invents (and a fact "invented" from a question
+/// about the same subject would supersede the real one). Empty when the
+/// message only asks, or says nothing with a content word ("Hi!").
+pub(crate) fn statements(message: &str) -> String {
+    let mut kept = Vec::new();
+    let mut sentence = String::new();
+    let mut chars = message.chars().peekable();
+    while let Some(c) = chars.next() {
+        sentence.push(c);
+        let ends = c == '\n' || (matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace()));
+        if ends || chars.peek().is_none() {
+            let s = sentence.trim();
+            if !s.ends_with('?') && !stems(s).is_empty() {
+                kept.push(s.to_owned());
+            }
+            sentence.clear();
+        }
+    }
+    kept.join(" ")
 }
 
 /// Confidence after another message confirms a memory: a third of the way
@@ -191,6 +225,11 @@ const GROUNDING_STOPWORDS: &[&str] = &[
     "the", "and", "for", "with", "that", "this", "are", "was", "has", "have", "had", "his", "her", "their", "they",
     "very", "who", "what", "into", "from", "person", "user", "writer", "likes", "like", "que", "uma", "com", "para",
     "por", "dos", "das", "ele", "ela", "pessoa", "usuário", "gosta",
+    // Words any item may carry without the message having said anything
+    // of it ("Is named …", "Their name is …", "Se chama …").
+    "name", "named", "called", "you", "your", "not", "but", "all", "some", "about", "also", "just", "will", "can",
+    "does", "did", "him", "them", "our", "its", "nome", "chama", "chamado", "chamada", "seu", "sua", "meu", "minha",
+    "você", "não", "mas", "também", "muito", "isso", "esse", "essa", "este", "esta", "está", "são", "foi", "tem",
 ];
 
 /// Whether an item the model wrote holds something the message said: a
@@ -220,7 +259,9 @@ fn found_items(scan: Scan, message: &Message) -> Vec<Found> {
         }
     };
     for f in scan.facts {
-        push(Found { kind: MemoryKind::Fact, subject: clean(&f.subject), text: clean(&f.text), quote: None });
+        let (subject, text) = (clean(&f.subject), clean(&f.text));
+        let text = labelled(&subject, text);
+        push(Found { kind: MemoryKind::Fact, subject, text, quote: None });
     }
     for t in scan.traits {
         push(Found { kind: MemoryKind::Trait, subject: String::new(), text: clean(&t), quote: None });
@@ -246,6 +287,22 @@ fn found_items(scan: Scan, message: &Message) -> Vec<Found> {
         }
     }
     out
+}
+
+/// A fact the model wrote as a bare value ("Lisbon" about "home") reads
+/// as nothing on its own in the list of what is known: it is shown with its
+/// subject ("Home: Lisbon"). A sentence, or a value that names its subject,
+/// is kept as written.
+fn labelled(subject: &str, text: String) -> String {
+    const VERBS: &[&str] = &["is", "has", "lives", "works", "likes", "loves", "é", "tem", "mora", "trabalha", "gosta", "ama", "se"];
+    let first = text.split_whitespace().next().unwrap_or_default().to_lowercase();
+    let bare = text.split_whitespace().count() <= 2 && !VERBS.contains(&first.as_str());
+    if !bare || subject.is_empty() || text.to_lowercase().contains(&subject.to_lowercase()) {
+        return text;
+    }
+    let mut label = subject.chars();
+    let head: String = label.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
+    format!("{head}{}: {text}", label.as_str())
 }
 
 /// Queues extraction of the human's message `message_id`, at low priority,
@@ -316,9 +373,13 @@ pub(crate) async fn run(memory: &Arc<Memories>, item: &QueueItem) -> Result<(), 
     let Some(message) = memory.ctx.ledger.message(&job.message_id).await.map_err(|e| Failure::Retry(e.into()))? else {
         return Ok(()); // erased meanwhile: nothing left to learn from
     };
+    let said = statements(&message.content);
+    if said.is_empty() {
+        return Ok(()); // only questions or greetings: nothing to learn about the writer
+    }
     let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
     let provider = memory.ctx.provider_for(&spec).await.map_err(Failure::Final)?;
-    let mut request = CompletionRequest::chat(spec.model.clone(), scan_prompt(&message.content));
+    let mut request = CompletionRequest::chat(spec.model.clone(), scan_prompt(&said));
     request.max_tokens = EXTRACT_MAX_TOKENS;
     request.temperature = 0.2;
     request.json_schema = Some(scan_schema());
@@ -401,7 +462,7 @@ pub(crate) async fn learn(memory: &Memories, persona: &Persona, message: &Messag
         // unless the human confirmed the older one (it is locked).
         if f.kind == MemoryKind::Fact && !f.subject.is_empty() {
             for old in known.iter().filter(|m| {
-                m.kind == MemoryKind::Fact && key(&m.subject) == key(&f.subject) && m.validation != Validation::Human
+                m.kind == MemoryKind::Fact && supersedes(&f.subject, &f.text, m) && m.validation != Validation::Human
             }) {
                 drafts.push(Draft::by(
                     &persona.id,
@@ -470,6 +531,16 @@ pub(crate) async fn learn(memory: &Memories, persona: &Persona, message: &Messag
     Ok(n)
 }
 
+/// Whether a new fact (`subject`, `text`) replaces the older fact `old`:
+/// the same subject, and the two say it in the same frame (they share a
+/// content word: "Lives in Lisbon" → "Lives in Porto"). A small model
+/// files different things under one label ("name": the writer's "Marta",
+/// then the cat's "Pimenta"); without a shared word those are two facts,
+/// and the older one must not vanish.
+fn supersedes(subject: &str, text: &str, old: &Memory) -> bool {
+    key(&old.subject) == key(subject) && stems(text).iter().any(|w| stems(&old.text).contains(w))
+}
+
 /// The memories to compare a new item with: all of its kind in the group
 /// when they are few, else the retrieval's best candidates among them.
 async fn candidates(memory: &Memories, group: &str, text: &str, same_kind: Vec<&Memory>) -> Result<Vec<Memory>, AppError> {
@@ -527,6 +598,76 @@ mod tests {
         .expect("parses");
         let texts: Vec<String> = found_items(scan, &message).into_iter().map(|f| f.text).collect();
         assert_eq!(texts, ["Lives in Lisbon", "loves music", "piano", "Tomás (brother)", "I love playing the piano"], "{texts:?}");
+    }
+
+    #[test]
+    fn only_statements_are_scanned_questions_and_bare_greetings_are_not() {
+        assert_eq!(statements("Where do I live?"), "");
+        assert_eq!(statements("Do you like music?"), "");
+        assert_eq!(statements("Onde mora a minha irmã?"), "");
+        assert_eq!(statements("Hi!"), "", "a greeting without a content word says nothing");
+        assert_eq!(statements("Hi! My name is Marta and I live in Lisbon."), "My name is Marta and I live in Lisbon.");
+        assert_eq!(statements("I just moved to Oslo. Where should I eat?"), "I just moved to Oslo.");
+        assert_eq!(statements("Eu trabalho como arquiteta"), "Eu trabalho como arquiteta", "no final stop");
+        assert_eq!(statements("It costs 3.50 today"), "It costs 3.50 today", "a dot inside a number ends nothing");
+        assert_eq!(statements("Is it? I think so.\nMy dog is Rex!"), "I think so. My dog is Rex!");
+    }
+
+    #[test]
+    fn the_scan_sees_a_worked_example_then_the_message_last() {
+        let prompt = scan_prompt("Moro em Manaus.");
+        assert_eq!(prompt.len(), 4);
+        assert!(matches!(prompt[2].role, Role::Assistant));
+        // The example answer is a valid scan, in the example message's own words.
+        let example = parse_scan(SCAN_EXAMPLE).expect("the example parses");
+        assert!(example.facts.iter().all(|f| grounded(&f.text, SCAN_EXAMPLE_MESSAGE)), "{example:?}");
+        assert!(example.quotes.iter().all(|q| locate_quote(SCAN_EXAMPLE_MESSAGE, q).is_some()));
+        assert!(prompt[3].content.contains("\"Moro em Manaus.\""));
+        assert!(!prompt[3].content.contains(SCAN_EXAMPLE_MESSAGE));
+    }
+
+    #[test]
+    fn a_name_word_alone_does_not_ground_an_item() {
+        let m = "My name is Marta.";
+        assert!(grounded("Name is Marta", m));
+        assert!(!grounded("Is named Bob", m), "only 'name' is shared");
+        assert!(!grounded("Se chama Ana", "Meu nome é Joana, me chamo Jo."));
+    }
+
+    #[test]
+    fn a_fact_supersedes_one_on_its_subject_only_when_said_in_the_same_frame() {
+        let fact = |subject: &str, text: &str| Memory {
+            id: "m".into(),
+            kind: MemoryKind::Fact,
+            subject: subject.into(),
+            text: text.into(),
+            group: "General".into(),
+            learned_by: "p".into(),
+            source_ids: vec![],
+            quote: None,
+            confidence: INITIAL_CONFIDENCE,
+            validation: Validation::None,
+            superseded_by: None,
+            exposure: 1.0,
+            learned_ts: String::new(),
+            created_seq: 0,
+            updated_seq: 0,
+        };
+        assert!(supersedes("home", "Lives in Porto", &fact("home", "Lives in Lisbon")));
+        assert!(supersedes("Job", "Works as a pilot", &fact("job", "Works as a nurse")));
+        assert!(!supersedes("name", "Cat is named Pimenta", &fact("name", "Name is Marta")), "two things under one label");
+        assert!(!supersedes("name", "Pimenta", &fact("name", "Marta")));
+        assert!(!supersedes("work", "Lives in Porto", &fact("home", "Lives in Lisbon")), "another subject");
+    }
+
+    #[test]
+    fn a_fact_given_as_a_bare_value_is_shown_with_its_subject() {
+        assert_eq!(labelled("home", "Lisbon".into()), "Home: Lisbon");
+        assert_eq!(labelled("cat's name", "Pimenta".into()), "Cat's name: Pimenta");
+        assert_eq!(labelled("home", "Lives in Lisbon".into()), "Lives in Lisbon", "a sentence stays");
+        assert_eq!(labelled("", "Lisbon".into()), "Lisbon");
+        assert_eq!(labelled("job", "Job: nurse".into()), "Job: nurse", "the subject is already there");
+        assert_eq!(labelled("name", "Is Marta".into()), "Is Marta", "a short sentence stays");
     }
 
     #[test]
