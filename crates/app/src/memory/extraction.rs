@@ -105,33 +105,60 @@ pub(crate) fn scan_schema() -> serde_json::Value {
     })
 }
 
-/// The worked example the scan sees before the message: a small model
-/// copies its shape (the writer's own name, work and pets as facts, a
-/// relative as a person, each fact in the message's words).
-const SCAN_EXAMPLE_MESSAGE: &str = "Eu sou o Tomás, trabalho como carteiro em Natal. Minha gata se chama Nina.";
-const SCAN_EXAMPLE: &str = r#"{"facts":[{"subject":"name","text":"Se chama Tomás"},{"subject":"work","text":"Trabalha como carteiro em Natal"},{"subject":"pet","text":"Tem uma gata chamada Nina"}],"traits":[],"topics":[],"people":[],"quotes":["trabalho como carteiro em Natal"]}"#;
+/// The worked examples the scan sees before the message, one per language
+/// the app speaks: a small model copies the example's shape (the writer's
+/// own name, work and pets as short facts, a relative as a person with a
+/// fact of their own) and also its language, so the message gets the
+/// example in its own language and its items keep its words ("arquiteta",
+/// not "architect").
+const SCAN_EXAMPLE_EN: (&str, &str) = (
+    "I'm Tom, I fix bikes in Leeds. My son Ben loves chess.",
+    r#"{"facts":[{"subject":"name","text":"Is called Tom"},{"subject":"work","text":"Fixes bikes in Leeds"},{"subject":"son","text":"Son Ben loves chess"}],"traits":[],"topics":["bikes"],"people":[{"name":"Ben","relation":"son"}],"quotes":["I fix bikes in Leeds"]}"#,
+);
+const SCAN_EXAMPLE_PT: (&str, &str) = (
+    "Eu sou o Tomás, trabalho como carteiro em Natal. Minha filha Nina adora xadrez.",
+    r#"{"facts":[{"subject":"nome","text":"Se chama Tomás"},{"subject":"trabalho","text":"Trabalha como carteiro em Natal"},{"subject":"filha","text":"A filha Nina adora xadrez"}],"traits":[],"topics":["xadrez"],"people":[{"name":"Nina","relation":"filha"}],"quotes":["trabalho como carteiro em Natal"]}"#,
+);
+
+/// Whether a message is in Portuguese: more of its words are Portuguese
+/// function words than English ones.
+fn portuguese(message: &str) -> bool {
+    const PT: &[&str] = &[
+        "eu", "meu", "minha", "meus", "minhas", "sou", "moro", "tenho", "trabalho", "um", "uma", "o", "os", "as", "de",
+        "do", "da", "dos", "das", "em", "no", "na", "que", "não", "é", "e", "com", "para", "pra", "se", "chama", "mas",
+        "muito", "hoje", "você", "ele", "ela", "foi", "estou", "está", "como",
+    ];
+    const EN: &[&str] = &[
+        "i", "i'm", "my", "me", "am", "is", "are", "a", "an", "the", "of", "in", "on", "at", "to", "and", "with", "for",
+        "but", "very", "today", "you", "he", "she", "it", "was", "have", "has", "called", "as",
+    ];
+    let words: Vec<String> = message.split(|c: char| !(c.is_alphanumeric() || c == '\'')).map(str::to_lowercase).collect();
+    let count = |set: &[&str]| words.iter().filter(|w| set.contains(&w.as_str())).count();
+    count(PT) > count(EN)
+}
 
 fn scan_ask(message: &str) -> String {
     format!(
         "Message: \"{message}\"\n\nfacts: each thing the message tells about the person: their name, where they live, \
          their work, family, pets, likes, habits, plans (subject in one or two words, and a short sentence in the \
-         message's own language, with its names, places and numbers as written).\n\
+         message's own language, with its names, places and numbers exactly as written).\n\
          traits: what they are like. topics: what they care about. people: people they mention (name and relation).\n\
          quotes: short phrases copied exactly from the message."
     )
 }
 
 fn scan_prompt(message: &str) -> Vec<ChatMessage> {
+    let example = if portuguese(message) { SCAN_EXAMPLE_PT } else { SCAN_EXAMPLE_EN };
     vec![
         ChatMessage::new(
             Role::System,
             "You read one message a person wrote and note what it says about them. \
              Use only what the message says; leave a list empty when it says nothing of that kind. \
-             The writer is not one of the people they mention. Write in the language of the message. Answer in JSON."
+             The writer is not one of the people they mention. Answer in JSON."
                 .to_owned(),
         ),
-        ChatMessage::new(Role::User, scan_ask(SCAN_EXAMPLE_MESSAGE)),
-        ChatMessage::new(Role::Assistant, SCAN_EXAMPLE.to_owned()),
+        ChatMessage::new(Role::User, scan_ask(example.0)),
+        ChatMessage::new(Role::Assistant, example.1.to_owned()),
         ChatMessage::new(Role::User, scan_ask(message)),
     ]
 }
@@ -228,7 +255,7 @@ const GROUNDING_STOPWORDS: &[&str] = &[
     // Words any item may carry without the message having said anything
     // of it ("Is named …", "Their name is …", "Se chama …").
     "name", "named", "called", "you", "your", "not", "but", "all", "some", "about", "also", "just", "will", "can",
-    "does", "did", "him", "them", "our", "its", "nome", "chama", "chamado", "chamada", "seu", "sua", "meu", "minha",
+    "does", "did", "him", "them", "our", "its", "may", "might", "would", "should", "could", "must", "shall", "nome", "chama", "chamado", "chamada", "seu", "sua", "meu", "minha",
     "você", "não", "mas", "também", "muito", "isso", "esse", "essa", "este", "esta", "está", "são", "foi", "tem",
 ];
 
@@ -614,16 +641,26 @@ mod tests {
     }
 
     #[test]
-    fn the_scan_sees_a_worked_example_then_the_message_last() {
-        let prompt = scan_prompt("Moro em Manaus.");
-        assert_eq!(prompt.len(), 4);
-        assert!(matches!(prompt[2].role, Role::Assistant));
-        // The example answer is a valid scan, in the example message's own words.
-        let example = parse_scan(SCAN_EXAMPLE).expect("the example parses");
-        assert!(example.facts.iter().all(|f| grounded(&f.text, SCAN_EXAMPLE_MESSAGE)), "{example:?}");
-        assert!(example.quotes.iter().all(|q| locate_quote(SCAN_EXAMPLE_MESSAGE, q).is_some()));
-        assert!(prompt[3].content.contains("\"Moro em Manaus.\""));
-        assert!(!prompt[3].content.contains(SCAN_EXAMPLE_MESSAGE));
+    fn the_scan_sees_a_worked_example_in_the_message_language_then_the_message_last() {
+        for (message, example) in [("Moro em Manaus e tenho dois gatos.", SCAN_EXAMPLE_PT), ("I live in Oslo with two cats.", SCAN_EXAMPLE_EN)] {
+            let prompt = scan_prompt(message);
+            assert_eq!(prompt.len(), 4);
+            assert!(matches!(prompt[2].role, Role::Assistant));
+            assert_eq!(prompt[2].content, example.1, "{message}");
+            assert!(prompt[1].content.contains(example.0));
+            assert!(prompt[3].content.contains(&format!("\"{message}\"")));
+            assert!(!prompt[3].content.contains(example.0));
+        }
+        // Each example answer is a valid scan in its message's own words.
+        for (message, answer) in [SCAN_EXAMPLE_EN, SCAN_EXAMPLE_PT] {
+            let example = parse_scan(answer).expect("the example parses");
+            assert!(example.facts.iter().all(|f| grounded(&f.text, message)), "{example:?}");
+            assert!(example.quotes.iter().all(|q| locate_quote(message, q).is_some()));
+        }
+        assert!(portuguese("Eu trabalho como arquiteta."));
+        assert!(portuguese("Oi! Meu nome é Joana e eu moro em Recife."));
+        assert!(!portuguese("My cat is called Pimenta, she is very lazy."));
+        assert!(!portuguese("Hi there, my name is Owen."));
     }
 
     #[test]
@@ -632,6 +669,11 @@ mod tests {
         assert!(grounded("Name is Marta", m));
         assert!(!grounded("Is named Bob", m), "only 'name' is shared");
         assert!(!grounded("Se chama Ana", "Meu nome é Joana, me chamo Jo."));
+        // "May" the month reads as the modal verb to a word-level check: a
+        // bare "May" is not kept, "Emma turns seven in May" is (by "Emma").
+        let m = "My daughter Emma turns seven in May.";
+        assert!(!grounded("May", m));
+        assert!(grounded("Emma turns seven in May", m));
     }
 
     #[test]
