@@ -62,22 +62,22 @@ def fold(text):
     return "".join(c for c in text if not unicodedata.combining(c))
 
 
-def content_stems(text):
-    out = set()
-    for w in re.split(r"[^\w]+", fold(text)):
-        if w in STOP or (len(w) < 3 and not w.isdigit()):
-            continue
-        # Crude stemming: plural and verb endings off, then the first five letters.
-        for suffix in ("ing", "ies", "es", "ed", "s"):
-            if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-                w = w[: -len(suffix)]
-                break
-        out.add(w[:5])
-    return out
+def content_words(text):
+    return {w for w in re.split(r"[^\w]+", fold(text)) if w and w not in STOP and (len(w) >= 3 or w.isdigit())}
 
 
-def grounded(item, said_stems):
-    return bool(content_stems(item) & said_stems)
+def same_word(w, v):
+    # Crude stemming: equal, or the first five letters shared (the whole
+    # shorter word when shorter, at least four): "lives"/"live",
+    # "medica"/"medico"; "nursing"/"nurse" are not.
+    if w == v:
+        return True
+    shared = len(os.path.commonprefix([w, v]))
+    return min(len(w), len(v)) >= 4 and shared >= min(5, len(w), len(v))
+
+
+def grounded(item, said_words):
+    return any(same_word(w, v) for w in content_words(item) for v in said_words)
 
 
 def run(cmd, env, timeout=900):
@@ -172,7 +172,7 @@ def arm(name, model_files, args, conversations):
         items = [json.loads(line) for line in p.stdout.splitlines() if line.strip().startswith("{")]
         said = set()
         for t in c["turns"]:
-            said |= content_stems(t["say"])
+            said |= content_words(t["say"])
         texts = [fold(i["text"]) for i in items]
         facts = [t for t in c["turns"] if t.get("expect")]
         held = [any(fold(e) in x for x in texts for e in t["expect"]) for t in facts]

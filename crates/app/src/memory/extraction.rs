@@ -262,9 +262,38 @@ const GROUNDING_STOPWORDS: &[&str] = &[
 /// Whether an item the model wrote holds something the message said: a
 /// small model adds plausible items no one said ("friendly" after a message
 /// about a brother and a piano), which would then be "remembered".
+/// Two words are the same word for it when they are equal, or share their
+/// first five letters (the whole shorter word when it is shorter, at least
+/// four): "lives" meets "live", "médica" "médico", "tiredness" "tired";
+/// a model's own derivation does not ("nursing" is not "nurse",
+/// "staycation" is not "stayed").
 fn grounded(item: &str, message: &str) -> bool {
-    let said = stems(message);
-    stems(item).iter().any(|w| said.contains(w))
+    let words = |text: &str| -> Vec<Vec<char>> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .map(str::to_lowercase)
+            .filter(|w| w.chars().count() >= 3 && !GROUNDING_STOPWORDS.contains(&w.as_str()))
+            .map(|w| w.chars().collect())
+            .collect()
+    };
+    let said = words(message);
+    words(item).iter().any(|w| {
+        said.iter().any(|v| {
+            let shared = w.iter().zip(v).take_while(|(a, b)| a == b).count();
+            w == v || (w.len().min(v.len()) >= 4 && shared >= 5.min(w.len()).min(v.len()))
+        })
+    })
+}
+
+/// The name a fact gives the writer ("Is called Ravi", "Name: Ravi", "Se
+/// chama Nina"), if that is all it says. A small model copies "Is called
+/// Tom" onto a brother or a cat ("My cat is called Pimenta"): such a fact
+/// is kept only when the message gives the writer that name.
+fn claimed_name(fact: &str) -> Option<String> {
+    const LEADS: &[&str] = &["is called ", "is named ", "name is ", "name: ", "se chama ", "chama-se ", "nome é ", "nome: "];
+    let lower = fact.trim().to_lowercase();
+    let rest = LEADS.iter().find_map(|lead| lower.strip_prefix(lead))?;
+    let rest = rest.trim_matches(|c: char| !c.is_alphanumeric());
+    (!rest.is_empty() && rest.split_whitespace().count() <= 2).then(|| rest.to_owned())
 }
 
 /// Whether `name` is the writer's own ("My name is Marta", "Eu sou a Ana",
@@ -288,6 +317,9 @@ fn found_items(scan: Scan, message: &Message) -> Vec<Found> {
     for f in scan.facts {
         let (subject, text) = (clean(&f.subject), clean(&f.text));
         let text = labelled(&subject, text);
+        if claimed_name(&text).is_some_and(|name| !is_writer(&name, &message.content)) {
+            continue;
+        }
         push(Found { kind: MemoryKind::Fact, subject, text, quote: None });
     }
     for t in scan.traits {
@@ -710,6 +742,41 @@ mod tests {
         assert_eq!(labelled("", "Lisbon".into()), "Lisbon");
         assert_eq!(labelled("job", "Job: nurse".into()), "Job: nurse", "the subject is already there");
         assert_eq!(labelled("name", "Is Marta".into()), "Is Marta", "a short sentence stays");
+    }
+
+    #[test]
+    fn a_derived_word_the_model_made_up_does_not_ground_an_item() {
+        let m = "I work as a nurse. It rained, so I stayed in. I'm a bit tired today.";
+        assert!(grounded("Works as a nurse", m));
+        assert!(grounded("tiredness", m), "tired → tiredness keeps five letters");
+        assert!(!grounded("nursing", m));
+        assert!(!grounded("staycation", m));
+        assert!(grounded("Mora em Recife", "Eu moro em Recife."));
+        assert!(grounded("médico", "Ela é médica."));
+        assert!(grounded("Lives in Lisbon", "I live in Lisbon."));
+    }
+
+    #[test]
+    fn a_name_given_to_the_writer_is_kept_only_when_it_is_theirs() {
+        let message = Message {
+            id: "m".into(),
+            persona_id: "p".into(),
+            role: ledger::MessageRole::Human,
+            content: "My name is Marta. My cat is called Pimenta and my brother Ravi visits.".into(),
+            ts: String::new(),
+            read: false,
+            seq: 1,
+            context_status: Default::default(),
+        };
+        let scan = parse_scan(
+            r#"{"facts":[{"subject":"name","text":"Is called Marta"},{"subject":"name","text":"Is called Pimenta"},
+                {"subject":"name","text":"Ravi"},{"subject":"cat","text":"Cat is called Pimenta"}]}"#,
+        )
+        .expect("parses");
+        let texts: Vec<String> = found_items(scan, &message).into_iter().map(|f| f.text).collect();
+        assert_eq!(texts, ["Is called Marta", "Cat is called Pimenta"], "{texts:?}");
+        assert_eq!(claimed_name("Se chama Tomás."), Some("tomás".into()));
+        assert_eq!(claimed_name("Is called Tom and fixes bikes in Leeds"), None, "more than a name");
     }
 
     #[test]
