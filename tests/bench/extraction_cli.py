@@ -212,6 +212,7 @@ def main():
     ap.add_argument("--only", help="comma-separated conversation ids")
     ap.add_argument("--no-baseline", action="store_true")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--arm", choices=["default", "tiny"], help="run only this arm (two processes can then share the work)")
     ap.add_argument("--fast-chat", action="store_true",
                     help="default arm: the tiny model writes the replies, the default model extracts "
                          "(extraction reads only the person's messages; for tuning on a slow machine)")
@@ -232,6 +233,8 @@ def main():
     os.environ.setdefault("LEDGERMIND_THREADS", "2")
     extra = [p for p in [os.path.join(args.models, "all-MiniLM-L6-v2")] if os.path.isdir(p)]
     arms = [("default", args.default)] + ([] if args.no_baseline else [("tiny", args.baseline)])
+    if args.arm:
+        arms = [a for a in arms if a[0] == args.arm]
     results = {}
     for name, model in arms:
         files = [os.path.join(args.models, model)] + extra
