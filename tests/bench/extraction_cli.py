@@ -120,18 +120,16 @@ def arm(name, model_files, args, conversations):
         persona = c["persona"]
         kept = os.path.join(args.replay or args.keep or "", name, c["id"])
         if args.replay:
-            # An arm without chats of its own reads the default arm's (same
-            # messages), with its own model put on the persona.
-            borrowed = not os.path.isdir(kept)
-            if borrowed:
-                kept = os.path.join(args.replay, "default", c["id"])
+            # Each arm replays its own kept chats: switching the model of a
+            # home kept for another arm starts an engine whose worker runs
+            # the due extraction with the old (absent) model first.
+            if not os.path.isdir(kept):
+                sys.exit(f"{name}: no kept chats in {kept} (run --keep for this arm)")
             home = tempfile.mkdtemp(prefix=f"lm-extract-{name}-")
             os.rmdir(home)
             copy_without_models(kept, home)
             link_models(home, model_files)
             env = dict(os.environ, LEDGERMIND_HOME=home)
-            if borrowed:
-                set_model(args, env, persona, args.fast_chat_id)
         else:
             home = fresh_home(name, model_files)
             env = dict(os.environ, LEDGERMIND_HOME=home)
