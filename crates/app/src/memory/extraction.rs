@@ -105,7 +105,50 @@ pub(crate) fn scan_schema() -> serde_json::Value {
     })
 }
 
+/// The worked examples the scan sees before the message, one per language
+/// the app speaks: a small model copies the example's shape (the writer's
+/// own name, work and pets as short facts, a relative as a person with a
+/// fact of their own) and also its language, so the message gets the
+/// example in its own language and its items keep its words ("arquiteta",
+/// not "architect").
+const SCAN_EXAMPLE_EN: (&str, &str) = (
+    "I'm Tom, I fix bikes in Leeds. My son Ben loves chess.",
+    r#"{"facts":[{"subject":"name","text":"Is called Tom"},{"subject":"work","text":"Fixes bikes in Leeds"},{"subject":"son","text":"Son Ben loves chess"}],"traits":[],"topics":["bikes"],"people":[{"name":"Ben","relation":"son"}],"quotes":["I fix bikes in Leeds"]}"#,
+);
+const SCAN_EXAMPLE_PT: (&str, &str) = (
+    "Eu sou o Tomás, trabalho como carteiro em Natal. Minha filha Nina adora xadrez.",
+    r#"{"facts":[{"subject":"nome","text":"Se chama Tomás"},{"subject":"trabalho","text":"Trabalha como carteiro em Natal"},{"subject":"filha","text":"A filha Nina adora xadrez"}],"traits":[],"topics":["xadrez"],"people":[{"name":"Nina","relation":"filha"}],"quotes":["trabalho como carteiro em Natal"]}"#,
+);
+
+/// Whether a message is in Portuguese: more of its words are Portuguese
+/// function words than English ones.
+fn portuguese(message: &str) -> bool {
+    const PT: &[&str] = &[
+        "eu", "meu", "minha", "meus", "minhas", "sou", "moro", "tenho", "trabalho", "um", "uma", "o", "os", "as", "de",
+        "do", "da", "dos", "das", "em", "no", "na", "que", "não", "é", "e", "com", "para", "pra", "se", "chama", "mas",
+        "muito", "hoje", "você", "ele", "ela", "foi", "estou", "está", "como",
+    ];
+    const EN: &[&str] = &[
+        "i", "i'm", "my", "me", "am", "is", "are", "a", "an", "the", "of", "in", "on", "at", "to", "and", "with", "for",
+        "but", "very", "today", "you", "he", "she", "it", "was", "have", "has", "called", "as",
+    ];
+    let words: Vec<String> = message.split(|c: char| !(c.is_alphanumeric() || c == '\'')).map(str::to_lowercase).collect();
+    let count = |set: &[&str]| words.iter().filter(|w| set.contains(&w.as_str())).count();
+    count(PT) > count(EN)
+}
+
+fn scan_ask(message: &str) -> String {
+    format!(
+        "Message: \"{message}\"\n\nfacts: each thing the message tells about the person: their name, where they live, \
+         their work, family, pets, likes, habits, plans (subject in one or two words, and a short sentence in the \
+         message's own language, with its names, places and numbers exactly as written).\n\
+         traits: what they are like. topics: what they care about. people: people they mention (name and relation).\n\
+         quotes: short phrases copied exactly from the message."
+    )
+}
+
 fn scan_prompt(message: &str) -> Vec<ChatMessage> {
+    let example = if portuguese(message) { SCAN_EXAMPLE_PT } else { SCAN_EXAMPLE_EN };
     vec![
         ChatMessage::new(
             Role::System,
@@ -114,15 +157,33 @@ fn scan_prompt(message: &str) -> Vec<ChatMessage> {
              The writer is not one of the people they mention. Answer in JSON."
                 .to_owned(),
         ),
-        ChatMessage::new(
-            Role::User,
-            format!(
-                "Message: \"{message}\"\n\nfacts: things true about the person (subject in one or two words, and a short sentence).\n\
-                 traits: what they are like. topics: what they care about. people: people they mention (name and relation).\n\
-                 quotes: short phrases copied exactly from the message."
-            ),
-        ),
+        ChatMessage::new(Role::User, scan_ask(example.0)),
+        ChatMessage::new(Role::Assistant, example.1.to_owned()),
+        ChatMessage::new(Role::User, scan_ask(message)),
     ]
+}
+
+/// What of a message can tell something about its writer: its sentences
+/// that are not questions. "Where do I live?" or "Do you like music?"
+/// asks; a scan of it only invents (and a fact "invented" from a question
+/// about the same subject would supersede the real one). Empty when the
+/// message only asks, or says nothing with a content word ("Hi!").
+pub(crate) fn statements(message: &str) -> String {
+    let mut kept = Vec::new();
+    let mut sentence = String::new();
+    let mut chars = message.chars().peekable();
+    while let Some(c) = chars.next() {
+        sentence.push(c);
+        let ends = c == '\n' || (matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|n| n.is_whitespace()));
+        if ends || chars.peek().is_none() {
+            let s = sentence.trim();
+            if !s.ends_with('?') && !stems(s).is_empty() {
+                kept.push(s.to_owned());
+            }
+            sentence.clear();
+        }
+    }
+    kept.join(" ")
 }
 
 /// Confidence after another message confirms a memory: a third of the way
@@ -191,14 +252,48 @@ const GROUNDING_STOPWORDS: &[&str] = &[
     "the", "and", "for", "with", "that", "this", "are", "was", "has", "have", "had", "his", "her", "their", "they",
     "very", "who", "what", "into", "from", "person", "user", "writer", "likes", "like", "que", "uma", "com", "para",
     "por", "dos", "das", "ele", "ela", "pessoa", "usuário", "gosta",
+    // Words any item may carry without the message having said anything
+    // of it ("Is named …", "Their name is …", "Se chama …").
+    "name", "named", "called", "you", "your", "not", "but", "all", "some", "about", "also", "just", "will", "can",
+    "does", "did", "him", "them", "our", "its", "may", "might", "would", "should", "could", "must", "shall", "nome", "chama", "chamado", "chamada", "seu", "sua", "meu", "minha",
+    "você", "não", "mas", "também", "muito", "isso", "esse", "essa", "este", "esta", "está", "são", "foi", "tem",
 ];
 
 /// Whether an item the model wrote holds something the message said: a
 /// small model adds plausible items no one said ("friendly" after a message
 /// about a brother and a piano), which would then be "remembered".
+/// Two words are the same word for it when they are equal, or share their
+/// first five letters (the whole shorter word when it is shorter, at least
+/// four): "lives" meets "live", "médica" "médico", "tiredness" "tired";
+/// a model's own derivation does not ("nursing" is not "nurse",
+/// "staycation" is not "stayed").
 fn grounded(item: &str, message: &str) -> bool {
-    let said = stems(message);
-    stems(item).iter().any(|w| said.contains(w))
+    let words = |text: &str| -> Vec<Vec<char>> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .map(str::to_lowercase)
+            .filter(|w| w.chars().count() >= 3 && !GROUNDING_STOPWORDS.contains(&w.as_str()))
+            .map(|w| w.chars().collect())
+            .collect()
+    };
+    let said = words(message);
+    words(item).iter().any(|w| {
+        said.iter().any(|v| {
+            let shared = w.iter().zip(v).take_while(|(a, b)| a == b).count();
+            w == v || (w.len().min(v.len()) >= 4 && shared >= 5.min(w.len()).min(v.len()))
+        })
+    })
+}
+
+/// The name a fact gives the writer ("Is called Ravi", "Name: Ravi", "Se
+/// chama Nina"), if that is all it says. A small model copies "Is called
+/// Tom" onto a brother or a cat ("My cat is called Pimenta"): such a fact
+/// is kept only when the message gives the writer that name.
+fn claimed_name(fact: &str) -> Option<String> {
+    const LEADS: &[&str] = &["is called ", "is named ", "name is ", "name: ", "se chama ", "chama-se ", "nome é ", "nome: "];
+    let lower = fact.trim().to_lowercase();
+    let rest = LEADS.iter().find_map(|lead| lower.strip_prefix(lead))?;
+    let rest = rest.trim_matches(|c: char| !c.is_alphanumeric());
+    (!rest.is_empty() && rest.split_whitespace().count() <= 2).then(|| rest.to_owned())
 }
 
 /// Whether `name` is the writer's own ("My name is Marta", "Eu sou a Ana",
@@ -220,7 +315,12 @@ fn found_items(scan: Scan, message: &Message) -> Vec<Found> {
         }
     };
     for f in scan.facts {
-        push(Found { kind: MemoryKind::Fact, subject: clean(&f.subject), text: clean(&f.text), quote: None });
+        let (subject, text) = (clean(&f.subject), clean(&f.text));
+        let text = labelled(&subject, text);
+        if claimed_name(&text).is_some_and(|name| !is_writer(&name, &message.content)) {
+            continue;
+        }
+        push(Found { kind: MemoryKind::Fact, subject, text, quote: None });
     }
     for t in scan.traits {
         push(Found { kind: MemoryKind::Trait, subject: String::new(), text: clean(&t), quote: None });
@@ -246,6 +346,22 @@ fn found_items(scan: Scan, message: &Message) -> Vec<Found> {
         }
     }
     out
+}
+
+/// A fact the model wrote as a bare value ("Lisbon" about "home") reads
+/// as nothing on its own in the list of what is known: it is shown with its
+/// subject ("Home: Lisbon"). A sentence, or a value that names its subject,
+/// is kept as written.
+fn labelled(subject: &str, text: String) -> String {
+    const VERBS: &[&str] = &["is", "has", "lives", "works", "likes", "loves", "é", "tem", "mora", "trabalha", "gosta", "ama", "se"];
+    let first = text.split_whitespace().next().unwrap_or_default().to_lowercase();
+    let bare = text.split_whitespace().count() <= 2 && !VERBS.contains(&first.as_str());
+    if !bare || subject.is_empty() || text.to_lowercase().contains(&subject.to_lowercase()) {
+        return text;
+    }
+    let mut label = subject.chars();
+    let head: String = label.next().map(|c| c.to_uppercase().collect()).unwrap_or_default();
+    format!("{head}{}: {text}", label.as_str())
 }
 
 /// Queues extraction of the human's message `message_id`, at low priority,
@@ -316,9 +432,13 @@ pub(crate) async fn run(memory: &Arc<Memories>, item: &QueueItem) -> Result<(), 
     let Some(message) = memory.ctx.ledger.message(&job.message_id).await.map_err(|e| Failure::Retry(e.into()))? else {
         return Ok(()); // erased meanwhile: nothing left to learn from
     };
+    let said = statements(&message.content);
+    if said.is_empty() {
+        return Ok(()); // only questions or greetings: nothing to learn about the writer
+    }
     let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
     let provider = memory.ctx.provider_for(&spec).await.map_err(Failure::Final)?;
-    let mut request = CompletionRequest::chat(spec.model.clone(), scan_prompt(&message.content));
+    let mut request = CompletionRequest::chat(spec.model.clone(), scan_prompt(&said));
     request.max_tokens = EXTRACT_MAX_TOKENS;
     request.temperature = 0.2;
     request.json_schema = Some(scan_schema());
@@ -401,7 +521,7 @@ pub(crate) async fn learn(memory: &Memories, persona: &Persona, message: &Messag
         // unless the human confirmed the older one (it is locked).
         if f.kind == MemoryKind::Fact && !f.subject.is_empty() {
             for old in known.iter().filter(|m| {
-                m.kind == MemoryKind::Fact && key(&m.subject) == key(&f.subject) && m.validation != Validation::Human
+                m.kind == MemoryKind::Fact && supersedes(&f.subject, &f.text, m) && m.validation != Validation::Human
             }) {
                 drafts.push(Draft::by(
                     &persona.id,
@@ -470,6 +590,16 @@ pub(crate) async fn learn(memory: &Memories, persona: &Persona, message: &Messag
     Ok(n)
 }
 
+/// Whether a new fact (`subject`, `text`) replaces the older fact `old`:
+/// the same subject, and the two say it in the same frame (they share a
+/// content word: "Lives in Lisbon" → "Lives in Porto"). A small model
+/// files different things under one label ("name": the writer's "Marta",
+/// then the cat's "Pimenta"); without a shared word those are two facts,
+/// and the older one must not vanish.
+fn supersedes(subject: &str, text: &str, old: &Memory) -> bool {
+    key(&old.subject) == key(subject) && stems(text).iter().any(|w| stems(&old.text).contains(w))
+}
+
 /// The memories to compare a new item with: all of its kind in the group
 /// when they are few, else the retrieval's best candidates among them.
 async fn candidates(memory: &Memories, group: &str, text: &str, same_kind: Vec<&Memory>) -> Result<Vec<Memory>, AppError> {
@@ -527,6 +657,126 @@ mod tests {
         .expect("parses");
         let texts: Vec<String> = found_items(scan, &message).into_iter().map(|f| f.text).collect();
         assert_eq!(texts, ["Lives in Lisbon", "loves music", "piano", "Tomás (brother)", "I love playing the piano"], "{texts:?}");
+    }
+
+    #[test]
+    fn only_statements_are_scanned_questions_and_bare_greetings_are_not() {
+        assert_eq!(statements("Where do I live?"), "");
+        assert_eq!(statements("Do you like music?"), "");
+        assert_eq!(statements("Onde mora a minha irmã?"), "");
+        assert_eq!(statements("Hi!"), "", "a greeting without a content word says nothing");
+        assert_eq!(statements("Hi! My name is Marta and I live in Lisbon."), "My name is Marta and I live in Lisbon.");
+        assert_eq!(statements("I just moved to Oslo. Where should I eat?"), "I just moved to Oslo.");
+        assert_eq!(statements("Eu trabalho como arquiteta"), "Eu trabalho como arquiteta", "no final stop");
+        assert_eq!(statements("It costs 3.50 today"), "It costs 3.50 today", "a dot inside a number ends nothing");
+        assert_eq!(statements("Is it? I think so.\nMy dog is Rex!"), "I think so. My dog is Rex!");
+    }
+
+    #[test]
+    fn the_scan_sees_a_worked_example_in_the_message_language_then_the_message_last() {
+        for (message, example) in [("Moro em Manaus e tenho dois gatos.", SCAN_EXAMPLE_PT), ("I live in Oslo with two cats.", SCAN_EXAMPLE_EN)] {
+            let prompt = scan_prompt(message);
+            assert_eq!(prompt.len(), 4);
+            assert!(matches!(prompt[2].role, Role::Assistant));
+            assert_eq!(prompt[2].content, example.1, "{message}");
+            assert!(prompt[1].content.contains(example.0));
+            assert!(prompt[3].content.contains(&format!("\"{message}\"")));
+            assert!(!prompt[3].content.contains(example.0));
+        }
+        // Each example answer is a valid scan in its message's own words.
+        for (message, answer) in [SCAN_EXAMPLE_EN, SCAN_EXAMPLE_PT] {
+            let example = parse_scan(answer).expect("the example parses");
+            assert!(example.facts.iter().all(|f| grounded(&f.text, message)), "{example:?}");
+            assert!(example.quotes.iter().all(|q| locate_quote(message, q).is_some()));
+        }
+        assert!(portuguese("Eu trabalho como arquiteta."));
+        assert!(portuguese("Oi! Meu nome é Joana e eu moro em Recife."));
+        assert!(!portuguese("My cat is called Pimenta, she is very lazy."));
+        assert!(!portuguese("Hi there, my name is Owen."));
+    }
+
+    #[test]
+    fn a_name_word_alone_does_not_ground_an_item() {
+        let m = "My name is Marta.";
+        assert!(grounded("Name is Marta", m));
+        assert!(!grounded("Is named Bob", m), "only 'name' is shared");
+        assert!(!grounded("Se chama Ana", "Meu nome é Joana, me chamo Jo."));
+        // "May" the month reads as the modal verb to a word-level check: a
+        // bare "May" is not kept, "Emma turns seven in May" is (by "Emma").
+        let m = "My daughter Emma turns seven in May.";
+        assert!(!grounded("May", m));
+        assert!(grounded("Emma turns seven in May", m));
+    }
+
+    #[test]
+    fn a_fact_supersedes_one_on_its_subject_only_when_said_in_the_same_frame() {
+        let fact = |subject: &str, text: &str| Memory {
+            id: "m".into(),
+            kind: MemoryKind::Fact,
+            subject: subject.into(),
+            text: text.into(),
+            group: "General".into(),
+            learned_by: "p".into(),
+            source_ids: vec![],
+            quote: None,
+            confidence: INITIAL_CONFIDENCE,
+            validation: Validation::None,
+            superseded_by: None,
+            exposure: 1.0,
+            learned_ts: String::new(),
+            created_seq: 0,
+            updated_seq: 0,
+        };
+        assert!(supersedes("home", "Lives in Porto", &fact("home", "Lives in Lisbon")));
+        assert!(supersedes("Job", "Works as a pilot", &fact("job", "Works as a nurse")));
+        assert!(!supersedes("name", "Cat is named Pimenta", &fact("name", "Name is Marta")), "two things under one label");
+        assert!(!supersedes("name", "Pimenta", &fact("name", "Marta")));
+        assert!(!supersedes("work", "Lives in Porto", &fact("home", "Lives in Lisbon")), "another subject");
+    }
+
+    #[test]
+    fn a_fact_given_as_a_bare_value_is_shown_with_its_subject() {
+        assert_eq!(labelled("home", "Lisbon".into()), "Home: Lisbon");
+        assert_eq!(labelled("cat's name", "Pimenta".into()), "Cat's name: Pimenta");
+        assert_eq!(labelled("home", "Lives in Lisbon".into()), "Lives in Lisbon", "a sentence stays");
+        assert_eq!(labelled("", "Lisbon".into()), "Lisbon");
+        assert_eq!(labelled("job", "Job: nurse".into()), "Job: nurse", "the subject is already there");
+        assert_eq!(labelled("name", "Is Marta".into()), "Is Marta", "a short sentence stays");
+    }
+
+    #[test]
+    fn a_derived_word_the_model_made_up_does_not_ground_an_item() {
+        let m = "I work as a nurse. It rained, so I stayed in. I'm a bit tired today.";
+        assert!(grounded("Works as a nurse", m));
+        assert!(grounded("tiredness", m), "tired → tiredness keeps five letters");
+        assert!(!grounded("nursing", m));
+        assert!(!grounded("staycation", m));
+        assert!(grounded("Mora em Recife", "Eu moro em Recife."));
+        assert!(grounded("médico", "Ela é médica."));
+        assert!(grounded("Lives in Lisbon", "I live in Lisbon."));
+    }
+
+    #[test]
+    fn a_name_given_to_the_writer_is_kept_only_when_it_is_theirs() {
+        let message = Message {
+            id: "m".into(),
+            persona_id: "p".into(),
+            role: ledger::MessageRole::Human,
+            content: "My name is Marta. My cat is called Pimenta and my brother Ravi visits.".into(),
+            ts: String::new(),
+            read: false,
+            seq: 1,
+            context_status: Default::default(),
+        };
+        let scan = parse_scan(
+            r#"{"facts":[{"subject":"name","text":"Is called Marta"},{"subject":"name","text":"Is called Pimenta"},
+                {"subject":"name","text":"Ravi"},{"subject":"cat","text":"Cat is called Pimenta"}]}"#,
+        )
+        .expect("parses");
+        let texts: Vec<String> = found_items(scan, &message).into_iter().map(|f| f.text).collect();
+        assert_eq!(texts, ["Is called Marta", "Cat is called Pimenta"], "{texts:?}");
+        assert_eq!(claimed_name("Se chama Tomás."), Some("tomás".into()));
+        assert_eq!(claimed_name("Is called Tom and fixes bikes in Leeds"), None, "more than a name");
     }
 
     #[test]
