@@ -437,7 +437,8 @@ pub(crate) async fn run(memory: &Arc<Memories>, item: &QueueItem) -> Result<(), 
         return Ok(()); // only questions or greetings: nothing to learn about the writer
     }
     let spec = ModelSpec::parse(&persona.model).map_err(Failure::Final)?;
-    let provider = memory.ctx.provider_for(&spec).await.map_err(Failure::Final)?;
+    let served = memory.ctx.serving(&spec).await.map_err(Failure::Final)?;
+    let (spec, provider) = (served.spec, served.provider);
     let mut request = CompletionRequest::chat(spec.model.clone(), scan_prompt(&said));
     request.max_tokens = EXTRACT_MAX_TOKENS;
     request.temperature = 0.2;
