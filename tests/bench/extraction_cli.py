@@ -34,14 +34,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
-import unicodedata
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_SET = os.path.join(HERE, "..", "..", "crates", "cli", "bench", "replies.json")
+from conversations import add_set_args, embedder, fold, fresh_home, link_models, load_conversations, run
+
 
 # Function words (en, pt-BR, folded): sharing only these grounds nothing.
 STOP = set("""
@@ -57,9 +54,6 @@ esta aquele aquela ser sou es foi era sao estar estou esta estava tem tenho ter 
 """.split())
 
 
-def fold(text):
-    text = unicodedata.normalize("NFKD", text.lower())
-    return "".join(c for c in text if not unicodedata.combining(c))
 
 
 def content_words(text):
@@ -80,26 +74,10 @@ def grounded(item, said_words):
     return any(same_word(w, v) for w in content_words(item) for v in said_words)
 
 
-def run(cmd, env, timeout=900):
-    t0 = time.monotonic()
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
-    return time.monotonic() - t0, p
 
 
-def link_models(home, model_files):
-    os.makedirs(os.path.join(home, "models"), exist_ok=True)
-    for f in model_files:
-        target = os.path.join(home, "models", os.path.basename(f))
-        if os.path.isdir(f):
-            os.symlink(f, target)
-        else:
-            os.link(f, target)
 
 
-def fresh_home(name, model_files):
-    home = tempfile.mkdtemp(prefix=f"lm-extract-{name}-")
-    link_models(home, model_files)
-    return home
 
 
 def copy_without_models(src, dst):
@@ -131,7 +109,7 @@ def arm(name, model_files, args, conversations):
             link_models(home, model_files)
             env = dict(os.environ, LEDGERMIND_HOME=home)
         else:
-            home = fresh_home(name, model_files)
+            home = fresh_home(f"lm-extract-{name}-", model_files)
             env = dict(os.environ, LEDGERMIND_HOME=home)
             _, p = run([args.bin, "persona", "create", persona, "--description", c["description"]], env)
             if p.returncode != 0:
@@ -153,7 +131,7 @@ def arm(name, model_files, args, conversations):
                 print(f"  {name:<8} {c['id']:<15} chats kept", flush=True)
                 shutil.rmtree(home, ignore_errors=True)
                 continue
-        secs, p = run([args.bin, "memories", "--persona", persona, "--extract-now", "--json"], env)
+        secs, p = run([args.bin, "memories", "--persona", persona, "--extract-now", "--json"], env, timeout=900)
         s["secs"] += secs
         # On a loaded machine the run may outlast `--extract-now`'s limit:
         # counted, then the rest of the queue is run again (--retries).
@@ -162,7 +140,7 @@ def arm(name, model_files, args, conversations):
                 break
             s["timeouts"] += 1
             print(f"  {name} {c['id']}: extraction outlasted the limit; running the rest", flush=True)
-            secs, p = run([args.bin, "memories", "--persona", persona, "--extract-now", "--json"], env)
+            secs, p = run([args.bin, "memories", "--persona", persona, "--extract-now", "--json"], env, timeout=900)
             s["secs"] += secs
         if p.returncode != 0:
             s["failed"] += 1
@@ -201,15 +179,7 @@ def line(label, s):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--models", required=True, help="folder holding the GGUF files")
-    ap.add_argument("--default", default="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
-    ap.add_argument("--baseline", default="SmolLM2-135M-Instruct.Q4_1.gguf")
-    ap.add_argument("--set", action="append", help="conversation files (default: the bench replies set)")
-    ap.add_argument("--split", default="all", help="tune, held-out or all")
-    ap.add_argument("--only", help="comma-separated conversation ids")
-    ap.add_argument("--no-baseline", action="store_true")
-    ap.add_argument("--verbose", action="store_true")
+    add_set_args(ap)
     ap.add_argument("--arm", choices=["default", "tiny"], help="run only this arm (two processes can then share the work)")
     ap.add_argument("--fast-chat", action="store_true",
                     help="default arm: the tiny model writes the replies, the default model extracts "
@@ -221,15 +191,8 @@ def main():
     ap.add_argument("--chat-only", action="store_true", help="with --keep: only the chats, no extraction")
     ap.add_argument("--replay", help="skip the chats: extract from the directories --keep kept here")
     args = ap.parse_args()
-    conversations = []
-    for f in args.set or [DEFAULT_SET]:
-        conversations += json.load(open(f))["conversations"]
-    conversations = [c for c in conversations if args.split == "all" or c.get("split") == args.split]
-    if args.only:
-        keep = set(args.only.split(","))
-        conversations = [c for c in conversations if c["id"] in keep]
-    os.environ.setdefault("LEDGERMIND_THREADS", "2")
-    extra = [p for p in [os.path.join(args.models, "all-MiniLM-L6-v2")] if os.path.isdir(p)]
+    conversations = load_conversations(args)
+    extra = embedder(args)
     arms = [("default", args.default)] + ([] if args.no_baseline else [("tiny", args.baseline)])
     if args.arm:
         arms = [a for a in arms if a[0] == args.arm]

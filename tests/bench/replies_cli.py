@@ -12,27 +12,19 @@ per arm: fact questions answered, loops, Portuguese questions answered in
 Portuguese, and the wall time of each `chat` process (p50, p90).
 """
 import argparse
-import json
 import os
 import re
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
-import unicodedata
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_SET = os.path.join(HERE, "..", "..", "crates", "cli", "bench", "replies.json")
+from conversations import add_set_args, embedder, fold, fresh_home, load_conversations, run
+
 PT_WORDS = set("o os as às um uma umas é são seu sua seus suas meu minha eu que de da do das dos em na no não você "
                "voce ele ela está esta isso muito também tambem se chama nome mora trabalha como onde qual".split())
 EN_WORDS = set("the a an is are your you he she it of in on at and my what which where works lives named "
                "called name live work".split())
 
 
-def fold(text):
-    text = unicodedata.normalize("NFKD", text.lower())
-    return "".join(c for c in text if not unicodedata.combining(c))
 
 
 def words(text):
@@ -56,29 +48,15 @@ def loops(text, run=6):
     return False
 
 
-def run(cmd, env):
-    t0 = time.monotonic()
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    return time.monotonic() - t0, p
 
 
-def fresh_home(name, model_files):
-    home = tempfile.mkdtemp(prefix=f"lm-replies-{name}-")
-    os.makedirs(os.path.join(home, "models"))
-    for f in model_files:
-        target = os.path.join(home, "models", os.path.basename(f))
-        if os.path.isdir(f):
-            os.symlink(f, target)
-        else:
-            os.link(f, target)
-    return home
 
 
 def arm(name, model_files, args, conversations):
     stats = dict(questions=0, answered=0, replies=0, loops=0, pt_questions=0, pt_in_pt=0, times=[], failed=0)
     for c in conversations:
         # A data directory per conversation: nothing of one is recalled in another.
-        env = dict(os.environ, LEDGERMIND_HOME=fresh_home(name, model_files))
+        env = dict(os.environ, LEDGERMIND_HOME=fresh_home(f"lm-replies-{name}-", model_files))
         persona = c["persona"]
         _, p = run([args.bin, "persona", "create", persona, "--description", c["description"]], env)
         if p.returncode != 0:
@@ -115,25 +93,11 @@ def pct(xs, p):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--models", required=True, help="folder holding the GGUF files")
-    ap.add_argument("--default", default="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
-    ap.add_argument("--baseline", default="SmolLM2-135M-Instruct.Q4_1.gguf")
-    ap.add_argument("--set", action="append", help="conversation files (default: the bench replies set)")
-    ap.add_argument("--split", default="all", help="tune, held-out or all")
-    ap.add_argument("--only", help="comma-separated conversation ids")
-    ap.add_argument("--no-baseline", action="store_true")
-    ap.add_argument("--verbose", action="store_true")
+    add_set_args(ap)
     args = ap.parse_args()
-    conversations = []
-    for f in args.set or [DEFAULT_SET]:
-        conversations += json.load(open(f))["conversations"]
-    conversations = [c for c in conversations if args.split == "all" or c.get("split") == args.split]
-    if args.only:
-        keep = set(args.only.split(","))
-        conversations = [c for c in conversations if c["id"] in keep]
+    conversations = load_conversations(args)
     # The embedder is shared by both arms (recall); the chat model differs.
-    extra = [p for p in [os.path.join(args.models, "all-MiniLM-L6-v2")] if os.path.isdir(p)]
+    extra = embedder(args)
     arms = [("default", args.default)] + ([] if args.no_baseline else [("tiny", args.baseline)])
     results = {}
     for name, model in arms:
