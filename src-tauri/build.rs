@@ -19,6 +19,7 @@ fn main() {
         "create_persona",
         "set_persona_model",
         "list_messages",
+        "open_chat",
         "send_message",
         "mark_read",
         "verify_ledger",

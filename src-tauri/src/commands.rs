@@ -75,12 +75,16 @@ pub async fn set_persona_model(state: State<'_, Backend>, persona_id: String, mo
 
 #[tauri::command]
 pub async fn list_messages(state: State<'_, Backend>, persona_id: String) -> Reply<Vec<MessageView>> {
+    view(engine(&state).await?.conversation().list_messages(&persona_id).await)
+}
+
+/// The person opened a chat: its model loads and the start of the next
+/// reply's prompt is read ahead, in the background (the call returns at once).
+#[tauri::command]
+pub async fn open_chat(state: State<'_, Backend>, persona_id: String) -> Reply<()> {
     let engine = engine(&state).await?;
-    // The chat is open: its model loads now rather than on the first message.
-    let warm = engine.clone();
-    let persona = persona_id.clone();
-    tauri::async_runtime::spawn(async move { warm.conversation().warm_up(&persona).await });
-    view(engine.conversation().list_messages(&persona_id).await)
+    tauri::async_runtime::spawn(async move { engine.conversation().open(&persona_id).await });
+    Ok(())
 }
 
 #[tauri::command]

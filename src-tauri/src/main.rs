@@ -141,6 +141,9 @@ fn main() {
                 match &engine {
                     Ok(engine) => {
                         tracing::info!(ms = started.elapsed().as_millis() as u64, "engine started");
+                        // The window stays between turns: the next prompt is
+                        // read while the person reads the reply and types.
+                        engine.conversation().read_ahead_between_turns(true);
                         desktop::follow_personas(handle, engine.clone());
                     }
                     Err(e) => tracing::error!(code = e.code, "the engine did not start: {}", e.message),
@@ -156,6 +159,7 @@ fn main() {
             commands::create_persona,
             commands::set_persona_model,
             commands::list_messages,
+            commands::open_chat,
             commands::send_message,
             commands::mark_read,
             commands::verify_ledger,

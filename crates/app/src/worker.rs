@@ -113,6 +113,7 @@ async fn process(worker: &Worker, item: QueueItem) {
         EXPLORE_KIND => exploration::run(&worker.personas, &item).await,
         _ => Err(Failure::Final(AppError::invalid("no handler for this kind of work"))),
     };
+    let replied = (item.kind == REPLY_KIND && outcome.is_ok()).then(|| serde_json::from_value::<ReplyJob>(item.body.clone()).ok()).flatten();
     match outcome {
         Ok(()) => {
             if let Err(e) = ctx.ledger.finish_item(&item.id).await {
@@ -138,6 +139,12 @@ async fn process(worker: &Worker, item: QueueItem) {
             }
         }
         Err(failure) => settle_failure(ctx, &item, failure).await,
+    }
+    // After the reply is marked done (a crash while reading ahead must not
+    // answer the message twice), and before other background work: the
+    // person is reading it now and will write next.
+    if let Some(job) = replied.filter(|j| !j.continue_plan) {
+        worker.conversation.read_ahead(&job.persona_id).await;
     }
 }
 

@@ -140,6 +140,10 @@ pub struct RepliesArgs {
     /// Print every reply.
     #[arg(long)]
     pub verbose: bool,
+    /// Send each message as soon as the last reply is done, without the
+    /// next prompt read ahead (as one `ledgermind chat` per message does).
+    #[arg(long)]
+    pub no_read_ahead: bool,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -176,6 +180,9 @@ struct Measured {
     prompt_tokens: u32,
     first_token_ms: f64,
     reply_ms: f64,
+    /// After the reply, until the next prompt was read ahead: how long the
+    /// person must read and type for the next first token to be as measured.
+    read_ahead_ms: f64,
 }
 
 /// Lower case without accents, so "Violão" matches "violao".
@@ -264,7 +271,7 @@ pub async fn replies(ctx: &Ctx, args: RepliesArgs) -> ExitCode {
     let anchor = if args.no_anchor { None } else { Some(anchor_run(ctx, &chosen, model, args.verbose).await) };
     let mut ours = Vec::new();
     for c in &chosen {
-        match our_run(ctx, c, args.verbose).await {
+        match our_run(ctx, c, args.verbose, !args.no_read_ahead).await {
             Ok(mut m) => ours.append(&mut m),
             Err(code) => return code,
         }
@@ -273,9 +280,16 @@ pub async fn replies(ctx: &Ctx, args: RepliesArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-async fn our_run(ctx: &Ctx, c: &Conversation, verbose: bool) -> Result<Vec<Measured>, ExitCode> {
+async fn our_run(ctx: &Ctx, c: &Conversation, verbose: bool, read_ahead: bool) -> Result<Vec<Measured>, ExitCode> {
     let persona = ctx.engine.personas().create_persona(&c.persona, &c.description).await.map_err(|e| fail(&e))?;
     ctx.engine.office().set_persona_language(&persona.id, &c.language).await.map_err(|e| fail(&e))?;
+    let conversation = ctx.engine.conversation();
+    // As the window does: the chat opens, then the person reads each reply
+    // and writes the next message.
+    conversation.read_ahead_between_turns(read_ahead);
+    if read_ahead {
+        conversation.open(&persona.id).await;
+    }
     let mut out = Vec::new();
     for (i, turn) in c.turns.iter().enumerate() {
         let mut rx = ctx.engine.subscribe();
@@ -288,6 +302,9 @@ async fn our_run(ctx: &Ctx, c: &Conversation, verbose: bool) -> Result<Vec<Measu
                 Err(_) => return Err(ExitCode::from(1)),
             }
         };
+        let reading = std::time::Instant::now();
+        conversation.until_read_ahead().await;
+        let read_ahead_ms = if read_ahead { reading.elapsed().as_secs_f64() * 1e3 } else { f64::NAN };
         let timing = ctx.engine.conversation().reply_timings().into_iter().find(|t| t.request_id == request);
         let (text, failed) = match &reply {
             Ok(t) => (t.as_str(), false),
@@ -307,6 +324,7 @@ async fn our_run(ctx: &Ctx, c: &Conversation, verbose: bool) -> Result<Vec<Measu
             prompt_tokens: timing.as_ref().map_or(0, |t| t.prompt_tokens),
             first_token_ms: timing.as_ref().map_or(f64::NAN, |t| t.overhead_ms + t.model_first_token_ms),
             reply_ms: timing.as_ref().map_or(f64::NAN, |t| t.total_ms),
+            read_ahead_ms,
         });
     }
     Ok(out)
@@ -348,12 +366,13 @@ async fn anchor_run(ctx: &Ctx, chosen: &[&Conversation], model: &str, verbose: b
                         prompt_tokens: done.prompt_tokens,
                         first_token_ms: done.first_token_ms.unwrap_or(f64::NAN),
                         reply_ms,
+                        read_ahead_ms: f64::NAN,
                     }
                 }
                 Err(e) => {
                     eprintln!("anchor {} #{} failed: {e}", c.id, i + 1);
                     messages.pop();
-                    Measured { split: c.split.clone(), turn: i + 1, question: !turn.expect.is_empty(), answered: false, looped: false, failed: true, prompt_tokens: 0, first_token_ms: f64::NAN, reply_ms }
+                    Measured { split: c.split.clone(), turn: i + 1, question: !turn.expect.is_empty(), answered: false, looped: false, failed: true, prompt_tokens: 0, first_token_ms: f64::NAN, reply_ms, read_ahead_ms: f64::NAN }
                 }
             };
             out.push(m);
@@ -422,4 +441,5 @@ fn print_table(chosen: &[&Conversation], ours: &[Measured], anchor: Option<&[Mea
         row(&format!("whole reply, {label} ({lo}-{hi})"), pct(&window(ours, lo, hi, |m| m.reply_ms)), pct(&window(a, lo, hi, |m| m.reply_ms)));
     }
     row("whole reply, all turns", pct(&window(ours, 1, usize::MAX, |m| m.reply_ms)), pct(&window(a, 1, usize::MAX, |m| m.reply_ms)));
+    row("next prompt read ahead after reply", pct(&window(ours, 1, usize::MAX, |m| m.read_ahead_ms)), "-".into());
 }

@@ -159,8 +159,15 @@ pub async fn chat(ctx: &Ctx, persona: &str, message: &str) -> ExitCode {
     let mut rx = ctx.engine.subscribe();
     // The model loads (about a second for the default) while the message is
     // screened, stored and its memories recalled.
+    // A task of its own: screening the message is CPU work that would
+    // otherwise hold the load back until it yields.
     let conversation = ctx.engine.conversation();
-    let (_, sent) = tokio::join!(conversation.warm_up(persona), conversation.send_message(persona, message));
+    let warming = {
+        let (conversation, persona) = (conversation.clone(), persona.to_owned());
+        tokio::spawn(async move { conversation.warm_up(&persona).await })
+    };
+    let sent = conversation.send_message(persona, message).await;
+    drop(warming);
     let request = match sent {
         Ok((_, request)) => request,
         Err(e) => return fail(&e),

@@ -38,11 +38,22 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn request(stem: &str, max_tokens: u32) -> CompletionRequest {
+/// About 150 tokens read before the reply: a prompt of the size a
+/// conversation's new turn and recalled memories add.
+const PASSAGE: &str = "The lighthouse keeper wrote in the log every evening at six. \
+He noted the wind, the colour of the sea, the ships that passed and the birds that rested on the gallery. \
+In winter the entries were short: fog, rain, a trawler heading north. In summer they grew longer, \
+with visitors who climbed the hundred and twelve steps and asked whether he was ever lonely. \
+He always answered that the sea was company enough, and that the light needed someone who paid attention.";
+
+fn request(stem: &str, max_tokens: u32, run: usize) -> CompletionRequest {
+    // A new opening each run, so no run reuses the last one's evaluated
+    // prompt: the first token then includes reading the whole prompt.
+    let system = format!("Run {run}. You are a helpful assistant. {PASSAGE}");
     let mut r = CompletionRequest::chat(
         stem,
         vec![
-            ChatMessage::new(Role::System, "You are a helpful assistant."),
+            ChatMessage::new(Role::System, &system),
             ChatMessage::new(
                 Role::User,
                 "Write a detailed story about a lighthouse keeper who finds a message in a bottle.",
@@ -55,9 +66,9 @@ fn request(stem: &str, max_tokens: u32) -> CompletionRequest {
     r
 }
 
-async fn run(engine: &LocalEngine, stem: &str, max_tokens: u32) -> Result<Sample, ProviderError> {
+async fn run(engine: &LocalEngine, stem: &str, max_tokens: u32, index: usize) -> Result<Sample, ProviderError> {
     let started = Instant::now();
-    let c = engine.complete(request(stem, max_tokens), None).await?;
+    let c = engine.complete(request(stem, max_tokens, index), None).await?;
     Ok(Sample {
         first_token_ms: c.first_token_ms.unwrap_or(0.0),
         tokens: c.completion_tokens,
@@ -104,10 +115,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for threads in [1usize, 2] {
         let engine = base.with_threads(threads);
         // Warm-up (caches, page-in), not measured.
-        run(&engine, &stem, 8).await?;
+        run(&engine, &stem, 8, 0).await?;
         let mut samples = Vec::new();
-        for _ in 0..runs {
-            samples.push(run(&engine, &stem, max_tokens).await?);
+        for i in 0..runs {
+            samples.push(run(&engine, &stem, max_tokens, threads * 1000 + i + 1).await?);
         }
         let ttft = median(samples.iter().map(|s| s.first_token_ms).collect());
         let tps = median(samples.iter().map(Sample::decode_tps).collect());

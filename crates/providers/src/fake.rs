@@ -34,6 +34,7 @@ pub struct ScriptedProvider {
     name: String,
     steps: Mutex<VecDeque<ScriptStep>>,
     seen: Mutex<Vec<CompletionRequest>>,
+    prefilled: Mutex<Vec<CompletionRequest>>,
 }
 
 impl ScriptedProvider {
@@ -73,6 +74,11 @@ impl ScriptedProvider {
     /// The requests seen so far, oldest first.
     pub fn requests(&self) -> Vec<CompletionRequest> {
         lock(&self.seen).clone()
+    }
+
+    /// The prompts read ahead so far (see [`Provider::prefill`]), oldest first.
+    pub fn prefills(&self) -> Vec<CompletionRequest> {
+        lock(&self.prefilled).clone()
     }
 
     /// How many calls were made.
@@ -116,6 +122,20 @@ pub fn word_pieces(text: &str) -> Vec<String> {
 impl Provider for ScriptedProvider {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Recorded, and not counted as a call: no script step is used.
+    async fn prefill(&self, request: CompletionRequest) -> Result<Completion, ProviderError> {
+        let prompt_tokens = request.messages.iter().map(|m| m.content.split_whitespace().count()).sum::<usize>();
+        lock(&self.prefilled).push(request);
+        Ok(Completion {
+            text: String::new(),
+            prompt_tokens: u32::try_from(prompt_tokens).unwrap_or(u32::MAX),
+            completion_tokens: 0,
+            finish: FinishReason::Stop,
+            first_token_ms: None,
+            tool_calls: Vec::new(),
+        })
     }
 
     async fn complete(

@@ -216,4 +216,18 @@ pub trait Provider: Send + Sync {
     async fn capability(&self, _model: &str) -> ModelCapability {
         ModelCapability::default()
     }
+    /// Reads `request`'s prompt ahead of a call that will start with it,
+    /// writing nothing, so that call's first token waits only for what
+    /// follows. A provider that keeps nothing between calls does nothing
+    /// (`prompt_tokens` 0).
+    async fn prefill(&self, _request: CompletionRequest) -> Result<Completion, ProviderError> {
+        Ok(Completion {
+            text: String::new(),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            finish: FinishReason::Stop,
+            first_token_ms: None,
+            tool_calls: Vec::new(),
+        })
+    }
 }

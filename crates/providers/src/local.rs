@@ -46,6 +46,14 @@ const N_BATCH: usize = 512;
 /// in 128-token chunks and 3.9–5.3 s in 512-token ones, 3 runs each
 /// interleaved on a busy machine: no difference beyond the noise.
 const PROMPT_CHUNK: usize = 128;
+/// Prompt tokens per decode call when a prompt is only read ahead (see
+/// [`Provider::prefill`]): a reply that arrives meanwhile waits at most one
+/// such chunk (about half a second on two cores), not a full one.
+const PREFILL_CHUNK: usize = 32;
+/// How long a generation waits for one whose caller has gone to reach its
+/// next boundary before running beside it: waiting keeps the abandoned
+/// call's evaluated prompt usable, running beside it starts from nothing.
+const OVERLAP_GRACE: Duration = Duration::from_millis(1500);
 /// Context size used when a model does not state its training context.
 const FALLBACK_CTX: usize = 4096;
 /// Set to any value to route llama.cpp's own logging into `tracing`
@@ -290,7 +298,10 @@ impl LocalEngine {
             }
             return Err(ProviderError::ModelLoad(message));
         }
-        Self::validate_model_file(path)?;
+        // The header check only: llama.cpp's loader parses the metadata
+        // itself and refuses what it cannot run; parsing it twice costs the
+        // default model about 65 ms of every load.
+        validate_gguf_file(path)?;
         let started = Instant::now();
         let model = LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
             .map_err(|e| {
@@ -310,6 +321,7 @@ impl LocalEngine {
         Ok(model)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn generate(
         &self,
         path: &Path,
@@ -317,9 +329,14 @@ impl LocalEngine {
         sink: Option<&TokenSink>,
         started: Instant,
         abandoned: &Arc<AtomicBool>,
+        evaluate_only: bool,
     ) -> Result<Completion, ProviderError> {
         let cancelled = || request.cancel.is_cancelled() || abandoned.load(Ordering::SeqCst);
         let backend = backend()?;
+        // The cores free now, watched while the model may still be loading
+        // (our own process's work is not counted as busy).
+        let threads = if self.auto { threads_free_now(self.threads) } else { self.threads };
+        let mut holder_gone_since: Option<Instant> = None;
         // Wait for our turn, still answering to cancellation.
         let _turn = loop {
             if cancelled() {
@@ -341,7 +358,8 @@ impl LocalEngine {
                     }
                     Err(std::sync::TryLockError::WouldBlock) => {
                         let holder_gone = holder.as_ref().is_some_and(|h| h.load(Ordering::SeqCst));
-                        if holder_gone {
+                        let since = holder_gone.then(|| *holder_gone_since.get_or_insert_with(Instant::now));
+                        if since.is_some_and(|t| t.elapsed() >= OVERLAP_GRACE) {
                             if let Ok(guard) = self.shared.overlap.try_lock() {
                                 break Turn::Overlap { _guard: guard };
                             }
@@ -376,9 +394,11 @@ impl LocalEngine {
                 ),
             });
         }
-        let max_new = (request.max_tokens as usize).min(n_ctx_train - n_prompt - 1);
-        let needed = n_prompt + max_new + 1;
-        let threads = if self.auto { threads_free_now(self.threads) } else { self.threads };
+        let max_new = if evaluate_only { 0 } else { (request.max_tokens as usize).min(n_ctx_train - n_prompt - 1) };
+        // Room for a reply after a prompt read ahead, so the reply finds the
+        // context big enough to continue in.
+        let room = if evaluate_only { (request.max_tokens as usize).min(n_ctx_train - n_prompt - 1) } else { max_new };
+        let needed = n_prompt + room + 1;
         // A warm context of this model whose evaluated tokens share the
         // longest prefix with this prompt: only the rest is evaluated. An
         // overlapping generation (beside an abandoned one) never takes one.
@@ -410,18 +430,24 @@ impl LocalEngine {
         // moving: a long prompt on a busy CPU can take longer before its
         // first token than a caller's "no progress" limit.
         let mut batch = LlamaBatch::new(N_BATCH, 1);
-        for (chunk_index, chunk) in tokens[reused..].chunks(PROMPT_CHUNK).enumerate() {
+        let chunk_len = if evaluate_only { PREFILL_CHUNK } else { PROMPT_CHUNK };
+        for (chunk_index, chunk) in tokens[reused..].chunks(chunk_len).enumerate() {
             if chunk_index > 0 {
                 if let Some(sink) = sink {
                     let _ = sink.send(String::new());
                 }
             }
             if cancelled() {
+                // What was read so far stays usable: the call that
+                // cancelled this one most often shares its start.
+                if own_turn {
+                    self.put_warm(slot);
+                }
                 return Ok(cancelled_empty_with(n_prompt));
             }
             batch.clear();
             for (i, token) in chunk.iter().enumerate() {
-                let pos = reused + chunk_index * PROMPT_CHUNK + i;
+                let pos = reused + chunk_index * chunk_len + i;
                 let last = pos + 1 == n_prompt;
                 batch
                     .add(*token, i32::try_from(pos).unwrap_or(i32::MAX), &[0], last)
@@ -431,6 +457,27 @@ impl LocalEngine {
             slot.tokens.extend_from_slice(chunk);
         }
 
+        if evaluate_only {
+            if own_turn {
+                self.save_kept_prompt(&slot);
+                self.put_warm(slot);
+            }
+            tracing::debug!(
+                model = %path.display(),
+                prompt_tokens = n_prompt,
+                reused_tokens = reused,
+                ms = started.elapsed().as_millis() as u64,
+                "local prompt read ahead"
+            );
+            return Ok(Completion {
+                text: String::new(),
+                prompt_tokens: u32::try_from(n_prompt).unwrap_or(u32::MAX),
+                completion_tokens: 0,
+                finish: FinishReason::Stop,
+                first_token_ms: None,
+                tool_calls: Vec::new(),
+            });
+        }
         let mut text = String::new();
         let mut utf8 = Utf8Stream::default();
         let mut guard = request.sampling.filter(|s| s.loop_guard && request.json_schema.is_none()).map(|_| LoopGuard::new());
@@ -909,6 +956,25 @@ impl Provider for LocalEngine {
         request: CompletionRequest,
         sink: Option<TokenSink>,
     ) -> Result<Completion, ProviderError> {
+        self.run(request, sink, false).await
+    }
+
+    /// Reads the prompt into a warm context (kept on disk too) and writes
+    /// nothing: the next call that starts with the same messages evaluates
+    /// only what follows them. `max_tokens` is the room kept for that call's
+    /// reply.
+    async fn prefill(&self, request: CompletionRequest) -> Result<Completion, ProviderError> {
+        self.run(request, None, true).await
+    }
+}
+
+impl LocalEngine {
+    async fn run(
+        &self,
+        request: CompletionRequest,
+        sink: Option<TokenSink>,
+        evaluate_only: bool,
+    ) -> Result<Completion, ProviderError> {
         let started = Instant::now();
         let path = self.model_path(&request.model)?;
         let engine = self.clone();
@@ -916,7 +982,7 @@ impl Provider for LocalEngine {
         let guard = AbandonOnDrop(abandoned.clone());
         let cancel = request.cancel.clone();
         let generation = tokio::task::spawn_blocking(move || {
-            engine.generate(&path, &request, sink.as_ref(), started, &abandoned)
+            engine.generate(&path, &request, sink.as_ref(), started, &abandoned, evaluate_only)
         });
         // A cancelled call returns at once: the engine thread may be inside a
         // prompt batch for seconds, and whoever cancelled (a reply preempting

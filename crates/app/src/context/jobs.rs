@@ -81,8 +81,26 @@ impl Context {
     pub(crate) async fn complete_in_background(
         &self,
         provider: &dyn providers::Provider,
-        mut request: CompletionRequest,
+        request: CompletionRequest,
     ) -> Result<providers::Completion, Failure> {
+        self.in_background(request, |r| provider.complete(r, None)).await
+    }
+
+    /// Reads a prompt ahead (see [`providers::Provider::prefill`]) as
+    /// background work: a reply queued meanwhile stops it.
+    pub(crate) async fn prefill_in_background(
+        &self,
+        provider: &dyn providers::Provider,
+        request: CompletionRequest,
+    ) -> Result<providers::Completion, Failure> {
+        self.in_background(request, |r| provider.prefill(r)).await
+    }
+
+    async fn in_background<'a, F, Fut>(&self, mut request: CompletionRequest, call: F) -> Result<providers::Completion, Failure>
+    where
+        F: FnOnce(CompletionRequest) -> Fut,
+        Fut: std::future::Future<Output = Result<providers::Completion, ProviderError>> + 'a,
+    {
         let cancel = CancelFlag::default();
         request.cancel = cancel.clone();
         if let Ok(mut c) = self.current_cancel.lock() {
@@ -97,7 +115,7 @@ impl Context {
             }
             return Err(Failure::Preempted);
         }
-        let result = provider.complete(request, None).await;
+        let result = call(request).await;
         self.background.running.store(false, Ordering::SeqCst);
         if let Ok(mut c) = self.current_cancel.lock() {
             *c = None;

@@ -6,6 +6,7 @@
 //!   queued as a reply job), the message list, read marks, Stop;
 //! - `reply`: one reply job, from reading its context to committing it;
 //! - `prompting`: the prompt chosen for the model that reads it;
+//! - `ahead`: the next prompt read into the model between turns;
 //! - `spoken`: marking a turn as spoken by voice;
 //! - `queue`: the queue as the person controls it (pause, resume, list);
 //! - `views`: messages as the shells see them.
@@ -15,6 +16,7 @@
 //! frame), the memory (recall, indexing, extraction) and the library
 //! (passages, citations); none of them calls back.
 
+pub(crate) mod ahead;
 pub(crate) mod prompting;
 pub(crate) mod queue;
 pub(crate) mod reply;
@@ -58,6 +60,7 @@ pub struct Conversation {
     pub(crate) prompt_windows: Mutex<HashMap<String, i64>>,
     /// Reply jobs whose turn ran a tool: never run again.
     pub(crate) acted_jobs: Mutex<HashSet<String>>,
+    pub(crate) ahead: ahead::ReadAhead,
 }
 
 impl Conversation {
@@ -72,6 +75,7 @@ impl Conversation {
             timings: Mutex::new(Vec::new()),
             prompt_windows: Mutex::new(HashMap::new()),
             acted_jobs: Mutex::new(HashSet::new()),
+            ahead: ahead::ReadAhead::default(),
         }
     }
 

@@ -54,6 +54,20 @@ impl Conversation {
 }
 
 impl Conversation {
+    /// What the next reply's compact prompt will start with (see
+    /// [`compact::next_turn_prefix`]), in the language the person wrote in
+    /// last; the window's start is not moved.
+    pub(crate) async fn next_turn_prefix(&self, persona: &ledger::Persona, history: &[ledger::Message]) -> Vec<providers::ChatMessage> {
+        let setting = self.ctx.ledger.persona_language(&persona.id).await.ok().flatten().map(|l| ::office::Language::parse(&l)).unwrap_or_default();
+        let newest = history.iter().rev().find(|m| m.role == ledger::MessageRole::Human);
+        let language = newest.and_then(|m| ::office::Language::detect(&m.content)).unwrap_or(setting);
+        let kept = self.prompt_windows.lock().ok().and_then(|w| w.get(&persona.id).copied());
+        let input = compact::CompactInput { persona, language, history, window_start: kept, recalled: Vec::new() };
+        compact::next_turn_prefix(&input)
+    }
+}
+
+impl Conversation {
     /// Posts [`language_warning`] to the conversation once (it is looked
     /// for among the persona's recent messages).
     pub(crate) async fn warn_language_once(&self, persona_id: &str, chosen: &ChosenProfile) {

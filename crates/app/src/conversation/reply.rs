@@ -269,6 +269,7 @@ async fn generate(conv: &Arc<Conversation>, item: &QueueItem, job: &ReplyJob) ->
     conv.ctx.emit(AppEvent::LedgerAppended { seq: receipt.seq, kind: receipt.kind });
     // The conversation is back to IDLE before anyone hears the reply is done.
     conv.tools.turn_delivered(&persona.id);
+    conv.ahead_due();
     conv.ctx.emit(AppEvent::ReplyFinished { request_id: item.id.clone(), message });
     if let Ok(p) = conv.ctx.ledger.persona(&persona.id).await {
         conv.ctx.emit(AppEvent::PersonaChanged { persona: p.into() });

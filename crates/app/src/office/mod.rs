@@ -216,6 +216,23 @@ impl Office {
         self.reply_context(&persona, &profile, session_type).await?.frame
     }
 
+    /// The messages a reply of `persona` reads: those of the current session
+    /// within the context window, as the person heard them.
+    pub(crate) async fn prompt_history(&self, persona: &Persona, profile: &PersonaProfile) -> Result<Vec<ledger::Message>> {
+        let window = match profile.context_window_hours {
+            0 => time::Duration::days(365 * 100),
+            h => time::Duration::hours(i64::from(h)),
+        };
+        let (mut history, handover) = tokio::try_join!(
+            self.ctx.ledger.prompt_messages(&persona.id, HISTORY, window),
+            self.ctx.ledger.last_handover(&persona.id),
+        )?;
+        let start = handover.map_or(0, |h| h.seq);
+        history.retain(|m| m.seq > start);
+        crate::office::heard::keep_what_was_heard(&self.ctx.ledger, &persona.id, &mut history).await;
+        Ok(history)
+    }
+
     /// The history, memories and frame of `persona`'s next reply; the reply
     /// worker and `ledgermind frame` both call it, so the frame printed is the
     /// one the next reply sends. The history is the context window's messages
@@ -224,19 +241,9 @@ impl Office {
     /// and what came before reaches the reply only through the handover and
     /// memory. The frame's reads run beside the ranking of memories.
     pub(crate) async fn reply_context(&self, persona: &Persona, profile: &PersonaProfile, session_type: SessionType) -> Result<ReplyContext> {
-        let window = match profile.context_window_hours {
-            0 => time::Duration::days(365 * 100),
-            h => time::Duration::hours(i64::from(h)),
-        };
         let history_then_ranking = async {
             let started = Instant::now();
-            let (mut history, handover) = tokio::try_join!(
-                self.ctx.ledger.prompt_messages(&persona.id, HISTORY, window),
-                self.ctx.ledger.last_handover(&persona.id),
-            )?;
-            let start = handover.map_or(0, |h| h.seq);
-            history.retain(|m| m.seq > start);
-            crate::office::heard::keep_what_was_heard(&self.ctx.ledger, &persona.id, &mut history).await;
+            let history = self.prompt_history(persona, profile).await?;
             let reads = started.elapsed();
             let ranked = Instant::now();
             let memories = crate::memory::recall::memories_for_reply(&self.memory, persona, &history).await;

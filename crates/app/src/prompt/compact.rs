@@ -76,6 +76,31 @@ pub(crate) fn messages(input: &CompactInput<'_>) -> (Vec<ChatMessage>, Option<i6
     (out, history.get(start).map(|m| m.seq))
 }
 
+/// The messages the next turn's prompt will start with, read ahead while
+/// the person reads the reply and types: what [`messages`] sends once they
+/// write again, up to (not including) the facts picked for that message and
+/// the message itself. `input.history` ends with the persona's reply; the
+/// window is placed as it will be with one more message.
+pub(crate) fn next_turn_prefix(input: &CompactInput<'_>) -> Vec<ChatMessage> {
+    let mut history = input.history.to_vec();
+    history.push(Message {
+        id: String::new(),
+        persona_id: input.persona.id.clone(),
+        role: MessageRole::Human,
+        content: String::new(),
+        ts: String::new(),
+        read: false,
+        seq: input.history.last().map_or(1, |m| m.seq + 1),
+        context_status: ledger::ContextStatus::default(),
+    });
+    // No recalled lines and an empty message: no facts are picked, so
+    // only the placeholder follows the shared start.
+    let ahead = CompactInput { history: &history, recalled: Vec::new(), ..*input };
+    let (mut out, _) = messages(&ahead);
+    out.pop();
+    out
+}
+
 /// The first message of the window: where it started last turn while that
 /// keeps it within `MAX_TURNS`, else the last `MIN_TURNS` messages.
 pub(crate) fn window_start(history: &[&Message], kept: Option<i64>) -> usize {
@@ -324,6 +349,32 @@ mod tests {
         assert!(start.is_some_and(|s| s > 1), "the first message is outside the window");
         assert!(sent[0].content.contains("Earlier, the user told you:\n- Next month I fly to Osaka."), "{}", sent[0].content);
         assert_eq!(sent.iter().filter(|m| m.content.contains("Osaka")).count(), 2, "told, and picked for the question");
+    }
+
+    #[test]
+    fn the_next_turn_starts_with_the_prefix_read_ahead_even_when_the_window_moves() {
+        let mut kept = None;
+        let mut moved = 0;
+        for turns in 1..=14 {
+            // After the reply of turn `turns`: what is read ahead…
+            let history = conversation(turns);
+            let input = CompactInput { persona: &persona(), language: Language::En, history: &history, window_start: kept, recalled: vec![] };
+            let ahead = next_turn_prefix(&input);
+            // …and what the next turn sends, with facts picked for it.
+            let mut next = history.clone();
+            next.push(msg(next.last().map_or(1, |m| m.seq + 1), MessageRole::Human, "Do you remember message 0?"));
+            let recalled = vec![("[2026-11-25] message 0".to_owned(), true)];
+            let input = CompactInput { persona: &persona(), language: Language::En, history: &next, window_start: kept, recalled };
+            let (sent, start) = messages(&input);
+            if start != kept && kept.is_some() {
+                moved += 1;
+            }
+            kept = start;
+            assert!(ahead.len() < sent.len());
+            assert_eq!(sent[..ahead.len()], ahead[..], "turn {turns}: the next prompt does not start with what was read ahead");
+            assert_eq!(sent.last().map(|m| m.content.as_str()), Some("Do you remember message 0?"));
+        }
+        assert!(moved >= 2, "the window never moved in 14 turns: the test checks nothing about moving");
     }
 
     #[test]

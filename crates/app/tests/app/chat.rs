@@ -31,6 +31,42 @@ async fn a_reply_streams_and_is_committed_signed_by_the_persona() {
 }
 
 #[tokio::test]
+async fn between_turns_the_next_prompt_is_read_ahead_and_the_next_reply_starts_with_it() {
+    // Off by default (one CLI process per message ends with its reply).
+    let off = Harness::new(&["Hello!"]).await;
+    let mut rx = off.engine.subscribe();
+    off.engine.conversation().send_message("Ei", "Hi!").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    off.engine.shutdown().await;
+    assert!(off.provider.prefills().is_empty(), "read ahead although it is off");
+
+    let h = Harness::new(&["Nice to meet you, Marta!", "You live in Lisbon.", "Osaka, next month."]).await;
+    let conversation = h.engine.conversation();
+    let mut rx = h.engine.subscribe();
+    conversation.send_message("Ei", "Hi! My name is Marta and I live in Lisbon.").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+
+    // Small local models get the compact prompt, whose start stays put.
+    let ei = h.engine.personas().persona("Ei").await.expect("ei");
+    let model = ei.model.split_once(':').map_or(ei.model.as_str(), |(_, m)| m);
+    conversation.set_prompt_profile(model, "compact").await.expect("profile");
+    conversation.read_ahead_between_turns(true);
+    conversation.send_message("Ei", "Where do I live?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    conversation.until_read_ahead().await;
+    let ahead = h.provider.prefills();
+    let read = &ahead.last().expect("read ahead after the reply").messages;
+    assert!(read.iter().any(|m| m.content == "You live in Lisbon."), "the reply just given is read ahead: {read:?}");
+    assert!(!read.last().is_some_and(|m| m.role == providers::Role::User), "the next message is not known yet");
+
+    conversation.send_message("Ei", "Next month I fly to Osaka. Where am I flying?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let sent = h.provider.requests().pop().expect("a request").messages;
+    assert!(sent.len() > read.len());
+    assert_eq!(sent[..read.len()], read[..], "the next reply's prompt starts with what was read ahead");
+}
+
+#[tokio::test]
 async fn personas_and_messages_are_there_after_a_restart() {
     let h = Harness::new(&["Hello!"]).await;
     h.engine.personas().create_persona("Bo", "").await.expect("create");

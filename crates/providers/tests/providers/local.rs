@@ -355,3 +355,50 @@ async fn a_guarded_reply_never_repeats_a_sentence() {
     let done = engine.complete(r, None).await.expect("completion");
     assert!(!providers::loop_guard::repeats_itself(&done.text, 8), "{:?}", done.text);
 }
+
+/// A prompt read ahead is kept evaluated for the call that continues it;
+/// a read stopped half-way keeps what it had read.
+#[tokio::test]
+async fn a_prompt_read_ahead_is_kept_and_a_stopped_read_keeps_what_it_read() {
+    let _alone = MODEL_USE.write().await;
+    let (engine, stem) = engine();
+    let long_text = "The ledger keeps every message, memory and decision in a signed chain. ".repeat(30);
+    let opening = || {
+        let mut r = CompletionRequest::chat(
+            &stem,
+            vec![
+                ChatMessage::new(Role::System, format!("You are a careful reader. {long_text}")),
+                ChatMessage::new(Role::User, "Hello."),
+                ChatMessage::new(Role::Assistant, "Hello! How can I help?"),
+            ],
+        );
+        r.max_tokens = 32;
+        r
+    };
+    engine.drop_warm_contexts();
+    let read = engine.prefill(opening()).await.expect("read ahead");
+    assert_eq!((read.text.as_str(), read.completion_tokens), ("", 0), "nothing is written");
+    assert!(read.prompt_tokens > 300, "{}", read.prompt_tokens);
+    assert!(engine.warm_contexts().contains(&(read.prompt_tokens as usize)), "{:?} vs {}", engine.warm_contexts(), read.prompt_tokens);
+
+    // Stopped after about a third of the reading time.
+    engine.drop_warm_contexts();
+    let t = std::time::Instant::now();
+    engine.prefill(opening()).await.expect("read ahead");
+    let whole = t.elapsed();
+    engine.drop_warm_contexts();
+    let req = opening();
+    let cancel = req.cancel.clone();
+    let call = tokio::spawn(async move { engine.prefill(req).await });
+    tokio::time::sleep(whole / 3).await;
+    cancel.cancel();
+    assert_eq!(call.await.expect("join").expect("result").finish, FinishReason::Cancelled);
+    // The engine thread reaches its next chunk boundary, then keeps the context.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !engine.is_idle() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let kept = engine.warm_contexts();
+    println!("read ahead {whole:?} for {} tokens; stopped after {:?}: kept {kept:?}", read.prompt_tokens, whole / 3);
+    assert!(kept.iter().any(|&n| n > 0 && n < read.prompt_tokens as usize), "what was read before the stop is kept: {kept:?}");
+}

@@ -339,6 +339,8 @@ export class AppState {
     this.selectedId = personaId;
     this.backend.keepPageState("selected", personaId).catch(() => {});
     if (focusChat) this.view = "chat";
+    // Not awaited: the model gets ready while the person reads and types.
+    this.backend.openChat(personaId).catch(() => {});
     await Promise.all([this.loadMessages(personaId), this.runtime.loadPending(personaId)]);
     await this.markRead(personaId);
   }

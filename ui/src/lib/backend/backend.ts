@@ -75,6 +75,8 @@ export interface Backend {
   setPersonaModel(personaId: string, model: string): Promise<PersonaView>;
   /** `list_messages` */
   listMessages(personaId: string): Promise<MessageView[]>;
+  /** `open_chat`: the chat is on screen; its model gets ready for the next message (returns at once). */
+  openChat(personaId: string): Promise<void>;
   /** `send_message`: resolves with the human's message; the reply streams as events. */
   sendMessage(personaId: string, content: string): Promise<MessageView>;
   /** `prefetch_draft`: a draft being typed, so the reply's retrieval finds its embedding ready. */

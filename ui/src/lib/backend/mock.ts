@@ -235,6 +235,10 @@ export class MockBackend implements Backend {
     return { ...persona };
   }
 
+  async openChat(personaId: string): Promise<void> {
+    this.persona(personaId);
+  }
+
   async listMessages(personaId: string): Promise<MessageView[]> {
     this.persona(personaId);
     return this.messages.filter((m) => m.persona_id === personaId).map((m) => ({ ...m }));

@@ -89,6 +89,9 @@ export class TauriBackend implements Backend {
   listMessages(personaId: string) {
     return call<MessageView[]>("list_messages", { personaId });
   }
+  openChat(personaId: string) {
+    return call<void>("open_chat", { personaId });
+  }
   sendMessage(personaId: string, content: string) {
     return call<MessageView>("send_message", { personaId, content });
   }

@@ -1,0 +1,107 @@
+//! Reading the next prompt ahead. While the person reads a reply and types
+//! the next message, the start of the next reply's prompt (system message
+//! and window of turns) is read into the local model, so that reply's first
+//! token waits only for the new message, however long the conversation is
+//! and even when the window of turns has just moved. It runs as background
+//! work: a message sent meanwhile stops it, keeping what was read so far.
+//!
+//! Only a process that stays between turns reads ahead (the window, a
+//! spoken conversation, benchmarks); one `ledgermind chat` process ends
+//! with its reply, and reading ahead would only delay its exit.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use providers::CompletionRequest;
+use tokio::sync::Notify;
+
+use super::Conversation;
+use crate::context::jobs::Failure;
+use crate::models::ModelSpec;
+use crate::prompt::PromptProfile;
+use crate::Result;
+
+/// The longest [`Conversation::until_read_ahead`] waits.
+const LONGEST_WAIT: Duration = Duration::from_secs(300);
+
+#[derive(Debug, Default)]
+pub(crate) struct ReadAhead {
+    enabled: AtomicBool,
+    /// A reply finished and its read-ahead has not ended yet.
+    pending: AtomicBool,
+    done: Notify,
+}
+
+impl Conversation {
+    /// Whether the next prompt is read ahead between turns (off by default).
+    pub fn read_ahead_between_turns(&self, on: bool) {
+        self.ahead.enabled.store(on, Ordering::SeqCst);
+    }
+
+    /// The person opened `persona`'s chat: its model is loaded, then the
+    /// start of the next reply's prompt is read ahead.
+    pub async fn open(&self, persona: &str) {
+        self.warm_up(persona).await;
+        if let Ok(p) = self.ctx.ledger.find_persona(persona).await {
+            self.ahead_due();
+            self.read_ahead(&p.id).await;
+        }
+    }
+
+    /// Marks a read-ahead as coming (set before the reply is announced, so
+    /// whoever waits on the announcement also waits for it).
+    pub(crate) fn ahead_due(&self) {
+        if self.ahead.enabled.load(Ordering::SeqCst) {
+            self.ahead.pending.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Reads the start of `persona_id`'s next reply prompt into its model,
+    /// when reading ahead is on. Failures only cost the head start.
+    pub(crate) async fn read_ahead(&self, persona_id: &str) {
+        if self.ahead.enabled.load(Ordering::SeqCst) {
+            if let Err(e) = self.read_next_prompt(persona_id).await {
+                tracing::debug!(code = e.code, "the next prompt was not read ahead: {}", e.message);
+            }
+        }
+        self.ahead.pending.store(false, Ordering::SeqCst);
+        self.ahead.done.notify_waiters();
+    }
+
+    /// Waits until no read-ahead is coming or running: a person who reads
+    /// the reply and types for at least that long. Benchmarks use it.
+    pub async fn until_read_ahead(&self) {
+        let deadline = tokio::time::Instant::now() + LONGEST_WAIT;
+        while self.ahead.pending.load(Ordering::SeqCst) && tokio::time::Instant::now() < deadline {
+            let _ = tokio::time::timeout(Duration::from_millis(50), self.ahead.done.notified()).await;
+        }
+    }
+
+    async fn read_next_prompt(&self, persona_id: &str) -> Result<()> {
+        let ledger = &self.ctx.ledger;
+        let persona = ledger.persona(persona_id).await?;
+        if persona.archived {
+            return Ok(());
+        }
+        let profile = ledger.persona_profile(persona_id).await?;
+        let spec = ModelSpec::parse(&persona.model)?;
+        let served = self.ctx.serving(&spec).await?;
+        let chosen = self.prompt_profile(served.provider.as_ref(), &served.spec.model, served.spec.is_local()).await;
+        // The full profile's system message is the office's narrative,
+        // written again for every message: there is no stable start.
+        if chosen.profile != PromptProfile::Compact {
+            return Ok(());
+        }
+        let history = self.office.prompt_history(&persona, &profile).await?;
+        let messages = self.next_turn_prefix(&persona, &history).await;
+        let mut request = CompletionRequest::chat(served.spec.model.clone(), messages);
+        request.max_tokens = chosen.profile.max_tokens();
+        match self.ctx.prefill_in_background(served.provider.as_ref(), request).await {
+            Ok(read) => tracing::debug!(tokens = read.prompt_tokens, "the next prompt was read ahead"),
+            Err(Failure::Preempted) => tracing::debug!("a message came before the next prompt was read ahead"),
+            Err(Failure::Retry(e) | Failure::Final(e)) => return Err(e),
+            Err(Failure::Deferred(_)) => {}
+        }
+        Ok(())
+    }
+}
