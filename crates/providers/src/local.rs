@@ -394,10 +394,11 @@ impl LocalEngine {
                 ),
             });
         }
-        let max_new = if evaluate_only { 0 } else { (request.max_tokens as usize).min(n_ctx_train - n_prompt - 1) };
-        // Room for a reply after a prompt read ahead, so the reply finds the
-        // context big enough to continue in.
-        let room = if evaluate_only { (request.max_tokens as usize).min(n_ctx_train - n_prompt - 1) } else { max_new };
+        // Room for the reply, also when the prompt is only read ahead: the
+        // call that continues it then finds the context big enough.
+        let room = (request.max_tokens as usize).min(n_ctx_train - n_prompt - 1);
+        // Reading ahead writes nothing: the loop below ends before sampling.
+        let max_new = if evaluate_only { 0 } else { room };
         let needed = n_prompt + room + 1;
         // A warm context of this model whose evaluated tokens share the
         // longest prefix with this prompt: only the rest is evaluated. An
@@ -457,27 +458,6 @@ impl LocalEngine {
             slot.tokens.extend_from_slice(chunk);
         }
 
-        if evaluate_only {
-            if own_turn {
-                self.save_kept_prompt(&slot);
-                self.put_warm(slot);
-            }
-            tracing::debug!(
-                model = %path.display(),
-                prompt_tokens = n_prompt,
-                reused_tokens = reused,
-                ms = started.elapsed().as_millis() as u64,
-                "local prompt read ahead"
-            );
-            return Ok(Completion {
-                text: String::new(),
-                prompt_tokens: u32::try_from(n_prompt).unwrap_or(u32::MAX),
-                completion_tokens: 0,
-                finish: FinishReason::Stop,
-                first_token_ms: None,
-                tool_calls: Vec::new(),
-            });
-        }
         let mut text = String::new();
         let mut utf8 = Utf8Stream::default();
         let mut guard = request.sampling.filter(|s| s.loop_guard && request.json_schema.is_none()).map(|_| LoopGuard::new());
