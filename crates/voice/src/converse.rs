@@ -140,16 +140,22 @@ pub struct Endpoint {
     pub silero_quiet: f32,
     /// None: the utterance is recognised only once the silence begins.
     pub stream_every_ms: Option<u64>,
+    /// A question ending on a relational noun without its complement
+    /// ("What is the capital?") is not taken as finished (see [`Ending`]).
+    pub relations_wait: bool,
 }
 
 impl Default for Endpoint {
     fn default() -> Self {
         Self {
-            speculate_ms: 200,
+            // Silero's quiet window (100 ms) is full here: the take of the
+            // whole utterance starts as soon as the end can be judged.
+            speculate_ms: 100,
             quick_stop_ms: 300,
             trailing_stop_ms: 1_300,
             silero_quiet: 0.2,
             stream_every_ms: Some(500),
+            relations_wait: true,
         }
     }
 }
@@ -161,7 +167,8 @@ pub enum Ending {
     Finished,
     /// Trailing off: a word that needs another after it, a comma, dots.
     Trailing,
-    /// Neither: no closing punctuation.
+    /// Neither: no closing punctuation, or a question that ends on a
+    /// relational noun without its complement ("What is the capital?").
     Open,
 }
 
@@ -175,8 +182,43 @@ const TRAILING_WORDS: [&str; 80] = [
     "nos", "nas", "para", "pra", "com", "por", "se", "quando", "então", "tipo", "é", "eu", "meu", "minha",
 ];
 
+/// Nouns that name a relation to something else ("the capital" of what?):
+/// after a definite article at the very end of a question they are most
+/// often waiting for their complement ("What is the capital ... of
+/// France?"), so a finished reading of them is not trusted for an early
+/// end. English and Portuguese.
+#[rustfmt::skip]
+const RELATIONAL_NOUNS: [&str; 44] = [
+    "capital", "name", "population", "size", "height", "length", "width", "weight", "price", "cost", "age", "colour",
+    "color", "meaning", "author", "owner", "president", "mayor", "founder", "rest", "middle", "end", "number",
+    "address", "distance", "difference", "nome", "população", "tamanho", "altura", "comprimento", "peso", "preço",
+    "custo", "idade", "cor", "significado", "autor", "dono", "presidente", "prefeito", "fundador", "resto", "número",
+];
+
+/// Whether the last two words are a definite article and a relational noun.
+fn ends_on_bare_relation(text: &str) -> bool {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .rev()
+        .take(2)
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
+        .collect();
+    match words.as_slice() {
+        [noun, article] => {
+            matches!(article.as_str(), "the" | "o" | "a" | "os" | "as") && RELATIONAL_NOUNS.contains(&noun.as_str())
+        }
+        _ => false,
+    }
+}
+
 /// How `text` ends (see [`Ending`]).
 pub fn ending(text: &str) -> Ending {
+    ending_as(text, true)
+}
+
+/// How `text` ends; `relations_wait` false reads a question ending on a
+/// bare relational noun as finished (the rule before it was added).
+fn ending_as(text: &str, relations_wait: bool) -> Ending {
     let t = text.trim_end_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ')');
     if t.is_empty() {
         return Ending::Open;
@@ -193,7 +235,7 @@ pub fn ending(text: &str) -> Ending {
     if TRAILING_WORDS.contains(&last.as_str()) {
         return Ending::Trailing;
     }
-    if t.ends_with(['.', '?', '!']) {
+    if t.ends_with(['.', '?', '!']) && !(relations_wait && ends_on_bare_relation(t)) {
         Ending::Finished
     } else {
         Ending::Open
@@ -265,6 +307,9 @@ impl Default for ConverseConfig {
 pub struct TurnReport {
     pub turn: u64,
     pub heard: String,
+    /// The model's reply as written (what `spoken_chars` counts in); shown
+    /// (`--json`) as it may be said aloud, without the markers it copied.
+    #[serde(serialize_with = "serialize_speakable")]
     pub reply: String,
     pub spoken: String,
     pub interrupted: bool,
@@ -278,6 +323,10 @@ pub struct TurnReport {
     /// The same, part by part (not printed; the latency benchmark's split).
     #[serde(skip)]
     pub timings: TurnTimings,
+}
+
+fn serialize_speakable<S: serde::Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&speakable(text))
 }
 
 /// Where a turn's time to its first audio went, in wall milliseconds.
@@ -644,7 +693,7 @@ pub fn converse(
             }
             let sure_quiet = gate.silence_peak().is_some_and(|p| p < ep.silero_quiet);
             let ready = speculation.as_ref().filter(|s| now >= s.ready_ms);
-            let needed = match ready.map(|s| ending(&s.transcript.text)) {
+            let needed = match ready.map(|s| ending_as(&s.transcript.text, ep.relations_wait)) {
                 Some(Ending::Finished) if plain_turn && sure_quiet => ep.quick_stop_ms,
                 Some(Ending::Trailing) if plain_turn => gate_config.stop_ms,
                 _ => config.gate.stop_ms,
@@ -844,10 +893,12 @@ pub fn converse(
                 let speculated_ms = if timings.stt_wait_ms < timings.stt_ms { timings.stt_ms } else { 0 };
                 let compute_ms = started.elapsed().as_millis() as u64 + speculated_ms;
                 // The microphone kept recording while we computed.
+                let mut spoke_meanwhile = false;
                 for _ in 0..frames_to_charge {
                     let Some(f) = listen(mic)? else { break };
                     if let Some(GateEvent::SpeechStarted { .. }) = gate.push(&f) {
                         utterance = Some(f.clone());
+                        spoke_meanwhile = true;
                     }
                     preroll.extend(f.iter().copied());
                     while preroll.len() > preroll_len {
@@ -886,6 +937,26 @@ pub fn converse(
                     sentences: lens,
                     queued_total: total,
                 });
+                // The person took up speaking again while the reply was made
+                // (a pause, not the end): they hold the floor, and the reply
+                // stops before a word of it is heard, as in a barge-in. (The
+                // start of their speech was heard before the reply began, so
+                // it is not the reply's echo.) In half duplex or without
+                // barge-in, only the stop word counts, as always.
+                if spoke_meanwhile && gate.is_speaking() && config.full_duplex && config.barge_in {
+                    if let Some(mut p) = playing.take() {
+                        let now = mic.clock().now_ms();
+                        let remaining = mic.output.stop();
+                        p.report.interrupted = true;
+                        p.report.barge_in_ms = Some(now);
+                        p.report.playback_stopped_ms = Some(now);
+                        p.report.spoken = p.spoken(remaining);
+                        motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
+                        bus.cancel_through(motor.turn());
+                        responder.turn_finished(&p.report)?;
+                        reports.push(p.report);
+                    }
+                }
             }
             None => {}
         }
@@ -933,6 +1004,28 @@ mod tests {
         );
         assert!(speaking_pieces("[interrupted]").is_empty());
         assert!(speaking_pieces("Sure. [interr").iter().all(|p| !p.contains('[')));
+    }
+
+    #[test]
+    fn a_turn_is_shown_without_the_markers_of_its_reply() {
+        let report = TurnReport {
+            turn: 1,
+            heard: "How long is the trial?".into(),
+            reply: "It is 7 days. [interrupted]".into(),
+            spoken: "It is 7 days.".into(),
+            interrupted: false,
+            end_of_speech_ms: 0,
+            first_audio_ms: 0,
+            barge_in_ms: None,
+            playback_stopped_ms: None,
+            compute_ms: 0,
+            timings: TurnTimings::default(),
+        };
+        let shown = serde_json::to_value(&report).expect("json");
+        assert_eq!(shown["reply"], "It is 7 days.");
+        assert!(!shown.to_string().contains('['), "{shown}");
+        // The report keeps the text as written: the spoken part is counted in it.
+        assert_eq!(spoken_chars(&report.reply, &report.spoken), 13);
     }
 
     #[test]

@@ -110,8 +110,12 @@ pub const QUANTIZED_FILE: &str = "model-q8_0.gguf";
 pub enum Precision {
     /// `model.safetensors`, f32.
     F32,
-    /// `model-q8_0.gguf`: the matrices in q8_0, the rest f32.
+    /// `model-q8_0.gguf`: the decoder's matrices in q8_0 (the rest f32);
+    /// the encoder on the same weights dequantized (see `load_with`).
     Q8,
+    /// The same file with the encoder in q8_0 as well: what `Q8` was
+    /// measured against (stt_bench); not loaded by the product.
+    Q8Encoder,
 }
 
 /// candle's Whisper on f32 or on quantized weights: the encoder, and the
@@ -151,6 +155,19 @@ impl Backbone {
     }
 }
 
+/// Every tensor of a GGUF file, dequantized to f32, by name.
+fn dequantized_gguf(path: &Path, device: &Device) -> candle_core::Result<std::collections::HashMap<String, Tensor>> {
+    let mut file = std::fs::File::open(path)?;
+    let content = candle_core::quantized::gguf_file::Content::read(&mut file)?;
+    let mut out = std::collections::HashMap::with_capacity(content.tensor_infos.len());
+    let names: Vec<String> = content.tensor_infos.keys().cloned().collect();
+    for name in names {
+        let q = content.tensor(&mut file, &name, device)?;
+        out.insert(name, q.dequantize(device)?);
+    }
+    Ok(out)
+}
+
 impl Whisper {
     /// Loads a converted model directory (`config.json`, `vocabulary.txt`
     /// and the weights), checking that its parts agree: the quantized
@@ -187,15 +204,28 @@ impl Whisper {
                 let model = Model::load(&vb, config).map_err(|e| corrupt(format!("{file}: {e}")))?;
                 (Backbone::F32(model), decoder)
             }
-            Precision::Q8 => {
+            Precision::Q8 | Precision::Q8Encoder => {
                 let file = QUANTIZED_FILE;
                 let vb =
                     QVarBuilder::from_gguf(dir.join(file), &device).map_err(|e| corrupt(format!("{file}: {e}")))?;
                 let decoder =
                     decoder::CachedDecoder::load(decoder::Weights::Quantized(vb.pp("model.decoder")), &config)
                         .map_err(|e| corrupt(format!("{file}: {e}")))?;
-                let model = QModel::load(&vb, config).map_err(|e| corrupt(format!("{file}: {e}")))?;
-                (Backbone::Quantized(model), decoder)
+                // The encoder runs once per window over hundreds of frames:
+                // a matrix product that f32 GEMM does faster than q8_0's
+                // row-by-row dot products (stt_bench's split showed the q8_0
+                // encoder the slower). The decoder runs one token at a time,
+                // where reading a quarter of the bytes is what counts; it
+                // keeps q8_0. Same file, so the same weights either way.
+                let backbone = if precision == Precision::Q8 {
+                    let tensors =
+                        dequantized_gguf(&dir.join(file), &device).map_err(|e| corrupt(format!("{file}: {e}")))?;
+                    let fvb = VarBuilder::from_tensors(tensors, DType::F32, &device);
+                    Backbone::F32(Model::load(&fvb, config).map_err(|e| corrupt(format!("{file}: {e}")))?)
+                } else {
+                    Backbone::Quantized(QModel::load(&vb, config).map_err(|e| corrupt(format!("{file}: {e}")))?)
+                };
+                (backbone, decoder)
             }
         };
         Ok(Self {

@@ -603,7 +603,10 @@ fn words_that_trail_off_are_waited_for_longer_than_the_hold() {
         eprintln!("skipped: needs Silero (scripts/setup.sh) and espeak-ng");
         return;
     };
-    let endpoint = voice::converse::Endpoint::default();
+    // The take after 200 ms of silence: the scripted recogniser answers
+    // every take with the next reading, and shorter gaps inside espeak-ng's
+    // phrase would take (and use up) one.
+    let endpoint = voice::converse::Endpoint { speculate_ms: 200, ..voice::converse::Endpoint::default() };
     let config = ConverseConfig { silero_models: Some(models), endpoint: Some(endpoint), ..ConverseConfig::default() };
     let tts = ToneSynth { rate_hz: 16_000 };
     // A second's pause after "that": longer than the gate's 800 ms hold.
@@ -635,6 +638,14 @@ fn how_a_transcript_ends_finished_trailing_or_open_in_english_and_portuguese() {
     assert_eq!(ending("Então, eu queria saber se"), Ending::Trailing);
     assert_eq!(ending("So,"), Ending::Trailing);
     assert_eq!(ending("What is the capital"), Ending::Open);
+    // A relational noun after "the" at the end waits for its complement;
+    // the same noun with an owner, or with its complement, is finished.
+    assert_eq!(ending("What is the capital?"), Ending::Open);
+    assert_eq!(ending("Qual é a capital?"), Ending::Open);
+    assert_eq!(ending("What is the population."), Ending::Open);
+    assert_eq!(ending("What is your name?"), Ending::Finished);
+    assert_eq!(ending("What is the capital of Peru?"), Ending::Finished);
+    assert_eq!(ending("Where is the river?"), Ending::Finished);
     assert_eq!(ending(""), Ending::Open);
 }
 
@@ -645,4 +656,43 @@ fn a_transcript_reads_finished_when_it_ends_a_sentence() {
     assert!(!voice::converse::reads_finished("What is the capital of"));
     assert!(!voice::converse::reads_finished("Which is the largest..."));
     assert!(!voice::converse::reads_finished(""));
+}
+
+/// A responder that takes `ms` of wall time to answer (the model, thinking).
+struct Slow(u64, Vec<String>);
+
+impl Responder for Slow {
+    fn reply(&mut self, heard: &str) -> Result<String, VoiceError> {
+        std::thread::sleep(std::time::Duration::from_millis(self.0));
+        self.1.push(heard.to_owned());
+        Ok("Paris.".into())
+    }
+}
+
+#[test]
+fn speech_taken_up_again_while_the_reply_is_made_stops_the_reply_before_it_is_heard() {
+    let (Some(models), true) = (crate::onnx_models_dir(), espeak_available()) else {
+        eprintln!("skipped: needs Silero (scripts/setup.sh) and espeak-ng");
+        return;
+    };
+    // The take after 200 ms of silence (as above: no scripted reading used up in the phrase).
+    let endpoint = voice::converse::Endpoint { speculate_ms: 200, ..voice::converse::Endpoint::default() };
+    let config = ConverseConfig { silero_models: Some(models), endpoint: Some(endpoint), ..ConverseConfig::default() };
+    // The first half reads as a finished question, so the turn ends early
+    // in the pause; the reply then takes 900 ms, during which the person
+    // goes on ("than Rome?" starts 600 ms into the pause).
+    let audio = said_with_pause("Is Lisbon older", 600, "than Rome?");
+    let mut stt = scripted(&["Is Lisbon older?", "than Rome?"]);
+    let mut mic = WavLoopback::new(Pcm { samples: audio, rate: 16_000 }, None);
+    let mut persona = Slow(900, vec![]);
+    let tts = ToneSynth { rate_hz: 16_000 };
+    let turns = converse(&mut mic, &mut stt, &mut persona, &tts, &config).expect("converse");
+    assert_eq!(persona.1, vec!["Is Lisbon older?", "than Rome?"], "{turns:#?}");
+    assert_eq!(turns.len(), 2, "{turns:#?}");
+    let cut = &turns[0];
+    assert!(cut.interrupted, "{cut:#?}");
+    assert_eq!(cut.spoken, "", "nothing of the first reply was heard: {cut:#?}");
+    assert_eq!(cut.playback_stopped_ms, Some(cut.first_audio_ms));
+    assert!(!turns[1].interrupted);
+    assert_eq!(turns[1].spoken, "Paris.");
 }
