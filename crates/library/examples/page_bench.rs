@@ -17,9 +17,12 @@
 //! BM25 and the hybrid on one-page passages ("BM25 old", "old"), and on
 //! crossing passages BM25 and the hybrid citing the page of the matched
 //! words ("BM25", "ours"), and the hybrid citing the page holding most of
-//! the passage ("ours main"). cite@1: the top result is the right document
+//! the passage ("ours main"), and "ours" with table-of-contents passages'
+//! scores multiplied by `BENCH_CONTENTS_FACTOR` (0.5 unless set;
+//! "ours+toc"). cite@1: the top result is the right document
 //! and cites the answer's page; cite@5: one of the first five does;
-//! doc@1: the top result is the right document. Identical files are
+//! doc@1: the top result is the right document; p50/p95: milliseconds of
+//! a search (queries of each arm run in turn). Identical files are
 //! counted once. `scripts/setup.sh --test` fetches the sets (Debian's
 //! debian-faq and r-doc-pdf packages, pypdf's test files).
 
@@ -29,7 +32,7 @@ use std::sync::Arc;
 
 use library::{Extractor, Library, SearchMode, TokenCounter};
 use sha2::{Digest, Sha256};
-use memory::{MiniLm, WordPiece};
+use memory::{Embedder, MiniLm, WordPiece};
 
 /// Words of a query: long enough to be unique, short enough to sit inside
 /// one passage.
@@ -110,12 +113,47 @@ fn questions(page_texts: &[String]) -> Vec<(String, Vec<u32>)> {
     out
 }
 
+/// MiniLM with each text embedded once: both indexes share most passages.
+struct Cached {
+    inner: Arc<MiniLm>,
+    seen: std::sync::Mutex<HashMap<String, Vec<f32>>>,
+}
+
+impl Embedder for Cached {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn model_id(&self) -> String {
+        self.inner.model_id()
+    }
+    fn max_tokens(&self) -> usize {
+        self.inner.max_tokens()
+    }
+    fn embed_query(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memory::MemoryError> {
+        self.inner.embed_query(texts)
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memory::MemoryError> {
+        let missing: Vec<&str> = {
+            let seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            texts.iter().copied().filter(|t| !seen.contains_key(*t)).collect()
+        };
+        let vectors = if missing.is_empty() { vec![] } else { self.inner.embed(&missing)? };
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        for (t, v) in missing.into_iter().zip(vectors) {
+            seen.insert(t.to_owned(), v);
+        }
+        Ok(texts.iter().map(|t| seen.get(*t).cloned().unwrap_or_default()).collect())
+    }
+}
+
 #[derive(Default, Clone)]
 struct Tally {
     queries: usize,
     document: usize,
     cite1: usize,
     cite5: usize,
+    /// Milliseconds of each search.
+    times: Vec<f64>,
 }
 
 struct Query {
@@ -126,7 +164,7 @@ struct Query {
     pages: Vec<u32>,
 }
 
-const ARMS: [&str; 5] = ["BM25 old", "old", "BM25", "ours main", "ours"];
+const ARMS: [&str; 6] = ["BM25 old", "old", "BM25", "ours main", "ours", "ours+toc"];
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -181,7 +219,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    let model = Arc::new(MiniLm::load(&model_dir)?);
+    let model = Arc::new(Cached { inner: Arc::new(MiniLm::load(&model_dir)?), seen: Default::default() });
     let counter: Arc<dyn TokenCounter> = Arc::new(WordPiece::from_file(&model_dir.join("vocab.txt"), usize::MAX / 2)?);
     let base = std::env::temp_dir().join(format!("page_bench_{}", std::process::id()));
     let mut old = Library::open(&base.join("old"), model.clone(), counter.clone(), Extractor::InProcess).await?;
@@ -207,17 +245,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let verbose = std::env::var("BENCH_MISSES").is_ok();
+    // The factor on table-of-contents passages for "ours+toc".
+    let toc_factor: f64 = std::env::var("BENCH_CONTENTS_FACTOR").ok().and_then(|v| v.parse().ok()).unwrap_or(0.5);
     let mut tallies: HashMap<(String, &str, &str), Tally> = HashMap::new();
     for q in queries.iter().filter(|q| indexed.contains(&q.file)) {
         for arm in ARMS {
             new.settings.cite_matched_page = arm != "ours main";
+            new.settings.contents_factor = if arm == "ours+toc" { toc_factor } else { 1.0 };
             let (lib, mode) = match arm {
                 "BM25 old" => (&old, SearchMode::Keyword),
                 "old" => (&old, SearchMode::Hybrid),
                 "BM25" => (&new, SearchMode::Keyword),
                 _ => (&new, SearchMode::Hybrid),
             };
+            let started = std::time::Instant::now();
             let hits = lib.search(&q.text, 5, mode).await?;
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
             let right = |h: &library::SearchHit| Path::new(&h.document) == q.file && h.page.is_some_and(|p| q.pages.contains(&p));
             for key in [(q.set.clone(), q.kind, arm), (q.set.clone(), "all", arm)] {
                 let t = tallies.entry(key).or_default();
@@ -225,21 +268,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 t.document += usize::from(hits.first().is_some_and(|h| Path::new(&h.document) == q.file));
                 t.cite1 += usize::from(hits.first().is_some_and(right));
                 t.cite5 += usize::from(hits.iter().any(right));
+                t.times.push(ms);
             }
             if verbose && (arm == "ours" || arm == "old") && !hits.first().is_some_and(right) {
                 eprintln!(
-                    "{arm:<4} {} {:?} cited {:?} of {}: {}",
+                    "{arm:<4} {} {:?} cited {:?} of {}: {}\n      top: {:?}",
                     q.kind,
                     q.pages,
                     hits.first().map(|h| h.page),
                     hits.first().map(|h| h.document.rsplit('/').next().unwrap_or_default().to_owned()).unwrap_or_default(),
-                    q.text
+                    q.text,
+                    hits.first().map(|h| h.text.chars().take(160).collect::<String>())
                 );
             }
         }
     }
     println!("documents: {} multi-page PDFs poppler reads", indexed.len());
-    println!("{:<10} {:<9} {:<10} {:>7} {:>7} {:>7} {:>7}", "set", "queries", "search", "n", "doc@1", "cite@1", "cite@5");
+    println!(
+        "{:<10} {:<9} {:<10} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8}",
+        "set", "queries", "search", "n", "doc@1", "cite@1", "cite@5", "p50 ms", "p95 ms"
+    );
     let mut sets: Vec<String> = queries.iter().map(|q| q.set.clone()).collect();
     sets.sort();
     sets.dedup();
@@ -248,12 +296,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             for arm in ARMS {
                 let Some(t) = tallies.get(&(set.clone(), kind, arm)) else { continue };
                 let n = t.queries.max(1) as f64;
+                let mut times = t.times.clone();
+                times.sort_by(f64::total_cmp);
+                let pct = |p: usize| times.get((times.len() * p / 100).min(times.len().saturating_sub(1))).copied().unwrap_or(0.0);
                 println!(
-                    "{set:<10} {kind:<9} {arm:<10} {:>7} {:>7.3} {:>7.3} {:>7.3}",
+                    "{set:<10} {kind:<9} {arm:<10} {:>7} {:>7.3} {:>7.3} {:>7.3} {:>8.1} {:>8.1}",
                     t.queries,
                     t.document as f64 / n,
                     t.cite1 as f64 / n,
-                    t.cite5 as f64 / n
+                    t.cite5 as f64 / n,
+                    pct(50),
+                    pct(95)
                 );
             }
         }

@@ -54,6 +54,16 @@ pub struct SearchSettings {
     /// query matched ([`matched_page`]); off: the page holding most of it.
     #[serde(default = "yes")]
     pub cite_matched_page: bool,
+    /// Factor on a hybrid candidate's score when the passage is a table
+    /// of contents ([`is_contents`]): a manual's contents list every
+    /// heading's words on one page, so a question matches the list before
+    /// the page that answers it, and the citation opens the list. 1: off.
+    #[serde(default = "one")]
+    pub contents_factor: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 fn yes() -> bool {
@@ -97,6 +107,21 @@ pub fn word_match(text: &str, query: &str) -> f64 {
     }
     let quote = if longest >= MIN_QUOTE_WORDS { longest as f64 / asked.len() as f64 } else { 0.0 };
     (coverage + quote) / 2.0
+}
+
+/// Whether `text` is (mostly) a table of contents or an index: at least
+/// three lines with dot leaders ("Installing . . . . 12"), and they are at
+/// least a third of its lines.
+pub fn is_contents(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let leaders = lines
+        .iter()
+        .filter(|l| {
+            let squeezed: String = l.chars().filter(|c| !c.is_whitespace()).collect();
+            squeezed.contains("....") || squeezed.contains('…')
+        })
+        .count();
+    leaders >= 3 && leaders * 3 >= lines.len()
 }
 
 /// Page marks as stored with a chunk: "offset:page" pairs, comma-separated.
@@ -193,6 +218,7 @@ pub const DEFAULT_SEARCH: SearchSettings = SearchSettings {
     common_term_share: 0.05,
     word_match_weight: 0.0,
     cite_matched_page: true,
+    contents_factor: 1.0,
 };
 
 /// The seed's four age bands: < 30 days 1.0, < 90 0.7, < 365 0.4, older 0.1.
@@ -314,6 +340,13 @@ mod tests {
         assert_eq!(matched_page(&text, &[], "configuration", Some(3)), Some(3));
         assert_eq!(parse_page_marks(&format_page_marks(&marks).unwrap_or_default()), marks);
         assert_eq!(format_page_marks(&[]), None);
+    }
+
+    #[test]
+    fn a_table_of_contents_is_recognised_by_its_dot_leaders() {
+        let toc = "CONTENTS\n8.1 What programs does Debian provide? . . . . . . 35\n8.1.1 dpkg . . . . . . . . 35\n8.2 How is this done? . . . . 38\n8.3 How can I tell what is installed? . . . . 39";
+        assert!(is_contents(toc));
+        assert!(!is_contents("8.3 How can I tell what is installed?\nUse dpkg-query... or aptitude.\nIt lists every package."));
     }
 
     #[test]
