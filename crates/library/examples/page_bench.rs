@@ -17,9 +17,10 @@
 //! BM25 and the hybrid on one-page passages ("BM25 old", "old"), and on
 //! crossing passages BM25 and the hybrid citing the page of the matched
 //! words ("BM25", "ours"), and the hybrid citing the page holding most of
-//! the passage ("ours main"), and "ours" with table-of-contents passages'
-//! scores multiplied by `BENCH_CONTENTS_FACTOR` (0.5 unless set;
-//! "ours+toc"). cite@1: the top result is the right document
+//! the passage ("ours main"); "old+toc" and "ours+toc" are "old" and
+//! "ours" with table-of-contents passages' scores multiplied by
+//! `BENCH_CONTENTS_FACTOR` (the product's default unless set; the other
+//! arms without it). cite@1: the top result is the right document
 //! and cites the answer's page; cite@5: one of the first five does;
 //! doc@1: the top result is the right document; p50/p95: milliseconds of
 //! a search (queries of each arm run in turn). Identical files are
@@ -30,7 +31,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use library::{Extractor, Library, SearchMode, TokenCounter};
+use library::{Extractor, Library, SearchMode, TokenCounter, DEFAULT_SEARCH};
 use sha2::{Digest, Sha256};
 use memory::{Embedder, MiniLm, WordPiece};
 
@@ -164,7 +165,7 @@ struct Query {
     pages: Vec<u32>,
 }
 
-const ARMS: [&str; 6] = ["BM25 old", "old", "BM25", "ours main", "ours", "ours+toc"];
+const ARMS: [&str; 7] = ["BM25 old", "old", "old+toc", "BM25", "ours main", "ours", "ours+toc"];
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -245,16 +246,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let verbose = std::env::var("BENCH_MISSES").is_ok();
-    // The factor on table-of-contents passages for "ours+toc".
-    let toc_factor: f64 = std::env::var("BENCH_CONTENTS_FACTOR").ok().and_then(|v| v.parse().ok()).unwrap_or(0.5);
+    // The factor on table-of-contents passages for "old+toc" and "ours+toc".
+    let toc_factor: f64 =
+        std::env::var("BENCH_CONTENTS_FACTOR").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_SEARCH.contents_factor);
     let mut tallies: HashMap<(String, &str, &str), Tally> = HashMap::new();
     for q in queries.iter().filter(|q| indexed.contains(&q.file)) {
         for arm in ARMS {
             new.settings.cite_matched_page = arm != "ours main";
             new.settings.contents_factor = if arm == "ours+toc" { toc_factor } else { 1.0 };
+            old.settings.contents_factor = if arm == "old+toc" { toc_factor } else { 1.0 };
             let (lib, mode) = match arm {
                 "BM25 old" => (&old, SearchMode::Keyword),
-                "old" => (&old, SearchMode::Hybrid),
+                "old" | "old+toc" => (&old, SearchMode::Hybrid),
                 "BM25" => (&new, SearchMode::Keyword),
                 _ => (&new, SearchMode::Hybrid),
             };
