@@ -226,6 +226,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut old = Library::open(&base.join("old"), model.clone(), counter.clone(), Extractor::InProcess).await?;
     old.cross_pages = false;
     let mut new = Library::open(&base.join("new"), model, counter, Extractor::InProcess).await?;
+    new.cross_pages = true;
     let mut indexed = HashSet::new();
     for f in &picked {
         let a = old.add_file(f, None).await?;

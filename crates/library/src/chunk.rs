@@ -161,7 +161,8 @@ fn main_page(text: &str, marks: &[(usize, u32)]) -> Option<u32> {
 }
 
 /// Passages of `blocks`; consecutive pages under one heading are cut as
-/// one text, so a passage may cross a page break.
+/// one text, so a passage may cross a page break (the library's own
+/// default is [`chunk_blocks_with`] without it: `Library::cross_pages`).
 pub fn chunk_blocks(blocks: &[Block], counter: &dyn TokenCounter, max_tokens: usize) -> Vec<Chunk> {
     chunk_blocks_with(blocks, counter, max_tokens, true)
 }

@@ -327,7 +327,8 @@ async fn a_passage_across_a_page_break_cites_the_page_of_the_matched_words() {
             "the pilot flame relights and the pressure gauge settles near one bar.",
         ]),
     );
-    let (lib, _) = open(data.path()).await;
+    let (mut lib, _) = open(data.path()).await;
+    lib.cross_pages = true;
     lib.add_file(&file, None).await.expect("add");
     for mode in [SearchMode::Keyword, SearchMode::Hybrid] {
         let hits = lib.search("pilot flame relights pressure gauge", 3, mode).await.expect("search");
