@@ -305,6 +305,22 @@ if [ "$WITH_TEST" = 1 ]; then
     python3 -m pip download --quiet --no-deps --no-binary :all: python-docx==1.2.0 -d .
   fetch_fixture odfpy-1.4.1.tar.gz db766a6e59c5103212f3cc92ec8dd50a0f3a02790233ed0b52148b70d3c438ec \
     python3 -m pip download --quiet --no-deps --no-binary :all: odfpy==1.4.1 -d .
+  # PDF manuals for the page-citation benchmark: the Debian FAQ (tuning)
+  # and R's manuals, its FAQ among them (held out).
+  fetch_fixture debian-faq_11.1_all.deb 427426e0cfa6888622fc1d72631071cb4b5a1f86ccde722e7820bcef284de5d0 \
+    apt-get download debian-faq=11.1
+  fetch_fixture r-doc-pdf_4.2.2.20221110-2_all.deb beb104ad5818d261f280a868294645ca31d7c63365f2c9a55aa3ca9aad5aa71d \
+    apt-get download r-doc-pdf=4.2.2.20221110-2
+  if [ ! -f "$FIXTURES/pdf-tune/debian-faq.en.pdf" ]; then
+    rm -rf "$FIXTURES/debfaq" && dpkg-deb -x "$FIXTURES/debian-faq_11.1_all.deb" "$FIXTURES/debfaq"
+    mkdir -p "$FIXTURES/pdf-tune"
+    gunzip -c "$FIXTURES/debfaq/usr/share/doc/debian/FAQ/debian-faq.en.pdf.gz" > "$FIXTURES/pdf-tune/debian-faq.en.pdf"
+  fi
+  if [ ! -f "$FIXTURES/pdf-held-out/R-FAQ.pdf" ]; then
+    rm -rf "$FIXTURES/rdoc" && dpkg-deb -x "$FIXTURES/r-doc-pdf_4.2.2.20221110-2_all.deb" "$FIXTURES/rdoc"
+    mkdir -p "$FIXTURES/pdf-held-out"
+    for m in R-FAQ R-intro R-data R-admin; do cp "$FIXTURES/rdoc/usr/share/R/doc/manual/$m.pdf" "$FIXTURES/pdf-held-out/"; done
+  fi
   if [ ! -d "$FIXTURES/pydoc/usr/share/doc/python3.11/html/faq" ]; then
     dpkg-deb -x "$FIXTURES/python3.11-doc_3.11.2-6+deb12u9_all.deb" "$FIXTURES/pydoc"
   fi

@@ -310,3 +310,33 @@ async fn a_library_indexed_with_another_embedder_is_re_embedded_with_the_new_one
     assert!(hits[0].document.ends_with("bread.md"), "{hits:?}");
     assert_eq!(other.queries.load(Ordering::SeqCst), queries + 1, "the query is embedded as a query");
 }
+
+/// A paragraph cut by a page break is one passage, and the page it cites
+/// is the page of the words the query matched: the second page for words
+/// on the second page, the first for words on the first.
+#[tokio::test]
+async fn a_passage_across_a_page_break_cites_the_page_of_the_matched_words() {
+    let docs = tempfile::tempdir().expect("docs");
+    let data = tempfile::tempdir().expect("data");
+    let file = write(
+        docs.path(),
+        "manual.pdf",
+        &pdf_with(&[
+            "Cover page of the household manual.",
+            "To reset the boiler, hold the red button for ten seconds until",
+            "the pilot flame relights and the pressure gauge settles near one bar.",
+        ]),
+    );
+    let (mut lib, _) = open(data.path()).await;
+    lib.cross_pages = true;
+    lib.add_file(&file, None).await.expect("add");
+    for mode in [SearchMode::Keyword, SearchMode::Hybrid] {
+        let hits = lib.search("pilot flame relights pressure gauge", 3, mode).await.expect("search");
+        let top = &hits[0];
+        assert!(top.text.contains("reset the boiler") && top.text.contains("pilot flame"), "one passage: {hits:?}");
+        assert_eq!(top.page, Some(3), "{mode:?}: {hits:?}");
+        let hits = lib.search("reset boiler red button", 3, mode).await.expect("search");
+        assert_eq!(hits[0].page, Some(2), "{mode:?}: {hits:?}");
+    }
+    lib.close().await;
+}
