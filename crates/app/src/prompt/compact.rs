@@ -175,11 +175,15 @@ fn facts_text(facts: &[String], language: Language) -> String {
     }
 }
 
-/// The few earlier lines that bear on the question: recalled ones that share
-/// a word with it (the best recalled one in any case), and the person's own
-/// earlier messages that share a word with it.
+/// The few earlier lines that bear on the message: recalled ones that share
+/// a word with it (for a question, the best recalled one in any case), and
+/// the person's own earlier messages that share a word with it. A statement
+/// that shares no word with anything earlier gets none: the lines would only
+/// distract, and each costs the local model reading time before the reply
+/// (and again on the next turn, whose prompt no longer holds them).
 pub(crate) fn pick_facts(question: &str, recalled: &[(String, bool)], earlier: &[&str]) -> Vec<String> {
     let asked = content_words(question);
+    let asks = question.trim_end().ends_with('?');
     let mut scored: Vec<(usize, usize, String)> = Vec::new();
     for (rank, (line, said_by_person)) in recalled.iter().enumerate() {
         if !said_by_person {
@@ -187,7 +191,7 @@ pub(crate) fn pick_facts(question: &str, recalled: &[(String, bool)], earlier: &
         }
         let text = strip_tag(line);
         let overlap = overlap(&content_words(&text), &asked);
-        if overlap > 0 || scored.is_empty() {
+        if overlap > 0 || (asks && scored.is_empty()) {
             scored.push((overlap, rank, text));
         }
     }
@@ -333,6 +337,14 @@ mod tests {
             &["Hi! My name is Marta and I live in Lisbon.", "I have a dog."],
         );
         assert_eq!(facts, vec!["Hi! My name is Marta and I live in Lisbon.".to_owned(), "I love green tea.".to_owned()]);
+    }
+
+    #[test]
+    fn a_statement_sharing_no_word_with_anything_earlier_gets_no_facts() {
+        let recalled = [("[2026-11-25] I love green tea.".to_owned(), true)];
+        assert!(pick_facts("My sister is visiting next week.", &recalled, &["I have a dog."]).is_empty());
+        assert_eq!(pick_facts("What is my sister's name?", &recalled, &["I have a dog."]), vec!["I love green tea.".to_owned()]);
+        assert_eq!(pick_facts("The tea was cold today.", &recalled, &[]), vec!["I love green tea.".to_owned()]);
     }
 
     #[test]
