@@ -503,6 +503,29 @@ impl Playing {
     }
 }
 
+/// The reply being played stops at `now` with `remaining` samples unheard:
+/// its report says what was heard, the motor and the bus move past its turn,
+/// and the responder learns how it ended.
+fn stop_reply(
+    mut p: Playing,
+    now: u64,
+    remaining: usize,
+    motor: &mut Motor,
+    bus: &mut SignalBus,
+    responder: &mut dyn Responder,
+    reports: &mut Vec<TurnReport>,
+) -> Result<(), VoiceError> {
+    p.report.interrupted = true;
+    p.report.barge_in_ms = Some(now);
+    p.report.playback_stopped_ms = Some(now);
+    p.report.spoken = p.spoken(remaining);
+    motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
+    bus.cancel_through(motor.turn());
+    responder.turn_finished(&p.report)?;
+    reports.push(p.report);
+    Ok(())
+}
+
 /// Runs the conversation until the input ends and playback has finished.
 pub fn converse(
     mic: &mut WavLoopback,
@@ -594,17 +617,10 @@ pub fn converse(
                 // Confirmed: the person holds the floor.
                 ducked_at = None;
                 began_ducked = false;
-                if let Some(mut p) = playing.take() {
+                if let Some(p) = playing.take() {
                     let remaining = mic.output.stop();
                     mic.output.set_gain(1.0);
-                    p.report.interrupted = true;
-                    p.report.barge_in_ms = Some(now);
-                    p.report.playback_stopped_ms = Some(now);
-                    p.report.spoken = p.spoken(remaining);
-                    motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
-                    bus.cancel_through(motor.turn());
-                    responder.turn_finished(&p.report)?;
-                    reports.push(p.report);
+                    stop_reply(p, now, remaining, &mut motor, &mut bus, responder, &mut reports)?;
                 }
             } else if now >= at + d.resume_ms {
                 mic.output.set_gain(1.0);
@@ -621,16 +637,9 @@ pub fn converse(
             draft_before = crate::stt::Draft::default();
             drafted_len = 0;
             began_deaf = false;
-            if let Some(mut p) = playing.take() {
+            if let Some(p) = playing.take() {
                 let remaining = mic.output.stop();
-                p.report.interrupted = true;
-                p.report.barge_in_ms = Some(now);
-                p.report.playback_stopped_ms = Some(now);
-                p.report.spoken = p.spoken(remaining);
-                motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
-                bus.cancel_through(motor.turn());
-                responder.turn_finished(&p.report)?;
-                reports.push(p.report);
+                stop_reply(p, now, remaining, &mut motor, &mut bus, responder, &mut reports)?;
             }
         } else if held {
             event = None;
@@ -725,7 +734,7 @@ pub fn converse(
                     mic.output.set_gain(d.gain);
                     ducked_at = Some(now);
                     began_ducked = true;
-                } else if let Some(mut p) = playing.take() {
+                } else if let Some(p) = playing.take() {
                     // Barge-in: the person holds the floor; stop at once.
                     bus.publish(Signal {
                         source: Source::Vad,
@@ -736,14 +745,7 @@ pub fn converse(
                         lane: Lane::Intervention,
                     });
                     let remaining = mic.output.stop();
-                    p.report.interrupted = true;
-                    p.report.barge_in_ms = Some(now);
-                    p.report.playback_stopped_ms = Some(now);
-                    p.report.spoken = p.spoken(remaining);
-                    motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
-                    bus.cancel_through(motor.turn());
-                    responder.turn_finished(&p.report)?;
-                    reports.push(p.report);
+                    stop_reply(p, now, remaining, &mut motor, &mut bus, responder, &mut reports)?;
                 }
             }
             Some(GateEvent::SpeechEnded { at_ms }) => {
@@ -757,17 +759,10 @@ pub fn converse(
                     // Half duplex: while the persona speaks, only "stop" counts.
                     let heard = stt.transcribe(&audio, config.listen)?;
                     if crate::commands::parse(&heard.text) == Some(crate::commands::VoiceCommand::Stop) {
-                        if let Some(mut p) = playing.take() {
+                        if let Some(p) = playing.take() {
                             let now = mic.clock().now_ms();
                             let remaining = mic.output.stop();
-                            p.report.interrupted = true;
-                            p.report.barge_in_ms = Some(now);
-                            p.report.playback_stopped_ms = Some(now);
-                            p.report.spoken = p.spoken(remaining);
-                            motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
-                            bus.cancel_through(motor.turn());
-                            responder.turn_finished(&p.report)?;
-                            reports.push(p.report);
+                            stop_reply(p, now, remaining, &mut motor, &mut bus, responder, &mut reports)?;
                         }
                     }
                     continue;
@@ -944,17 +939,10 @@ pub fn converse(
                 // it is not the reply's echo.) In half duplex or without
                 // barge-in, only the stop word counts, as always.
                 if spoke_meanwhile && gate.is_speaking() && config.full_duplex && config.barge_in {
-                    if let Some(mut p) = playing.take() {
+                    if let Some(p) = playing.take() {
                         let now = mic.clock().now_ms();
                         let remaining = mic.output.stop();
-                        p.report.interrupted = true;
-                        p.report.barge_in_ms = Some(now);
-                        p.report.playback_stopped_ms = Some(now);
-                        p.report.spoken = p.spoken(remaining);
-                        motor.interrupted().map_err(|e| VoiceError::Inference(e.to_string()))?;
-                        bus.cancel_through(motor.turn());
-                        responder.turn_finished(&p.report)?;
-                        reports.push(p.report);
+                        stop_reply(p, now, remaining, &mut motor, &mut bus, responder, &mut reports)?;
                     }
                 }
             }
