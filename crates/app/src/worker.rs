@@ -98,11 +98,15 @@ async fn until_next_due(ctx: &Context) -> Duration {
 
 async fn process(worker: &Worker, item: QueueItem) {
     let ctx = &worker.ctx;
+    // A reply that was given: the next prompt is read ahead once it is marked done.
+    let mut replied: Option<ReplyJob> = None;
     let outcome = match item.kind.as_str() {
         REPLY_KIND => match serde_json::from_value::<ReplyJob>(item.body.clone()) {
             Ok(job) => {
                 ctx.reply_started();
-                worker.conversation.reply(&item, &job).await
+                let outcome = worker.conversation.reply(&item, &job).await;
+                replied = outcome.is_ok().then_some(job);
+                outcome
             }
             Err(e) => Err(Failure::Final(AppError::invalid(format!("unreadable job: {e}")))),
         },
@@ -113,7 +117,6 @@ async fn process(worker: &Worker, item: QueueItem) {
         EXPLORE_KIND => exploration::run(&worker.personas, &item).await,
         _ => Err(Failure::Final(AppError::invalid("no handler for this kind of work"))),
     };
-    let replied = (item.kind == REPLY_KIND && outcome.is_ok()).then(|| serde_json::from_value::<ReplyJob>(item.body.clone()).ok()).flatten();
     match outcome {
         Ok(()) => {
             if let Err(e) = ctx.ledger.finish_item(&item.id).await {
