@@ -14,41 +14,63 @@ if [ -z "${LEDGERMIND_IN_PRIVATE_BUS:-}" ] && [ -n "${DBUS_SESSION_BUS_ADDRESS:-
   exec "$@"
 fi
 if [ -z "${LEDGERMIND_IN_PRIVATE_BUS:-}" ]; then
-  export LEDGERMIND_IN_PRIVATE_BUS=1
-  exec dbus-run-session -- "$0" "$@"
+  SCRATCH=$(mktemp -d /tmp/ledgermind-keychain.XXXXXX)
+  chmod 700 "$SCRATCH"
+  RUN_DIR="$SCRATCH/run" DATA_DIR="$SCRATCH/data"
+  if [ -n "${LEDGERMIND_KEYCHAIN_DIR:-}" ]; then
+    # gnome-keyring keeps its keyrings in $XDG_DATA_HOME/keyrings.
+    mkdir -p "$LEDGERMIND_KEYCHAIN_DIR"
+    chmod 700 "$LEDGERMIND_KEYCHAIN_DIR"
+    DATA_DIR=$(cd "$LEDGERMIND_KEYCHAIN_DIR" && pwd)
+    echo "with-keychain: private keychain kept in $DATA_DIR/keyrings" >&2
+  fi
+  mkdir -p -m 700 "$RUN_DIR" "$DATA_DIR" "$SCRATCH/services"
+  # The private bus starts the keychain itself, unlocked by a throwaway
+  # password, whenever its name is free: at the first call and again after
+  # a crash. gnome-keyring-daemon has died mid-suite (SIGTRAP) in CI; the
+  # stock activation then started a locked one, and every later keychain
+  # call failed. Our service directory comes first, so it wins over the
+  # system's file for the same name.
+  printf 'ledgermind-test' >"$SCRATCH/password"
+  cat >"$SCRATCH/keyring" <<EOS
+#!/bin/sh
+export XDG_RUNTIME_DIR='$RUN_DIR' XDG_DATA_HOME='$DATA_DIR'
+echo \$\$ >'$SCRATCH/keyring.pid'
+exec gnome-keyring-daemon --foreground --unlock --components=secrets <'$SCRATCH/password' >/dev/null 2>&1
+EOS
+  chmod 700 "$SCRATCH/keyring"
+  printf '[D-BUS Service]\nName=org.freedesktop.secrets\nExec=%s\n' "$SCRATCH/keyring" \
+    >"$SCRATCH/services/org.freedesktop.secrets.service"
+  cat >"$SCRATCH/bus.conf" <<EOS
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <keep_umask/>
+  <listen>unix:tmpdir=/tmp</listen>
+  <auth>EXTERNAL</auth>
+  <servicedir>$SCRATCH/services</servicedir>
+  <standard_session_servicedirs/>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+EOS
+  export LEDGERMIND_IN_PRIVATE_BUS="$SCRATCH" LEDGERMIND_KEYCHAIN_DATA="$DATA_DIR"
+  # The scratch directory goes only once the bus has ended: the bus watches
+  # its service directory and would complain to see it vanish.
+  trap 'rm -rf "$SCRATCH"' EXIT
+  dbus-run-session --config-file="$SCRATCH/bus.conf" -- "$0" "$@"
+  exit
 fi
-SCRATCH=$(mktemp -d /tmp/ledgermind-keychain.XXXXXX)
-chmod 700 "$SCRATCH"
-export XDG_RUNTIME_DIR="$SCRATCH/run" XDG_DATA_HOME="$SCRATCH/data"
-if [ -n "${LEDGERMIND_KEYCHAIN_DIR:-}" ]; then
-  # gnome-keyring keeps its keyrings in $XDG_DATA_HOME/keyrings.
-  mkdir -p "$LEDGERMIND_KEYCHAIN_DIR"
-  chmod 700 "$LEDGERMIND_KEYCHAIN_DIR"
-  XDG_DATA_HOME=$(cd "$LEDGERMIND_KEYCHAIN_DIR" && pwd)
-  echo "with-keychain: private keychain kept in $XDG_DATA_HOME/keyrings" >&2
-fi
-mkdir -p -m 700 "$XDG_RUNTIME_DIR" "$XDG_DATA_HOME"
-# A throwaway password creates and unlocks the default collection. The
-# daemon is restarted, unlocked again, if it dies: in a CI run it once died
-# (SIGTRAP) mid-suite, D-Bus then activated a locked one, and every later
-# keychain call waited on an unlock prompt nobody could answer.
-(
-  for _ in $(seq 1 20); do
-    printf 'ledgermind-test' | gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>&1
-    [ -e "$SCRATCH/stop" ] && exit 0
-    echo "with-keychain: gnome-keyring-daemon exited; restarting it unlocked" >&2
-  done
-) &
-KEYRING_PID=$!
-cleanup() {
-  touch "$SCRATCH/stop" 2>/dev/null || true
-  pkill -P "$KEYRING_PID" 2>/dev/null || true
-  kill "$KEYRING_PID" 2>/dev/null || true
-  rm -rf "$SCRATCH"
-}
-trap cleanup EXIT
-# Never call the Secret Service before our daemon owns its bus name: a call
-# would make D-Bus activate a second, locked gnome-keyring that can win the name.
+SCRATCH=$LEDGERMIND_IN_PRIVATE_BUS
+export XDG_RUNTIME_DIR="$SCRATCH/run" XDG_DATA_HOME="$LEDGERMIND_KEYCHAIN_DATA"
+trap '[ -s "$SCRATCH/keyring.pid" ] && kill "$(cat "$SCRATCH/keyring.pid")" 2>/dev/null || true' EXIT
+dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+  org.freedesktop.DBus.StartServiceByName string:org.freedesktop.secrets uint32:0 >/dev/null 2>&1 || true
+# Wait until the keychain owns its bus name before the first real call.
 for _ in $(seq 1 100); do
   dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
     org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q "boolean true" && break

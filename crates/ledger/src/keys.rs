@@ -57,10 +57,12 @@ impl KeyringStore {
     fn with_entry<T: Send + 'static>(
         &self,
         account: &str,
-        op: impl FnOnce(keyring::Entry) -> Result<T, KeyStoreError> + Send + 'static,
+        op: impl Fn(keyring::Entry) -> Result<T, KeyStoreError> + Send + 'static,
     ) -> Result<T, KeyStoreError> {
         let (service, account) = (self.service.clone(), account.to_owned());
-        with_deadline(self.timeout, move || op(keyring::Entry::new(&service, &account).map_err(map_keyring)?))
+        with_deadline(self.timeout, move || {
+            once_more_if_unreachable(|| op(keyring::Entry::new(&service, &account).map_err(map_keyring)?))
+        })
     }
 
     /// Round-trips a probe secret to tell whether the keychain works now.
@@ -73,6 +75,24 @@ impl KeyringStore {
             Some(b"ok") => Ok(()),
             _ => Err(KeyStoreError::Other("probe secret did not round-trip".into())),
         }
+    }
+}
+
+/// How long to wait before asking a keychain that dropped a call again.
+const RECONNECT_PAUSE: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Runs `op`, and once more after a short pause if the Secret Service was
+/// unreachable. gnome-keyring-daemon is known to crash when a client leaves
+/// mid-call; the session bus (or systemd) starts it again, so the second
+/// call usually reaches a live daemon instead of failing the person's action.
+fn once_more_if_unreachable<T>(op: impl Fn() -> Result<T, KeyStoreError>) -> Result<T, KeyStoreError> {
+    match op() {
+        Err(KeyStoreError::Unavailable(first)) => {
+            tracing::debug!(error = %first, "the keychain dropped a call; asking once more");
+            std::thread::sleep(RECONNECT_PAUSE);
+            op()
+        }
+        other => other,
     }
 }
 
@@ -123,7 +143,7 @@ impl KeyStore for KeyringStore {
     fn load_within(&self, account: &str, deadline: std::time::Duration) -> Result<Option<Vec<u8>>, KeyStoreError> {
         let (service, account) = (self.service.clone(), account.to_owned());
         with_deadline(deadline.min(self.timeout), move || {
-            get_secret(keyring::Entry::new(&service, &account).map_err(map_keyring)?)
+            once_more_if_unreachable(|| get_secret(keyring::Entry::new(&service, &account).map_err(map_keyring)?))
         })
     }
 
@@ -272,7 +292,9 @@ mod memory {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use super::{with_deadline, KeyStoreError};
+    use std::cell::Cell;
+
+    use super::{once_more_if_unreachable, with_deadline, KeyStoreError};
 
     #[test]
     fn a_keychain_call_that_hangs_fails_as_locked_at_its_deadline() {
@@ -287,5 +309,35 @@ mod tests {
         assert_eq!(with_deadline(Duration::from_secs(5), || Ok(7)).ok(), Some(7));
         let e = with_deadline::<()>(Duration::from_secs(5), || Err(KeyStoreError::Unavailable("down".into())));
         assert!(matches!(e, Err(KeyStoreError::Unavailable(_))));
+    }
+
+    #[test]
+    fn a_dropped_keychain_call_is_asked_once_more_and_other_failures_are_not() {
+        let calls = Cell::new(0);
+        let back = once_more_if_unreachable(|| {
+            calls.set(calls.get() + 1);
+            if calls.get() == 1 {
+                Err(KeyStoreError::Unavailable("recipient disconnected".into()))
+            } else {
+                Ok(7)
+            }
+        });
+        assert_eq!((back.ok(), calls.get()), (Some(7), 2));
+
+        calls.set(0);
+        let down = once_more_if_unreachable(|| -> Result<(), _> {
+            calls.set(calls.get() + 1);
+            Err(KeyStoreError::Unavailable("no secret service".into()))
+        });
+        assert!(matches!(down, Err(KeyStoreError::Unavailable(_))));
+        assert_eq!(calls.get(), 2, "asked once more, not for ever");
+
+        calls.set(0);
+        let locked = once_more_if_unreachable(|| -> Result<(), _> {
+            calls.set(calls.get() + 1);
+            Err(KeyStoreError::Locked("prompt".into()))
+        });
+        assert!(matches!(locked, Err(KeyStoreError::Locked(_))));
+        assert_eq!(calls.get(), 1, "a locked keychain is not asked again at once");
     }
 }
