@@ -44,6 +44,12 @@ impl DataDir {
     pub fn prompt_cache(&self) -> PathBuf {
         self.root.join("cache").join("prompts")
     }
+
+    /// How each conversation's last prompt was laid out (see
+    /// `prompt::compact::Layout`), one file per persona.
+    pub fn prompt_layouts(&self) -> PathBuf {
+        self.root.join("cache").join("prompt-layouts")
+    }
     /// Where an imported profile waits, verified, for the next start.
     pub fn staged_import(&self) -> PathBuf {
         self.root.join("import-staged")

@@ -141,6 +141,13 @@ impl Context {
     /// erasure: they were computed from the erased text).
     pub(crate) fn forget_kept_prompts(&self) {
         self.providers.forget_kept_prompts();
+        // The layouts hold remembered lines as they were sent.
+        match std::fs::remove_dir_all(self.data_dir.prompt_layouts()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                tracing::error!(error = %e, "could not delete the kept prompt layouts after an erasure");
+            }
+            _ => {}
+        }
     }
 
     pub(crate) fn is_shutting_down(&self) -> bool {

@@ -56,8 +56,6 @@ pub struct Conversation {
     /// When each queued reply was sent, and when its message and job were written.
     pub(crate) sent_at: Mutex<HashMap<String, (Instant, Instant)>>,
     pub(crate) timings: Mutex<Vec<ReplyTiming>>,
-    /// Per persona, where the compact prompt's window of turns starts.
-    pub(crate) prompt_windows: Mutex<HashMap<String, i64>>,
     /// Reply jobs whose turn ran a tool: never run again.
     pub(crate) acted_jobs: Mutex<HashSet<String>>,
     pub(crate) ahead: ahead::ReadAhead,
@@ -73,7 +71,6 @@ impl Conversation {
             library,
             sent_at: Mutex::new(HashMap::new()),
             timings: Mutex::new(Vec::new()),
-            prompt_windows: Mutex::new(HashMap::new()),
             acted_jobs: Mutex::new(HashSet::new()),
             ahead: ahead::ReadAhead::default(),
         }

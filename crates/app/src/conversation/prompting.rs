@@ -43,11 +43,11 @@ impl Conversation {
             .zip(&memories.item_ids)
             .map(|(line, id)| (line.clone(), line.starts_with("[known about them]") || said.contains(id)))
             .collect();
-        let kept = self.prompt_windows.lock().ok().and_then(|w| w.get(&persona.id).copied());
-        let input = compact::CompactInput { persona, language, history, window_start: kept, recalled };
-        let (messages, start) = compact::messages(&input);
-        if let (Ok(mut w), Some(start)) = (self.prompt_windows.lock(), start) {
-            w.insert(persona.id.clone(), start);
+        let kept = self.prompt_layout(&persona.id);
+        let input = compact::CompactInput { persona, language, history, layout: &kept, recalled };
+        let (messages, layout) = compact::messages(&input);
+        if layout != kept {
+            self.keep_prompt_layout(&persona.id, &layout);
         }
         messages
     }
@@ -61,9 +61,38 @@ impl Conversation {
         let setting = self.ctx.ledger.persona_language(&persona.id).await.ok().flatten().map(|l| ::office::Language::parse(&l)).unwrap_or_default();
         let newest = history.iter().rev().find(|m| m.role == ledger::MessageRole::Human);
         let language = newest.and_then(|m| ::office::Language::detect(&m.content)).unwrap_or(setting);
-        let kept = self.prompt_windows.lock().ok().and_then(|w| w.get(&persona.id).copied());
-        let input = compact::CompactInput { persona, language, history, window_start: kept, recalled: Vec::new() };
+        let kept = self.prompt_layout(&persona.id);
+        let input = compact::CompactInput { persona, language, history, layout: &kept, recalled: Vec::new() };
         compact::next_turn_prefix(&input)
+    }
+
+    /// The layout `persona`'s last compact prompt was sent with; empty when
+    /// none is kept (a first turn, after an erasure) or it cannot be read.
+    fn prompt_layout(&self, persona_id: &str) -> compact::Layout {
+        let path = self.layout_file(persona_id);
+        std::fs::read(&path).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).unwrap_or_default()
+    }
+
+    /// Keeps `layout` for the next turn, which may run in another process.
+    /// Written whole or not at all; a layout that cannot be kept only costs
+    /// the next turn some reading.
+    fn keep_prompt_layout(&self, persona_id: &str, layout: &compact::Layout) {
+        let path = self.layout_file(persona_id);
+        let partial = path.with_extension("json.partial");
+        let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| {
+            std::fs::write(&partial, serde_json::to_vec(layout).unwrap_or_default())?;
+            std::fs::rename(&partial, &path)
+        });
+        if let Err(e) = written {
+            tracing::debug!(error = %e, "the prompt layout could not be kept");
+            let _ = std::fs::remove_file(&partial);
+        }
+    }
+
+    fn layout_file(&self, persona_id: &str) -> std::path::PathBuf {
+        // Persona ids are generated here, but a file name takes no chances.
+        let name: String = persona_id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+        self.ctx.data_dir().prompt_layouts().join(format!("{name}.json"))
     }
 }
 

@@ -6,10 +6,15 @@
 //!
 //! Stable parts come first so the local engine can keep them evaluated
 //! between turns: the system message never changes within a conversation,
-//! and the window of turns starts at a message that stays put for several
-//! turns (it moves in steps, not one message per turn).
+//! the window of turns starts at a message that stays put for several
+//! turns (it moves in steps, not one message per turn), and the remembered
+//! lines sent before a message are sent again in the same place on later
+//! turns. The [`Layout`] that makes this so outlives the process, so one
+//! `ledgermind chat` per message reads only what is new, as the app does.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
+
+use serde::{Deserialize, Serialize};
 
 use ledger::{Message, MessageRole, Persona};
 use ::office::Language;
@@ -32,17 +37,27 @@ pub(crate) struct CompactInput<'a> {
     pub language: Language,
     /// The conversation's recent messages, oldest first, the newest last.
     pub history: &'a [Message],
-    /// Where the window started last turn (a message's seq), if known.
-    pub window_start: Option<i64>,
+    /// How the last prompt was laid out (empty when not known).
+    pub layout: &'a Layout,
     /// What recall found, best first: (line as the memory module wrote it,
     /// whether it is something the person said or a remembered fact).
     pub recalled: Vec<(String, bool)>,
 }
 
-/// The messages to send, and the seq the window starts at (to keep).
-pub(crate) fn messages(input: &CompactInput<'_>) -> (Vec<ChatMessage>, Option<i64>) {
+/// How a conversation's prompt was laid out, kept for its next turn.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Layout {
+    /// The seq of the window's first message.
+    pub start: Option<i64>,
+    /// The remembered lines sent right before a message in the window, as
+    /// sent, by the message's seq.
+    pub facts: BTreeMap<i64, String>,
+}
+
+/// The messages to send, and the layout to keep for the next turn.
+pub(crate) fn messages(input: &CompactInput<'_>) -> (Vec<ChatMessage>, Layout) {
     let history: Vec<&Message> = input.history.iter().filter(|m| m.role != MessageRole::System).collect();
-    let start = window_start(&history, input.window_start);
+    let start = window_start(&history, input.layout.start);
     // What the person said before the window stays in the system message:
     // it changes only when the window moves, so the local engine keeps it
     // evaluated with the rest of the stable prefix, and a fact told many
@@ -66,21 +81,29 @@ pub(crate) fn messages(input: &CompactInput<'_>) -> (Vec<ChatMessage>, Option<i6
         .collect();
     let facts = pick_facts(question, &input.recalled, &earlier);
     let last = history.len().saturating_sub(1);
+    let mut layout = Layout { start: history.get(start).map(|m| m.seq), facts: BTreeMap::new() };
     for (i, m) in history.iter().enumerate().skip(start) {
-        if i == last && m.role == MessageRole::Human && !facts.is_empty() {
-            out.push(ChatMessage::new(Role::System, facts_text(&facts, input.language)));
+        let sent_before = if i == last {
+            (m.role == MessageRole::Human && !facts.is_empty()).then(|| facts_text(&facts, input.language))
+        } else {
+            input.layout.facts.get(&m.seq).cloned()
+        };
+        if let Some(text) = sent_before {
+            out.push(ChatMessage::new(Role::System, text.clone()));
+            layout.facts.insert(m.seq, text);
         }
         let role = if m.role == MessageRole::Human { Role::User } else { Role::Assistant };
         out.push(ChatMessage::new(role, m.content.trim().to_owned()));
     }
-    (out, history.get(start).map(|m| m.seq))
+    (out, layout)
 }
 
 /// The messages the next turn's prompt will start with, read ahead while
 /// the person reads the reply and types: what [`messages`] sends once they
 /// write again, up to (not including) the facts picked for that message and
 /// the message itself. `input.history` ends with the persona's reply; the
-/// window is placed as it will be with one more message.
+/// window is placed as it will be with one more message, and `input.layout`
+/// is the one the reply was given with.
 pub(crate) fn next_turn_prefix(input: &CompactInput<'_>) -> Vec<ChatMessage> {
     let mut history = input.history.to_vec();
     history.push(Message {
@@ -356,32 +379,32 @@ mod tests {
         }
         history.push(msg(40, MessageRole::Persona, "Nice."));
         history.push(msg(41, MessageRole::Human, "Which city am I flying to?"));
-        let input = CompactInput { persona: &persona(), language: Language::En, history: &history, window_start: None, recalled: vec![] };
-        let (sent, start) = messages(&input);
-        assert!(start.is_some_and(|s| s > 1), "the first message is outside the window");
+        let input = CompactInput { persona: &persona(), language: Language::En, history: &history, layout: &Layout::default(), recalled: vec![] };
+        let (sent, layout) = messages(&input);
+        assert!(layout.start.is_some_and(|s| s > 1), "the first message is outside the window");
         assert!(sent[0].content.contains("Earlier, the user told you:\n- Next month I fly to Osaka."), "{}", sent[0].content);
         assert_eq!(sent.iter().filter(|m| m.content.contains("Osaka")).count(), 2, "told, and picked for the question");
     }
 
     #[test]
     fn the_next_turn_starts_with_the_prefix_read_ahead_even_when_the_window_moves() {
-        let mut kept = None;
+        let mut kept = Layout::default();
         let mut moved = 0;
         for turns in 1..=14 {
             // After the reply of turn `turns`: what is read ahead…
             let history = conversation(turns);
-            let input = CompactInput { persona: &persona(), language: Language::En, history: &history, window_start: kept, recalled: vec![] };
+            let input = CompactInput { persona: &persona(), language: Language::En, history: &history, layout: &kept, recalled: vec![] };
             let ahead = next_turn_prefix(&input);
             // …and what the next turn sends, with facts picked for it.
             let mut next = history.clone();
             next.push(msg(next.last().map_or(1, |m| m.seq + 1), MessageRole::Human, "Do you remember message 0?"));
             let recalled = vec![("[2026-11-25] message 0".to_owned(), true)];
-            let input = CompactInput { persona: &persona(), language: Language::En, history: &next, window_start: kept, recalled };
-            let (sent, start) = messages(&input);
-            if start != kept && kept.is_some() {
+            let input = CompactInput { persona: &persona(), language: Language::En, history: &next, layout: &kept, recalled };
+            let (sent, layout) = messages(&input);
+            if layout.start != kept.start && kept.start.is_some() {
                 moved += 1;
             }
-            kept = start;
+            kept = layout;
             assert!(ahead.len() < sent.len());
             assert_eq!(sent[..ahead.len()], ahead[..], "turn {turns}: the next prompt does not start with what was read ahead");
             assert_eq!(sent.last().map(|m| m.content.as_str()), Some("Do you remember message 0?"));
@@ -395,13 +418,41 @@ mod tests {
         history.push(msg(2, MessageRole::Persona, "Nice to meet you, Marta!"));
         history.push(msg(3, MessageRole::System, "message_added: governance note"));
         history.push(msg(4, MessageRole::Human, "Where do I live?"));
-        let input = CompactInput { persona: &persona(), language: Language::En, history: &history, window_start: None, recalled: vec![] };
-        let (sent, start) = messages(&input);
-        assert_eq!(start, Some(1));
+        let input = CompactInput { persona: &persona(), language: Language::En, history: &history, layout: &Layout::default(), recalled: vec![] };
+        let (sent, layout) = messages(&input);
+        assert_eq!(layout.start, Some(1));
         assert_eq!(sent.last().map(|m| m.content.as_str()), Some("Where do I live?"));
         let all: String = sent.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n");
         for word in ["message_added", "governance", "ledger", "hash", "event"] {
             assert!(!all.contains(word), "{word} in {all}");
         }
+    }
+
+    #[test]
+    fn each_turn_starts_with_the_whole_prompt_of_the_turn_before_its_remembered_lines_included() {
+        let said = ["My name is Owen and I play the cello.", "My daughter Emma plays the cello too.", "Who plays the cello?"];
+        let recalled = vec![("[2026-11-25] I play the cello in an orchestra.".to_owned(), true)];
+        let mut history = Vec::new();
+        let mut layout = Layout::default();
+        let mut before: Option<Vec<ChatMessage>> = None;
+        for (turn, text) in said.iter().enumerate() {
+            history.push(msg(turn as i64 * 2 + 1, MessageRole::Human, text));
+            let input = CompactInput { persona: &persona(), language: Language::En, history: &history, layout: &layout, recalled: recalled.clone() };
+            let (sent, next) = messages(&input);
+            if let Some(before) = before.take() {
+                assert_eq!(sent[..before.len()], before[..], "turn {turn} does not start with the prompt of the turn before");
+            }
+            assert!(sent[sent.len() - 2].content.contains("cello in an orchestra"), "turn {turn} got no remembered line");
+            layout = next;
+            history.push(msg(turn as i64 * 2 + 2, MessageRole::Persona, "Lovely."));
+            let mut answered = sent;
+            answered.push(ChatMessage::new(Role::Assistant, "Lovely.".to_owned()));
+            before = Some(answered);
+        }
+        assert_eq!(layout.facts.len(), 3, "{layout:?}");
+        // A layout from another conversation (its seqs are not here) adds nothing.
+        let stranger = Layout { start: Some(999), facts: BTreeMap::from([(999, "- x".to_owned())]) };
+        let input = CompactInput { persona: &persona(), language: Language::En, history: &history[..1], layout: &stranger, recalled: vec![] };
+        assert_eq!(messages(&input).0.len(), 2);
     }
 }

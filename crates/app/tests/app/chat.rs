@@ -67,6 +67,34 @@ async fn between_turns_the_next_prompt_is_read_ahead_and_the_next_reply_starts_w
 }
 
 #[tokio::test]
+async fn a_new_process_starts_its_prompt_with_the_last_one_remembered_lines_and_all() {
+    // One `ledgermind chat` per message: the model keeps the last prompt it
+    // read on disk, and reads only what is new if this one starts with it.
+    let h = Harness::new(&["Nice to meet you, Owen!", "You play the cello."]).await;
+    let conversation = h.engine.conversation();
+    let ei = h.engine.personas().persona("Ei").await.expect("ei");
+    let model = ei.model.split_once(':').map_or(ei.model.as_str(), |(_, m)| m);
+    conversation.set_prompt_profile(model, "compact").await.expect("profile");
+    let mut rx = h.engine.subscribe();
+    conversation.send_message("Ei", "Hi! My name is Owen and I play the cello in an orchestra.").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    conversation.send_message("Ei", "What instrument do I play?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let before = h.provider.requests().pop().expect("a request").messages;
+    let lines = before.iter().filter(|m| m.role == providers::Role::System).count();
+    assert!(lines >= 2, "the question went with remembered lines: {before:?}");
+
+    let h = h.restart(&["Seven, in May."]).await;
+    let mut rx = h.engine.subscribe();
+    h.engine.conversation().send_message("Ei", "How old will my daughter Emma be?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let sent = h.provider.requests().pop().expect("a request").messages;
+    assert!(sent.len() > before.len() + 1, "{sent:?}");
+    assert_eq!(sent[..before.len()], before[..], "the new process does not start with the prompt the last one sent");
+    assert_eq!(sent[before.len()].content, "You play the cello.");
+}
+
+#[tokio::test]
 async fn personas_and_messages_are_there_after_a_restart() {
     let h = Harness::new(&["Hello!"]).await;
     h.engine.personas().create_persona("Bo", "").await.expect("create");
