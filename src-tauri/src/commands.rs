@@ -280,10 +280,16 @@ pub async fn set_tool_enabled(state: State<'_, Backend>, tool: String, enabled: 
     view(engine(&state).await?.tools().set_tool_enabled(&tool, enabled).await)
 }
 
-/// A draft being typed: its embedding is computed ahead of the send.
+/// A draft being typed: its embedding is computed ahead of the send, and
+/// with the chat it is typed in, the prompt its reply would get is read
+/// into the model in the background (the call returns at once).
 #[tauri::command]
-pub async fn prefetch_draft(state: State<'_, Backend>, text: String) -> Reply<()> {
-    engine(&state).await?.memory().prefetch_embedding(&text);
+pub async fn prefetch_draft(state: State<'_, Backend>, text: String, persona_id: Option<String>) -> Reply<()> {
+    let engine = engine(&state).await?;
+    engine.memory().prefetch_embedding(&text);
+    if let Some(persona_id) = persona_id {
+        tauri::async_runtime::spawn(async move { engine.conversation().read_draft(&persona_id, &text).await });
+    }
     Ok(())
 }
 

@@ -144,6 +144,11 @@ pub struct RepliesArgs {
     /// next prompt read ahead (as one `ledgermind chat` per message does).
     #[arg(long)]
     pub no_read_ahead: bool,
+    /// Hand each message over as a draft before it is sent, as the window's
+    /// composer does when typing pauses, and wait until the draft is read
+    /// (a person still typing or pausing that long) before sending it.
+    #[arg(long)]
+    pub drafts: bool,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -183,6 +188,8 @@ struct Measured {
     /// After the reply, until the next prompt was read ahead: how long the
     /// person must read and type for the next first token to be as measured.
     read_ahead_ms: f64,
+    /// How long the draft took to read before the send (NaN: no draft).
+    draft_ms: f64,
 }
 
 /// Lower case without accents, so "Violão" matches "violao".
@@ -271,7 +278,7 @@ pub async fn replies(ctx: &Ctx, args: RepliesArgs) -> ExitCode {
     let anchor = if args.no_anchor { None } else { Some(anchor_run(ctx, &chosen, model, args.verbose).await) };
     let mut ours = Vec::new();
     for c in &chosen {
-        match our_run(ctx, c, args.verbose, !args.no_read_ahead).await {
+        match our_run(ctx, c, args.verbose, !args.no_read_ahead, args.drafts).await {
             Ok(mut m) => ours.append(&mut m),
             Err(code) => return code,
         }
@@ -280,7 +287,7 @@ pub async fn replies(ctx: &Ctx, args: RepliesArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-async fn our_run(ctx: &Ctx, c: &Conversation, verbose: bool, read_ahead: bool) -> Result<Vec<Measured>, ExitCode> {
+async fn our_run(ctx: &Ctx, c: &Conversation, verbose: bool, read_ahead: bool, drafts: bool) -> Result<Vec<Measured>, ExitCode> {
     let persona = ctx.engine.personas().create_persona(&c.persona, &c.description).await.map_err(|e| fail(&e))?;
     ctx.engine.office().set_persona_language(&persona.id, &c.language).await.map_err(|e| fail(&e))?;
     let conversation = ctx.engine.conversation();
@@ -292,6 +299,14 @@ async fn our_run(ctx: &Ctx, c: &Conversation, verbose: bool, read_ahead: bool) -
     }
     let mut out = Vec::new();
     for (i, turn) in c.turns.iter().enumerate() {
+        let draft_ms = if drafts {
+            let typing = std::time::Instant::now();
+            ctx.engine.memory().prefetch_embedding(&turn.say);
+            conversation.read_draft(&persona.id, &turn.say).await;
+            typing.elapsed().as_secs_f64() * 1e3
+        } else {
+            f64::NAN
+        };
         let mut rx = ctx.engine.subscribe();
         let request = ctx.engine.conversation().send_message(&persona.id, &turn.say).await.map_err(|e| fail(&e))?.1;
         let reply = loop {
@@ -325,6 +340,7 @@ async fn our_run(ctx: &Ctx, c: &Conversation, verbose: bool, read_ahead: bool) -
             first_token_ms: timing.as_ref().map_or(f64::NAN, |t| t.overhead_ms + t.model_first_token_ms),
             reply_ms: timing.as_ref().map_or(f64::NAN, |t| t.total_ms),
             read_ahead_ms,
+            draft_ms,
         });
     }
     Ok(out)
@@ -367,12 +383,13 @@ async fn anchor_run(ctx: &Ctx, chosen: &[&Conversation], model: &str, verbose: b
                         first_token_ms: done.first_token_ms.unwrap_or(f64::NAN),
                         reply_ms,
                         read_ahead_ms: f64::NAN,
+                        draft_ms: f64::NAN,
                     }
                 }
                 Err(e) => {
                     eprintln!("anchor {} #{} failed: {e}", c.id, i + 1);
                     messages.pop();
-                    Measured { split: c.split.clone(), turn: i + 1, question: !turn.expect.is_empty(), answered: false, looped: false, failed: true, prompt_tokens: 0, first_token_ms: f64::NAN, reply_ms, read_ahead_ms: f64::NAN }
+                    Measured { split: c.split.clone(), turn: i + 1, question: !turn.expect.is_empty(), answered: false, looped: false, failed: true, prompt_tokens: 0, first_token_ms: f64::NAN, reply_ms, read_ahead_ms: f64::NAN, draft_ms: f64::NAN }
                 }
             };
             out.push(m);
@@ -442,4 +459,5 @@ fn print_table(chosen: &[&Conversation], ours: &[Measured], anchor: Option<&[Mea
     }
     row("whole reply, all turns", pct(&window(ours, 1, usize::MAX, |m| m.reply_ms)), pct(&window(a, 1, usize::MAX, |m| m.reply_ms)));
     row("next prompt read ahead after reply", pct(&window(ours, 1, usize::MAX, |m| m.read_ahead_ms)), "-".into());
+    row("draft read before the send", pct(&window(ours, 1, usize::MAX, |m| m.draft_ms)), "-".into());
 }

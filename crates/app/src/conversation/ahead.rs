@@ -9,10 +9,11 @@
 //! spoken conversation, benchmarks); one `ledgermind chat` process ends
 //! with its reply, and reading ahead would only delay its exit.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use providers::CompletionRequest;
+use providers::{CancelFlag, CompletionRequest};
 use tokio::sync::Notify;
 
 use super::Conversation;
@@ -30,6 +31,23 @@ pub(crate) struct ReadAhead {
     /// A reply finished and its read-ahead has not ended yet.
     pending: AtomicBool,
     done: Notify,
+    /// The read of the draft being typed, which the next draft or the send
+    /// stops (keeping what it read).
+    draft: Mutex<Option<(u64, CancelFlag)>>,
+    drafts: AtomicU64,
+    /// Messages sent so far: a draft read that started before a send does
+    /// not start reading after it.
+    sends: AtomicU64,
+}
+
+impl ReadAhead {
+    /// A message is being sent: the draft's read gives way to its reply.
+    pub(crate) fn message_sent(&self) {
+        self.sends.fetch_add(1, Ordering::SeqCst);
+        if let Some((_, flag)) = self.draft.lock().ok().and_then(|mut d| d.take()) {
+            flag.cancel();
+        }
+    }
 }
 
 impl Conversation {
@@ -75,6 +93,83 @@ impl Conversation {
         while self.ahead.pending.load(Ordering::SeqCst) && tokio::time::Instant::now() < deadline {
             let _ = tokio::time::timeout(Duration::from_millis(50), self.ahead.done.notified()).await;
         }
+    }
+
+    /// The person paused while typing `draft` to `persona`: the prompt its
+    /// reply would get if it were sent now (remembered lines and passages
+    /// picked for it) is read into the model, so that once it is sent the
+    /// first token waits only for what changed since. When reading ahead is
+    /// on, the last message has its reply and the persona gets the compact
+    /// prompt; the
+    /// next draft or the send stops it, keeping what was read. Returns once
+    /// the draft is read (or it gave way).
+    pub async fn read_draft(&self, persona: &str, draft: &str) {
+        let draft = draft.trim();
+        if draft.is_empty() || !self.ahead.enabled.load(Ordering::SeqCst) {
+            return;
+        }
+        let sends = self.ahead.sends.load(Ordering::SeqCst);
+        let cancel = CancelFlag::default();
+        let id = self.ahead.drafts.fetch_add(1, Ordering::SeqCst);
+        if let Ok(mut slot) = self.ahead.draft.lock() {
+            if let Some((_, earlier)) = slot.replace((id, cancel.clone())) {
+                earlier.cancel();
+            }
+        }
+        match self.read_draft_prompt(persona, draft, &cancel, sends).await {
+            Ok(Some(tokens)) => tracing::debug!(tokens, "a draft was read ahead"),
+            Ok(None) => {}
+            Err(e) => tracing::debug!(code = e.code, "the draft was not read ahead: {}", e.message),
+        }
+        if let Ok(mut slot) = self.ahead.draft.lock() {
+            if slot.as_ref().is_some_and(|(mine, _)| *mine == id) {
+                *slot = None;
+            }
+        }
+    }
+
+    async fn read_draft_prompt(&self, persona: &str, draft: &str, cancel: &CancelFlag, sends: u64) -> Result<Option<u32>> {
+        let ledger = &self.ctx.ledger;
+        let persona = ledger.find_persona(persona).await?;
+        if persona.archived {
+            return Ok(None);
+        }
+        let profile = ledger.persona_profile(&persona.id).await?;
+        let spec = ModelSpec::parse(&persona.model)?;
+        let served = self.ctx.serving(&spec).await?;
+        let chosen = self.prompt_profile(served.provider.as_ref(), &served.spec.model, served.spec.is_local()).await;
+        if chosen.profile != PromptProfile::Compact {
+            return Ok(None);
+        }
+        let mut history = self.office.prompt_history(&persona, &profile).await?;
+        // The person's last message still waits for its reply: the prompt
+        // of the draft is not known before that reply is.
+        if history.last().is_some_and(|m| m.role == ledger::MessageRole::Human) {
+            return Ok(None);
+        }
+        history.push(ledger::Message {
+            id: String::new(),
+            persona_id: persona.id.clone(),
+            role: ledger::MessageRole::Human,
+            content: draft.to_owned(),
+            ts: String::new(),
+            read: true,
+            seq: history.last().map_or(1, |m| m.seq + 1),
+            context_status: ledger::ContextStatus::default(),
+        });
+        // What the reply does with the sent message, in the same order.
+        let memories = crate::memory::recall::memories_for_reply(&self.memory, &persona, &history).await;
+        let messages = self.compact_messages_kept(&persona, &history, &memories, false).await;
+        let passages = self.library.reply_passages(&persona, draft).await;
+        let messages = crate::library::with_passages(messages, &passages);
+        let mut request = CompletionRequest::chat(served.spec.model.clone(), messages);
+        request.max_tokens = chosen.profile.max_tokens();
+        request.cancel = cancel.clone();
+        if cancel.is_cancelled() || self.ahead.sends.load(Ordering::SeqCst) != sends {
+            return Ok(None);
+        }
+        let read = served.provider.prefill(request).await?;
+        Ok(Some(read.prompt_tokens))
     }
 
     async fn read_next_prompt(&self, persona_id: &str) -> Result<()> {

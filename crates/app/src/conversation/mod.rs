@@ -158,6 +158,7 @@ impl Conversation {
             if let Ok(mut m) = self.sent_at.lock() {
                 m.insert(item.id.clone(), (sent, Instant::now()));
             }
+            self.ahead.message_sent();
             self.ctx.preempt_background();
             self.ctx.wake.notify_one();
             (receipt, item.id)

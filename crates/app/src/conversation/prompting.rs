@@ -23,6 +23,18 @@ impl Conversation {
         history: &[ledger::Message],
         memories: &crate::memory::ReplyMemories,
     ) -> Vec<providers::ChatMessage> {
+        self.compact_messages_kept(persona, history, memories, true).await
+    }
+
+    /// [`Conversation::compact_messages`]; `keep`: whether its layout is
+    /// kept for the next turn (not for a draft, which may never be sent).
+    pub(crate) async fn compact_messages_kept(
+        &self,
+        persona: &ledger::Persona,
+        history: &[ledger::Message],
+        memories: &crate::memory::ReplyMemories,
+        keep: bool,
+    ) -> Vec<providers::ChatMessage> {
         let (language, said) = tokio::join!(self.ctx.ledger.persona_language(&persona.id), self.ctx.ledger.messages(&persona.id, Some(SAID_LOOKUP)));
         let setting = language.ok().flatten().map(|l| ::office::Language::parse(&l)).unwrap_or_default();
         // People are answered in the language they write in; the persona's
@@ -46,7 +58,7 @@ impl Conversation {
         let kept = self.prompt_layout(&persona.id);
         let input = compact::CompactInput { persona, language, history, layout: &kept, recalled };
         let (messages, layout) = compact::messages(&input);
-        if layout != kept {
+        if keep && layout != kept {
             self.keep_prompt_layout(&persona.id, &layout);
         }
         messages

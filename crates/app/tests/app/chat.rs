@@ -67,6 +67,35 @@ async fn between_turns_the_next_prompt_is_read_ahead_and_the_next_reply_starts_w
 }
 
 #[tokio::test]
+async fn a_draft_is_read_ahead_and_its_reply_starts_with_the_whole_of_it() {
+    let h = Harness::new(&["Nice to meet you, Marta!", "You live in Lisbon."]).await;
+    let conversation = h.engine.conversation();
+    let ei = h.engine.personas().persona("Ei").await.expect("ei");
+    let model = ei.model.split_once(':').map_or(ei.model.as_str(), |(_, m)| m);
+    conversation.set_prompt_profile(model, "compact").await.expect("profile");
+    let mut rx = h.engine.subscribe();
+    conversation.send_message("Ei", "Hi! My name is Marta and I live in Lisbon.").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+
+    // Off (one CLI process per message): a draft is not read.
+    conversation.read_draft("Ei", "Where do I live?").await;
+    assert!(h.provider.prefills().is_empty(), "a draft was read although reading ahead is off");
+
+    conversation.read_ahead_between_turns(true);
+    conversation.read_draft("Ei", "Where do I").await;
+    conversation.read_draft("Ei", "Where do I live?").await;
+    let drafts = h.provider.prefills();
+    let read = &drafts.last().expect("the draft was read").messages;
+    assert_eq!(read.last().map(|m| m.content.as_str()), Some("Where do I live?"));
+    assert!(read.iter().any(|m| m.role == providers::Role::System && m.content.contains("Lisbon")), "remembered lines picked for the draft: {read:?}");
+
+    conversation.send_message("Ei", "Where do I live?").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+    let sent = h.provider.requests().pop().expect("a request").messages;
+    assert_eq!(&sent, read, "the reply's prompt is the draft's, remembered lines and all");
+}
+
+#[tokio::test]
 async fn a_new_process_starts_its_prompt_with_the_last_one_remembered_lines_and_all() {
     // One `ledgermind chat` per message: the model keeps the last prompt it
     // read on disk, and reads only what is new if this one starts with it.

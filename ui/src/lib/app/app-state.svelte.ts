@@ -464,12 +464,13 @@ export class AppState {
   }
 
   /**
-   * A draft the person paused typing on: the core embeds it now so the
-   * reply does not wait for it. Best effort; failures only cost speed.
+   * A draft the person paused typing on: the core embeds it and reads the
+   * prompt its reply would get into the model now, so the reply does not
+   * wait for either. Best effort; failures only cost speed.
    */
   prefetchDraft(content: string): void {
     if (content.trim() === "") return;
-    this.backend.prefetchDraft(content.trim()).catch(() => {});
+    this.backend.prefetchDraft(content.trim(), this.selectedId ?? undefined).catch(() => {});
   }
 
   /** Keeps unsent text in the shell (memory only): best effort. */

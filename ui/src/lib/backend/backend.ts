@@ -79,8 +79,8 @@ export interface Backend {
   openChat(personaId: string): Promise<void>;
   /** `send_message`: resolves with the human's message; the reply streams as events. */
   sendMessage(personaId: string, content: string): Promise<MessageView>;
-  /** `prefetch_draft`: a draft being typed, so the reply's retrieval finds its embedding ready. */
-  prefetchDraft(text: string): Promise<void>;
+  /** `prefetch_draft`: a draft being typed, so the reply's retrieval finds its embedding ready and, with the chat's persona, its prompt already read by the model. */
+  prefetchDraft(text: string, personaId?: string): Promise<void>;
   /** `keep_page_state`: what a page made anew would lose (unsent text, the open chat), kept by the shell in memory; "" forgets the key. */
   keepPageState(key: string, text: string): Promise<void>;
   /** `kept_page_state`: the text kept under `key` ("" when none). */

@@ -165,8 +165,8 @@ export class TauriBackend implements Backend {
     return call<void>("delete_persona", { personaId, withHumanData });
   }
 
-  prefetchDraft(text: string) {
-    return call<void>("prefetch_draft", { text });
+  prefetchDraft(text: string, personaId?: string) {
+    return call<void>("prefetch_draft", { text, personaId: personaId ?? null });
   }
 
   keepPageState(key: string, text: string) {
