@@ -147,6 +147,12 @@ impl Conversation {
         if history.last().is_some_and(|m| m.role == ledger::MessageRole::Human) {
             return Ok(None);
         }
+        // The reply reads the newest messages up to the same cap, the sent
+        // one among them: the oldest read now will not be read then.
+        let capped = history.iter().filter(|m| m.context_status == ledger::ContextStatus::Default).count() >= crate::prompt::HISTORY as usize;
+        if let Some(oldest) = history.iter().position(|m| m.context_status == ledger::ContextStatus::Default).filter(|_| capped) {
+            history.remove(oldest);
+        }
         history.push(ledger::Message {
             id: String::new(),
             persona_id: persona.id.clone(),

@@ -49,6 +49,11 @@ pub(crate) struct CompactInput<'a> {
 pub(crate) struct Layout {
     /// The seq of the window's first message.
     pub start: Option<i64>,
+    /// What the person said before the window, as the system message told
+    /// it: kept while the window stays put, though the oldest messages of
+    /// the history read for a prompt drop out of it turn by turn.
+    #[serde(default)]
+    pub told: Option<String>,
     /// The remembered lines sent right before a message in the window, as
     /// sent, by the message's seq.
     pub facts: BTreeMap<i64, String>,
@@ -62,12 +67,19 @@ pub(crate) fn messages(input: &CompactInput<'_>) -> (Vec<ChatMessage>, Layout) {
     // it changes only when the window moves, so the local engine keeps it
     // evaluated with the rest of the stable prefix, and a fact told many
     // turns ago is still in front of the model.
-    let told: Vec<&str> = history[..start].iter().filter(|m| m.role == MessageRole::Human).map(|m| m.content.as_str()).collect();
-    let told = &told[told.len().saturating_sub(MAX_TOLD)..];
+    let start_seq = history.get(start).map(|m| m.seq);
+    let told = match &input.layout.told {
+        Some(kept) if start_seq.is_some() && input.layout.start == start_seq => Some(kept.clone()),
+        _ => {
+            let told: Vec<&str> = history[..start].iter().filter(|m| m.role == MessageRole::Human).map(|m| m.content.as_str()).collect();
+            let told = &told[told.len().saturating_sub(MAX_TOLD)..];
+            (!told.is_empty()).then(|| told_text(told, input.language))
+        }
+    };
     let mut system = system_text(input.persona, input.language);
-    if !told.is_empty() {
+    if let Some(told) = &told {
         system.push_str("\n\n");
-        system.push_str(&told_text(told, input.language));
+        system.push_str(told);
     }
     let mut out = vec![ChatMessage::new(Role::System, system)];
     let question = history.last().filter(|m| m.role == MessageRole::Human).map(|m| m.content.as_str()).unwrap_or("");
@@ -81,7 +93,7 @@ pub(crate) fn messages(input: &CompactInput<'_>) -> (Vec<ChatMessage>, Layout) {
         .collect();
     let facts = pick_facts(question, &input.recalled, &earlier);
     let last = history.len().saturating_sub(1);
-    let mut layout = Layout { start: history.get(start).map(|m| m.seq), facts: BTreeMap::new() };
+    let mut layout = Layout { start: start_seq, told, facts: BTreeMap::new() };
     for (i, m) in history.iter().enumerate().skip(start) {
         let sent_before = if i == last {
             (m.role == MessageRole::Human && !facts.is_empty()).then(|| facts_text(&facts, input.language))
@@ -451,8 +463,28 @@ mod tests {
         }
         assert_eq!(layout.facts.len(), 3, "{layout:?}");
         // A layout from another conversation (its seqs are not here) adds nothing.
-        let stranger = Layout { start: Some(999), facts: BTreeMap::from([(999, "- x".to_owned())]) };
+        let stranger = Layout { start: Some(999), told: Some("x".into()), facts: BTreeMap::from([(999, "- x".to_owned())]) };
         let input = CompactInput { persona: &persona(), language: Language::En, history: &history[..1], layout: &stranger, recalled: vec![] };
         assert_eq!(messages(&input).0.len(), 2);
+    }
+
+    #[test]
+    fn what_was_told_before_the_window_stays_while_the_oldest_messages_drop_out_of_the_history() {
+        let mut all = vec![msg(1, MessageRole::Human, "Next month I fly to Osaka.")];
+        for i in 0..12 {
+            all.push(msg(2 + i * 2, MessageRole::Persona, &format!("reply {i}")));
+            all.push(msg(3 + i * 2, MessageRole::Human, &format!("small talk {i}")));
+        }
+        // The history read for a prompt is its last 20 messages.
+        let tail = |all: &[Message]| all[all.len().saturating_sub(20)..].to_vec();
+        let input = CompactInput { persona: &persona(), language: Language::En, history: &tail(&all), layout: &Layout::default(), recalled: vec![] };
+        let (sent, layout) = messages(&input);
+        assert!(sent[0].content.contains("told you:\n- small talk 2\n"), "{}", sent[0].content);
+        all.push(msg(40, MessageRole::Persona, "Nice."));
+        all.push(msg(41, MessageRole::Human, "And then?"));
+        let input = CompactInput { persona: &persona(), language: Language::En, history: &tail(&all), layout: &layout, recalled: vec![] };
+        let (next, kept) = messages(&input);
+        assert_eq!(kept.start, layout.start, "the window did not move");
+        assert_eq!(next[0], sent[0], "the system message changed although the window stayed put");
     }
 }
