@@ -30,6 +30,14 @@ async fn a_reply_streams_and_is_committed_signed_by_the_persona() {
     assert!(seen[0].messages.last().map(|m| m.content.contains("two plus two")).unwrap_or(false));
 }
 
+/// Ei's model gets the compact prompt (as small local models do), whose
+/// start stays put from turn to turn.
+async fn compact_prompt_for_ei(h: &Harness) {
+    let ei = h.engine.personas().persona("Ei").await.expect("ei");
+    let model = ei.model.split_once(':').map_or(ei.model.as_str(), |(_, m)| m);
+    h.engine.conversation().set_prompt_profile(model, "compact").await.expect("profile");
+}
+
 #[tokio::test]
 async fn between_turns_the_next_prompt_is_read_ahead_and_the_next_reply_starts_with_it() {
     // Off by default (one CLI process per message ends with its reply).
@@ -46,10 +54,7 @@ async fn between_turns_the_next_prompt_is_read_ahead_and_the_next_reply_starts_w
     conversation.send_message("Ei", "Hi! My name is Marta and I live in Lisbon.").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
 
-    // Small local models get the compact prompt, whose start stays put.
-    let ei = h.engine.personas().persona("Ei").await.expect("ei");
-    let model = ei.model.split_once(':').map_or(ei.model.as_str(), |(_, m)| m);
-    conversation.set_prompt_profile(model, "compact").await.expect("profile");
+    compact_prompt_for_ei(&h).await;
     conversation.read_ahead_between_turns(true);
     conversation.send_message("Ei", "Where do I live?").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
@@ -70,9 +75,7 @@ async fn between_turns_the_next_prompt_is_read_ahead_and_the_next_reply_starts_w
 async fn a_draft_is_read_ahead_and_its_reply_starts_with_the_whole_of_it() {
     let h = Harness::new(&["Nice to meet you, Marta!", "You live in Lisbon."]).await;
     let conversation = h.engine.conversation();
-    let ei = h.engine.personas().persona("Ei").await.expect("ei");
-    let model = ei.model.split_once(':').map_or(ei.model.as_str(), |(_, m)| m);
-    conversation.set_prompt_profile(model, "compact").await.expect("profile");
+    compact_prompt_for_ei(&h).await;
     let mut rx = h.engine.subscribe();
     conversation.send_message("Ei", "Hi! My name is Marta and I live in Lisbon.").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
@@ -101,9 +104,7 @@ async fn a_new_process_starts_its_prompt_with_the_last_one_remembered_lines_and_
     // read on disk, and reads only what is new if this one starts with it.
     let h = Harness::new(&["Nice to meet you, Owen!", "You play the cello."]).await;
     let conversation = h.engine.conversation();
-    let ei = h.engine.personas().persona("Ei").await.expect("ei");
-    let model = ei.model.split_once(':').map_or(ei.model.as_str(), |(_, m)| m);
-    conversation.set_prompt_profile(model, "compact").await.expect("profile");
+    compact_prompt_for_ei(&h).await;
     let mut rx = h.engine.subscribe();
     conversation.send_message("Ei", "Hi! My name is Owen and I play the cello in an orchestra.").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
