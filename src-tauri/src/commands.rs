@@ -286,10 +286,7 @@ pub async fn set_tool_enabled(state: State<'_, Backend>, tool: String, enabled: 
 #[tauri::command]
 pub async fn prefetch_draft(state: State<'_, Backend>, text: String, persona_id: Option<String>) -> Reply<()> {
     let engine = engine(&state).await?;
-    engine.memory().prefetch_embedding(&text);
-    if let Some(persona_id) = persona_id {
-        tauri::async_runtime::spawn(async move { engine.conversation().read_draft(&persona_id, &text).await });
-    }
+    tauri::async_runtime::spawn(async move { engine.conversation().draft_typed(persona_id.as_deref(), &text).await });
     Ok(())
 }
 

@@ -102,6 +102,29 @@ impl DataDir {
 
 /// Links each entry of the `system` folders into `dir` unless `dir` has one
 /// of that name, and removes links into those folders whose target is gone.
+/// Writes `bytes` to `path` through a temporary file renamed over it, so a
+/// crash leaves either the old file or the new one, never half of one.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
+    let written = std::fs::File::create(&tmp).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.sync_all()
+    });
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
 fn offer_installed_models(dir: &Path, system: &[PathBuf]) {
     if let Ok(entries) = std::fs::read_dir(dir) {
         for e in entries.flatten() {

@@ -301,8 +301,7 @@ async fn our_run(ctx: &Ctx, c: &Conversation, verbose: bool, read_ahead: bool, d
     for (i, turn) in c.turns.iter().enumerate() {
         let draft_ms = if drafts {
             let typing = std::time::Instant::now();
-            ctx.engine.memory().prefetch_embedding(&turn.say);
-            conversation.read_draft(&persona.id, &turn.say).await;
+            conversation.draft_typed(Some(&persona.id), &turn.say).await;
             typing.elapsed().as_secs_f64() * 1e3
         } else {
             f64::NAN

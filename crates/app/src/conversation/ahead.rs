@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 
 use super::Conversation;
 use crate::context::jobs::Failure;
+use crate::models::registry::Serving;
 use crate::models::ModelSpec;
 use crate::prompt::PromptProfile;
 use crate::Result;
@@ -95,14 +96,23 @@ impl Conversation {
         }
     }
 
+    /// The person paused while typing `draft` (in `persona`'s chat, when
+    /// known): its embedding is made now, and the prompt its reply would
+    /// get is read ahead ([`Conversation::read_draft`]).
+    pub async fn draft_typed(&self, persona: Option<&str>, draft: &str) {
+        self.memory.prefetch_embedding(draft);
+        if let Some(persona) = persona {
+            self.read_draft(persona, draft).await;
+        }
+    }
+
     /// The person paused while typing `draft` to `persona`: the prompt its
     /// reply would get if it were sent now (remembered lines and passages
     /// picked for it) is read into the model, so that once it is sent the
-    /// first token waits only for what changed since. When reading ahead is
-    /// on, the last message has its reply and the persona gets the compact
-    /// prompt; the
-    /// next draft or the send stops it, keeping what was read. Returns once
-    /// the draft is read (or it gave way).
+    /// first token waits only for what changed since. Only when reading
+    /// ahead is on, the last message has its reply and the persona gets the
+    /// compact prompt. The next draft or the send stops it, keeping what was
+    /// read. Returns once the draft is read (or it gave way).
     pub async fn read_draft(&self, persona: &str, draft: &str) {
         let draft = draft.trim();
         if draft.is_empty() || !self.ahead.enabled.load(Ordering::SeqCst) {
@@ -129,80 +139,66 @@ impl Conversation {
     }
 
     async fn read_draft_prompt(&self, persona: &str, draft: &str, cancel: &CancelFlag, sends: u64) -> Result<Option<u32>> {
-        let ledger = &self.ctx.ledger;
-        let persona = ledger.find_persona(persona).await?;
-        if persona.archived {
-            return Ok(None);
-        }
-        let profile = ledger.persona_profile(&persona.id).await?;
-        let spec = ModelSpec::parse(&persona.model)?;
-        let served = self.ctx.serving(&spec).await?;
-        let chosen = self.prompt_profile(served.provider.as_ref(), &served.spec.model, served.spec.is_local()).await;
-        if chosen.profile != PromptProfile::Compact {
-            return Ok(None);
-        }
-        let mut history = self.office.prompt_history(&persona, &profile).await?;
+        let persona = self.ctx.ledger.find_persona(persona).await?;
+        let Some(reader) = self.compact_reader(&persona).await? else { return Ok(None) };
+        let history = self.office.prompt_history(&persona, &reader.profile).await?;
         // The person's last message still waits for its reply: the prompt
         // of the draft is not known before that reply is.
         if history.last().is_some_and(|m| m.role == ledger::MessageRole::Human) {
             return Ok(None);
         }
-        // The reply reads the newest messages up to the same cap, the sent
-        // one among them: the oldest read now will not be read then.
-        let capped = history.iter().filter(|m| m.context_status == ledger::ContextStatus::Default).count() >= crate::prompt::HISTORY as usize;
-        if let Some(oldest) = history.iter().position(|m| m.context_status == ledger::ContextStatus::Default).filter(|_| capped) {
-            history.remove(oldest);
-        }
-        history.push(ledger::Message {
-            id: String::new(),
-            persona_id: persona.id.clone(),
-            role: ledger::MessageRole::Human,
-            content: draft.to_owned(),
-            ts: String::new(),
-            read: true,
-            seq: history.last().map_or(1, |m| m.seq + 1),
-            context_status: ledger::ContextStatus::default(),
-        });
+        let history = crate::office::with_sent(history, &persona.id, draft);
         // What the reply does with the sent message, in the same order.
         let memories = crate::memory::recall::memories_for_reply(&self.memory, &persona, &history).await;
         let messages = self.compact_messages_kept(&persona, &history, &memories, false).await;
         let passages = self.library.reply_passages(&persona, draft).await;
-        let messages = crate::library::with_passages(messages, &passages);
-        let mut request = CompletionRequest::chat(served.spec.model.clone(), messages);
-        request.max_tokens = chosen.profile.max_tokens();
+        let mut request = reader.request(crate::library::with_passages(messages, &passages));
         request.cancel = cancel.clone();
         if cancel.is_cancelled() || self.ahead.sends.load(Ordering::SeqCst) != sends {
             return Ok(None);
         }
-        let read = served.provider.prefill(request).await?;
+        let read = reader.served.provider.prefill(request).await?;
         Ok(Some(read.prompt_tokens))
     }
 
-    async fn read_next_prompt(&self, persona_id: &str) -> Result<()> {
-        let ledger = &self.ctx.ledger;
-        let persona = ledger.persona(persona_id).await?;
+    /// What reads `persona`'s replies, when they get the compact prompt: the
+    /// full profile's system message is the office's narrative, written
+    /// again for every message, so there is no stable start to read ahead.
+    async fn compact_reader(&self, persona: &ledger::Persona) -> Result<Option<CompactReader>> {
         if persona.archived {
-            return Ok(());
+            return Ok(None);
         }
-        let profile = ledger.persona_profile(persona_id).await?;
-        let spec = ModelSpec::parse(&persona.model)?;
-        let served = self.ctx.serving(&spec).await?;
+        let profile = self.ctx.ledger.persona_profile(&persona.id).await?;
+        let served = self.ctx.serving(&ModelSpec::parse(&persona.model)?).await?;
         let chosen = self.prompt_profile(served.provider.as_ref(), &served.spec.model, served.spec.is_local()).await;
-        // The full profile's system message is the office's narrative,
-        // written again for every message: there is no stable start.
-        if chosen.profile != PromptProfile::Compact {
-            return Ok(());
-        }
-        let history = self.office.prompt_history(&persona, &profile).await?;
-        let messages = self.next_turn_prefix(&persona, &history).await;
-        let mut request = CompletionRequest::chat(served.spec.model.clone(), messages);
-        request.max_tokens = chosen.profile.max_tokens();
-        match self.ctx.prefill_in_background(served.provider.as_ref(), request).await {
+        Ok((chosen.profile == PromptProfile::Compact).then_some(CompactReader { profile, served }))
+    }
+
+    async fn read_next_prompt(&self, persona_id: &str) -> Result<()> {
+        let persona = self.ctx.ledger.persona(persona_id).await?;
+        let Some(reader) = self.compact_reader(&persona).await? else { return Ok(()) };
+        let history = self.office.prompt_history(&persona, &reader.profile).await?;
+        let request = reader.request(self.next_turn_prefix(&persona, &history).await);
+        match self.ctx.prefill_in_background(reader.served.provider.as_ref(), request).await {
             Ok(read) => tracing::debug!(tokens = read.prompt_tokens, "the next prompt was read ahead"),
             Err(Failure::Preempted) => tracing::debug!("a message came before the next prompt was read ahead"),
             Err(Failure::Retry(e) | Failure::Final(e)) => return Err(e),
             Err(Failure::Deferred(_)) => {}
         }
         Ok(())
+    }
+}
+
+/// The persona's profile and the model that reads its compact prompt.
+struct CompactReader {
+    profile: ledger::PersonaProfile,
+    served: Serving,
+}
+
+impl CompactReader {
+    fn request(&self, messages: Vec<providers::ChatMessage>) -> CompletionRequest {
+        let mut request = CompletionRequest::chat(self.served.spec.model.clone(), messages);
+        request.max_tokens = PromptProfile::Compact.max_tokens();
+        request
     }
 }

@@ -86,18 +86,11 @@ impl Conversation {
     }
 
     /// Keeps `layout` for the next turn, which may run in another process.
-    /// Written whole or not at all; a layout that cannot be kept only costs
-    /// the next turn some reading.
+    /// A layout that cannot be kept only costs the next turn some reading.
     fn keep_prompt_layout(&self, persona_id: &str, layout: &compact::Layout) {
-        let path = self.layout_file(persona_id);
-        let partial = path.with_extension("json.partial");
-        let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| {
-            std::fs::write(&partial, serde_json::to_vec(layout).unwrap_or_default())?;
-            std::fs::rename(&partial, &path)
-        });
-        if let Err(e) = written {
+        let bytes = serde_json::to_vec(layout).unwrap_or_default();
+        if let Err(e) = crate::paths::write_atomically(&self.layout_file(persona_id), &bytes) {
             tracing::debug!(error = %e, "the prompt layout could not be kept");
-            let _ = std::fs::remove_file(&partial);
         }
     }
 

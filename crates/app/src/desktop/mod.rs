@@ -3,7 +3,7 @@
 //! ledger (nothing a persona did), so they live in a small JSON file in the
 //! data directory, written atomically.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -119,7 +119,7 @@ impl DesktopSettings {
     /// crash leaves either the old or the new settings, never half of them).
     pub fn save(&self, data_dir: &DataDir) -> Result<(), AppError> {
         let path = Self::path(data_dir);
-        write_atomically(&path, &serde_json::to_vec_pretty(&self.clone().normalised()).unwrap_or_default())
+        crate::paths::write_atomically(&path, &serde_json::to_vec_pretty(&self.clone().normalised()).unwrap_or_default())
             .map_err(|e| AppError::new("STORAGE_SAVE_FAILED", format!("could not save the desktop settings: {e}")))
     }
 
@@ -139,18 +139,6 @@ impl DesktopSettings {
         }
         self
     }
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    let mut file = std::fs::File::create(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)
 }
 
 #[cfg(test)]

@@ -68,9 +68,7 @@ pub(crate) fn forget(dir: &Path, stem: &str) {
 }
 
 fn replace(dir: &Path, all: &BTreeMap<String, SpeedView>) -> std::io::Result<()> {
-    let tmp = dir.join(format!("{FILE}.tmp"));
-    std::fs::write(&tmp, serde_json::to_vec_pretty(all).map_err(std::io::Error::other)?)?;
-    std::fs::rename(&tmp, dir.join(FILE))
+    crate::paths::write_atomically(&dir.join(FILE), &serde_json::to_vec_pretty(all).map_err(std::io::Error::other)?)
 }
 
 /// Measures the local model `stem`: one tiny call loads it, then a fixed

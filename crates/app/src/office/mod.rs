@@ -207,6 +207,30 @@ pub(crate) struct ReplyContext {
     pub framing: Duration,
 }
 
+/// `history` (what [`Office::prompt_history`] read) as the reply to `text`
+/// will read it once `text` is sent: the newest messages up to the same
+/// cap, the sent one among them.
+pub(crate) fn with_sent(mut history: Vec<ledger::Message>, persona_id: &str, text: &str) -> Vec<ledger::Message> {
+    let counted = |m: &ledger::Message| m.context_status == ledger::ContextStatus::Default;
+    if history.iter().filter(|m| counted(m)).count() >= HISTORY as usize {
+        if let Some(oldest) = history.iter().position(counted) {
+            history.remove(oldest);
+        }
+    }
+    let seq = history.last().map_or(1, |m| m.seq + 1);
+    history.push(ledger::Message {
+        id: String::new(),
+        persona_id: persona_id.to_owned(),
+        role: ledger::MessageRole::Human,
+        content: text.to_owned(),
+        ts: String::new(),
+        read: true,
+        seq,
+        context_status: ledger::ContextStatus::Default,
+    });
+    history
+}
+
 impl Office {
     /// The frame the next reply of `persona` would use: the same
     /// [`Office::reply_context`] the reply worker calls.
@@ -1047,5 +1071,38 @@ impl Office {
         view.rejected = result["rejected"]["message"].as_str().map(str::to_owned);
         view.recommendation = result["recommendation"].as_str().map(str::to_owned);
         Ok(view)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{with_sent, HISTORY};
+
+    fn message(seq: i64, status: ledger::ContextStatus) -> ledger::Message {
+        ledger::Message {
+            id: format!("m{seq}"),
+            persona_id: "p".into(),
+            role: ledger::MessageRole::Human,
+            content: format!("message {seq}"),
+            ts: String::new(),
+            read: true,
+            seq,
+            context_status: status,
+        }
+    }
+
+    #[test]
+    fn a_sent_draft_pushes_the_oldest_counted_message_out_of_a_full_history() {
+        let cap = HISTORY as i64;
+        let mut full: Vec<_> = vec![message(1, ledger::ContextStatus::Always)];
+        full.extend((2..cap + 2).map(|s| message(s, ledger::ContextStatus::Default)));
+        let sent = with_sent(full, "p", "Where do I live?");
+        assert_eq!(sent.len(), HISTORY as usize + 1);
+        assert_eq!(sent[0].seq, 1, "a message kept always stays");
+        assert_eq!(sent[1].seq, 3, "the oldest counted message dropped out");
+        assert_eq!((sent.last().map(|m| m.content.as_str()), sent.last().map(|m| m.seq)), (Some("Where do I live?"), Some(cap + 2)));
+
+        let short: Vec<_> = (1..4).map(|s| message(s, ledger::ContextStatus::Default)).collect();
+        assert_eq!(with_sent(short, "p", "Hi").len(), 4, "under the cap nothing drops out");
     }
 }
