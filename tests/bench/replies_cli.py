@@ -9,7 +9,12 @@ it), on the default model and, beside it in the same run, on the tiny model.
 Each arm gets a fresh data directory holding only its model (hard links),
 under a private keychain (run it through scripts/with-keychain.sh). Prints,
 per arm: fact questions answered, loops, Portuguese questions answered in
-Portuguese, and the wall time of each `chat` process (p50, p90).
+Portuguese, and the wall time of each `chat` process (p50, p90). For the
+messages that tell something (small talk), it counts the replies that only
+say the message back ("echoed"), that speak as the person ("as them", "I
+live in Lisbon."), and that ask something back; and, over all replies, the
+help-desk phrases a friend does not use ("How can I help you today?") and
+the replies that say three words running of the reply before them again.
 """
 import argparse
 import os
@@ -36,6 +41,50 @@ def portuguese(text):
     return sum(w in PT_WORDS for w in ws) > sum(w in EN_WORDS for w in ws)
 
 
+# Words that carry no content of their own: a reply made of the message's
+# content words plus these says the message back.
+FILLER = set(fold(w) for w in """you your you're are is was it its it's that that's this so and the a an of to in
+on at for with yes right true really oh wow nice good great sounds
+você voce vocês está esta estás é e o a os as um uma de do da em no na que isso certo verdade sim
+muito legal bom ótimo otimo tem""".split())
+
+
+def content_words(text):
+    return [w for w in (fold(x) for x in words(text)) if len(w) > 2 and w not in FILLER]
+
+
+def echoed(message, reply):
+    """The reply's content words are (nearly) all the message's own."""
+    said = set(content_words(message))
+    mine = content_words(reply)
+    return bool(mine) and "?" not in reply and sum(w in said for w in mine) >= 0.75 * len(mine)
+
+
+def as_them(reply):
+    """A reply that starts as the person would ("I live…", "Eu toco…")."""
+    first = fold(words(reply)[0]) if words(reply) else ""
+    return first in {"i", "i'm", "my", "eu", "meu", "minha", "meus", "minhas"}
+
+
+SERVICE = re.compile(r"(help|assist) you( with anything)?( today)?|any other questions|as an ai|language model|"
+                     r"posso (te )?ajudar|modelo de linguagem|sou uma? (ia|intelig)", re.I)
+
+
+def service_talk(reply):
+    """Help-desk phrasing a friend does not use ("How can I help you today?")."""
+    return bool(SERVICE.search(reply))
+
+
+def runs(text, n):
+    ws = [fold(w) for w in words(text)]
+    return {tuple(ws[i:i + n]) for i in range(len(ws) - n + 1)}
+
+
+def says_again(previous, reply, n=3):
+    """The reply repeats a run of n words of the reply before it ("Que ótimo! Como vai?" turn after turn)."""
+    return bool(previous) and bool(runs(previous, n) & runs(reply, n))
+
+
 def loops(text, run=6):
     ws = [re.sub(r"\W", "", w.lower()) for w in text.split()]
     ws = [w for w in ws if w]
@@ -53,7 +102,8 @@ def loops(text, run=6):
 
 
 def arm(name, model_files, args, conversations):
-    stats = dict(questions=0, answered=0, replies=0, loops=0, pt_questions=0, pt_in_pt=0, times=[], failed=0)
+    stats = dict(questions=0, answered=0, replies=0, loops=0, pt_questions=0, pt_in_pt=0, times=[], failed=0,
+                 told=0, echoed=0, as_them=0, asked=0, service=0, again=0)
     for c in conversations:
         # A data directory per conversation: nothing of one is recalled in another.
         env = dict(os.environ, LEDGERMIND_HOME=fresh_home(f"lm-replies-{name}-", model_files))
@@ -61,6 +111,7 @@ def arm(name, model_files, args, conversations):
         _, p = run([args.bin, "persona", "create", persona, "--description", c["description"]], env)
         if p.returncode != 0:
             sys.exit(f"{name}: persona create failed: {p.stderr.strip()}")
+        previous = ""
         for i, t in enumerate(c["turns"]):
             secs, p = run([args.bin, "chat", persona, t["say"]], env)
             reply = p.stdout.strip()
@@ -70,6 +121,9 @@ def arm(name, model_files, args, conversations):
             stats["times"].append(secs)
             stats["replies"] += 1
             stats["loops"] += loops(reply)
+            stats["service"] += service_talk(reply)
+            stats["again"] += says_again(previous, reply)
+            previous = reply
             mark = ""
             if t.get("expect"):
                 stats["questions"] += 1
@@ -81,6 +135,13 @@ def arm(name, model_files, args, conversations):
                     in_pt = portuguese(reply)
                     stats["pt_in_pt"] += in_pt
                     mark += "" if in_pt else " (not pt)"
+            elif not t["say"].rstrip().endswith("?"):
+                stats["told"] += 1
+                e, a, q = echoed(t["say"], reply), as_them(reply), "?" in reply
+                stats["echoed"] += e
+                stats["as_them"] += a
+                stats["asked"] += q
+                mark = "echo" if e else "as them" if a else "asks" if q else ""
             if args.verbose or t.get("expect"):
                 print(f"  {name:<8} {c['id']:<14} #{i + 1:<2} {secs:5.1f}s {mark:<13} {t['say']} → {reply[:150]!r}", flush=True)
     return stats
@@ -104,10 +165,14 @@ def main():
         files = [os.path.join(args.models, model)] + extra
         results[name] = arm(name, files, args, conversations)
     print(f"\n{len(conversations)} conversations ({args.split}), one `ledgermind chat` process per message")
-    print(f"{'arm':<8} {'answered':>10} {'loops':>8} {'pt in pt':>9} {'p50 s':>7} {'p90 s':>7} {'failed':>7}")
+    print(f"{'arm':<8} {'answered':>10} {'loops':>8} {'pt in pt':>9} {'p50 s':>7} {'p90 s':>7} {'failed':>7}"
+          f" {'echoed':>8} {'as them':>8} {'asked':>8} {'help-desk':>10} {'said again':>11}")
     for name, s in results.items():
+        told = s['told']
         print(f"{name:<8} {s['answered']:>4}/{s['questions']:<5} {s['loops']:>3}/{s['replies']:<4} "
-              f"{s['pt_in_pt']:>3}/{s['pt_questions']:<5} {pct(s['times'], .5):>7.2f} {pct(s['times'], .9):>7.2f} {s['failed']:>7}")
+              f"{s['pt_in_pt']:>3}/{s['pt_questions']:<5} {pct(s['times'], .5):>7.2f} {pct(s['times'], .9):>7.2f} {s['failed']:>7}"
+              f" {s['echoed']:>4}/{told:<3} {s['as_them']:>4}/{told:<3} {s['asked']:>4}/{told:<3}"
+              f" {s['service']:>5}/{s['replies']:<4} {s['again']:>6}/{s['replies']:<4}")
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ const PROMPT_CHUNK: usize = 128;
 /// [`Provider::prefill`]): a reply that arrives meanwhile waits at most one
 /// such chunk (about half a second on two cores), not a full one.
 const PREFILL_CHUNK: usize = 32;
+/// How many of the persona's last replies a new reply is kept from repeating.
+const RECENT_REPLIES_AVOIDED: usize = 3;
 /// How long a generation waits for one whose caller has gone to reach its
 /// next boundary before running beside it: waiting keeps the abandoned
 /// call's evaluated prompt usable, running beside it starts from nothing.
@@ -377,6 +379,8 @@ impl LocalEngine {
         let vocab = model.vocab();
 
         let prompt = render_prompt(&model, &request.messages);
+        // The exact text the model reads is what explains a strange reply.
+        tracing::trace!(%prompt, "local prompt");
         let mut tokens = vocab.tokenize(prompt.as_bytes(), true, true);
         if tokens.len() >= 2 && tokens[0] == vocab.bos() && tokens[1] == vocab.bos() {
             tokens.remove(0);
@@ -422,6 +426,20 @@ impl LocalEngine {
         let reused = slot.keep_prefix(&tokens);
 
         let mut sampler = build_sampler(&model, request)?;
+        if request.json_schema.is_none() && request.sampling.is_some() {
+            // The persona's own last replies count as already said: the
+            // repetition penalty and DRY otherwise see only the reply being
+            // written, and a small model answers message after message in
+            // the shape of its last reply ("Que ótimo! Como vai?" twenty
+            // turns running). The person's words and the remembered lines
+            // are left out: a reply must be free to repeat a fact.
+            let recent = request.messages.iter().filter(|m| m.role == Role::Assistant).rev().take(RECENT_REPLIES_AVOIDED);
+            let mut recent: Vec<&ChatMessage> = recent.collect();
+            recent.reverse();
+            for m in recent {
+                sampler.accept_many(vocab.tokenize(m.content.as_bytes(), false, false));
+            }
+        }
         let decode_err = |e: llama_cpp_2::DecodeError| {
             ProviderError::Unavailable(format!("local decoding failed: {e}"))
         };

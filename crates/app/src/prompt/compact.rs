@@ -82,6 +82,7 @@ pub(crate) fn messages(input: &CompactInput<'_>) -> (Vec<ChatMessage>, Layout) {
         system.push_str(told);
     }
     let mut out = vec![ChatMessage::new(Role::System, system)];
+    out.extend(example_turns(input.language));
     let question = history.last().filter(|m| m.role == MessageRole::Human).map(|m| m.content.as_str()).unwrap_or("");
     // The person's earlier messages, in the window or not: a small model
     // uses a fact named right before the question far better than one
@@ -157,22 +158,44 @@ pub(crate) fn window_start(history: &[&Message], kept: Option<i64>) -> usize {
 
 fn system_text(persona: &Persona, language: Language) -> String {
     let description = short_description(&persona.short_description);
+    // "Chatting with a friend, not serving a customer": told only that it
+    // chats with "the user", a small instruction-tuned model falls back on
+    // help-desk lines ("How can I help you today?") or says the message back.
     match language {
         Language::PtBr => {
             let who = if description.is_empty() { "uma amiga atenciosa".to_owned() } else { description };
             format!(
-                "Você é {}, {who}. Você conversa com o usuário. Responda em português, em uma ou duas frases curtas. Ao falar do usuário, diga \"você\".",
+                "Você é {}, {who}. Você está conversando com um amigo, não atendendo um cliente. Responda em português, em uma ou duas frases curtas: comente com carinho o que ele contou, ou pergunte sobre isso, e responda o que ele perguntar. Ao falar dele, diga \"você\".",
                 persona.name
             )
         }
         Language::En => {
             let who = if description.is_empty() { "a warm friend".to_owned() } else { description };
             format!(
-                "You are {}, {who}. You are chatting with the user. Reply in English, in one or two short sentences. When you speak about the user, say \"you\".",
+                "You are {}, {who}. You are chatting with a friend, not serving a customer. Reply in English, in one or two short sentences: say something warm about what they told you, or ask about it, and answer what they ask. When you speak about them, say \"you\".",
                 persona.name
             )
         }
     }
+}
+
+/// A short made-up exchange before the conversation. A small model replies
+/// the way the turns before its reply went far more than the way it is
+/// told to: one exchange where a friend reacts and asks back does what the
+/// instructions alone did not (Portuguese replies were "Como posso ajudar
+/// você hoje?" to everything). It tells nothing about the person (no name,
+/// place or job a later question could pick up), and it never changes, so
+/// the local engine keeps it evaluated with the system message.
+fn example_turns(language: Language) -> Vec<ChatMessage> {
+    let turns: [&str; 4] = match language {
+        Language::PtBr => ["Fui ao cinema ontem.", "Que legal! Que filme você viu?", "Uma comédia. Eu ri muito.", "Adoro comédias! Rir faz muito bem."],
+        Language::En => ["I went to the cinema yesterday.", "Oh, nice! What did you see?", "A comedy. I laughed a lot.", "I love comedies! Laughing does you good."],
+    };
+    turns
+        .iter()
+        .enumerate()
+        .map(|(i, text)| ChatMessage::new(if i % 2 == 0 { Role::User } else { Role::Assistant }, (*text).to_owned()))
+        .collect()
 }
 
 /// The description's first sentence, short, without its final stop.
@@ -341,9 +364,20 @@ mod tests {
         let p = persona();
         assert_eq!(
             system_text(&p, Language::En),
-            "You are Lia, a warm friend who loves books. You are chatting with the user. Reply in English, in one or two short sentences. When you speak about the user, say \"you\"."
+            "You are Lia, a warm friend who loves books. You are chatting with a friend, not serving a customer. Reply in English, in one or two short sentences: say something warm about what they told you, or ask about it, and answer what they ask. When you speak about them, say \"you\"."
         );
         assert!(system_text(&p, Language::PtBr).contains("Responda em português"));
+    }
+
+    #[test]
+    fn the_example_exchange_comes_after_the_system_message_in_the_persona_language_and_before_the_conversation() {
+        let history = vec![msg(1, MessageRole::Human, "Oi! Meu nome é Joana.")];
+        let input = CompactInput { persona: &persona(), language: Language::PtBr, history: &history, layout: &Layout::default(), recalled: vec![] };
+        let (sent, _) = messages(&input);
+        let roles: Vec<Role> = sent.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::System, Role::User, Role::Assistant, Role::User, Role::Assistant, Role::User]);
+        assert_eq!(sent[1].content, "Fui ao cinema ontem.");
+        assert_eq!(sent[5].content, "Oi! Meu nome é Joana.");
     }
 
     #[test]
@@ -465,7 +499,7 @@ mod tests {
         // A layout from another conversation (its seqs are not here) adds nothing.
         let stranger = Layout { start: Some(999), told: Some("x".into()), facts: BTreeMap::from([(999, "- x".to_owned())]) };
         let input = CompactInput { persona: &persona(), language: Language::En, history: &history[..1], layout: &stranger, recalled: vec![] };
-        assert_eq!(messages(&input).0.len(), 2);
+        assert_eq!(messages(&input).0.len(), 2 + example_turns(Language::En).len());
     }
 
     #[test]

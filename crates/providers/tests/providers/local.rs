@@ -402,3 +402,33 @@ async fn a_prompt_read_ahead_is_kept_and_a_stopped_read_keeps_what_it_read() {
     println!("read ahead {whole:?} for {} tokens; stopped after {:?}: kept {kept:?}", read.prompt_tokens, whole / 3);
     assert!(kept.iter().any(|&n| n > 0 && n < read.prompt_tokens as usize), "what was read before the stop is kept: {kept:?}");
 }
+
+/// A reply is kept from saying the persona's last replies again: with
+/// the conversation's repetition controls, what the persona said last turns
+/// counts as already said; without them (the control, same prompt), the
+/// tiny model answers in the shape of its last replies.
+#[tokio::test]
+async fn a_reply_does_not_say_the_last_replies_again() {
+    let _side_by_side = MODEL_USE.read().await;
+    let (engine, stem) = engine();
+    let formula = "Nice! Tell me more.";
+    let request = |sampling: providers::Sampling| {
+        let mut messages = vec![ChatMessage::new(Role::System, "You are a friendly companion. Reply in one short sentence.")];
+        for said in ["I went out.", "I saw a film."] {
+            messages.push(ChatMessage::new(Role::User, said));
+            messages.push(ChatMessage::new(Role::Assistant, formula));
+        }
+        messages.push(ChatMessage::new(Role::User, "It was long."));
+        let mut r = CompletionRequest::chat(&stem, messages);
+        r.temperature = 0.0;
+        r.max_tokens = 24;
+        r.sampling = Some(sampling);
+        r
+    };
+    let plain = providers::Sampling { repeat_penalty: 1.0, dry_multiplier: 0.0, ..providers::Sampling::CONVERSATION };
+    let control = engine.complete(request(plain), None).await.expect("completion");
+    assert!(control.text.contains(formula), "the control does not repeat: the check below means nothing: {:?}", control.text);
+    let reply = engine.complete(request(providers::Sampling::CONVERSATION), None).await.expect("completion");
+    assert!(!reply.text.contains("Tell me more"), "{:?}", reply.text);
+}
+
