@@ -331,7 +331,7 @@ unsafe fn products_avx2(x: &[f32], m: usize, k: usize, w: &[f32], n: usize, out:
 
 /// [`products`] with AVX-512 (chosen at run time): twice the lanes per
 /// instruction, and the query's embedding is these products almost
-/// entirely (MiniLM, 14 tokens: ~2.5× faster than the compiler's
+/// entirely (about twice as fast as the compiler's
 /// vectorisation of [`products`] for AVX2 on this machine).
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
