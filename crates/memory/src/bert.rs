@@ -245,9 +245,19 @@ fn linear(x: &[f32], m: usize, l: &Linear) -> Vec<f32> {
     let (n, k) = (l.bias.len(), l.weight.len() / l.bias.len().max(1));
     let mut out: Vec<f32> = (0..m).flat_map(|_| l.bias.iter().copied()).collect();
     #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F (checked just above); the
+        // function's loads stay inside the slices (it asserts their sizes).
+        #[allow(unsafe_code)]
+        unsafe {
+            products_avx512(x, m, k, &l.weight, n, &mut out)
+        };
+        return out;
+    }
+    #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has AVX2 and FMA (checked just above), all the
-        // function requires; it is otherwise ordinary safe code.
+        // SAFETY: the CPU has AVX2 and FMA (checked just above); the
+        // function's loads stay inside the slices (it asserts their sizes).
         #[allow(unsafe_code)]
         unsafe {
             products_avx2(x, m, k, &l.weight, n, &mut out)
@@ -258,18 +268,93 @@ fn linear(x: &[f32], m: usize, l: &Linear) -> Vec<f32> {
     out
 }
 
-/// [`products`] compiled for AVX2 + FMA (chosen at run time).
+/// [`products`] written with explicit fused multiply-adds: the compiler
+/// neither fuses Rust's `a * b + c` (it rounds twice) nor keeps the
+/// generic version's accumulators in registers at 16 lanes. Blocks of 3
+/// tokens × 4 outputs. The loads read raw pointers: after the size check
+/// every row `r < m` of x and `j < n` of w is `k` floats long, and only
+/// its first `k / lanes` whole vectors are loaded (the rest is added in
+/// scalar).
+#[cfg(target_arch = "x86_64")]
+macro_rules! simd_products {
+    ($x:ident, $m:ident, $k:ident, $w:ident, $n:ident, $out:ident, $lanes:literal, $vec:ty, $zero:ident, $load:ident, $fma:ident, $sum:ident) => {{
+        assert!($x.len() >= $m * $k && $w.len() >= $n * $k && $out.len() >= $m * $n);
+        let whole = $k / $lanes * $lanes;
+        let mut j = 0;
+        while j + 4 <= $n {
+            let wp: [*const f32; 4] = std::array::from_fn(|q| $w.as_ptr().add((j + q) * $k));
+            let mut i = 0;
+            while i < $m {
+                let rows = ($m - i).min(3);
+                // A last block of one or two tokens repeats its last row
+                // (its sums are not written).
+                let xp: [*const f32; 3] = std::array::from_fn(|r| $x.as_ptr().add((i + r.min(rows - 1)) * $k));
+                let mut acc: [[$vec; 4]; 3] = [[$zero(); 4]; 3];
+                let mut c = 0;
+                while c < whole {
+                    let wv: [$vec; 4] = std::array::from_fn(|q| $load(wp[q].add(c)));
+                    for r in 0..3 {
+                        let xv = $load(xp[r].add(c));
+                        for q in 0..4 {
+                            acc[r][q] = $fma(xv, wv[q], acc[r][q]);
+                        }
+                    }
+                    c += $lanes;
+                }
+                for r in 0..rows {
+                    for q in 0..4 {
+                        let tail: f32 = (whole..$k).map(|c| $x[(i + r) * $k + c] * $w[(j + q) * $k + c]).sum();
+                        $out[(i + r) * $n + j + q] += $sum(acc[r][q]) + tail;
+                    }
+                }
+                i += 3;
+            }
+            j += 4;
+        }
+        for j in j..$n {
+            for i in 0..$m {
+                $out[i * $n + j] +=
+                    $x[i * $k..(i + 1) * $k].iter().zip(&$w[j * $k..(j + 1) * $k]).map(|(a, b)| a * b).sum::<f32>();
+            }
+        }
+    }};
+}
+
+/// [`products`] with AVX2 + FMA (chosen at run time).
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn products_avx2(x: &[f32], m: usize, k: usize, w: &[f32], n: usize, out: &mut [f32]) {
-    products(x, m, k, w, n, out)
+    use std::arch::x86_64::*;
+    simd_products!(x, m, k, w, n, out, 8, __m256, _mm256_setzero_ps, _mm256_loadu_ps, _mm256_fmadd_ps, sum_avx2)
+}
+
+/// [`products`] with AVX-512 (chosen at run time): twice the lanes per
+/// instruction, and the query's embedding is these products almost
+/// entirely (about twice as fast as the compiler's
+/// vectorisation of [`products`] for AVX2 on this machine).
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn products_avx512(x: &[f32], m: usize, k: usize, w: &[f32], n: usize, out: &mut [f32]) {
+    use std::arch::x86_64::*;
+    simd_products!(x, m, k, w, n, out, 16, __m512, _mm512_setzero_ps, _mm512_loadu_ps, _mm512_fmadd_ps, _mm512_reduce_add_ps)
+}
+
+/// The sum of one AVX register's lanes.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn sum_avx2(v: std::arch::x86_64::__m256) -> f32 {
+    let lanes: [f32; 8] = std::mem::transmute(v);
+    lanes.iter().sum()
 }
 
 /// Adds x (m × k) · wᵀ to `out` (m × n); `w` is (n, k) row-major. Blocks of
 /// 3 tokens × 4 outputs keep 12 accumulators of 8 lanes in registers and
-/// read each weight row once per 3 tokens.
-#[inline(always)]
+/// read each weight row once per 3 tokens. The portable version, for CPUs
+/// without AVX2.
 fn products(x: &[f32], m: usize, k: usize, w: &[f32], n: usize, out: &mut [f32]) {
     let mut j = 0;
     while j + 4 <= n {
@@ -314,6 +399,55 @@ fn block<const R: usize>(x: &[f32], i0: usize, k: usize, w: &[f32], j: usize, n:
         for q in 0..4 {
             let tail: f32 = xs[r][whole..].iter().zip(&ws[q][whole..]).map(|(a, b)| a * b).sum();
             out[(i0 + r) * n + j + q] += acc[r][q].iter().sum::<f32>() + tail;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kernel the CPU can run gives the plain loop's products: the
+    /// encoder's own test only reaches the widest one this CPU has.
+    #[test]
+    fn every_products_kernel_matches_the_plain_loop() {
+        let mut seed = 1u32;
+        let mut next = move || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        };
+        // Odd sizes: token counts that are not multiples of 3, outputs not
+        // of 4, inputs not of 16, so every tail path runs.
+        for (m, k, n) in [(1, 384, 384), (7, 384, 1536), (14, 1536, 384), (5, 37, 11), (3, 16, 4)] {
+            let x: Vec<f32> = (0..m * k).map(|_| next()).collect();
+            let w: Vec<f32> = (0..n * k).map(|_| next()).collect();
+            let plain: Vec<f32> = (0..m * n)
+                .map(|o| x[(o / n) * k..(o / n + 1) * k].iter().zip(&w[(o % n) * k..(o % n + 1) * k]).map(|(a, b)| a * b).sum())
+                .collect();
+            let close = |got: &[f32], label: &str| {
+                for (g, p) in got.iter().zip(&plain) {
+                    assert!((g - p).abs() <= 1e-4 * (1.0 + p.abs()), "{label} {m}×{k}×{n}: {g} vs {p}");
+                }
+            };
+            let mut out = vec![0f32; m * n];
+            products(&x, m, k, &w, n, &mut out);
+            close(&out, "8 lanes");
+            #[cfg(target_arch = "x86_64")]
+            #[allow(unsafe_code)]
+            {
+                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                    let mut out = vec![0f32; m * n];
+                    // SAFETY: AVX2 and FMA checked just above.
+                    unsafe { products_avx2(&x, m, k, &w, n, &mut out) };
+                    close(&out, "AVX2");
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    let mut out = vec![0f32; m * n];
+                    // SAFETY: AVX-512F checked just above.
+                    unsafe { products_avx512(&x, m, k, &w, n, &mut out) };
+                    close(&out, "AVX-512");
+                }
+            }
         }
     }
 }

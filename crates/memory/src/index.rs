@@ -323,7 +323,16 @@ impl MemoryIndex {
             // cache (the default 2 MB held a tenth of a 100 000-message index).
             .pragma("mmap_size", "268435456")
             .disable_statement_logging();
-        let pool = SqlitePoolOptions::new().max_connections(4).connect_with(opts).await.map_err(MemoryError::Load)?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            // A connection to a local file cannot go stale: the default
+            // ping before every acquire doubled each recall's round trips
+            // to the connection's worker thread (keyword hits, rows,
+            // neighbours).
+            .test_before_acquire(false)
+            .connect_with(opts)
+            .await
+            .map_err(MemoryError::Load)?;
         sqlx::migrate!("./migrations").run(&pool).await?;
         let index = Self {
             pool,
