@@ -417,9 +417,10 @@ fn words_that_trail_off_are_waited_for_past_the_hold_in_the_tray_turn() {
     };
     let first = said_trimmed("I was thinking that");
     // The utterance begins with the half second before the gate opened
-    // (200 ms into the words): a take 100 ms into the pause holds about
-    // 400 ms beside the words, the hold's end 1 100 ms.
-    let cut = first.len() + 750 * 16;
+    // (200 ms into the words), so beside the words it holds about 400 ms
+    // at a take 100 ms into the pause, 1 100 ms at the hold's end, and
+    // the second half from 1 300 ms on.
+    let cut = first.len() + 1_200 * 16;
     // A second's pause: longer than the gate's 800 ms hold.
     let input = [silence(500), first, silence(1_000), said_trimmed("we could go to Lisbon."), silence(6_000)];
     let run = |config: &TurnConfig| {
