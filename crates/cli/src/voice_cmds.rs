@@ -284,11 +284,19 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
                 t.spoken
             );
         }
+        let w = &t.timings;
         eprintln!(
-            "turn {}: speech started {} ms after the end of speech; recognition + reply + first sentence took {} ms",
+            "turn {}: speech started {} ms after the end of speech; recognition + reply + first sentence took {} ms \
+             (end decided {} ms after the speech; waited {} ms for recognition of {} ms; reply to its first piece {} ms; \
+             first piece synthesised in {} ms)",
             t.turn,
             t.first_audio_ms.saturating_sub(t.end_of_speech_ms),
-            t.compute_ms
+            t.compute_ms,
+            w.detected_at_ms.saturating_sub(t.end_of_speech_ms),
+            w.stt_wait_ms,
+            w.stt_ms,
+            w.reply_ms,
+            w.tts_first_ms
         );
     }
     ExitCode::SUCCESS
