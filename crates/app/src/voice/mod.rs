@@ -136,10 +136,14 @@ impl<D: Duplex> Paced<D> {
         let now = Instant::now();
         match due.checked_duration_since(now) {
             Some(left) => std::thread::sleep(left),
-            // Behind by more than a few frames: the turn was away (thinking)
-            // without reading or playing. A sound card does not play the
-            // reply faster to make up for that time; the clock runs on from now.
-            None if now.duration_since(due) > frame * 5 => {
+            // Behind by more than a few frames while speech plays: the turn
+            // was away (thinking) without reading or playing. A sound card
+            // does not play the reply faster to make up for that time; the
+            // clock runs on from now. With nothing to play it is behind
+            // because the turn recognised speech between frames, and a
+            // microphone keeps what it captured meanwhile: those frames come
+            // at once (the person did not stop talking while we listened).
+            None if now.duration_since(due) > frame * 5 && self.inner.queued() > 0 => {
                 self.started = now;
                 self.frames = 0;
             }
@@ -165,6 +169,12 @@ impl<D: Duplex> Duplex for Paced<D> {
     }
     fn queued(&self) -> usize {
         self.inner.queued()
+    }
+    /// What was captured while nobody listened is dropped: the clock runs on from now.
+    fn flush_input(&mut self) {
+        self.started = Instant::now();
+        self.frames = 0;
+        self.inner.flush_input();
     }
 }
 

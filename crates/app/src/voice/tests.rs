@@ -240,6 +240,28 @@ fn the_paced_device_plays_at_the_wall_clock_after_a_pause() {
     assert!(took >= std::time::Duration::from_millis(200), "15 frames of 20 ms played in {took:?}");
 }
 
+#[test]
+fn the_paced_microphone_keeps_what_it_captured_while_the_turn_recognised() {
+    // The turn listens, is away recognising for 400 ms, then reads on: the
+    // frames of those 400 ms come at once, as a sound card's buffer gives them.
+    let mut io = Paced::new(mic(&[silence(2_000)]));
+    io.next_frame().expect("frame");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let started = std::time::Instant::now();
+    for _ in 0..15 {
+        io.next_frame().expect("frame");
+    }
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_millis(150), "15 frames captured meanwhile came in {took:?}");
+    // Once the input is flushed (the reply is about to play), it is paced again.
+    io.flush_input();
+    let started = std::time::Instant::now();
+    for _ in 0..10 {
+        io.next_frame().expect("frame");
+    }
+    assert!(started.elapsed() >= std::time::Duration::from_millis(150), "{:?}", started.elapsed());
+}
+
 /// A persona that streams its reply in pieces and logs when it does.
 struct Streaming {
     deltas: Vec<&'static str>,
