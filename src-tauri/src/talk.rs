@@ -172,16 +172,23 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
     }
     desktop::set_talking(app, true);
     let settings = desktop.settings().voice;
+    let models = desktop.data_dir().models();
     let config = TurnConfig {
         rate: f32::from(settings.rate_percent) / 100.0,
         barge_in: settings.listens_during_reply(),
         persona_id: Some(persona.clone()),
+        // Silero's certainty lets a finished sentence end the turn early.
+        silero_models: Some(models.clone()),
         ..TurnConfig::default()
     };
-    let models = desktop.data_dir().models();
     let whisper = shell.whisper.clone();
     let app = app.clone();
     let runtime = tauri::async_runtime::handle().inner().clone();
+    // The persona's model loads while the person speaks, not after.
+    {
+        let (conversation, persona) = (engine.conversation().clone(), persona.clone());
+        runtime.spawn(async move { conversation.warm_up(&persona).await });
+    }
     std::thread::spawn(move || {
         let result = (|| -> Result<(), VoiceError> {
             let mut audio = open_audio(settings.input_device.as_deref(), settings.output_device.as_deref())?;

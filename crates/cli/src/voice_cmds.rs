@@ -209,7 +209,17 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let responder = app::voice::PersonaResponder::new(ctx.engine.conversation().clone(), persona, tokio::runtime::Handle::current());
+    // A spoken conversation stays between turns, as the window does: the
+    // persona's model loads and the start of its prompt is read while
+    // Whisper loads, and the next prompt while a reply is heard; a message
+    // sent meanwhile stops the reading, keeping what it read.
+    let conversation = ctx.engine.conversation().clone();
+    conversation.read_ahead_between_turns(true);
+    let warming = {
+        let (conversation, persona) = (conversation.clone(), persona.clone());
+        tokio::spawn(async move { conversation.open(&persona).await })
+    };
+    let responder = app::voice::PersonaResponder::new(conversation, persona, tokio::runtime::Handle::current());
     let result = tokio::task::spawn_blocking(move || -> Result<_, VoiceError> {
         let mut stt = Whisper::load(&choice.dir)?;
         let mut responder = responder;
@@ -242,6 +252,7 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
         Ok((turns, played))
     })
     .await;
+    warming.abort();
     let (turns, played) = match result {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => return fail(&e),
@@ -273,11 +284,19 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
                 t.spoken
             );
         }
+        let w = &t.timings;
         eprintln!(
-            "turn {}: speech started {} ms after the end of speech; recognition + reply + first sentence took {} ms",
+            "turn {}: speech started {} ms after the end of speech; recognition + reply + first sentence took {} ms \
+             (end decided {} ms after the speech; waited {} ms for recognition of {} ms; reply to its first piece {} ms; \
+             first piece synthesised in {} ms)",
             t.turn,
             t.first_audio_ms.saturating_sub(t.end_of_speech_ms),
-            t.compute_ms
+            t.compute_ms,
+            w.detected_at_ms.saturating_sub(t.end_of_speech_ms),
+            w.stt_wait_ms,
+            w.stt_ms,
+            w.reply_ms,
+            w.tts_first_ms
         );
     }
     ExitCode::SUCCESS

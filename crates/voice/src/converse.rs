@@ -23,9 +23,11 @@ use crate::audio::{AudioInput, AudioOutput, WavLoopback};
 use crate::bus::{Lane, Priority, Signal, SignalBus, SignalKind, Source};
 use crate::error::VoiceError;
 use crate::motor::Motor;
-use crate::stt::{Language, LanguageChoice, SpeechToText, Transcript};
+use crate::stt::{Language, LanguageChoice, SpeechToText};
 use crate::tts::{SpeechSynthesizer, SynthesisRequest};
 use crate::vad::{GateConfig, GateEvent, SpeechGate, FRAME};
+
+pub use crate::turn_end::{ending, reads_finished, EndOfTurn, Endpoint, Ending, Take};
 
 /// What answers the person: the persona pipeline in the app.
 pub trait Responder {
@@ -38,6 +40,10 @@ pub trait Responder {
         let _ = on_text;
         self.reply(heard)
     }
+    /// What the person is saying, as read so far while they speak (a
+    /// draft: its last words may still change), so work on the reply can
+    /// begin before the turn ends. By default nothing.
+    fn hearing(&mut self, _so_far: &str) {}
     /// Called once per turn when it is over (spoken to the end or cut
     /// off), with what was actually said: where the turn is recorded.
     fn turn_finished(&mut self, _report: &TurnReport) -> Result<(), VoiceError> {
@@ -57,7 +63,7 @@ pub const BACKOFF_MS: u64 = 200;
 /// Failed turns in a row that put the loop in safe mode.
 pub const SAFE_MODE_AFTER: u32 = 2;
 
-fn with_retries<T>(mut f: impl FnMut() -> Result<T, VoiceError>) -> Result<T, VoiceError> {
+pub(crate) fn with_retries<T>(mut f: impl FnMut() -> Result<T, VoiceError>) -> Result<T, VoiceError> {
     let mut wait = BACKOFF_MS;
     let mut tries = 1;
     loop {
@@ -117,136 +123,6 @@ pub struct ConverseConfig {
     pub endpoint: Option<Endpoint>,
 }
 
-/// An end of turn that adapts to what was said, sooner than the gate's
-/// silence hold (800 ms) when the words are finished, later when they
-/// trail off. While the person speaks, the utterance so far is recognised
-/// again every `stream_every_ms` of new audio (greedy, as a draft), so that
-/// at the end only its last words are new. After `speculate_ms` of silence
-/// the utterance is transcribed, from that draft, while the silence runs
-/// on (in the background on a live device; on the simulated clock the
-/// result is ready when its compute time has passed, after the draft
-/// under way, if any, is done); speech that resumes throws it away. The
-/// turn then ends after `quick_stop_ms` of silence when the transcript
-/// reads as finished (it ends in . ? or ! and not on a word that needs
-/// another, such as "the" or "about") and Silero is sure the person
-/// stopped (its speech probability under `silero_quiet` over the last
-/// 100 ms); after `trailing_stop_ms` when it trails off ("I was thinking
-/// that", "so,"); otherwise after the gate's hold, as before.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Endpoint {
-    pub speculate_ms: u64,
-    pub quick_stop_ms: u64,
-    pub trailing_stop_ms: u64,
-    pub silero_quiet: f32,
-    /// None: the utterance is recognised only once the silence begins.
-    pub stream_every_ms: Option<u64>,
-    /// A question ending on a relational noun without its complement
-    /// ("What is the capital?") is not taken as finished (see [`Ending`]).
-    pub relations_wait: bool,
-}
-
-impl Default for Endpoint {
-    fn default() -> Self {
-        Self {
-            // Silero's quiet window (100 ms) is full here: the take of the
-            // whole utterance starts as soon as the end can be judged.
-            speculate_ms: 100,
-            quick_stop_ms: 300,
-            trailing_stop_ms: 1_300,
-            silero_quiet: 0.2,
-            stream_every_ms: Some(500),
-            relations_wait: true,
-        }
-    }
-}
-
-/// How a transcript ends, for the end of turn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
-    /// A finished sentence or question.
-    Finished,
-    /// Trailing off: a word that needs another after it, a comma, dots.
-    Trailing,
-    /// Neither: no closing punctuation, or a question that ends on a
-    /// relational noun without its complement ("What is the capital?").
-    Open,
-}
-
-/// Words after which a sentence is not over, English and Portuguese
-/// (articles, prepositions, conjunctions, auxiliaries, fillers).
-const TRAILING_WORDS: [&str; 80] = [
-    "a", "an", "the", "and", "or", "but", "so", "because", "that", "which", "who", "whose", "of", "to", "in", "on",
-    "at", "for", "with", "about", "from", "into", "by", "is", "are", "was", "were", "be", "am", "my", "your", "his",
-    "her", "their", "our", "its", "if", "when", "than", "as", "um", "uh", "like", "i", "i'm", "we", "you", "it's", "e",
-    "ou", "mas", "porque", "que", "o", "os", "as", "um", "uma", "de", "do", "da", "dos", "das", "em", "no", "na",
-    "nos", "nas", "para", "pra", "com", "por", "se", "quando", "então", "tipo", "é", "eu", "meu", "minha",
-];
-
-/// Nouns that name a relation to something else ("the capital" of what?):
-/// after a definite article at the very end of a question they are most
-/// often waiting for their complement ("What is the capital ... of
-/// France?"), so a finished reading of them is not trusted for an early
-/// end. English and Portuguese.
-#[rustfmt::skip]
-const RELATIONAL_NOUNS: [&str; 44] = [
-    "capital", "name", "population", "size", "height", "length", "width", "weight", "price", "cost", "age", "colour",
-    "color", "meaning", "author", "owner", "president", "mayor", "founder", "rest", "middle", "end", "number",
-    "address", "distance", "difference", "nome", "população", "tamanho", "altura", "comprimento", "peso", "preço",
-    "custo", "idade", "cor", "significado", "autor", "dono", "presidente", "prefeito", "fundador", "resto", "número",
-];
-
-/// Whether the last two words are a definite article and a relational noun.
-fn ends_on_bare_relation(text: &str) -> bool {
-    let words: Vec<String> = text
-        .split_whitespace()
-        .rev()
-        .take(2)
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
-        .collect();
-    match words.as_slice() {
-        [noun, article] => {
-            matches!(article.as_str(), "the" | "o" | "a" | "os" | "as") && RELATIONAL_NOUNS.contains(&noun.as_str())
-        }
-        _ => false,
-    }
-}
-
-/// How `text` ends (see [`Ending`]).
-pub fn ending(text: &str) -> Ending {
-    ending_as(text, true)
-}
-
-/// How `text` ends; `relations_wait` false reads a question ending on a
-/// bare relational noun as finished (the rule before it was added).
-fn ending_as(text: &str, relations_wait: bool) -> Ending {
-    let t = text.trim_end_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ')');
-    if t.is_empty() {
-        return Ending::Open;
-    }
-    if t.ends_with("...") || t.ends_with(['…', ',', ';', ':', '-', '—']) {
-        return Ending::Trailing;
-    }
-    let last = t
-        .rsplit(char::is_whitespace)
-        .next()
-        .unwrap_or("")
-        .trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
-        .to_lowercase();
-    if TRAILING_WORDS.contains(&last.as_str()) {
-        return Ending::Trailing;
-    }
-    if t.ends_with(['.', '?', '!']) && !(relations_wait && ends_on_bare_relation(t)) {
-        Ending::Finished
-    } else {
-        Ending::Open
-    }
-}
-
-/// Whether a transcript reads as a finished sentence.
-pub fn reads_finished(text: &str) -> bool {
-    ending(text) == Ending::Finished
-}
-
 /// The reply's first piece, synthesised while the reply was still coming.
 struct Early {
     text: String,
@@ -256,15 +132,6 @@ struct Early {
     /// Wall ms the model took to write the piece.
     model_ms: u64,
     tts_ms: u64,
-}
-
-/// A transcript of the utterance so far, made during a silence.
-struct Speculation {
-    transcript: Transcript,
-    /// When it is ready on the input's timeline.
-    ready_ms: u64,
-    /// Its compute time.
-    stt_ms: u64,
 }
 
 /// Speech heard while the persona speaks first lowers its voice; speech
@@ -537,18 +404,9 @@ pub fn converse(
     let rate = crate::SAMPLE_RATE;
     // With the adaptive end of turn the gate holds as long as a trailing
     // sentence may need; this loop ends the turn sooner (see Endpoint).
-    let gate_config = match config.endpoint {
-        Some(ep) => GateConfig { stop_ms: config.gate.stop_ms.max(ep.trailing_stop_ms), ..config.gate },
-        None => config.gate,
-    };
-    let mut gate = match config.silero_models.as_deref().map(crate::silero::SileroVad::load) {
-        Some(Ok(silero)) => SpeechGate::with_silero(gate_config, silero),
-        Some(Err(e)) => {
-            tracing::warn!("Silero VAD unavailable, WebRTC's VAD alone: {e}");
-            SpeechGate::new(gate_config)
-        }
-        None => SpeechGate::new(gate_config),
-    };
+    let mut end = EndOfTurn::new(config.endpoint, config.gate);
+    let gate_config = end.gate_config(config.gate);
+    let mut gate = SpeechGate::with_silero_from(gate_config, config.silero_models.as_deref());
     // Spoken control ("slower", "be brief") changes these for the rest of the conversation.
     let mut rate_now = config.rate;
     // The utterance under way began while the persona spoke in half duplex.
@@ -569,17 +427,6 @@ pub fn converse(
     let mut playing: Option<Playing> = None;
     let mut frames_to_charge = 0usize;
     let mut aec = config.echo_cancel.then(|| EchoCanceller::new(rate));
-    let mut speculation: Option<Speculation> = None;
-    // The recogniser's reading of the utterance under way, and how much of
-    // it that reading covered (samples).
-    let mut draft = crate::stt::Draft::default();
-    let mut drafted_len = 0usize;
-    // The draft before the one under way: what is left when the one under
-    // way is abandoned because the silence began.
-    let mut draft_before = crate::stt::Draft::default();
-    // When the recogniser, busy with a draft or a speculation in the
-    // background, is free again (input timeline).
-    let mut recogniser_free_ms = 0u64;
     // The next microphone frame, echo-cancelled against what was played meanwhile.
     let mut listen = |mic: &mut WavLoopback| -> Result<Option<Vec<f32>>, VoiceError> {
         let Some(mut f) = mic.next_frame(FRAME)? else { return Ok(None) };
@@ -633,9 +480,7 @@ pub fn converse(
             event = None;
             gate.restart();
             utterance = Some(Vec::new());
-            draft = crate::stt::Draft::default();
-            draft_before = crate::stt::Draft::default();
-            drafted_len = 0;
+            end.begin();
             began_deaf = false;
             if let Some(p) = playing.take() {
                 let remaining = mic.output.stop();
@@ -655,61 +500,14 @@ pub fn converse(
         if let Some(u) = utterance.as_mut() {
             u.extend_from_slice(&frame);
         }
-        if let Some(ep) = config.endpoint {
-            if held || !gate.is_speaking() && event.is_none() || gate.is_speaking() && gate.silence_ms() == 0 {
-                // Speech resumed (or the floor changed hands): start over.
-                speculation = None;
-            }
-            let plain_turn = playing.is_none() && !began_deaf && !began_ducked && !held && event.is_none();
-            if let (Some(step), Some(audio)) = (ep.stream_every_ms, utterance.as_ref()) {
-                let step = (step * u64::from(rate) / 1000) as usize;
-                if plain_turn
-                    && gate.is_speaking()
-                    && gate.silence_ms() == 0
-                    && now >= recogniser_free_ms
-                    // Less than a second (half of it the pre-roll) has too little to read.
-                    && audio.len() >= (drafted_len + step).max(rate as usize)
-                {
-                    let started = Instant::now();
-                    draft_before = draft.clone();
-                    // A failed draft only means the last take starts from further back.
-                    if stt.transcribe_partial(audio, config.listen, &mut draft).is_ok() {
-                        drafted_len = audio.len();
-                    }
-                    recogniser_free_ms = now + started.elapsed().as_millis() as u64;
-                }
-            }
-            if plain_turn && gate.is_speaking() && gate.silence_ms() == ep.speculate_ms && speculation.is_none() {
-                if let Some(audio) = utterance.as_ref() {
-                    let started = Instant::now();
-                    // A draft still under way when the silence begins is
-                    // abandoned, not waited for: the take of the whole
-                    // utterance starts now from the draft before it (on a
-                    // loaded machine a draft can take longer than the
-                    // person's pause).
-                    if now < recogniser_free_ms {
-                        draft = std::mem::take(&mut draft_before);
-                        recogniser_free_ms = now;
-                    }
-                    let begins = now;
-                    // A failure here is not the turn's: the hold runs out and it is tried again.
-                    if let Ok(transcript) = stt.transcribe_drafted(audio, config.listen, &mut draft) {
-                        let stt_ms = started.elapsed().as_millis() as u64;
-                        recogniser_free_ms = begins + stt_ms;
-                        speculation = Some(Speculation { transcript, ready_ms: begins + stt_ms, stt_ms });
-                    }
-                }
-            }
-            let sure_quiet = gate.silence_peak().is_some_and(|p| p < ep.silero_quiet);
-            let ready = speculation.as_ref().filter(|s| now >= s.ready_ms);
-            let needed = match ready.map(|s| ending_as(&s.transcript.text, ep.relations_wait)) {
-                Some(Ending::Finished) if plain_turn && sure_quiet => ep.quick_stop_ms,
-                Some(Ending::Trailing) if plain_turn => gate_config.stop_ms,
-                _ => config.gate.stop_ms,
-            };
-            if event.is_none() && !held && gate.is_speaking() && gate.silence_ms() >= needed {
-                event = gate.end_now();
-            }
+        let plain = playing.is_none() && !began_deaf && !began_ducked;
+        if let Some(ended) =
+            end.frame(&mut gate, event, utterance.as_deref(), now, plain, held, stt, config.listen)
+        {
+            event = Some(ended);
+        }
+        if let Some(so_far) = end.new_reading() {
+            responder.hearing(&so_far);
         }
         match event {
             Some(GateEvent::SpeechStarted { at_ms }) => {
@@ -722,9 +520,7 @@ pub fn converse(
                     lane: Lane::Context,
                 });
                 utterance = Some(preroll.iter().copied().collect());
-                draft = crate::stt::Draft::default();
-                draft_before = crate::stt::Draft::default();
-                drafted_len = 0;
+                end.begin();
                 began_deaf = deaf;
                 began_ducked = false;
                 if deaf {
@@ -769,28 +565,12 @@ pub fn converse(
                 }
                 let started = Instant::now();
                 let mut timings = TurnTimings { detected_at_ms: now, ..TurnTimings::default() };
+                let take = end.transcript(&audio, now, stt, config.listen)?;
+                timings.stt_ms = take.stt_ms;
+                timings.stt_wait_ms = take.stt_wait_ms;
                 // Time the turn waits on the timeline beyond the compute below.
-                let waited_ms;
-                let transcript = match speculation.take() {
-                    Some(s) => {
-                        timings.stt_ms = s.stt_ms;
-                        waited_ms = s.ready_ms.saturating_sub(now);
-                        timings.stt_wait_ms = waited_ms;
-                        s.transcript
-                    }
-                    None => {
-                        // A draft still being made in the background is abandoned.
-                        if now < recogniser_free_ms {
-                            draft = std::mem::take(&mut draft_before);
-                            recogniser_free_ms = now;
-                        }
-                        waited_ms = 0;
-                        let t = with_retries(|| stt.transcribe_drafted(&audio, config.listen, &mut draft))?;
-                        timings.stt_ms = started.elapsed().as_millis() as u64;
-                        timings.stt_wait_ms = timings.stt_ms + waited_ms;
-                        t
-                    }
-                };
+                let waited_ms = if take.speculated { take.stt_wait_ms } else { 0 };
+                let transcript = take.transcript;
                 let heard = transcript.text.trim().to_owned();
                 if heard.is_empty() {
                     continue;

@@ -29,6 +29,7 @@ pub mod resample;
 pub mod silero;
 pub mod stt;
 pub mod tts;
+pub mod turn_end;
 pub mod vad;
 pub mod wav;
 pub mod wer;

@@ -75,6 +75,19 @@ impl SpeechGate {
         gate
     }
 
+    /// The gate with Silero loaded from the `models` folder when one is
+    /// given; WebRTC alone (said in the log) when it cannot be loaded.
+    pub fn with_silero_from(config: GateConfig, models: Option<&std::path::Path>) -> Self {
+        match models.map(crate::silero::SileroVad::load) {
+            Some(Ok(silero)) => Self::with_silero(config, silero),
+            Some(Err(e)) => {
+                tracing::warn!("Silero VAD unavailable, WebRTC's VAD alone: {e}");
+                Self::new(config)
+            }
+            None => Self::new(config),
+        }
+    }
+
     /// Whether Silero is confirming (false: WebRTC alone, or Silero failed).
     pub fn uses_silero(&self) -> bool {
         self.silero.is_some()

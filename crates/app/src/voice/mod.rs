@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 use voice::audio::{AudioInput, AudioOutput, WavLoopback};
-use voice::converse::{speaking_pieces, Responder};
+use voice::converse::{speaking_pieces, EndOfTurn, Endpoint, Responder};
 use voice::vad::{GateConfig, GateEvent, SpeechGate, FRAME};
 use voice::{Language, LanguageChoice, SpeechSynthesizer, SpeechToText, SynthesisRequest, VoiceError};
 
@@ -136,10 +136,14 @@ impl<D: Duplex> Paced<D> {
         let now = Instant::now();
         match due.checked_duration_since(now) {
             Some(left) => std::thread::sleep(left),
-            // Behind by more than a few frames: the turn was away (thinking)
-            // without reading or playing. A sound card does not play the
-            // reply faster to make up for that time; the clock runs on from now.
-            None if now.duration_since(due) > frame * 5 => {
+            // Behind by more than a few frames while speech plays: the turn
+            // was away (thinking) without reading or playing. A sound card
+            // does not play the reply faster to make up for that time; the
+            // clock runs on from now. With nothing to play it is behind
+            // because the turn recognised speech between frames, and a
+            // microphone keeps what it captured meanwhile: those frames come
+            // at once (the person did not stop talking while we listened).
+            None if now.duration_since(due) > frame * 5 && self.inner.queued() > 0 => {
                 self.started = now;
                 self.frames = 0;
             }
@@ -165,6 +169,12 @@ impl<D: Duplex> Duplex for Paced<D> {
     }
     fn queued(&self) -> usize {
         self.inner.queued()
+    }
+    /// What was captured while nobody listened is dropped: the clock runs on from now.
+    fn flush_input(&mut self) {
+        self.started = Instant::now();
+        self.frames = 0;
+        self.inner.flush_input();
     }
 }
 
@@ -214,10 +224,15 @@ pub struct TurnConfig {
     pub stop_word: bool,
     /// Speech in the first moments of the reply does not interrupt it.
     pub protect_ms: u64,
-    /// After this much silence the utterance so far is transcribed while
-    /// the gate's hold runs on; kept if no speech follows (so the hold's end
-    /// does not wait for recognition), dropped if it does. None: off.
-    pub speculate_ms: Option<u64>,
+    /// The end of the turn, as in a spoken conversation: drafts of the
+    /// utterance while it grows, its take as soon as a silence begins, and
+    /// an end that comes sooner when the words are finished and later when
+    /// they trail off. None: the gate's hold, then recognition.
+    pub endpoint: Option<Endpoint>,
+    /// The models folder Silero is loaded from to confirm the gate's
+    /// verdicts (the early end needs its certainty); None, or a failure to
+    /// load it, leaves WebRTC's VAD alone, and the turn ends on the hold.
+    pub silero_models: Option<std::path::PathBuf>,
     pub persona_id: Option<String>,
 }
 
@@ -233,7 +248,8 @@ impl Default for TurnConfig {
             barge_in: true,
             stop_word: true,
             protect_ms: 500,
-            speculate_ms: Some(200),
+            endpoint: Some(Endpoint::default()),
+            silero_models: None,
             persona_id: None,
         }
     }
@@ -300,19 +316,23 @@ fn turn(
 ) -> Result<TurnOutcome, VoiceError> {
     emit(state(VoiceState::Listening, config));
     let stage = Instant::now();
-    let Some((audio, speculated)) = listen(io, stt, config, control, emit)? else {
+    let Some(mut utterance) = listen(io, stt, responder, config, control, emit)? else {
         tracing::info!(ms = ms(stage), "voice turn: nothing heard");
         return Ok(TurnOutcome::NothingHeard);
     };
-    tracing::info!(ms = ms(stage), audio_ms = audio.len() as u64 * 1000 / u64::from(voice::SAMPLE_RATE), "voice turn: listened");
+    tracing::info!(
+        ms = ms(stage),
+        audio_ms = utterance.audio.len() as u64 * 1000 / u64::from(voice::SAMPLE_RATE),
+        silence_ms = utterance.silence_ms,
+        "voice turn: listened"
+    );
     emit(state(VoiceState::Thinking, config));
-    let stage = Instant::now();
-    let transcript = match speculated {
-        Some(t) => t,
-        None => stt.transcribe(&audio, config.listen)?,
-    };
+    // From here to the first sound is what the person waits, on top of the silence above.
+    let decided = Instant::now();
+    let take = utterance.end.transcript(&utterance.audio, utterance.ended_ms, stt, config.listen)?;
+    let transcript = take.transcript;
     let heard = transcript.text.trim().to_owned();
-    tracing::info!(ms = ms(stage), chars = heard.len(), "voice turn: transcribed");
+    tracing::info!(ms = ms(decided), stt_ms = take.stt_ms, speculated = take.speculated, chars = heard.len(), "voice turn: transcribed");
     if heard.is_empty() || control.stopped() {
         return Ok(TurnOutcome::NothingHeard);
     }
@@ -338,7 +358,11 @@ fn turn(
                 io.flush_input();
                 io.play(&pcm);
                 emit(state(VoiceState::Speaking, config));
-                tracing::info!(ms = ms(stage), "voice turn: first piece playing while the reply streams");
+                tracing::info!(
+                    ms = ms(stage),
+                    since_end_ms = ms(decided),
+                    "voice turn: first piece playing while the reply streams"
+                );
                 early = Some((pieces[0].clone(), pcm.len()));
             }
             // Tried again with the whole reply.
@@ -362,7 +386,7 @@ fn turn(
         return Ok(done);
     }
     let stage = Instant::now();
-    let (spoken, interrupted) = speak_reply(io, stt, tts, &reply, early, speak, config, control, emit)?;
+    let (spoken, interrupted) = speak_reply(io, stt, tts, &reply, early, speak, config, control, decided, emit)?;
     tracing::info!(ms = ms(stage), interrupted, "voice turn: spoken");
     finished(responder, &heard, &reply, &spoken, interrupted)?;
     emit(VoiceEvent::TurnEnded {
@@ -392,20 +416,34 @@ fn finished(responder: &mut dyn Responder, heard: &str, reply: &str, spoken: &st
     })
 }
 
-/// The utterance, or `None` when nothing was said; with its transcript
-/// when one made in the last silence still holds.
+/// What the person said, and the end of turn that ended it (which holds
+/// what was recognised of it so far).
+struct Utterance {
+    audio: Vec<f32>,
+    end: EndOfTurn,
+    /// When it ended on the input's timeline.
+    ended_ms: u64,
+    /// The silence the turn waited after the last voiced frame (0 when a
+    /// release, the length limit or the input's end cut it).
+    silence_ms: u64,
+}
+
+/// The utterance, or `None` when nothing was said. The turn ends as a
+/// spoken conversation's does ([`EndOfTurn`]): the recogniser runs here,
+/// between frames; a sound card keeps the frames meanwhile.
 fn listen(
     io: &mut dyn Duplex,
     stt: &mut dyn SpeechToText,
+    responder: &mut dyn Responder,
     config: &TurnConfig,
     control: &TurnControl,
     emit: &mut dyn FnMut(VoiceEvent),
-) -> Result<Option<(Vec<f32>, Option<voice::Transcript>)>, VoiceError> {
-    let mut gate = SpeechGate::new(config.gate);
+) -> Result<Option<Utterance>, VoiceError> {
+    let mut end = EndOfTurn::new(config.endpoint, config.gate);
+    let mut gate = SpeechGate::with_silero_from(end.gate_config(config.gate), config.silero_models.as_deref());
     let preroll_len = FRAME * 25; // half a second before the gate opened
     let mut preroll = std::collections::VecDeque::with_capacity(preroll_len + FRAME);
     let mut utterance: Option<Vec<f32>> = None;
-    let mut speculated: Option<voice::Transcript> = None;
     let mut frames = 0u64;
     loop {
         if control.stopped() {
@@ -416,6 +454,7 @@ fn listen(
         }
         let Some(frame) = io.next_frame()? else { break };
         frames += 1;
+        let now = frames * FRAME_MS;
         if frames % LEVEL_EVERY == 0 {
             emit(VoiceEvent::Level { level: level_of(&frame) });
         }
@@ -429,24 +468,22 @@ fn listen(
                 break;
             }
         }
-        let event = gate.push(&frame);
-        if gate.is_speaking() && gate.silence_ms() == 0 {
-            speculated = None;
+        let mut event = gate.push(&frame);
+        if let Some(ended) = end.frame(&mut gate, event, utterance.as_deref(), now, true, false, stt, config.listen) {
+            event = Some(ended);
         }
-        if let (Some(at), Some(u), true) = (config.speculate_ms, utterance.as_ref(), gate.is_speaking()) {
-            if gate.silence_ms() == at {
-                // Recognised now, while the hold runs (a live microphone
-                // keeps its frames meanwhile); a failure waits for the end.
-                speculated = stt.transcribe(u, config.listen).ok();
-            }
+        if let Some(so_far) = end.new_reading() {
+            responder.hearing(&so_far);
         }
         match event {
             Some(GateEvent::SpeechStarted { .. }) if utterance.is_none() => {
                 utterance = Some(preroll.iter().copied().collect());
+                end.begin();
             }
-            Some(GateEvent::SpeechEnded { .. }) if utterance.is_some() => {
+            Some(GateEvent::SpeechEnded { at_ms }) if utterance.is_some() => {
                 emit(VoiceEvent::Level { level: 0.0 });
-                return Ok(utterance.map(|u| (u, speculated)));
+                let silence_ms = now.saturating_sub(at_ms);
+                return Ok(utterance.map(|audio| Utterance { audio, end, ended_ms: now, silence_ms }));
             }
             _ => {}
         }
@@ -456,7 +493,8 @@ fn listen(
     }
     emit(VoiceEvent::Level { level: 0.0 });
     // Released, cut at the longest utterance or the input ended: recognised whole.
-    Ok(utterance.map(|u| (u, None)))
+    end.forget_take();
+    Ok(utterance.map(|audio| Utterance { audio, end, ended_ms: frames * FRAME_MS, silence_ms: 0 }))
 }
 
 /// Audio of speech queued ahead of what plays before the next piece is
@@ -476,6 +514,7 @@ fn speak_reply(
     language: Language,
     config: &TurnConfig,
     control: &TurnControl,
+    decided: Instant,
     emit: &mut dyn FnMut(VoiceEvent),
 ) -> Result<(String, bool), VoiceError> {
     let parts = speaking_pieces(reply);
@@ -512,6 +551,7 @@ fn speak_reply(
     };
     if next == 0 {
         speak_next(io, &mut starts, &mut total, &mut next)?;
+        tracing::info!(since_end_ms = ms(decided), "voice turn: first piece playing");
         emit(state(VoiceState::Speaking, config));
     }
     let mut gate = SpeechGate::new(config.gate);

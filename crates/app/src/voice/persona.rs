@@ -73,6 +73,15 @@ impl Responder for PersonaResponder {
         Ok(text)
     }
 
+    /// The words so far are read into the model as a typed draft would be
+    /// (the prompt their reply would get, in the background; the send
+    /// stops it, keeping what it read), so the reply's first token waits
+    /// only for the last words.
+    fn hearing(&mut self, so_far: &str) {
+        let (conversation, persona, so_far) = (self.conversation.clone(), self.persona.clone(), so_far.to_owned());
+        self.runtime.spawn(async move { conversation.draft_typed(Some(&persona), &so_far).await });
+    }
+
     fn turn_finished(&mut self, report: &TurnReport) -> Result<(), VoiceError> {
         let Some((message_id, reply_id)) = self.pending.take() else { return Ok(()) };
         let turn = VoiceTurn {

@@ -240,6 +240,28 @@ fn the_paced_device_plays_at_the_wall_clock_after_a_pause() {
     assert!(took >= std::time::Duration::from_millis(200), "15 frames of 20 ms played in {took:?}");
 }
 
+#[test]
+fn the_paced_microphone_keeps_what_it_captured_while_the_turn_recognised() {
+    // The turn listens, is away recognising for 400 ms, then reads on: the
+    // frames of those 400 ms come at once, as a sound card's buffer gives them.
+    let mut io = Paced::new(mic(&[silence(2_000)]));
+    io.next_frame().expect("frame");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let started = std::time::Instant::now();
+    for _ in 0..15 {
+        io.next_frame().expect("frame");
+    }
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_millis(150), "15 frames captured meanwhile came in {took:?}");
+    // Once the input is flushed (the reply is about to play), it is paced again.
+    io.flush_input();
+    let started = std::time::Instant::now();
+    for _ in 0..10 {
+        io.next_frame().expect("frame");
+    }
+    assert!(started.elapsed() >= std::time::Duration::from_millis(150), "{:?}", started.elapsed());
+}
+
 /// A persona that streams its reply in pieces and logs when it does.
 struct Streaming {
     deltas: Vec<&'static str>,
@@ -300,4 +322,144 @@ fn a_saved_reply_that_differs_from_its_stream_is_spoken_as_saved() {
         outcome,
         TurnOutcome::Done { heard: "what time is it".into(), reply: saved.into(), spoken: saved.into(), interrupted: false }
     );
+}
+
+/// The cache's models folder when it holds Silero and the ONNX Runtime
+/// library (scripts/setup.sh puts them there).
+fn silero_models() -> Option<std::path::PathBuf> {
+    let cache = std::env::var_os("LEDGERMIND_CACHE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/ledgermind")))?;
+    let models = cache.join("models");
+    (voice::onnx::runtime_path(&models).is_file() && voice::silero::model_path(&models).is_file()).then_some(models)
+}
+
+/// espeak-ng's words without the silence it puts around them, so the
+/// pauses in a test are the ones it asks for.
+fn said_trimmed(text: &str) -> Vec<f32> {
+    let s = said(text);
+    let loud = |x: &f32| x.abs() > 0.01;
+    let (a, b) = (s.iter().position(loud).unwrap_or(0), s.iter().rposition(loud).map_or(0, |i| i + 1));
+    s[a..b.max(a)].to_vec()
+}
+
+/// A recogniser that reads `short` in audio up to `cut` samples long and
+/// `long` in anything longer, however often it is asked (each take in a
+/// pause, each draft); it counts the drafts.
+struct ByLength {
+    cut: usize,
+    short: &'static str,
+    long: &'static str,
+    drafts: usize,
+    takes: Vec<usize>,
+}
+
+impl SpeechToText for ByLength {
+    fn transcribe(&mut self, pcm: &[f32], _language: LanguageChoice) -> Result<Transcript, VoiceError> {
+        self.takes.push(pcm.len());
+        let text = if pcm.len() <= self.cut { self.short } else { self.long };
+        Ok(Transcript { text: text.into(), language: "en".into(), segments: vec![] })
+    }
+    fn transcribe_partial(
+        &mut self,
+        pcm: &[f32],
+        language: LanguageChoice,
+        _draft: &mut voice::Draft,
+    ) -> Result<Transcript, VoiceError> {
+        self.drafts += 1;
+        let t = self.transcribe(pcm, language);
+        self.takes.pop();
+        t
+    }
+}
+
+/// A persona that answers "Paris." and keeps what it was told while the person spoke.
+struct Hearing {
+    heard: Vec<String>,
+    so_far: Vec<String>,
+}
+
+impl Responder for Hearing {
+    fn reply(&mut self, heard: &str) -> Result<String, VoiceError> {
+        self.heard.push(heard.to_owned());
+        Ok("Paris.".into())
+    }
+    fn hearing(&mut self, so_far: &str) {
+        self.so_far.push(so_far.to_owned());
+    }
+}
+
+/// Where the first sound of the reply is on the input's timeline (ms).
+fn first_sound_ms(io: &WavLoopback) -> u64 {
+    io.played().iter().position(|s| *s != 0.0).expect("the reply was played") as u64 / 16
+}
+
+#[test]
+fn a_finished_question_ends_the_turn_sooner_than_the_hold_as_in_a_conversation() {
+    let Some(models) = silero_models() else {
+        panic!("needs Silero and the ONNX Runtime in the cache's models (scripts/setup.sh)");
+    };
+    let question = said_trimmed("What is the capital of France?");
+    let ends_ms = 500 + question.len() as u64 / 16;
+    let input = [silence(500), question, silence(6_000)];
+    let heard = |config: &TurnConfig| {
+        let mut io = mic(&input);
+        let mut stt = ByLength { cut: usize::MAX, short: "What is the capital of France?", long: "", drafts: 0, takes: vec![] };
+        let mut persona = Hearing { heard: vec![], so_far: vec![] };
+        let outcome =
+            run_turn(&mut io, &mut stt, &mut persona, &TONE, config, &TurnControl::new(), &mut |_| {}).expect("turn");
+        assert!(matches!(outcome, TurnOutcome::Done { interrupted: false, .. }), "{outcome:?}");
+        assert_eq!(persona.heard, vec!["What is the capital of France?"]);
+        (first_sound_ms(&io) - ends_ms, stt, persona.so_far)
+    };
+    let config = TurnConfig { silero_models: Some(models), ..TurnConfig::default() };
+    let (after, stt, so_far) = heard(&config);
+    // Silero sure of the silence (100 ms) and the quick end (300 ms) after
+    // the last voiced frame, with a frame or two of the gate's own lag.
+    assert!(after >= 200 && after < 600, "the reply began {after} ms after the question ended");
+    // The question was read while it was spoken, and taken whole in its silence.
+    assert!(stt.drafts >= 1, "no draft while the person spoke");
+    assert!(!stt.takes.is_empty());
+    // The persona was told the words while they were read, once each.
+    assert_eq!(so_far, vec!["What is the capital of France?"]);
+
+    // Baseline: the gate's hold alone (as the tray's Talk did) waits 800 ms.
+    let (after, _, so_far) = heard(&TurnConfig { endpoint: None, ..config.clone() });
+    assert!(so_far.is_empty(), "nothing is read before the end without the adaptive end");
+    assert!(after >= 700, "without the adaptive end the reply began {after} ms after the question");
+    // Without Silero the end is not trusted early: the hold again.
+    let (after, _, _) = heard(&TurnConfig { silero_models: None, ..config });
+    assert!(after >= 700, "without Silero the reply began {after} ms after the question");
+}
+
+#[test]
+fn words_that_trail_off_are_waited_for_past_the_hold_in_the_tray_turn() {
+    let Some(models) = silero_models() else {
+        panic!("needs Silero and the ONNX Runtime in the cache's models (scripts/setup.sh)");
+    };
+    let first = said_trimmed("I was thinking that");
+    // The utterance begins with the half second before the gate opened
+    // (200 ms into the words), so beside the words it holds about 400 ms
+    // at a take 100 ms into the pause, 1 100 ms at the hold's end, and
+    // the second half from 1 300 ms on.
+    let cut = first.len() + 1_200 * 16;
+    // A second's pause: longer than the gate's 800 ms hold.
+    let input = [silence(500), first, silence(1_000), said_trimmed("we could go to Lisbon."), silence(6_000)];
+    let run = |config: &TurnConfig| {
+        let mut io = mic(&input);
+        let mut stt = ByLength {
+            cut,
+            short: "I was thinking that",
+            long: "I was thinking that we could go to Lisbon.",
+            drafts: 0,
+            takes: vec![],
+        };
+        let mut persona = persona("Lisbon is lovely.");
+        run_turn(&mut io, &mut stt, &mut persona, &TONE, config, &TurnControl::new(), &mut |_| {}).expect("turn");
+        persona.heard
+    };
+    let config = TurnConfig { silero_models: Some(models), ..TurnConfig::default() };
+    assert_eq!(run(&config), vec!["I was thinking that we could go to Lisbon."]);
+    // Baseline: the hold alone cuts the person off in the pause.
+    assert_eq!(run(&TurnConfig { endpoint: None, ..config }), vec!["I was thinking that"]);
 }

@@ -289,11 +289,22 @@ impl Whisper {
         Ok((last.to_vec1::<f32>()?, ys))
     }
 
+    /// The likeliest of the languages the product speaks (English and
+    /// Portuguese; every language the model knows if it lists neither).
+    /// Choosing among all of them, a short question in a synthetic or
+    /// accented voice was read as Thai or Welsh now and then, and then
+    /// transcribed in that language's script.
     fn detect_language(&mut self, features: &Tensor) -> Result<u32, VoiceError> {
         self.decoder.start(features)?;
         let hidden = self.decoder.feed(&[self.sp.sot])?;
         let logits = self.decoder.last_logits(&hidden)?;
-        self.lang_ids
+        let ours: Vec<u32> = [Language::En, Language::Pt]
+            .iter()
+            .filter_map(|l| self.vocab.id(&format!("<|{}|>", l.code())))
+            .filter(|id| self.lang_ids.contains(id))
+            .collect();
+        let candidates = if ours.is_empty() { &self.lang_ids } else { &ours };
+        candidates
             .iter()
             .copied()
             .filter(|&id| (id as usize) < logits.len())
