@@ -27,6 +27,7 @@ use crate::stt::{Language, LanguageChoice, SpeechToText};
 use crate::tts::{SpeechSynthesizer, SynthesisRequest};
 use crate::vad::{GateConfig, GateEvent, SpeechGate, FRAME};
 
+use crate::retry::with_retries;
 pub use crate::turn_end::{ending, reads_finished, EndOfTurn, Endpoint, Ending, Take};
 
 /// What answers the person: the persona pipeline in the app.
@@ -56,29 +57,10 @@ pub trait Responder {
     }
 }
 
-/// Tries per call before a turn is given up, and the first wait between
-/// tries (doubled each time; real time, so the simulated clock pays it too).
-pub const TRIES: u32 = 3;
-pub const BACKOFF_MS: u64 = 200;
+pub use crate::retry::{BACKOFF_MS, TRIES};
+
 /// Failed turns in a row that put the loop in safe mode.
 pub const SAFE_MODE_AFTER: u32 = 2;
-
-pub(crate) fn with_retries<T>(mut f: impl FnMut() -> Result<T, VoiceError>) -> Result<T, VoiceError> {
-    let mut wait = BACKOFF_MS;
-    let mut tries = 1;
-    loop {
-        match f() {
-            Ok(v) => return Ok(v),
-            Err(e) if tries >= TRIES => return Err(e),
-            Err(e) => {
-                tracing::warn!("voice: try {tries} of {TRIES} failed, again in {wait} ms: {e}");
-                std::thread::sleep(std::time::Duration::from_millis(wait));
-                wait *= 2;
-                tries += 1;
-            }
-        }
-    }
-}
 
 fn apology(language: Language, safe_mode_now: bool) -> &'static str {
     match (language, safe_mode_now) {

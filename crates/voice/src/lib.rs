@@ -26,6 +26,7 @@ pub mod motor;
 pub mod onnx;
 pub mod piper;
 pub mod resample;
+mod retry;
 pub mod silero;
 pub mod stt;
 pub mod tts;

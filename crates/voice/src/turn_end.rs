@@ -356,7 +356,7 @@ impl EndOfTurn {
         self.abandon_draft(now_ms);
         let started = Instant::now();
         let draft = &mut self.draft;
-        let transcript = crate::converse::with_retries(|| stt.transcribe_drafted(audio, language, draft))?;
+        let transcript = crate::retry::with_retries(|| stt.transcribe_drafted(audio, language, draft))?;
         let stt_ms = started.elapsed().as_millis() as u64;
         Ok(Take { transcript, stt_ms, stt_wait_ms: stt_ms, speculated: false })
     }
