@@ -433,10 +433,8 @@ impl LocalEngine {
             // the shape of its last reply ("Que ótimo! Como vai?" twenty
             // turns running). The person's words and the remembered lines
             // are left out: a reply must be free to repeat a fact.
-            let recent = request.messages.iter().filter(|m| m.role == Role::Assistant).rev().take(RECENT_REPLIES_AVOIDED);
-            let mut recent: Vec<&ChatMessage> = recent.collect();
-            recent.reverse();
-            for m in recent {
+            let replies: Vec<&ChatMessage> = request.messages.iter().filter(|m| m.role == Role::Assistant).collect();
+            for m in &replies[replies.len().saturating_sub(RECENT_REPLIES_AVOIDED)..] {
                 sampler.accept_many(vocab.tokenize(m.content.as_bytes(), false, false));
             }
         }
