@@ -28,7 +28,7 @@ use crate::tts::{SpeechSynthesizer, SynthesisRequest};
 use crate::vad::{GateConfig, GateEvent, SpeechGate, FRAME};
 
 use crate::retry::with_retries;
-pub use crate::turn_end::{ending, reads_finished, EndOfTurn, Endpoint, Ending, Take};
+pub use crate::turn_end::{ending, reads_finished, EndOfTurn, Endpoint, Ending, Floor, Take};
 
 /// What answers the person: the persona pipeline in the app.
 pub trait Responder {
@@ -484,7 +484,7 @@ pub fn converse(
         }
         let plain = playing.is_none() && !began_deaf && !began_ducked;
         if let Some(ended) =
-            end.frame(&mut gate, event, utterance.as_deref(), now, plain, held, stt, config.listen)
+            end.frame(&mut gate, event, utterance.as_deref(), now, Floor::of(plain, held), stt, config.listen)
         {
             event = Some(ended);
         }

@@ -171,6 +171,30 @@ pub struct Take {
     pub speculated: bool,
 }
 
+/// Who has the floor while an utterance is heard, which decides whether its
+/// silences may end the turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Floor {
+    /// The person speaks in a turn of their own: silences end it.
+    Open,
+    /// The utterance began over the persona's voice: not a turn of its own.
+    OverReply,
+    /// Push-to-talk is held down: the release decides, not a silence.
+    Held,
+}
+
+impl Floor {
+    /// `held` (push-to-talk down) wins over `own_turn` (not begun over the
+    /// persona's voice).
+    pub fn of(own_turn: bool, held: bool) -> Self {
+        match (held, own_turn) {
+            (true, _) => Self::Held,
+            (false, true) => Self::Open,
+            (false, false) => Self::OverReply,
+        }
+    }
+}
+
 /// The end of the turn under way: drafts of the utterance while it grows,
 /// the take in the silence, and when the silence is enough (see
 /// [`Endpoint`]). Without an endpoint the gate's hold alone ends the turn
@@ -253,9 +277,8 @@ impl EndOfTurn {
     /// After the gate saw the frame at `now_ms` (its `event`, if any) and
     /// `utterance` grew by it: drafts the utterance while it grows, takes it
     /// whole when a silence begins, and returns the gate's end when the
-    /// silence is enough for what was said. `plain` is false while the
-    /// utterance is not a turn of its own (it began over the persona's
-    /// voice); `held` while push-to-talk is down (the press decides).
+    /// silence is enough for what was said, as far as `floor` lets the
+    /// silence decide.
     #[allow(clippy::too_many_arguments)]
     pub fn frame(
         &mut self,
@@ -263,17 +286,17 @@ impl EndOfTurn {
         event: Option<GateEvent>,
         utterance: Option<&[f32]>,
         now_ms: u64,
-        plain: bool,
-        held: bool,
+        floor: Floor,
         stt: &mut dyn SpeechToText,
         language: LanguageChoice,
     ) -> Option<GateEvent> {
         let ep = self.endpoint?;
+        let held = floor == Floor::Held;
         if held || !gate.is_speaking() && event.is_none() || gate.is_speaking() && gate.silence_ms() == 0 {
             // Speech resumed (or the floor changed hands): start over.
             self.speculation = None;
         }
-        let plain_turn = plain && !held && event.is_none();
+        let plain_turn = floor == Floor::Open && event.is_none();
         if let (Some(step), Some(audio)) = (ep.stream_every_ms, utterance) {
             let step = (step * u64::from(self.rate) / 1000) as usize;
             if plain_turn

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 use voice::audio::{AudioInput, AudioOutput, WavLoopback};
-use voice::converse::{speaking_pieces, EndOfTurn, Endpoint, Responder};
+use voice::converse::{speaking_pieces, EndOfTurn, Endpoint, Floor, Responder};
 use voice::vad::{GateConfig, GateEvent, SpeechGate, FRAME};
 use voice::{Language, LanguageChoice, SpeechSynthesizer, SpeechToText, SynthesisRequest, VoiceError};
 
@@ -469,7 +469,7 @@ fn listen(
             }
         }
         let mut event = gate.push(&frame);
-        if let Some(ended) = end.frame(&mut gate, event, utterance.as_deref(), now, true, false, stt, config.listen) {
+        if let Some(ended) = end.frame(&mut gate, event, utterance.as_deref(), now, Floor::Open, stt, config.listen) {
             event = Some(ended);
         }
         if let Some(so_far) = end.new_reading() {
