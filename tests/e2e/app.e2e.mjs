@@ -286,6 +286,36 @@ function mergeLengths(recorded, polled) {
 }
 
 /** Runs Verify on the Ledger tab. @returns {Promise<{ events: number, text: string }>} */
+const READ_ROLES = `
+  return Array.from(document.querySelectorAll('[data-testid="message"]')).map(function (el) { return el.getAttribute('data-role'); });`;
+
+/**
+ * Sends `text` and waits for the turn to end, however it ends: a persona
+ * reply, a tool's note (a message that asks for something to be saved may
+ * be done rather than answered) or a failure. Waits are on the app's state,
+ * never on the model's words. Returns the role of the last message.
+ */
+export async function sendAndAwaitAnswer(ctx, text, { timeout = REPLY_TIMEOUT_MS } = {}) {
+  const before = (await ctx.session.execute(READ_ROLES)).length;
+  log(`sending: ${JSON.stringify(text)}`);
+  const input = await ctx.session.waitForElement(css("composer-input"));
+  await input.sendKeys(text);
+  const send = await ctx.session.findElement(css("send-button"));
+  await waitFor(() => send.enabled(), { message: "the send button to be enabled" });
+  await send.click();
+  const roles = await waitFor(
+    async () => {
+      const failed = await ctx.session.findElements(css("message-failed"));
+      const streaming = await ctx.session.findElements(css("message-streaming"));
+      const now = await ctx.session.execute(READ_ROLES);
+      return streaming.length === 0 && (now.length >= before + 2 || failed.length > 0) ? now : null;
+    },
+    { timeout, interval: 250, message: `${ctx.label}: the answer to be complete (${timeout / 1000} s)` },
+  );
+  log(`  answered with a ${roles.at(-1)} message`);
+  return roles.at(-1);
+}
+
 export async function verifyLedger(ctx) {
   log("verifying the ledger");
   await openTab(ctx, "ledger");

@@ -10,6 +10,7 @@ import {
   openTab,
   readMessages,
   runIfMain,
+  sendAndAwaitAnswer,
   sendAndAwaitReply,
   shot,
   verifyLedger,
@@ -54,7 +55,9 @@ export async function main() {
   const started = Date.now();
   await withSession(cfg, "before", async (ctx) => {
     await waitForPersona(ctx, "Ei");
-    await sendAndAwaitReply(ctx, FIRST);
+    // Something signed before the keys go; "please remember" may be done
+    // (a saved fact) rather than answered, and either will do.
+    await sendAndAwaitAnswer(ctx, FIRST);
   });
   await appExited(cfg.app);
 

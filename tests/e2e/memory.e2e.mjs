@@ -19,6 +19,7 @@ import {
   log,
   openTab,
   selectPersona,
+  sendAndAwaitAnswer,
   shot,
   startSession,
   verifyLedger,
@@ -36,6 +37,13 @@ const SECONDS = [
 ];
 /** Extraction waits for the quiet delay, then runs the tiny model on a shared CPU. */
 const EXTRACTION_TIMEOUT_MS = 300_000;
+
+/**
+ * A reply on a shared 2-core machine can take minutes (a long answer from
+ * the local model): a budget generous enough for the longest reply the
+ * model may write.
+ */
+const REPLY_TIMEOUT_MS = 600_000;
 
 const css = (testid, extra = "") => `[data-testid="${testid}"]${extra}`;
 
@@ -57,44 +65,11 @@ async function memoryButton(ctx, id, testid) {
   return ctx.session.waitForElement(`[data-testid="memory-view"] [data-testid="memory-item"][data-id="${id}"] [data-testid="${testid}"]`);
 }
 
-const READ_ROLES = `
-  return Array.from(document.querySelectorAll('[data-testid="message"]')).map(function (el) { return el.getAttribute('data-role'); });`;
-
-/**
- * A reply on a shared 2-core machine can take minutes (a long answer from
- * the local model): waits are on the app's state (the reply in progress is
- * gone, a new message or a failure is there), never on the model's words,
- * with a budget generous enough for the longest reply the model may write.
- */
-const REPLY_TIMEOUT_MS = 600_000;
-
-/** Sends `text`; true when a persona reply follows it, false for anything else (e.g. a tool's note). */
-async function askOnce(ctx, text) {
-  const before = (await ctx.session.execute(READ_ROLES)).length;
-  log(`sending: ${JSON.stringify(text)}`);
-  const input = await ctx.session.waitForElement(css("composer-input"));
-  await input.sendKeys(text);
-  const send = await ctx.session.findElement(css("send-button"));
-  await waitFor(() => send.enabled(), { message: "the send button to be enabled" });
-  await send.click();
-  const roles = await waitFor(
-    async () => {
-      const failed = await ctx.session.findElements(css("message-failed"));
-      const streaming = await ctx.session.findElements(css("message-streaming"));
-      const now = await ctx.session.execute(READ_ROLES);
-      return streaming.length === 0 && (now.length >= before + 2 || failed.length > 0) ? now : null;
-    },
-    { timeout: REPLY_TIMEOUT_MS, interval: 250, message: "the answer to be complete" },
-  );
-  log(`  answered with a ${roles.at(-1)} message`);
-  return roles.at(-1) === "persona";
-}
-
 async function scenario(ctx) {
   await createPersona(ctx, PERSONA);
   await selectPersona(ctx, PERSONA.name);
   // Any answer will do here (a reply or a tool's note): extraction follows either.
-  await askOnce(ctx, FIRST);
+  await sendAndAwaitAnswer(ctx, FIRST, { timeout: REPLY_TIMEOUT_MS });
   await shot(ctx, "first-answer");
 
   log("waiting for the extraction to fill 'What they know about you'");
@@ -128,7 +103,7 @@ async function scenario(ctx) {
   // system message, no reply): ask again, up to three times.
   let answered = false;
   for (let attempt = 0; attempt < 3 && !answered; attempt++) {
-    answered = await askOnce(ctx, SECONDS[attempt]);
+    answered = (await sendAndAwaitAnswer(ctx, SECONDS[attempt], { timeout: REPLY_TIMEOUT_MS })) === "persona";
   }
   check(answered, "no persona reply to the follow-up questions in three tries");
   const toggles = await waitFor(
