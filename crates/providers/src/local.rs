@@ -433,9 +433,8 @@ impl LocalEngine {
             // the shape of its last reply ("Que ótimo! Como vai?" twenty
             // turns running). The person's words and the remembered lines
             // are left out: a reply must be free to repeat a fact.
-            let replies: Vec<&ChatMessage> = request.messages.iter().filter(|m| m.role == Role::Assistant).collect();
-            for m in &replies[replies.len().saturating_sub(RECENT_REPLIES_AVOIDED)..] {
-                sampler.accept_many(vocab.tokenize(m.content.as_bytes(), false, false));
+            for m in recent_replies(request) {
+                sampler.accept_many(vocab.tokenize(m.as_bytes(), false, false));
             }
         }
         let decode_err = |e: llama_cpp_2::DecodeError| {
@@ -476,7 +475,12 @@ impl LocalEngine {
 
         let mut text = String::new();
         let mut utf8 = Utf8Stream::default();
-        let mut guard = request.sampling.filter(|s| s.loop_guard && request.json_schema.is_none()).map(|_| LoopGuard::new());
+        // A question one of the last replies asked ends this one before it
+        // is asked again (see `LoopGuard::asked_before`).
+        let mut guard = request
+            .sampling
+            .filter(|s| s.loop_guard && request.json_schema.is_none())
+            .map(|_| LoopGuard::asked_before(recent_replies(request)));
         let mut first_token_ms = None;
         let mut generated = 0usize;
         let mut pos = n_prompt;
@@ -532,7 +536,8 @@ impl LocalEngine {
         match guard.as_mut() {
             Some(g) if !g.looped() => {
                 if finish != FinishReason::Cancelled {
-                    let _ = g.push(&rest);
+                    let (Step::Show(shown) | Step::Loop(shown)) = g.push(&rest);
+                    emit(shown, &mut text);
                     let tail = g.finish();
                     emit(tail, &mut text);
                 }
@@ -1048,6 +1053,13 @@ fn render_prompt(model: &LlamaModel, messages: &[ChatMessage]) -> String {
         tracing::debug!("model has no usable chat template; using ChatML");
         chatml_prompt(messages)
     })
+}
+
+/// The persona's last replies in the prompt, oldest first.
+fn recent_replies(request: &CompletionRequest) -> impl Iterator<Item = &str> {
+    let replies: Vec<&str> = request.messages.iter().filter(|m| m.role == Role::Assistant).map(|m| m.content.as_str()).collect();
+    let from = replies.len().saturating_sub(RECENT_REPLIES_AVOIDED);
+    replies.into_iter().skip(from)
 }
 
 fn build_sampler(

@@ -4,6 +4,14 @@
 //! the reply already said (so a repeat is never shown while it is still
 //! undecided), and calls a loop once a whole sentence or a long run of words
 //! has come back; the reply then ends before the repeat.
+//!
+//! It can also be told the persona's last replies ([`LoopGuard::asked_before`]):
+//! a question one of them asked, asked again after something new, ends the
+//! reply before it. A small model closes reply after reply with the same
+//! question ("Como vai a sua mãe?" ten turns running, "Como posso ajudar
+//! você hoje?"), and each time it does the next reply copies it more
+//! surely. Only questions: a statement said again may be the answer to a
+//! question asked again ("You live in Lisbon.").
 
 /// A repeated run of this many words is a loop, sentence or not.
 pub const LOOP_WORDS: usize = 8;
@@ -17,6 +25,9 @@ pub struct LoopGuard {
     /// Bytes of `text` already released to the reader.
     shown: usize,
     looped: bool,
+    /// Questions (normalised words, at least [`LOOP_SENTENCE_WORDS`]) the
+    /// persona's last replies asked.
+    asked: Vec<Vec<String>>,
 }
 
 /// What a new piece of the reply allows.
@@ -33,15 +44,41 @@ impl LoopGuard {
         Self::default()
     }
 
+    /// A guard that also ends the reply before a question one of
+    /// `replies` asked (see the module's notes). A reply that is nothing
+    /// but that question is left whole: an empty reply says less.
+    pub fn asked_before<'a>(replies: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut asked = Vec::new();
+        for reply in replies {
+            let mut current: Vec<String> = Vec::new();
+            for w in words(reply) {
+                let question = w.ends_sentence && w.raw_end == '?';
+                current.push(w.norm);
+                if w.ends_sentence {
+                    if question && current.len() >= LOOP_SENTENCE_WORDS && !asked.contains(&current) {
+                        asked.push(std::mem::take(&mut current));
+                    }
+                    current.clear();
+                }
+            }
+        }
+        Self { asked, ..Self::default() }
+    }
+
     /// Adds a piece of the reply.
     pub fn push(&mut self, piece: &str) -> Step {
         if self.looped {
             return Step::Loop(String::new());
         }
         self.text.push_str(piece);
+        self.judge(false)
+    }
+
+    /// Judges the text so far; `ended`: the last word is whole (the reply
+    /// has ended), else it may still be growing.
+    fn judge(&mut self, ended: bool) -> Step {
         let words = words(&self.text);
-        // The last word may still be growing: judge complete words only.
-        let complete = if self.text.ends_with(char::is_whitespace) {
+        let complete = if ended || self.text.ends_with(char::is_whitespace) {
             words.len()
         } else {
             words.len().saturating_sub(1)
@@ -49,23 +86,31 @@ impl LoopGuard {
         let judged = &words[..complete];
         let repeat = repeated_suffix(judged);
         if repeat >= LOOP_WORDS || is_repeated_sentence(judged, repeat) {
-            self.looped = true;
-            let cut = judged[complete - repeat].start;
-            let end = self.text[..cut].trim_end().len().max(self.shown);
-            let out = self.text[self.shown..end].to_owned();
-            self.shown = end;
-            self.text.truncate(end);
-            return Step::Loop(out);
+            return self.cut(judged[complete - repeat].start);
         }
+        // The sentence being written (or just finished), and whether it is
+        // one of the questions asked before.
+        let finished = complete > 0 && judged[complete - 1].ends_sentence;
+        let before = if finished { &judged[..complete - 1] } else { judged };
+        let sentence = before.iter().rposition(|w| w.ends_sentence).map_or(0, |i| i + 1);
+        let current: Vec<&str> = judged[sentence..].iter().map(|w| w.norm.as_str()).collect();
+        let is_asked = |q: &Vec<String>| q.iter().map(String::as_str).eq(current.iter().copied());
+        if finished && sentence > 0 && self.asked.iter().any(is_asked) {
+            return self.cut(judged[sentence].start);
+        }
+        let opens_asked = !finished
+            && !current.is_empty()
+            && self.asked.iter().any(|q| q.len() > current.len() && q.iter().zip(&current).all(|(a, b)| a.as_str() == *b));
         // Hold back a repeat in progress (even one word: it may open a
-        // sentence said before) and the word still being written.
-        let hold_from = if repeat >= 1 {
-            judged[complete - repeat].start
-        } else if complete < words.len() {
-            words[complete].start
-        } else {
-            self.text.len()
-        };
+        // sentence said before), a question asked before while it is being
+        // asked again, and the word still being written.
+        let mut hold_from = if complete < words.len() { words[complete].start } else { self.text.len() };
+        if repeat >= 1 {
+            hold_from = hold_from.min(judged[complete - repeat].start);
+        }
+        if opens_asked {
+            hold_from = hold_from.min(judged[sentence].start);
+        }
         // Space before held text waits with it: a reply cut there ends clean.
         let release = self.text[..hold_from].trim_end().len().max(self.shown);
         let out = self.text[self.shown..release].to_owned();
@@ -73,11 +118,31 @@ impl LoopGuard {
         Step::Show(out)
     }
 
-    /// The end of the reply: what is still held back is shown.
+    /// Ends the reply at byte `at` (where a repeat starts): what comes
+    /// before it and was held back is shown, the rest is dropped.
+    fn cut(&mut self, at: usize) -> Step {
+        self.looped = true;
+        let end = self.text[..at].trim_end().len().max(self.shown);
+        let out = self.text[self.shown..end].to_owned();
+        self.shown = end;
+        self.text.truncate(end);
+        Step::Loop(out)
+    }
+
+    /// The end of the reply: its last word is judged, then what is still
+    /// held back is shown (unless it was a repeat, then cut).
     pub fn finish(&mut self) -> String {
-        let out = self.text[self.shown.min(self.text.len())..].to_owned();
-        self.shown = self.text.len();
-        out
+        if self.looped {
+            return String::new();
+        }
+        match self.judge(true) {
+            Step::Loop(out) => out,
+            Step::Show(mut out) => {
+                out.push_str(&self.text[self.shown.min(self.text.len())..]);
+                self.shown = self.text.len();
+                out
+            }
+        }
     }
 
     pub fn looped(&self) -> bool {
@@ -96,6 +161,8 @@ struct Word {
     norm: String,
     /// Ends a sentence (".", "!", "?", "…").
     ends_sentence: bool,
+    /// The word's last character before closing quotes and brackets.
+    raw_end: char,
 }
 
 fn words(text: &str) -> Vec<Word> {
@@ -107,8 +174,10 @@ fn words(text: &str) -> Vec<Word> {
             (true, Some(s)) => {
                 let raw = &text[s..i];
                 let norm: String = raw.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect();
-                let ends_sentence = raw.trim_end_matches(['"', '\'', ')', '*']).ends_with(['.', '!', '?', '…']);
-                out.push(Word { start: s, norm: if norm.is_empty() { raw.to_owned() } else { norm }, ends_sentence });
+                let bare = raw.trim_end_matches(['"', '\'', ')', '*']);
+                let ends_sentence = bare.ends_with(['.', '!', '?', '…']);
+                let raw_end = bare.chars().last().unwrap_or(' ');
+                out.push(Word { start: s, norm: if norm.is_empty() { raw.to_owned() } else { norm }, ends_sentence, raw_end });
                 start = None;
             }
             _ => {}
@@ -180,7 +249,10 @@ mod tests {
     use super::*;
 
     fn feed(text: &str) -> (String, bool) {
-        let mut g = LoopGuard::new();
+        feed_to(LoopGuard::new(), text)
+    }
+
+    fn feed_to(mut g: LoopGuard, text: &str) -> (String, bool) {
         let mut shown = String::new();
         // Token-sized pieces, as a model streams them.
         let chars: Vec<char> = text.chars().collect();
@@ -194,7 +266,7 @@ mod tests {
             }
         }
         shown.push_str(&g.finish());
-        (shown, false)
+        (shown, g.looped())
     }
 
     #[test]
@@ -237,6 +309,45 @@ mod tests {
         let (shown, looped) = feed("Yes yes yes yes yes yes yes yes yes yes yes yes yes");
         assert!(looped);
         assert!(shown.split_whitespace().count() < 8, "{shown}");
+    }
+
+    #[test]
+    fn a_question_a_last_reply_asked_ends_the_reply_before_it_is_asked_again() {
+        let g = LoopGuard::asked_before(["Que legal! Como vai a sua mãe?", "Que bom! Como vai a sua mãe?"]);
+        let (shown, looped) = feed_to(g, "Que ótimo ouvir isso! Como vai a sua mãe?");
+        assert!(looped);
+        assert_eq!(shown, "Que ótimo ouvir isso!");
+        // Never shown while it was being asked, even in part.
+        let mut g = LoopGuard::asked_before(["Nice! How is your mother?"]);
+        assert_eq!(g.push("Great news. How is "), Step::Show("Great news.".into()));
+        assert_eq!(g.push("your mother? "), Step::Loop(String::new()));
+        assert_eq!(g.text(), "Great news.");
+    }
+
+    #[test]
+    fn what_a_last_reply_said_that_is_no_repeated_question_is_kept() {
+        // A statement said again may answer a question asked again.
+        let g = LoopGuard::asked_before(["You live in Lisbon."]);
+        assert_eq!(feed_to(g, "Yes! You live in Lisbon."), ("Yes! You live in Lisbon.".into(), false));
+        // A reply that is nothing but the question: an empty reply says less.
+        let g = LoopGuard::asked_before(["How is your mother?"]);
+        assert_eq!(feed_to(g, "How is your mother?"), ("How is your mother?".into(), false));
+        // A question that only starts the same way goes on.
+        let mut g = LoopGuard::asked_before(["Oh! How is your mother?"]);
+        assert_eq!(g.push("Nice! How is your "), Step::Show("Nice!".into()));
+        assert_eq!(g.push("garden? "), Step::Show(" How is your garden?".into()));
+        assert!(!g.looped());
+        // Two-word questions are too common to count.
+        let g = LoopGuard::asked_before(["Nice! Really?"]);
+        assert_eq!(feed_to(g, "Wow. Really?"), ("Wow. Really?".into(), false));
+    }
+
+    #[test]
+    fn the_last_word_of_a_reply_is_judged_when_it_ends() {
+        // No space follows the end of a reply: a repeat it completes is still cut.
+        let (shown, looped) = feed("You are Marta. You live in Lisbon. You are Marta.");
+        assert!(looped);
+        assert_eq!(shown, "You are Marta. You live in Lisbon.");
     }
 
     #[test]
