@@ -335,10 +335,18 @@ export async function main() {
 
     log("Talk in the tray runs a voice turn: listening, thinking, speaking, done");
     await recordVoiceEvents();
+    // The meter's highest level, kept by the page between two polls: on a
+    // loaded machine a short question can be over before a poll sees it.
+    await js(`window.__meterMax = 0;
+      new MutationObserver(() => {
+        const m = document.querySelector('[role=meter]');
+        if (m) window.__meterMax = Math.max(window.__meterMax, Number(m.getAttribute('aria-valuenow')) || 0);
+      }).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ['aria-valuenow'] });
+      return true;`);
     turnStarted = Date.now();
     await panel.click("Talk");
     await voiceState("listening", 30_000, "the overlay to listen");
-    await waitFor(async () => Number(await js(`return document.querySelector('[role=meter]').getAttribute('aria-valuenow')`)) > 20, {
+    await waitFor(async () => Number(await js("return window.__meterMax")) > 20, {
       timeout: 10_000,
       message: "the level meter to move",
     });
