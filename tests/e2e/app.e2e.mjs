@@ -286,6 +286,16 @@ function mergeLengths(recorded, polled) {
 }
 
 /** Runs Verify on the Ledger tab. @returns {Promise<{ events: number, text: string }>} */
+/** Types a message and sends it (no waiting for a reply). */
+export async function typeAndSend(ctx, text) {
+  log(`sending: ${JSON.stringify(text)}`);
+  const input = await ctx.session.waitForElement(css("composer-input"));
+  await input.sendKeys(text);
+  const send = await ctx.session.findElement(css("send-button"));
+  await waitFor(() => send.enabled(), { message: "the send button to be enabled" });
+  await send.click();
+}
+
 const READ_ROLES = `
   return Array.from(document.querySelectorAll('[data-testid="message"]')).map(function (el) { return el.getAttribute('data-role'); });`;
 
@@ -297,12 +307,7 @@ const READ_ROLES = `
  */
 export async function sendAndAwaitAnswer(ctx, text, { timeout = REPLY_TIMEOUT_MS } = {}) {
   const before = (await ctx.session.execute(READ_ROLES)).length;
-  log(`sending: ${JSON.stringify(text)}`);
-  const input = await ctx.session.waitForElement(css("composer-input"));
-  await input.sendKeys(text);
-  const send = await ctx.session.findElement(css("send-button"));
-  await waitFor(() => send.enabled(), { message: "the send button to be enabled" });
-  await send.click();
+  await typeAndSend(ctx, text);
   const roles = await waitFor(
     async () => {
       const failed = await ctx.session.findElements(css("message-failed"));

@@ -27,7 +27,7 @@
 import { execFile } from "node:child_process";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { config, createPersona, endSession, log, openTab, readMessages, runIfMain, saveFailureState, selectPersona, shot, startSession, verifyLedger } from "./app.e2e.mjs";
+import { config, createPersona, endSession, log, openTab, readMessages, runIfMain, saveFailureState, selectPersona, shot, startSession, typeAndSend, verifyLedger } from "./app.e2e.mjs";
 import { Keys, sleep, waitFor } from "./webdriver.mjs";
 
 const PERSONA = { name: "Noa", description: "A lighthouse keeper who plans trips" };
@@ -63,15 +63,6 @@ const READ_MESSAGES = `
   return Array.from(document.querySelectorAll('[data-testid="message"]')).map(function (el) {
     return { role: el.getAttribute('data-role'), seq: Number(el.getAttribute('data-seq')) };
   });`;
-
-async function typeAndSend(ctx, text) {
-  log(`sending: ${JSON.stringify(text)}`);
-  const input = await ctx.session.waitForElement(css("composer-input"));
-  await input.sendKeys(text);
-  const send = await ctx.session.findElement(css("send-button"));
-  await waitFor(() => send.enabled(), { message: "the send button to be enabled" });
-  await send.click();
-}
 
 /** Sends `text`; the new persona reply's seq, or null when something else answered (e.g. a tool's note). */
 async function askOnce(ctx, text) {

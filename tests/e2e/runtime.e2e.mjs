@@ -29,7 +29,7 @@
 //     scripts/with-keychain.sh scripts/e2e.sh
 
 import { createServer } from "node:http";
-import { addAccount, config, createPersona, endSession, log, openTab, readMessages, runIfMain, selectPersona, sendAndAwaitReply, shot, startSession, waitForPersona } from "./app.e2e.mjs";
+import { addAccount, config, createPersona, endSession, log, openTab, readMessages, runIfMain, selectPersona, sendAndAwaitReply, shot, startSession, typeAndSend as send, waitForPersona } from "./app.e2e.mjs";
 import { sleep, waitFor } from "./webdriver.mjs";
 
 const MODEL_TIMEOUT_MS = 120_000;
@@ -42,16 +42,6 @@ function check(condition, message) {
 
 async function count(ctx, selector) {
   return (await ctx.session.findElements(selector)).length;
-}
-
-/** Types a message and sends it (no waiting for a reply). */
-async function send(ctx, text) {
-  log(`sending: ${JSON.stringify(text)}`);
-  const input = await ctx.session.waitForElement(css("composer-input"));
-  await input.sendKeys(text);
-  const button = await ctx.session.findElement(css("send-button"));
-  await waitFor(() => button.enabled(), { message: "the send button to be enabled" });
-  await button.click();
 }
 
 /** The newest system line in the chat (tool results, refusals, proposals). */
