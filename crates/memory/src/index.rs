@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures_util::TryStreamExt;
@@ -24,7 +24,8 @@ use tokio::sync::Notify;
 
 use crate::embed::Embedder;
 use crate::search::{
-    fts_query, group_key, rank, Candidates, RecallSettings, Scope, CONTEXT_GAP_MS, DENSITY_NEIGHBOURS, DENSITY_POOL,
+    fts_query, group_key, query_names, rank, Candidates, RecallSettings, Scope, CONTEXT_GAP_MS, DENSITY_NEIGHBOURS,
+    DENSITY_POOL,
 };
 use crate::quant::{dot_i8, nearest_by_signs, quantise, sign_bits};
 use crate::MemoryError;
@@ -255,6 +256,48 @@ impl VectorCache {
     }
 }
 
+/// How many items of a scope hold each proper name a query asked about
+/// (see `RecallSettings::common_name_share`). A share barely moves as a
+/// conversation grows, so counts are reused until the index has grown or
+/// shrunk by a twentieth since they were taken (a small index recounts on
+/// every new item); removing or editing an item drops them all.
+#[derive(Default)]
+struct NameCounts {
+    scopes: HashMap<String, ScopeNames>,
+}
+
+struct ScopeNames {
+    /// `MemoryIndex::total` when counted.
+    at_total: u64,
+    /// Items in the scope.
+    items: i64,
+    /// Items holding each name, written as asked (capitalised).
+    names: HashMap<String, i64>,
+}
+
+/// Bounds on the cache: past them it starts over (recounting is a few
+/// milliseconds, and unbounded it would grow with every name ever asked).
+const NAME_COUNT_SCOPES: usize = 64;
+const NAME_COUNT_NAMES: usize = 4_096;
+
+impl NameCounts {
+    fn fresh(at_total: u64, total: u64) -> bool {
+        total.abs_diff(at_total) <= at_total / 20
+    }
+}
+
+/// One key per scope, whatever the order of its visibility keys.
+fn scope_key(scope: &Scope) -> String {
+    match scope {
+        Scope::All => "*".into(),
+        Scope::Keys(keys) => {
+            let mut keys = keys.clone();
+            keys.sort();
+            keys.join("\u{1f}")
+        }
+    }
+}
+
 fn to_blob(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -279,6 +322,7 @@ pub struct MemoryIndex {
     embedder: RwLock<Option<Arc<dyn Embedder>>>,
     embedder_status: RwLock<String>,
     settings: RwLock<RecallSettings>,
+    name_counts: Mutex<NameCounts>,
     pending: Notify,
     embedded: AtomicU64,
     total: AtomicU64,
@@ -340,6 +384,7 @@ impl MemoryIndex {
             embedder: RwLock::new(None),
             embedder_status: RwLock::new("no embedding model loaded: keyword search only".into()),
             settings: RwLock::new(RecallSettings::default()),
+            name_counts: Mutex::new(NameCounts::default()),
             pending: Notify::new(),
             embedded: AtomicU64::new(0),
             total: AtomicU64::new(0),
@@ -478,6 +523,15 @@ impl MemoryIndex {
                 v.remove(*r);
             }
         }
+        self.forget_name_counts();
+    }
+
+    /// Drops the cached name counts (an item was removed or edited: its
+    /// names must stop counting, and erased text must leave no trace).
+    fn forget_name_counts(&self) {
+        if let Ok(mut n) = self.name_counts.lock() {
+            n.scopes.clear();
+        }
     }
 
     /// Removes the item stored from ledger event `seq` (payload erased).
@@ -527,6 +581,7 @@ impl MemoryIndex {
                 v.remove(*r);
             }
         }
+        self.forget_name_counts();
         self.pending.notify_one();
         Ok(())
     }
@@ -725,6 +780,70 @@ impl MemoryIndex {
 
     // ----- retrieval -----
 
+    /// The proper names of `query` that are common in `scope` (see
+    /// `RecallSettings::common_name_share`). Each name's item count is one
+    /// FTS5 query (its matches whose text holds it capitalised) the first
+    /// time it is asked in a scope, then cached ([`NameCounts`]).
+    async fn common_names(&self, scope: &Scope, query: &str, settings: &RecallSettings) -> Result<HashSet<String>> {
+        let names = query_names(query);
+        if names.is_empty() || !settings.uses_name_counts() {
+            return Ok(HashSet::new());
+        }
+        let key = scope_key(scope);
+        let total = self.total.load(Ordering::Relaxed);
+        let (mut items, mut counts): (Option<i64>, HashMap<String, i64>) = match self.name_counts.lock() {
+            Ok(n) => match n.scopes.get(&key) {
+                Some(e) if NameCounts::fresh(e.at_total, total) => (
+                    Some(e.items),
+                    names.iter().filter_map(|&w| Some((w.to_owned(), *e.names.get(w)?))).collect(),
+                ),
+                _ => (None, HashMap::new()),
+            },
+            Err(_) => (None, HashMap::new()),
+        };
+        let recounted = items.is_none();
+        if items.is_none() {
+            let mut q = QueryBuilder::new("SELECT count(*) FROM items i WHERE 1");
+            push_scope(&mut q, scope);
+            items = Some(q.build_query_scalar::<i64>().fetch_one(&self.pool).await.map_err(MemoryError::Load)?);
+        }
+        let items = items.unwrap_or(0);
+        let mut counted = Vec::new();
+        let missing: Vec<&str> = names.iter().copied().filter(|w| !counts.contains_key(*w)).collect();
+        for name in missing {
+            let mut q = QueryBuilder::new(
+                "SELECT count(*) FROM items_fts JOIN items i ON i.rowid = items_fts.rowid WHERE items_fts MATCH ",
+            );
+            // One quoted FTS5 string (a phrase if the tokenizer splits it):
+            // no operator can survive inside it.
+            q.push_bind(format!("\"{}\"", name.replace('"', "\"\"")));
+            // Case matters: "May" the month is not "may" the verb.
+            q.push(" AND instr(i.text, ").push_bind(name.to_owned()).push(") > 0");
+            push_scope(&mut q, scope);
+            let n = q.build_query_scalar::<i64>().fetch_one(&self.pool).await.map_err(MemoryError::Load)?;
+            counts.insert(name.to_owned(), n);
+            counted.push((name.to_owned(), n));
+        }
+        if let Ok(mut cache) = self.name_counts.lock() {
+            if cache.scopes.len() >= NAME_COUNT_SCOPES && !cache.scopes.contains_key(&key) {
+                cache.scopes.clear();
+            }
+            let e = cache.scopes.entry(key).or_insert_with(|| ScopeNames { at_total: total, items, names: HashMap::new() });
+            if recounted || !NameCounts::fresh(e.at_total, total) {
+                *e = ScopeNames { at_total: total, items, names: HashMap::new() };
+            }
+            if e.names.len() + counted.len() > NAME_COUNT_NAMES {
+                e.names.clear();
+            }
+            e.names.extend(counted);
+        }
+        Ok(names
+            .into_iter()
+            .filter(|w| counts.get(*w).is_some_and(|&n| settings.is_common_name(n, items)))
+            .map(str::to_owned)
+            .collect())
+    }
+
     /// Both retrievers' candidate lists for `query` within `scope`, and both
     /// scores of every candidate (a keyword hit's cosine, a vector hit's
     /// BM25), under the index's settings. The keyword query and the query
@@ -764,7 +883,8 @@ impl MemoryIndex {
         };
         let vector = async {
             let Some(embedder) = self.embedder() else { return Ok(None) };
-            let text = settings.meaning_text(query);
+            let common = self.common_names(scope, query, settings).await?;
+            let text = settings.meaning_text(query, |name| common.contains(name));
             let qv = tokio::task::spawn_blocking(move || embedder.embed(&[text.as_str()]))
                 .await
                 .map_err(|e| MemoryError::Embed(e.to_string()))??;

@@ -30,8 +30,8 @@ pub use import::{import_file, import_rows, parse_conversation, ConversationRow, 
 pub use index::{now_ms, parse_rfc3339_ms, EmbedProgress, Hit, ItemKind, MemoryIndex, NewItem, Recall};
 pub use matching::{best_match, cosine, lexical_similarity, similarities, MERGE_THRESHOLD};
 pub use search::{
-    fts_or, fts_query, fts_terms, group_key, rank, recency_bonus, without_names, Candidates, Fusion, RecallSettings, Scope,
-    CONTEXT_GAP_MS,
+    fts_or, fts_query, fts_terms, group_key, query_names, rank, recency_bonus, without_names, without_names_if, Candidates,
+    Fusion, RecallSettings, Scope, COMMON_NAME_MIN_ITEMS, CONTEXT_GAP_MS,
 };
 pub use tokenizer::WordPiece;
 
@@ -62,6 +62,7 @@ pub const DEFAULT_SETTINGS: RecallSettings = RecallSettings {
     keyword_context: [0.25, 0.15],
     vector_context: [0.3, 0.3],
     names_by_keyword: false,
+    common_name_share: 0.0,
 };
 
 /// The settings before turns were scored with their neighbours (cosine
@@ -74,5 +75,6 @@ pub const PREVIOUS_SETTINGS: RecallSettings = RecallSettings {
     keyword_context: [0.0, 0.0],
     vector_context: [0.0, 0.0],
     names_by_keyword: false,
+    common_name_share: 0.0,
     ..DEFAULT_SETTINGS
 };

@@ -104,7 +104,22 @@ pub struct RecallSettings {
     /// about, and without them recall on sets A and B fell (see the README).
     #[serde(default)]
     pub names_by_keyword: bool,
+    /// The query is embedded without those of its proper names that are
+    /// in at least this share of the viewer's items (and in at least
+    /// [`COMMON_NAME_MIN_ITEMS`] of them); rarer names stay in. A name in
+    /// a large share of one conversation is one of the people talking (or
+    /// greeted): it tells no turn apart by meaning and pulls the query
+    /// toward greetings, while a name said in a few turns is what those
+    /// turns are about. 0 = off; [`Self::names_by_keyword`] leaves out all.
+    #[serde(default)]
+    pub common_name_share: f32,
 }
+
+/// Fewest items a name must be in to count as common (see
+/// [`RecallSettings::common_name_share`]): in a short conversation a
+/// name said twice is already a large share, yet it is still about
+/// something.
+pub const COMMON_NAME_MIN_ITEMS: i64 = 10;
 
 /// Turns further apart than this are not each other's context (another
 /// session of the conversation).
@@ -124,6 +139,7 @@ impl RecallSettings {
         keyword_context: [0.0, 0.0],
         vector_context: [0.0, 0.0],
         names_by_keyword: false,
+        common_name_share: 0.0,
     };
     pub fn keyword_only(self) -> Self {
         Self { vector_weight: 0.0, keyword_weight: 1.0, ..self }
@@ -135,13 +151,29 @@ impl RecallSettings {
     pub fn uses_context(&self) -> bool {
         self.keyword_context.iter().chain(&self.vector_context).any(|w| *w > 0.0)
     }
-    /// The text the query is embedded from (see [`Self::names_by_keyword`]).
-    pub fn meaning_text(&self, query: &str) -> String {
+    /// The text the query is embedded from (see [`Self::names_by_keyword`]
+    /// and [`Self::common_name_share`]): `common` says whether one of the
+    /// query's names (as [`query_names`] gives it) is common in the
+    /// viewer's items.
+    pub fn meaning_text(&self, query: &str, common: impl Fn(&str) -> bool) -> String {
         if self.names_by_keyword {
             without_names(query)
+        } else if self.common_name_share > 0.0 {
+            without_names_if(query, common)
         } else {
             query.to_owned()
         }
+    }
+    /// Whether the names' counts are needed to embed a query.
+    pub fn uses_name_counts(&self) -> bool {
+        !self.names_by_keyword && self.common_name_share > 0.0
+    }
+    /// Whether a name in `items` of a scope's `scope_items` is common
+    /// (see [`Self::common_name_share`]).
+    pub fn is_common_name(&self, items: i64, scope_items: i64) -> bool {
+        self.common_name_share > 0.0
+            && items >= COMMON_NAME_MIN_ITEMS
+            && items as f64 >= self.common_name_share as f64 * scope_items as f64
     }
     /// The cosine `rank` uses for `row` (see [`Self::density_weight`]).
     pub fn similarity(&self, c: &Candidates, row: i64) -> Option<f32> {
@@ -294,21 +326,50 @@ fn fuse_scores(c: &Candidates, s: &RecallSettings, wk: f32, wv: f32) -> HashMap<
 /// `'s`). The pronoun "I" stays. When nothing else would be left, the text
 /// is returned as it is.
 pub fn without_names(text: &str) -> String {
+    without_names_if(text, |_| true)
+}
+
+/// `text` without those of its proper names (see [`without_names`]) for
+/// which `leave_out(name)` holds; `name` is the bare word, without
+/// punctuation or possessive `'s`.
+pub fn without_names_if(text: &str, leave_out: impl Fn(&str) -> bool) -> String {
     let mut kept = Vec::new();
-    let mut sentence_start = true;
-    for word in text.split_whitespace() {
-        let bare = word.trim_matches(|c: char| !c.is_alphanumeric());
-        let bare = bare.strip_suffix("'s").or_else(|| bare.strip_suffix("’s")).unwrap_or(bare);
-        let capitalised = bare.chars().next().is_some_and(char::is_uppercase) && bare.chars().count() > 1;
-        if sentence_start || !capitalised {
+    for (word, name) in words_and_names(text) {
+        if !name.is_some_and(&leave_out) {
             kept.push(word);
         }
-        sentence_start = word.ends_with(['.', '?', '!', ':']) || bare.is_empty() && sentence_start;
     }
     if kept.iter().all(|w| w.chars().all(|c| !c.is_alphanumeric())) {
         return text.to_owned();
     }
     kept.join(" ")
+}
+
+/// The proper names of `text` as [`without_names`] finds them (bare, in
+/// order, each once).
+pub fn query_names(text: &str) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for name in words_and_names(text).filter_map(|(_, n)| n) {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// Each whitespace-separated word of `text`, with its bare form when it is
+/// a proper name: capitalised, longer than one letter, not at the start of
+/// a sentence.
+fn words_and_names(text: &str) -> impl Iterator<Item = (&str, Option<&str>)> {
+    let mut sentence_start = true;
+    text.split_whitespace().map(move |word| {
+        let bare = word.trim_matches(|c: char| !c.is_alphanumeric());
+        let bare = bare.strip_suffix("'s").or_else(|| bare.strip_suffix("’s")).unwrap_or(bare);
+        let capitalised = bare.chars().next().is_some_and(char::is_uppercase) && bare.chars().count() > 1;
+        let name = (!sentence_start && capitalised).then_some(bare);
+        sentence_start = word.ends_with(['.', '?', '!', ':']) || bare.is_empty() && sentence_start;
+        (word, name)
+    })
 }
 
 const STOPWORDS: &[&str] = &[
@@ -488,10 +549,31 @@ mod tests {
         // Only names: nothing would be left to embed.
         assert_eq!(without_names("Caroline Smith?"), "Caroline");
         assert_eq!(without_names("Ada"), "Ada");
-        // By default the query is embedded whole (see `names_by_keyword`).
-        assert_eq!(crate::DEFAULT_SETTINGS.meaning_text("Ask Bob"), "Ask Bob");
-        let s = RecallSettings { names_by_keyword: true, ..crate::DEFAULT_SETTINGS };
-        assert_eq!(s.meaning_text("Ask Bob"), "Ask");
+        // `names_by_keyword` leaves out every name, whatever the counts.
+        let s = RecallSettings { names_by_keyword: true, common_name_share: 0.0, ..crate::DEFAULT_SETTINGS };
+        assert_eq!(s.meaning_text("Ask Bob", |_| false), "Ask");
+        let s = RecallSettings { names_by_keyword: false, common_name_share: 0.0, ..crate::DEFAULT_SETTINGS };
+        assert_eq!(s.meaning_text("Ask Bob", |_| true), "Ask Bob");
+    }
+
+    #[test]
+    fn only_common_names_are_left_out_of_the_query_embedding() {
+        let q = "Did Caroline meet Tomás's sister? Caroline said so.";
+        assert_eq!(query_names(q), vec!["Caroline", "Tomás"]);
+        assert_eq!(query_names("Caroline went home"), Vec::<&str>::new());
+        let s = RecallSettings { names_by_keyword: false, common_name_share: 0.05, ..crate::DEFAULT_SETTINGS };
+        assert!(s.uses_name_counts());
+        assert_eq!(s.meaning_text(q, |n| n == "Caroline"), "Did meet Tomás's sister? Caroline said so.");
+        // In 30 of 400 items: common. In 3 of 400, or 9 of 20: not (too
+        // few items to be a participant).
+        assert!(s.is_common_name(30, 400));
+        assert!(!s.is_common_name(3, 400));
+        assert!(!s.is_common_name(9, 20));
+        assert!(!s.is_common_name(19, 400));
+        assert!(s.is_common_name(21, 400));
+        let off = RecallSettings { common_name_share: 0.0, ..s };
+        assert!(!off.uses_name_counts() && !off.is_common_name(400, 400));
+        assert_eq!(off.meaning_text(q, |_| true), q);
     }
 
     #[test]

@@ -294,3 +294,83 @@ fn the_own_encoder_matches_candles_bert() {
         assert!(max_diff < 1e-5, "{text:?}: differs by {max_diff}");
     }
 }
+
+/// Records every text it is asked to embed (the query's among them).
+#[derive(Default)]
+struct Recording {
+    inner: HashingEmbedder,
+    seen: std::sync::Mutex<Vec<String>>,
+}
+
+impl Embedder for Recording {
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, MemoryError> {
+        self.seen.lock().expect("test step").extend(texts.iter().map(|t| (*t).to_owned()));
+        self.inner.embed(texts)
+    }
+}
+
+fn item(persona: &str, n: usize, text: &str) -> memory::NewItem {
+    memory::NewItem {
+        item_id: format!("{persona}-{n}"),
+        kind: memory::ItemKind::Message,
+        persona_id: persona.into(),
+        external_id: None,
+        source_ids: Vec::new(),
+        text: text.into(),
+        ts_ms: 1_700_000_000_000 + n as i64 * 60_000,
+        seq: None,
+    }
+}
+
+#[tokio::test]
+async fn only_names_common_in_the_viewers_items_are_left_out_of_the_query_embedding() {
+    let dir = tempfile::tempdir().expect("test step");
+    let index = MemoryIndex::open(&dir.path().join("index.db")).await.expect("test step");
+    let embedder = Arc::new(Recording::default());
+    index.set_embedder(embedder.clone()).await.expect("test step");
+    // Persona p's conversation: Caroline (a participant) greeted in 12 of
+    // 60 turns, Tomás (a third party) in 2, "may" the verb in 15.
+    let mut items = Vec::new();
+    for n in 0..60 {
+        let text = match n {
+            0..12 => format!("Hi Caroline, how was day {n}?"),
+            12..14 => format!("Tomás lent me his drill, visit {n}"),
+            14..29 => format!("I may go for a walk later, note {n}"),
+            _ => format!("Lunch was fine today, entry {n}"),
+        };
+        items.push(item("p", n, &text));
+    }
+    // Another conversation that names Tomás all the time: not p's to count.
+    items.extend((0..40).map(|n| item("q", n, &format!("Tomás says hello again, {n}"))));
+    index.index_items(&items).await.expect("test step");
+    index.embed_all_pending().await.expect("test step");
+    index.set_settings(RecallSettings { names_by_keyword: false, common_name_share: 0.05, ..memory::DEFAULT_SETTINGS });
+    let query = "When did Caroline borrow Tomás's drill in May?";
+    let embedded_for = |scope: Scope| {
+        let index = &index;
+        let embedder = embedder.clone();
+        async move {
+            embedder.seen.lock().expect("test step").clear();
+            index.recall(&scope, query, 5, memory::now_ms()).await.expect("test step");
+            embedder.seen.lock().expect("test step").clone()
+        }
+    };
+    let p = Scope::Keys(vec!["p".into()]);
+    // The participant is left out; the rare third party and the month stay.
+    assert_eq!(embedded_for(p.clone()).await, vec!["When did borrow Tomás's drill in May?".to_owned()]);
+    // Asked again (counts cached), the same.
+    assert_eq!(embedded_for(p.clone()).await, vec!["When did borrow Tomás's drill in May?".to_owned()]);
+    // Over everything, Tomás is in 42 of 100 items: common too.
+    assert_eq!(embedded_for(Scope::All).await, vec!["When did borrow drill in May?".to_owned()]);
+    // p's conversation grows to talk about Tomás all the time: recounted.
+    let more: Vec<_> = (60..90).map(|n| item("p", n, &format!("Tomás came over again, {n}"))).collect();
+    index.index_items(&more).await.expect("test step");
+    index.embed_all_pending().await.expect("test step");
+    assert_eq!(embedded_for(p.clone()).await, vec!["When did borrow drill in May?".to_owned()]);
+    // Off: the query is embedded whole.
+    index.set_settings(RecallSettings { names_by_keyword: false, common_name_share: 0.0, ..memory::DEFAULT_SETTINGS });
+    assert_eq!(embedded_for(p).await, vec![query.to_owned()]);
+}

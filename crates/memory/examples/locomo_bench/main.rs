@@ -19,9 +19,11 @@
 //! `$LEDGERMIND_BENCH/locomo-tune.json`; without it the benchmark says so
 //! and exits. `--keep DIR` keeps each conversation's embedded index and reuses
 //! it (embedding is most of a first run). `--settings` adds an arm with
-//! other `RecallSettings` (JSON) for an experiment. `BENCH_GRID=1` prints
-//! every point of `recall_bench/grid.rs` on the tuning conversations;
-//! `BENCH_SHORT=1` runs ours and main's settings only.
+//! other `RecallSettings` (JSON; repeat it for more arms) for an
+//! experiment. `BENCH_GRID=1` prints every point of `recall_bench/grid.rs`
+//! on the tuning conversations; `BENCH_SHORT=1` runs only ours, main's
+//! settings and the ways of embedding the names (`grid::name_arms`,
+//! `BENCH_SHARES=0.01,0.05` adds shares of common names left out).
 
 mod bm25;
 #[path = "../recall_bench/grid.rs"]
@@ -42,7 +44,7 @@ struct Args {
     data: PathBuf,
     model: PathBuf,
     keep: Option<PathBuf>,
-    settings: Option<RecallSettings>,
+    settings: Vec<RecallSettings>,
     tune_count: usize,
 }
 
@@ -53,7 +55,7 @@ fn args() -> Result<Args, Error> {
         data: std::env::var_os("LEDGERMIND_BENCH").map(|d| PathBuf::from(d).join("locomo-tune.json")).unwrap_or_default(),
         model: std::env::var_os("LEDGERMIND_MINILM_DIR").map(PathBuf::from).unwrap_or_else(|| "models/all-MiniLM-L6-v2".into()),
         keep: None,
-        settings: None,
+        settings: Vec::new(),
         tune_count: 3,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -63,7 +65,7 @@ fn args() -> Result<Args, Error> {
             "--data" => a.data = val.into(),
             "--model" => a.model = val.into(),
             "--keep" => a.keep = Some(val.into()),
-            "--settings" => a.settings = Some(serde_json::from_str(&val)?),
+            "--settings" => a.settings.push(serde_json::from_str(&val)?),
             "--tune-count" => a.tune_count = val.parse()?,
             other => return Err(format!("unknown argument {other}").into()),
         }
@@ -178,22 +180,22 @@ async fn main() -> Result<(), Error> {
     }
     let convs = locomo::load(&a.data)?;
     let ours = memory::DEFAULT_SETTINGS;
-    let mut arms: Vec<(String, RecallSettings)> = vec![
-        ("ours".into(), ours),
-        ("main's settings".into(), memory::PREVIOUS_SETTINGS),
-        ("keyword only".into(), ours.keyword_only()),
-        ("embeddings only".into(), RecallSettings { density_weight: 0.0, ..ours.vector_only() }),
-        ("ours, no neighbours".into(), RecallSettings { keyword_context: [0.0; 2], vector_context: [0.0; 2], ..ours }),
-        ("ours, names left out".into(), RecallSettings { names_by_keyword: true, ..ours }),
-        ("ours, no density".into(), RecallSettings { density_weight: 0.0, ..ours }),
-    ];
-    // BENCH_SHORT=1: ours and main's settings only (plain BM25 is always
-    // printed), for a loaded machine where each arm costs minutes.
-    if std::env::var_os("BENCH_SHORT").is_some() {
-        arms.truncate(2);
+    let mut arms: Vec<(String, RecallSettings)> = vec![("ours".into(), ours), ("main's settings".into(), memory::PREVIOUS_SETTINGS)];
+    // Ours with the query's names embedded, all left out, and the common
+    // ones left out at each share of `BENCH_SHARES`.
+    arms.extend(grid::name_arms().into_iter().map(|(n, s)| (format!("ours, {n}"), s)));
+    // BENCH_SHORT=1: only those (plain BM25 is always printed), for a
+    // loaded machine where each arm costs minutes.
+    if std::env::var_os("BENCH_SHORT").is_none() {
+        arms.extend([
+            ("keyword only".into(), ours.keyword_only()),
+            ("embeddings only".into(), RecallSettings { density_weight: 0.0, ..ours.vector_only() }),
+            ("ours, no neighbours".into(), RecallSettings { keyword_context: [0.0; 2], vector_context: [0.0; 2], ..ours }),
+            ("ours, no density".into(), RecallSettings { density_weight: 0.0, ..ours }),
+        ]);
     }
-    if let Some(s) = a.settings {
-        arms.push(("--settings".into(), s));
+    for (i, s) in a.settings.iter().enumerate() {
+        arms.push((format!("--settings {}", i + 1), *s));
     }
     let embedder: Arc<dyn Embedder> = Arc::new(MiniLm::load(&a.model)?);
     let mut tally = Tally::default();
@@ -262,21 +264,21 @@ async fn main() -> Result<(), Error> {
     );
     let mut names: Vec<String> = arms.iter().map(|(n, _)| n.clone()).collect();
     names.push(PLAIN_BM25.into());
-    println!("{:<22} {:>22}   {:>22}", "recall @5/@10/@20", "tuning", "held out");
+    println!("{:<36} {:>22}   {:>22}", "recall @5/@10/@20", "tuning", "held out");
     let all: Vec<u8> = CATEGORIES.iter().map(|c| c.0).collect();
     let fmt = |x: [f64; 3]| format!("{:.3} / {:.3} / {:.3}", x[0], x[1], x[2]);
     for name in &names {
-        println!("{:<22} {:>22}   {:>22}", name, fmt(tally.mean(name, false, &all).0), fmt(tally.mean(name, true, &all).0));
+        println!("{:<36} {:>22}   {:>22}", name, fmt(tally.mean(name, false, &all).0), fmt(tally.mean(name, true, &all).0));
     }
     for held in [false, true] {
         println!("\nrecall@10 per category, {}", if held { "held out" } else { "tuning" });
-        print!("{:<22}", "");
+        print!("{:<36}", "");
         for (c, name) in CATEGORIES {
             print!(" {:>18}", format!("{c} {name} ({})", tally.mean("ours", held, &[c]).1));
         }
         println!();
         for name in &names {
-            print!("{name:<22}");
+            print!("{name:<36}");
             for (c, _) in CATEGORIES {
                 print!(" {:>18.3}", tally.mean(name, held, &[c]).0[1]);
             }

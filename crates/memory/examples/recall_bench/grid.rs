@@ -58,3 +58,25 @@ pub fn candidate_settings(names_by_keyword: bool) -> RecallSettings {
         ..memory::DEFAULT_SETTINGS
     }
 }
+
+/// The ways of embedding the query's names both benchmarks print beside
+/// the defaults (each arm's candidates are read under its own settings):
+/// names embedded (main's defaults before common names were left out), all
+/// names left out, and, for each share in `BENCH_SHARES` (comma-separated,
+/// e.g. `0.01,0.02,0.05`), the names in at least that share of the
+/// viewer's items left out.
+pub fn name_arms() -> Vec<(String, RecallSettings)> {
+    let base = memory::DEFAULT_SETTINGS;
+    let mut out = vec![
+        ("names embedded".to_owned(), RecallSettings { names_by_keyword: false, common_name_share: 0.0, ..base }),
+        ("all names left out".to_owned(), RecallSettings { names_by_keyword: true, ..base }),
+    ];
+    let shares = std::env::var("BENCH_SHARES").unwrap_or_default();
+    for share in shares.split(',').filter_map(|x| x.trim().parse::<f32>().ok()) {
+        out.push((
+            format!("common names >= {share}"),
+            RecallSettings { names_by_keyword: false, common_name_share: share, ..base },
+        ));
+    }
+    out
+}

@@ -210,8 +210,11 @@ async fn import_timed(
 /// embedded whole, no neighbours: every arm but ours ranks these) and
 /// under ours, and its evidence row.
 /// With `BENCH_GRID`, also each question's candidates for the grid (the
-/// query embedded without and with its names).
-type QuestionSet = (Vec<(Candidates, bool)>, Vec<i64>, Vec<(Candidates, bool)>, Vec<[Candidates; 2]>);
+/// query embedded without and with its names). Last, for each of
+/// `grid::name_arms` (ways of embedding the query's names), each
+/// question's candidates read under that arm's settings.
+type QuestionSet =
+    (Vec<(Candidates, bool)>, Vec<i64>, Vec<(Candidates, bool)>, Vec<[Candidates; 2]>, Vec<Vec<(Candidates, bool)>>);
 
 /// Imports `d` into a fresh ledger and index (or reopens the kept index),
 /// embeds everything, and returns each question's candidates and evidence row.
@@ -245,7 +248,13 @@ async fn question_candidates(
     let mut ours = Vec::new();
     let mut evidence = Vec::new();
     let mut for_grid = Vec::new();
+    let name_arms = grid::name_arms();
+    let mut by_names: Vec<Vec<(Candidates, bool)>> = vec![Vec::new(); name_arms.len()];
     for q in &d.questions {
+        for ((_, s), out) in name_arms.iter().zip(&mut by_names) {
+            index.set_settings(*s);
+            out.push((index.candidates(&Scope::All, &q.query, 100).await?, q.tune));
+        }
         if std::env::var_os("BENCH_GRID").is_some() {
             index.set_settings(grid::candidate_settings(true));
             let without = index.candidates(&Scope::All, &q.query, 100).await?;
@@ -275,7 +284,7 @@ async fn question_candidates(
         std::fs::write(dir.join("questions.jsonl"), out)?;
     }
     index.close().await;
-    Ok((cands, evidence, ours, for_grid))
+    Ok((cands, evidence, ours, for_grid, by_names))
 }
 
 fn pct(x: f64) -> String {
@@ -332,7 +341,7 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
         let keep = a.keep.as_ref().map(|k| k.join(format!("{name}-{}-{}-{}", a.seed, a.messages, embedder.model_id())));
         sets.push((name, question_candidates(d, embedder.clone(), keep.as_deref()).await?));
     }
-    let (cands, evidence, _, for_grid) = &sets[0].1;
+    let (cands, evidence, _, for_grid, _) = &sets[0].1;
     if !for_grid.is_empty() {
         // Set A's tuning split only: B and A's held-out split choose nothing.
         for (label, s) in grid::points() {
@@ -405,7 +414,8 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
         ("keyword only (FTS5 bm25)", kw),
         ("embeddings only (MiniLM cosine)", vv),
     ];
-    for ((name, (cands, evidence, ours_cands, _)), d) in sets.iter().zip([&a_set, &b_set]) {
+    let name_arms = grid::name_arms();
+    for ((name, (cands, evidence, ours_cands, _, by_names)), d) in sets.iter().zip([&a_set, &b_set]) {
         let pick = |label: &str| if label.starts_with("ours") { ours_cands } else { cands };
         let split = (*name == "A").then_some(false);
         let n = d.questions.iter().filter(|q| split.is_none_or(|t| q.tune == t)).count();
@@ -417,6 +427,18 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
             match split {
                 Some(_) => {
                     let t = evaluate(pick(label), evidence, &s, d.now_ms, Some(true));
+                    println!("   (tuning split {} / {})", pct(t.r5), pct(t.r10));
+                }
+                None => println!(),
+            }
+        }
+        for ((label, s), arm) in name_arms.iter().zip(by_names) {
+            let label = format!("ours, {label}");
+            let sc = evaluate(arm, evidence, s, d.now_ms, split);
+            print!("  {label:<38} {}   {}", pct(sc.r5), pct(sc.r10));
+            match split {
+                Some(_) => {
+                    let t = evaluate(arm, evidence, s, d.now_ms, Some(true));
                     println!("   (tuning split {} / {})", pct(t.r5), pct(t.r10));
                 }
                 None => println!(),
@@ -462,6 +484,10 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
                     print!("  {label} {} / {}", pct(sc.r5), pct(sc.r10));
                 }
                 println!();
+                for ((label, s), arm) in name_arms.iter().zip(by_names) {
+                    let sc = evaluate(&only(arm), &ev, s, d.now_ms, None);
+                    println!("    {lang}, ours, {label}: {} / {}", pct(sc.r5), pct(sc.r10));
+                }
             }
         }
     }
