@@ -405,8 +405,7 @@ export async function main() {
     // After a conversation goes quiet the engine works in the background
     // (memory extraction on the local model): measure idle only once the app
     // has used under 5 % of a core for 5 s (at most four minutes of waiting:
-    // extraction on the tiny model on one thread of a loaded machine once
-    // took more than two).
+    // the background work after the voice turns once took more than two).
     const settleStarted = Date.now();
     await waitFor(async () => (await idleCost(cfg.app, 5_000)).cpu_percent < 5, { timeout: 240_000, interval: 0, message: "the app to go idle" });
     log(`  idle after ${((Date.now() - settleStarted) / 1000).toFixed(0)} s of background work`);
