@@ -60,7 +60,7 @@ pub struct ReplyTiming {
 fn trim_repeats(text: &str) -> String {
     let mut guard = providers::LoopGuard::new();
     let _ = guard.push(text);
-    let _ = guard.push(" ");
+    let _ = guard.finish();
     if guard.looped() {
         guard.text().trim_end().to_owned()
     } else {
