@@ -144,7 +144,7 @@ function check(condition, message) {
 const READ_MESSAGES = `
   return Array.from(document.querySelectorAll('[data-testid="message"]')).map(function (el) {
     var content = el.querySelector('[data-testid="message-content"]');
-    return { role: el.getAttribute('data-role'), text: (content ? content.textContent : el.textContent) || '' };
+    return { role: el.getAttribute('data-role'), seq: Number(el.getAttribute('data-seq')), text: (content ? content.textContent : el.textContent) || '' };
   });`;
 
 const READ_REPLY_STATE = `
@@ -296,29 +296,27 @@ export async function typeAndSend(ctx, text) {
   await send.click();
 }
 
-const READ_ROLES = `
-  return Array.from(document.querySelectorAll('[data-testid="message"]')).map(function (el) { return el.getAttribute('data-role'); });`;
-
 /**
  * Sends `text` and waits for the turn to end, however it ends: a persona
  * reply, a tool's note (a message that asks for something to be saved may
  * be done rather than answered) or a failure. Waits are on the app's state,
- * never on the model's words. Returns the role of the last message.
+ * never on the model's words. Returns the last message: `{ role, seq }`.
  */
 export async function sendAndAwaitAnswer(ctx, text, { timeout = REPLY_TIMEOUT_MS } = {}) {
-  const before = (await ctx.session.execute(READ_ROLES)).length;
+  const before = (await ctx.session.execute(READ_MESSAGES)).length;
   await typeAndSend(ctx, text);
-  const roles = await waitFor(
+  const messages = await waitFor(
     async () => {
       const failed = await ctx.session.findElements(css("message-failed"));
       const streaming = await ctx.session.findElements(css("message-streaming"));
-      const now = await ctx.session.execute(READ_ROLES);
+      const now = await ctx.session.execute(READ_MESSAGES);
       return streaming.length === 0 && (now.length >= before + 2 || failed.length > 0) ? now : null;
     },
     { timeout, interval: 250, message: `${ctx.label}: the answer to be complete (${timeout / 1000} s)` },
   );
-  log(`  answered with a ${roles.at(-1)} message`);
-  return roles.at(-1);
+  const last = messages.at(-1);
+  log(`  answered with a ${last.role} message (seq ${last.seq})`);
+  return last;
 }
 
 export async function verifyLedger(ctx) {

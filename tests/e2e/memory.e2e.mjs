@@ -103,7 +103,7 @@ async function scenario(ctx) {
   // system message, no reply): ask again, up to three times.
   let answered = false;
   for (let attempt = 0; attempt < 3 && !answered; attempt++) {
-    answered = (await sendAndAwaitAnswer(ctx, SECONDS[attempt], { timeout: REPLY_TIMEOUT_MS })) === "persona";
+    answered = (await sendAndAwaitAnswer(ctx, SECONDS[attempt], { timeout: REPLY_TIMEOUT_MS })).role === "persona";
   }
   check(answered, "no persona reply to the follow-up questions in three tries");
   const toggles = await waitFor(

@@ -27,7 +27,7 @@
 import { execFile } from "node:child_process";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { config, createPersona, endSession, log, openTab, readMessages, runIfMain, saveFailureState, selectPersona, shot, startSession, typeAndSend, verifyLedger } from "./app.e2e.mjs";
+import { config, createPersona, endSession, log, openTab, readMessages, runIfMain, saveFailureState, selectPersona, sendAndAwaitAnswer, shot, startSession, typeAndSend, verifyLedger } from "./app.e2e.mjs";
 import { Keys, sleep, waitFor } from "./webdriver.mjs";
 
 const PERSONA = { name: "Noa", description: "A lighthouse keeper who plans trips" };
@@ -59,27 +59,11 @@ function check(condition, message) {
   if (!condition) throw new Error(message);
 }
 
-const READ_MESSAGES = `
-  return Array.from(document.querySelectorAll('[data-testid="message"]')).map(function (el) {
-    return { role: el.getAttribute('data-role'), seq: Number(el.getAttribute('data-seq')) };
-  });`;
-
 /** Sends `text`; the new persona reply's seq, or null when something else answered (e.g. a tool's note). */
 async function askOnce(ctx, text) {
-  const before = await ctx.session.execute(READ_MESSAGES);
-  await typeAndSend(ctx, text);
-  const now = await waitFor(
-    async () => {
-      const failed = await ctx.session.findElements(css("message-failed"));
-      if (failed.length > 0) throw new Error(`the reply failed: ${await failed.at(-1).text()}`);
-      const streaming = await ctx.session.findElements(css("message-streaming"));
-      const list = await ctx.session.execute(READ_MESSAGES);
-      return list.length >= before.length + 2 && streaming.length === 0 ? list : null;
-    },
-    { timeout: REPLY_TIMEOUT_MS, interval: 250, message: `an answer to ${JSON.stringify(text)}` },
-  );
-  const last = now.at(-1);
-  log(`  answered with a ${last.role} message (seq ${last.seq})`);
+  const last = await sendAndAwaitAnswer(ctx, text, { timeout: REPLY_TIMEOUT_MS });
+  const failed = await ctx.session.findElements(css("message-failed"));
+  if (failed.length > 0) throw new Error(`the reply failed: ${await failed.at(-1).text()}`);
   return last.role === "persona" ? last.seq : null;
 }
 

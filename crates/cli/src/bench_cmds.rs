@@ -328,6 +328,14 @@ async fn our_run(ctx: &Ctx, c: &Conversation, verbose: bool, read_ahead: bool, d
         if verbose || !turn.expect.is_empty() {
             eprintln!("ours   {} #{:<2} {:>5} {} → {}", c.id, i + 1, if turn.expect.is_empty() { "" } else if answered { "OK" } else { "MISS" }, turn.say, short(text));
         }
+        if verbose {
+            if let Some(t) = &timing {
+                eprintln!(
+                    "       first token {:.0} ms = ours {:.0} (retrieval {:.0}, frame {:.0}) + model {:.0}; prompt {} tokens; whole reply {:.0} ms",
+                    t.overhead_ms + t.model_first_token_ms, t.overhead_ms, t.retrieval_ms, t.frame_ms, t.model_first_token_ms, t.prompt_tokens, t.total_ms
+                );
+            }
+        }
         out.push(Measured {
             split: c.split.clone(),
             turn: i + 1,

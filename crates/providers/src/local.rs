@@ -117,6 +117,9 @@ struct Shared {
     /// Where evaluated prompts are kept between processes, when set (see
     /// [`LocalEngine::keep_prompts_in`]).
     prompt_cache: OnceLock<PathBuf>,
+    /// The CPU's counters when the last generation ended (see
+    /// [`threads_free_now`]).
+    cpu_seen: Mutex<Option<(Instant, CpuTimes)>>,
 }
 
 /// The in-process llama.cpp engine. Cheap to clone; clones share the model
@@ -155,6 +158,7 @@ impl LocalEngine {
                 overlap: Mutex::new(()),
                 warm: Mutex::new(Vec::new()),
                 prompt_cache: OnceLock::new(),
+                cpu_seen: Mutex::new(None),
             }),
             threads,
             auto,
@@ -337,7 +341,8 @@ impl LocalEngine {
         let backend = backend()?;
         // The cores free now, watched while the model may still be loading
         // (our own process's work is not counted as busy).
-        let threads = if self.auto { threads_free_now(self.threads) } else { self.threads };
+        let threads = if self.auto { threads_free_now(self.threads, &self.shared.cpu_seen) } else { self.threads };
+        let t_threads = started.elapsed();
         let mut holder_gone_since: Option<Instant> = None;
         // Wait for our turn, still answering to cancellation.
         let _turn = loop {
@@ -372,6 +377,7 @@ impl LocalEngine {
             std::thread::sleep(Duration::from_millis(2));
         };
         let own_turn = matches!(_turn, Turn::Own { .. });
+        let t_turn = started.elapsed();
         let model = self.model(path)?;
         if cancelled() {
             return Ok(cancelled_empty());
@@ -424,6 +430,7 @@ impl LocalEngine {
             }
         };
         let reused = slot.keep_prefix(&tokens);
+        let t_warm = started.elapsed();
 
         let mut sampler = build_sampler(&model, request)?;
         if request.json_schema.is_none() && request.sampling.is_some() {
@@ -437,6 +444,7 @@ impl LocalEngine {
                 sampler.accept_many(vocab.tokenize(m.as_bytes(), false, false));
             }
         }
+        let t_sampler = started.elapsed();
         let decode_err = |e: llama_cpp_2::DecodeError| {
             ProviderError::Unavailable(format!("local decoding failed: {e}"))
         };
@@ -473,6 +481,7 @@ impl LocalEngine {
             slot.tokens.extend_from_slice(chunk);
         }
 
+        let t_read = started.elapsed();
         let mut text = String::new();
         let mut utf8 = Utf8Stream::default();
         // A question one of the last replies asked ends this one before it
@@ -500,6 +509,7 @@ impl LocalEngine {
             let token = sampler.sample(&slot.ctx, batch.n_tokens() - 1);
             if first_token_ms.is_none() {
                 first_token_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+                tracing::debug!(threads, t_threads = ?t_threads, t_turn = ?t_turn, t_warm = ?t_warm, t_sampler = ?t_sampler, t_read = ?t_read, first = ?started.elapsed(), fresh = n_prompt - reused, "first token");
             }
             if vocab.is_eog(token) {
                 break FinishReason::Stop;
@@ -548,6 +558,9 @@ impl LocalEngine {
         if own_turn && finish != FinishReason::Cancelled {
             self.save_kept_prompt(&slot);
             self.put_warm(slot);
+        }
+        if let Some(now) = cpu_times() {
+            *lock(&self.shared.cpu_seen) = Some((Instant::now(), now));
         }
         tracing::debug!(
             model = %path.display(),
@@ -757,8 +770,11 @@ fn prune_kept_prompts(dir: &Path) {
     }
 }
 
-/// How long the CPU is watched before a generation picks its threads.
+/// How long the CPU is watched before a generation picks its threads…
 const CPU_SAMPLE: Duration = Duration::from_millis(60);
+/// …unless the last generation ended at most this long ago: the CPU since
+/// then is watched instead, without waiting.
+const CPU_RECENT: Duration = Duration::from_secs(3);
 
 /// Threads for a generation starting now: `max`, less each core other
 /// programs keep busy (at least one). llama.cpp's threads wait for each
@@ -766,12 +782,27 @@ const CPU_SAMPLE: Duration = Duration::from_millis(60);
 /// stalls all of them: on this 2-core machine with a build running, a short
 /// reply took 38 s on two threads and 7 s on one (quiet: 1.5 s on two,
 /// 2.4 s on one). Our own process's CPU time is not counted as busy.
-fn threads_free_now(max: usize) -> usize {
+///
+/// The window watched ends now and starts when the last generation ended
+/// (`seen`), if that was recent, else `CPU_SAMPLE` ago: a reply sent right
+/// after the prompt was read ahead or a draft was read does not wait the
+/// 60 ms its first token would otherwise pay.
+fn threads_free_now(max: usize, seen: &Mutex<Option<(Instant, CpuTimes)>>) -> usize {
     if max <= 1 {
         return 1;
     }
-    let Some(before) = cpu_times() else { return max };
-    std::thread::sleep(CPU_SAMPLE);
+    let recent = lock(seen).take().filter(|(at, _)| at.elapsed() <= CPU_RECENT);
+    let before = match recent {
+        Some((at, before)) => {
+            std::thread::sleep(CPU_SAMPLE.saturating_sub(at.elapsed()));
+            before
+        }
+        None => {
+            let Some(before) = cpu_times() else { return max };
+            std::thread::sleep(CPU_SAMPLE);
+            before
+        }
+    };
     let Some(after) = cpu_times() else { return max };
     let total = after.total.saturating_sub(before.total);
     if total == 0 {
@@ -784,6 +815,7 @@ fn threads_free_now(max: usize) -> usize {
     max.saturating_sub(busy_cores).max(1)
 }
 
+#[derive(Debug, Clone, Copy)]
 struct CpuTimes {
     /// Clock ticks every core spent, and of those not idle.
     total: u64,
@@ -1207,13 +1239,22 @@ mod tests {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(200));
-        let busy = threads_free_now(cores);
+        let busy = threads_free_now(cores, &Mutex::new(None));
+        // The counters a generation that ended 100 ms ago left: the CPU
+        // since then is judged at once.
+        let seen = Mutex::new(cpu_times().map(|t| (Instant::now(), t)));
+        std::thread::sleep(Duration::from_millis(100));
+        let judging = Instant::now();
+        let busy_since = threads_free_now(cores, &seen);
+        let waited = judging.elapsed();
         for s in &mut spinners {
             let _ = s.kill();
             let _ = s.wait();
         }
         assert_eq!(busy, 1, "{cores} cores busy elsewhere");
-        assert_eq!(threads_free_now(1), 1);
+        assert_eq!(busy_since, 1, "{cores} cores busy elsewhere since the last generation");
+        assert!(waited < CPU_SAMPLE / 2, "judged in {waited:?}");
+        assert_eq!(threads_free_now(1, &Mutex::new(None)), 1);
     }
 
     #[test]

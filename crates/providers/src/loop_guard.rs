@@ -98,13 +98,18 @@ impl LoopGuard {
         if finished && sentence > 0 && self.asked.iter().any(is_asked) {
             return self.cut(judged[sentence].start);
         }
+        // The first sentence is never cut (a reply that is only the question
+        // is kept), so it is not held either.
         let opens_asked = !finished
+            && sentence > 0
             && !current.is_empty()
             && self.asked.iter().any(|q| q.len() > current.len() && q.iter().zip(&current).all(|(a, b)| a.as_str() == *b));
         // Hold back a repeat in progress (even one word: it may open a
         // sentence said before), a question asked before while it is being
-        // asked again, and the word still being written.
-        let mut hold_from = if complete < words.len() { words[complete].start } else { self.text.len() };
+        // asked again, and the word still being written, unless it is the
+        // reply's first: no cut starts there, and showing it at once saves
+        // the reader one token's wait.
+        let mut hold_from = if complete < words.len() && complete > 0 { words[complete].start } else { self.text.len() };
         if repeat >= 1 {
             hold_from = hold_from.min(judged[complete - repeat].start);
         }
@@ -301,6 +306,19 @@ mod tests {
         assert_eq!(g.push("I think "), Step::Show(String::new()));
         assert_eq!(g.push("you are right. "), Step::Show(" I think you are right.".into()));
         assert_eq!(g.finish(), " ");
+        assert!(!g.looped());
+    }
+
+    #[test]
+    fn the_first_word_is_shown_while_it_is_written_and_later_words_once_whole() {
+        let mut g = LoopGuard::asked_before(["How is your mother?"]);
+        // The reply's first piece is shown at once, even a question asked
+        // before: a reply that is only that question is kept whole.
+        assert_eq!(g.push("How"), Step::Show("How".into()));
+        assert_eq!(g.push(" is"), Step::Show(String::new()));
+        assert_eq!(g.push(" your"), Step::Show(" is".into()));
+        assert_eq!(g.push(" mother? Fine"), Step::Show(" your mother?".into()));
+        assert_eq!(g.finish(), " Fine");
         assert!(!g.looped());
     }
 
