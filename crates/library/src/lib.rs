@@ -26,5 +26,5 @@ pub use library::{
     expand, now_ms, AddReport, DocumentView, Library, Queued, SearchHit, Status, DB_FILE, DEFAULT_CHUNK_TOKENS, EMBED_WINDOW,
     SNIPPET_CHARS,
 };
-pub use search::{format_page_marks, fuse, is_contents, keyword_expression, matched_page, parse_page_marks, recency_bonus, snippet, word_match, SearchMode, SearchSettings, DEFAULT_SEARCH};
+pub use search::{format_page_marks, fuse, is_contents, keyword_expression, matched_page, parse_page_marks, quote_match, recency_bonus, snippet, word_match, SearchMode, SearchSettings, DEFAULT_SEARCH};
 pub use worker::{run_if_worker, worker_main, Extractor, DEFAULT_TIMEOUT, MAX_FILE_BYTES, WORKER_ARG};

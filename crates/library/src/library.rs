@@ -18,7 +18,7 @@ use crate::error::{LibraryError, Result};
 use crate::extract::{Extraction, Format};
 use crate::citations::Visibility;
 use crate::search::{
-    format_page_marks, fuse, is_contents, keyword_expression, matched_page, parse_page_marks, recency_bonus, snippet, word_match, SearchMode,
+    format_page_marks, fuse, is_contents, keyword_expression, matched_page, parse_page_marks, quote_match, recency_bonus, snippet, word_match, SearchMode,
     SearchSettings, DEFAULT_SEARCH,
 };
 use crate::worker::{Extractor, MAX_FILE_BYTES};
@@ -1001,6 +1001,11 @@ impl Library {
             let text: String = r.get(4);
             let score = if mode == SearchMode::Hybrid && s.word_match_weight > 0.0 {
                 score + s.word_match_weight * word_match(&text, query)
+            } else {
+                score
+            };
+            let score = if mode == SearchMode::Hybrid && s.quote_weight > 0.0 {
+                score + s.quote_weight * quote_match(&text, query)
             } else {
                 score
             };
