@@ -260,6 +260,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut arms: Vec<String> = ARMS.iter().map(|a| (*a).to_owned()).collect();
     let mut extra: HashMap<String, (f64, f64)> = HashMap::new();
+    // The product: one-page passages, contents factor, word-match and quote
+    // at their defaults ("old+toc" is main before the quote signal).
+    arms.push("product".to_owned());
+    extra.insert("product".to_owned(), (DEFAULT_SEARCH.word_match_weight, DEFAULT_SEARCH.quote_weight));
     for w in weights("BENCH_WORD_MATCH") {
         arms.push(format!("old+toc+wm{w}"));
         extra.insert(format!("old+toc+wm{w}"), (w, 0.0));
@@ -278,9 +282,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             old.settings.contents_factor = if arm == "old+toc" || extra.contains_key(arm) { toc_factor } else { 1.0 };
             old.settings.word_match_weight = word_match;
             old.settings.quote_weight = quote;
+            new.settings.word_match_weight = 0.0;
+            new.settings.quote_weight = 0.0;
             let (lib, mode) = match arm {
                 "BM25 old" => (&old, SearchMode::Keyword),
                 "old" | "old+toc" => (&old, SearchMode::Hybrid),
+                _ if extra.contains_key(arm) => (&old, SearchMode::Hybrid),
                 "BM25" => (&new, SearchMode::Keyword),
                 _ => (&new, SearchMode::Hybrid),
             };

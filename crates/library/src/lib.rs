@@ -16,9 +16,11 @@ mod error;
 pub mod extract;
 mod library;
 mod search;
+mod visibility;
 mod worker;
 
-pub use citations::{Citation, Passage, Visibility};
+pub use citations::{Citation, Passage};
+pub use visibility::Visibility;
 pub use chunk::{chunk_blocks, chunk_blocks_with, sha256_hex, split, Chunk, TokenCounter, WordEstimate};
 pub use error::{LibraryError, Result};
 pub use extract::{extract_bytes, Block, ExtractError, Extraction, Format};
