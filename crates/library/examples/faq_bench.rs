@@ -290,22 +290,29 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             query_ms[(query_ms.len() * 95 / 100).min(query_ms.len() - 1)],
         ));
         summaries.push(format!(
-            "{name} settings: vector {:.2} / keyword {:.2}, RRF k {}, candidates {}, word match {}",
-            lib.settings.vector_weight, lib.settings.keyword_weight, lib.settings.rrf_k, lib.settings.candidates, word_match
+            "{name} settings: vector {:.2} / keyword {:.2}, RRF k {}, candidates {}, word match {}, quote {}",
+            lib.settings.vector_weight, lib.settings.keyword_weight, lib.settings.rrf_k, lib.settings.candidates, word_match, lib.settings.quote_weight
         ));
         if let Ok(dump) = std::env::var("BENCH_DUMP") {
             dump_judgements(&lib, &db_dir, &questions, &format!("{dump}.{name}.json")).await?;
         }
+        let quote = lib.settings.quote_weight;
         let mut modes = vec![
-            (format!("emb {name}"), SearchMode::Vector, word_match),
-            (format!("fusion {name}"), SearchMode::Hybrid, 0.0),
-            (format!("ours {name}"), SearchMode::Hybrid, word_match),
+            (format!("emb {name}"), SearchMode::Vector, word_match, quote),
+            (format!("fusion {name}"), SearchMode::Hybrid, 0.0, 0.0),
+            (format!("ours {name}"), SearchMode::Hybrid, word_match, quote),
         ];
-        if i == 0 {
-            modes.insert(0, ("BM25".to_owned(), SearchMode::Keyword, word_match));
+        // BENCH_QUOTE=W1,W2,…: the hybrid with the quote signal at each
+        // weight, beside the arms above in the same run.
+        for w in std::env::var("BENCH_QUOTE").unwrap_or_default().split(',').filter_map(|w| w.trim().parse::<f64>().ok()) {
+            modes.push((format!("+q{w} {name}"), SearchMode::Hybrid, word_match, w));
         }
-        for (label, mode, weight) in modes {
+        if i == 0 {
+            modes.insert(0, ("BM25".to_owned(), SearchMode::Keyword, word_match, quote));
+        }
+        for (label, mode, weight, quote) in modes {
             lib.settings.word_match_weight = weight;
+            lib.settings.quote_weight = quote;
             let mut by_split: HashMap<bool, Scores> = HashMap::new();
             let mut times = Vec::new();
             for q in &questions {

@@ -250,15 +250,44 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The factor on table-of-contents passages for "old+toc" and "ours+toc".
     let toc_factor: f64 =
         std::env::var("BENCH_CONTENTS_FACTOR").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_SEARCH.contents_factor);
-    let mut tallies: HashMap<(String, &str, &str), Tally> = HashMap::new();
+    // Extra arms on one-page passages with table-of-contents scoring: the
+    // word-match and quote signals at each weight listed in
+    // BENCH_WORD_MATCH / BENCH_QUOTE (comma-separated); the named arms keep
+    // both signals off, as before they existed. Weights are
+    // compared in one run on one index.
+    let weights = |var: &str| -> Vec<f64> {
+        std::env::var(var).unwrap_or_default().split(',').filter_map(|w| w.trim().parse().ok()).collect()
+    };
+    let mut arms: Vec<String> = ARMS.iter().map(|a| (*a).to_owned()).collect();
+    let mut extra: HashMap<String, (f64, f64)> = HashMap::new();
+    // The product: one-page passages, contents factor, word-match and quote
+    // at their defaults ("old+toc" is main before the quote signal).
+    arms.push("product".to_owned());
+    extra.insert("product".to_owned(), (DEFAULT_SEARCH.word_match_weight, DEFAULT_SEARCH.quote_weight));
+    for w in weights("BENCH_WORD_MATCH") {
+        arms.push(format!("old+toc+wm{w}"));
+        extra.insert(format!("old+toc+wm{w}"), (w, 0.0));
+    }
+    for w in weights("BENCH_QUOTE") {
+        arms.push(format!("old+toc+q{w}"));
+        extra.insert(format!("old+toc+q{w}"), (0.0, w));
+    }
+    let mut tallies: HashMap<(String, &str, String), Tally> = HashMap::new();
     for q in queries.iter().filter(|q| indexed.contains(&q.file)) {
-        for arm in ARMS {
+        for arm in &arms {
+            let arm = arm.as_str();
+            let (word_match, quote) = extra.get(arm).copied().unwrap_or((0.0, 0.0));
             new.settings.cite_matched_page = arm != "ours main";
             new.settings.contents_factor = if arm == "ours+toc" { toc_factor } else { 1.0 };
-            old.settings.contents_factor = if arm == "old+toc" { toc_factor } else { 1.0 };
+            old.settings.contents_factor = if arm == "old+toc" || extra.contains_key(arm) { toc_factor } else { 1.0 };
+            old.settings.word_match_weight = word_match;
+            old.settings.quote_weight = quote;
+            new.settings.word_match_weight = 0.0;
+            new.settings.quote_weight = 0.0;
             let (lib, mode) = match arm {
                 "BM25 old" => (&old, SearchMode::Keyword),
                 "old" | "old+toc" => (&old, SearchMode::Hybrid),
+                _ if extra.contains_key(arm) => (&old, SearchMode::Hybrid),
                 "BM25" => (&new, SearchMode::Keyword),
                 _ => (&new, SearchMode::Hybrid),
             };
@@ -266,7 +295,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let hits = lib.search(&q.text, 5, mode).await?;
             let ms = started.elapsed().as_secs_f64() * 1000.0;
             let right = |h: &library::SearchHit| Path::new(&h.document) == q.file && h.page.is_some_and(|p| q.pages.contains(&p));
-            for key in [(q.set.clone(), q.kind, arm), (q.set.clone(), "all", arm)] {
+            for key in [(q.set.clone(), q.kind, arm.to_owned()), (q.set.clone(), "all", arm.to_owned())] {
                 let t = tallies.entry(key).or_default();
                 t.queries += 1;
                 t.document += usize::from(hits.first().is_some_and(|h| Path::new(&h.document) == q.file));
@@ -289,7 +318,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("documents: {} multi-page PDFs poppler reads", indexed.len());
     println!(
-        "{:<10} {:<9} {:<10} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8}",
+        "{:<10} {:<9} {:<14} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8}",
         "set", "queries", "search", "n", "doc@1", "cite@1", "cite@5", "p50 ms", "p95 ms"
     );
     let mut sets: Vec<String> = queries.iter().map(|q| q.set.clone()).collect();
@@ -297,14 +326,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     sets.dedup();
     for set in &sets {
         for kind in ["run", "question", "all"] {
-            for arm in ARMS {
-                let Some(t) = tallies.get(&(set.clone(), kind, arm)) else { continue };
+            for arm in &arms {
+                let Some(t) = tallies.get(&(set.clone(), kind, arm.clone())) else { continue };
                 let n = t.queries.max(1) as f64;
                 let mut times = t.times.clone();
                 times.sort_by(f64::total_cmp);
                 let pct = |p: usize| times.get((times.len() * p / 100).min(times.len().saturating_sub(1))).copied().unwrap_or(0.0);
                 println!(
-                    "{set:<10} {kind:<9} {arm:<10} {:>7} {:>7.3} {:>7.3} {:>7.3} {:>8.1} {:>8.1}",
+                    "{set:<10} {kind:<9} {arm:<14} {:>7} {:>7.3} {:>7.3} {:>7.3} {:>8.1} {:>8.1}",
                     t.queries,
                     t.document as f64 / n,
                     t.cite1 as f64 / n,

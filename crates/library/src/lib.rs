@@ -16,9 +16,11 @@ mod error;
 pub mod extract;
 mod library;
 mod search;
+mod visibility;
 mod worker;
 
-pub use citations::{Citation, Passage, Visibility};
+pub use citations::{Citation, Passage};
+pub use visibility::Visibility;
 pub use chunk::{chunk_blocks, chunk_blocks_with, sha256_hex, split, Chunk, TokenCounter, WordEstimate};
 pub use error::{LibraryError, Result};
 pub use extract::{extract_bytes, Block, ExtractError, Extraction, Format};
@@ -26,5 +28,5 @@ pub use library::{
     expand, now_ms, AddReport, DocumentView, Library, Queued, SearchHit, Status, DB_FILE, DEFAULT_CHUNK_TOKENS, EMBED_WINDOW,
     SNIPPET_CHARS,
 };
-pub use search::{format_page_marks, fuse, is_contents, keyword_expression, matched_page, parse_page_marks, recency_bonus, snippet, word_match, SearchMode, SearchSettings, DEFAULT_SEARCH};
+pub use search::{format_page_marks, fuse, is_contents, keyword_expression, matched_page, parse_page_marks, quote_match, recency_bonus, snippet, word_match, SearchMode, SearchSettings, DEFAULT_SEARCH};
 pub use worker::{run_if_worker, worker_main, Extractor, DEFAULT_TIMEOUT, MAX_FILE_BYTES, WORKER_ARG};

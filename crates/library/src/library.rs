@@ -16,9 +16,9 @@ use sqlx::Row;
 use crate::chunk::{chunk_blocks_with, sha256_hex, split, Chunk, TokenCounter};
 use crate::error::{LibraryError, Result};
 use crate::extract::{Extraction, Format};
-use crate::citations::Visibility;
+use crate::visibility::Visibility;
 use crate::search::{
-    format_page_marks, fuse, is_contents, keyword_expression, matched_page, parse_page_marks, recency_bonus, snippet, word_match, SearchMode,
+    format_page_marks, fuse, is_contents, keyword_expression, matched_page, parse_page_marks, quote_match, recency_bonus, snippet, word_match, SearchMode,
     SearchSettings, DEFAULT_SEARCH,
 };
 use crate::worker::{Extractor, MAX_FILE_BYTES};
@@ -709,7 +709,7 @@ impl Library {
                 indexed_at: r.get(8),
                 sha256: r.get(9),
                 flagged: r.get(10),
-                groups: crate::citations::groups_of(r.get(11)),
+                groups: crate::visibility::groups_of(r.get(11)),
             })
             .collect())
     }
@@ -995,12 +995,17 @@ impl Library {
             let Some(r) = rows.remove(&chunk_id) else {
                 continue;
             };
-            if !visible.allows(&crate::citations::groups_of(r.get(8))) {
+            if !visible.allows(&crate::visibility::groups_of(r.get(8))) {
                 continue;
             }
             let text: String = r.get(4);
             let score = if mode == SearchMode::Hybrid && s.word_match_weight > 0.0 {
                 score + s.word_match_weight * word_match(&text, query)
+            } else {
+                score
+            };
+            let score = if mode == SearchMode::Hybrid && s.quote_weight > 0.0 {
+                score + s.quote_weight * quote_match(&text, query)
             } else {
                 score
             };

@@ -340,3 +340,53 @@ async fn a_passage_across_a_page_break_cites_the_page_of_the_matched_words() {
     }
     lib.close().await;
 }
+
+/// Puts a decoy passage nearest the query, as MiniLM puts a passage near
+/// in meaning above the one that holds the quoted words: texts of the
+/// query's length or holding "evening" point one way, the rest the other.
+struct Decoy;
+
+impl memory::Embedder for Decoy {
+    fn dim(&self) -> usize {
+        2
+    }
+    fn model_id(&self) -> String {
+        "decoy".into()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, memory::MemoryError> {
+        Ok(texts.iter().map(|t| if t.len() < 80 || t.contains("evening") { vec![1.0, 0.0] } else { vec![0.0, 1.0] }).collect())
+    }
+}
+
+#[tokio::test]
+async fn a_quoted_sentence_finds_the_passage_that_holds_it_over_one_near_in_meaning() {
+    let docs = tempfile::tempdir().expect("docs");
+    let data = tempfile::tempdir().expect("data");
+    write(
+        docs.path(),
+        "story.md",
+        b"# Story\n\nThe storm had passed by then. The keeper climbed the stairs of the old lighthouse at dusk, counting every step, and lit the lamp before the fishing boats came home.\n",
+    );
+    write(docs.path(), "guide.md", b"# Guide\n\nLighthouse keepers climb stairs every evening to light the lamp.\n");
+    let mut lib = library::Library::open(data.path(), std::sync::Arc::new(Decoy), std::sync::Arc::new(library::WordEstimate), crate::worker())
+        .await
+        .expect("open");
+    lib.add_paths(&[docs.path().to_path_buf()], false, |_| {}).await.expect("add");
+    let quote = "the keeper climbed the stairs of the old lighthouse at dusk";
+    // Without the quote signal the embeddings' favourite comes first…
+    lib.settings.quote_weight = 0.0;
+    let hits = lib.search(quote, 2, SearchMode::Hybrid).await.expect("search");
+    assert!(hits[0].document.ends_with("guide.md"), "the decoy must lead without the signal, or this test shows nothing: {hits:?}");
+    // …with the product's settings the passage holding the words does.
+    lib.settings = library::DEFAULT_SEARCH;
+    let hits = lib.search(quote, 2, SearchMode::Hybrid).await.expect("search");
+    assert!(hits[0].document.ends_with("story.md"), "{hits:?}");
+    // A question in its own words is not a quote: the order stays the fusion's.
+    let asked = "who climbs lighthouse stairs to light the lamp";
+    lib.settings.quote_weight = 0.0;
+    let plain: Vec<i64> = lib.search(asked, 2, SearchMode::Hybrid).await.expect("search").iter().map(|h| h.chunk_id).collect();
+    lib.settings = library::DEFAULT_SEARCH;
+    let ours: Vec<i64> = lib.search(asked, 2, SearchMode::Hybrid).await.expect("search").iter().map(|h| h.chunk_id).collect();
+    assert_eq!(plain, ours);
+    lib.close().await;
+}
