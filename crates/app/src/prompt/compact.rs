@@ -92,19 +92,8 @@ pub(crate) fn messages(input: &CompactInput<'_>) -> (Vec<ChatMessage>, Layout) {
         .filter(|m| m.role == MessageRole::Human)
         .map(|m| m.content.as_str())
         .collect();
+    let facts = pick_facts(question, &input.recalled, &earlier);
     let last = history.len().saturating_sub(1);
-    // A line the prompt already holds (a message in the window, or in what
-    // was told before it) is not sent again before the question: each
-    // remembered line is read by the local model after the message is sent,
-    // before the first word of the reply.
-    let in_prompt = |fact: &String| {
-        history[start.min(last)..last].iter().any(|m| m.role == MessageRole::Human && shorten(m.content.trim()) == *fact)
-            || told.as_deref().is_some_and(|t| t.lines().any(|l| l.strip_prefix("- ") == Some(fact.as_str())))
-    };
-    let facts: Vec<String> = pick_facts(question, &input.recalled, &earlier)
-        .into_iter()
-        .filter(|f| !in_prompt(f))
-        .collect();
     let mut layout = Layout { start: start_seq, told, facts: BTreeMap::new() };
     for (i, m) in history.iter().enumerate().skip(start) {
         let sent_before = if i == last {
@@ -440,8 +429,7 @@ mod tests {
         let (sent, layout) = messages(&input);
         assert!(layout.start.is_some_and(|s| s > 1), "the first message is outside the window");
         assert!(sent[0].content.contains("Earlier, the user told you:\n- Next month I fly to Osaka."), "{}", sent[0].content);
-        // Told once: not read again before the question.
-        assert_eq!(sent.iter().filter(|m| m.content.contains("Osaka")).count(), 1, "{sent:?}");
+        assert_eq!(sent.iter().filter(|m| m.content.contains("Osaka")).count(), 2, "told, and picked for the question");
     }
 
     #[test]
@@ -468,40 +456,6 @@ mod tests {
             assert_eq!(sent.last().map(|m| m.content.as_str()), Some("Do you remember message 0?"));
         }
         assert!(moved >= 2, "the window never moved in 14 turns: the test checks nothing about moving");
-    }
-
-    /// The remembered lines sent before the newest message.
-    fn facts_sent(sent: &[ChatMessage]) -> Vec<&str> {
-        sent.iter().filter(|m| m.role == Role::System && m.content.starts_with("The user told you earlier")).map(|m| m.content.as_str()).collect()
-    }
-
-    #[test]
-    fn a_remembered_line_the_prompt_already_holds_is_not_sent_again_before_the_question() {
-        let recalled = vec![("[2026-11-25] I moved to Lisbon last spring to live by the sea.".to_owned(), true)];
-        // In the window.
-        let history = vec![
-            msg(1, MessageRole::Human, "Hi! My name is Marta and I live in Lisbon."),
-            msg(2, MessageRole::Persona, "Nice to meet you, Marta!"),
-            msg(3, MessageRole::Human, "Where do I live?"),
-        ];
-        let input = CompactInput { persona: &persona(), language: Language::En, history: &history, layout: &Layout::default(), recalled: recalled.clone() };
-        let (sent, _) = messages(&input);
-        let facts = facts_sent(&sent);
-        assert_eq!(facts.len(), 1, "{sent:?}");
-        assert!(facts[0].contains("I moved to Lisbon last spring") && !facts[0].contains("My name is Marta"), "{}", facts[0]);
-        // Before the window: told in the system message, not again before the question.
-        let mut history = vec![msg(1, MessageRole::Human, "I live in Lisbon, by the river.")];
-        history.extend(conversation(8).into_iter().skip(1).map(|m| Message { seq: m.seq + 1, ..m }));
-        history.push(msg(100, MessageRole::Human, "Where do I live?"));
-        let input = CompactInput { persona: &persona(), language: Language::En, history: &history, layout: &Layout::default(), recalled: vec![] };
-        let (sent, layout) = messages(&input);
-        assert!(layout.start > Some(1), "the window must have moved past the first message");
-        assert!(sent[0].content.contains("- I live in Lisbon, by the river."), "{}", sent[0].content);
-        assert!(facts_sent(&sent).is_empty(), "{sent:?}");
-        // Without the told line the same line is sent before the question.
-        let input = CompactInput { layout: &Layout { start: layout.start, told: Some("Earlier, the user told you:\n- something else".into()), facts: BTreeMap::new() }, ..input };
-        let (sent, _) = messages(&input);
-        assert!(facts_sent(&sent).iter().any(|f| f.contains("I live in Lisbon, by the river.")), "{sent:?}");
     }
 
     #[test]

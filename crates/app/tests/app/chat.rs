@@ -90,18 +90,16 @@ async fn a_draft_is_read_ahead_and_its_reply_starts_with_the_whole_of_it() {
     let drafts = h.provider.prefills();
     let read = &drafts.last().expect("the draft was read").messages;
     assert_eq!(read.last().map(|m| m.content.as_str()), Some("Where do I live?"));
-    // The line that answers it is in the window: it is not read again as a
-    // remembered line.
-    assert_eq!(read.iter().filter(|m| m.content.contains("Lisbon")).count(), 1, "{read:?}");
+    assert!(read.iter().any(|m| m.role == providers::Role::System && m.content.contains("Lisbon")), "remembered lines picked for the draft: {read:?}");
 
     conversation.send_message("Ei", "Where do I live?").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let sent = h.provider.requests().pop().expect("a request").messages;
-    assert_eq!(&sent, read, "the reply's prompt is the draft's");
+    assert_eq!(&sent, read, "the reply's prompt is the draft's, remembered lines and all");
 }
 
 #[tokio::test]
-async fn a_new_process_starts_its_prompt_with_the_last_one() {
+async fn a_new_process_starts_its_prompt_with_the_last_one_remembered_lines_and_all() {
     // One `ledgermind chat` per message: the model keeps the last prompt it
     // read on disk, and reads only what is new if this one starts with it.
     let h = Harness::new(&["Nice to meet you, Owen!", "You play the cello."]).await;
@@ -113,7 +111,8 @@ async fn a_new_process_starts_its_prompt_with_the_last_one() {
     conversation.send_message("Ei", "What instrument do I play?").await.expect("send");
     await_reply(&mut rx).await.1.expect("reply");
     let before = h.provider.requests().pop().expect("a request").messages;
-    assert_eq!(before.iter().filter(|m| m.content.contains("cello")).count(), 1, "a line of the window is not sent again: {before:?}");
+    let lines = before.iter().filter(|m| m.role == providers::Role::System).count();
+    assert!(lines >= 2, "the question went with remembered lines: {before:?}");
 
     let h = h.restart(&["Seven, in May."]).await;
     let mut rx = h.engine.subscribe();
