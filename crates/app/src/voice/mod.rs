@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 use voice::audio::{AudioInput, AudioOutput, WavLoopback};
-use voice::converse::{speaking_pieces, spoken_pieces, EndOfTurn, Endpoint, Floor, Responder};
+use voice::converse::{speaking_pieces, EndOfTurn, Endpoint, Floor, Responder};
 use voice::vad::{GateConfig, GateEvent, SpeechGate, FRAME};
 use voice::{Language, LanguageChoice, SpeechSynthesizer, SpeechToText, SynthesisRequest, VoiceError};
 
@@ -234,9 +234,6 @@ pub struct TurnConfig {
     /// load it, leaves WebRTC's VAD alone, and the turn ends on the hold.
     pub silero_models: Option<std::path::PathBuf>,
     pub persona_id: Option<String>,
-    /// The most sentences of the reply said aloud; None: all of it (see
-    /// `voice::converse::SPOKEN_SENTENCES`).
-    pub spoken_sentences: Option<usize>,
 }
 
 impl Default for TurnConfig {
@@ -254,7 +251,6 @@ impl Default for TurnConfig {
             endpoint: Some(Endpoint::default()),
             silero_models: None,
             persona_id: None,
-            spoken_sentences: Some(voice::converse::SPOKEN_SENTENCES),
         }
     }
 }
@@ -521,7 +517,7 @@ fn speak_reply(
     decided: Instant,
     emit: &mut dyn FnMut(VoiceEvent),
 ) -> Result<(String, bool), VoiceError> {
-    let parts = spoken_pieces(reply, config.spoken_sentences);
+    let parts = speaking_pieces(reply);
     // Each piece with the sample at which it starts playing.
     let mut starts = Vec::new();
     let mut total = 0usize;
