@@ -53,6 +53,10 @@ pub enum VoiceCmd {
         /// Feed what is played back into the microphone at DB (e.g. -6), 60 ms late.
         #[arg(long, allow_hyphen_values = true)]
         echo_db: Option<f32>,
+        /// en (the tray's: Whisper tiny.en), pt, or auto (the multilingual
+        /// model detects English or Portuguese and the reply is spoken in it).
+        #[arg(long, default_value = "en")]
+        language: LanguageChoice,
         #[arg(long)]
         json: bool,
     },
@@ -191,7 +195,7 @@ fn say(models: &Path, text: &str, out: &Path, language: Language, rate: f32) -> 
 }
 
 pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: VoiceCmd) -> ExitCode {
-    let VoiceCmd::Converse { persona, input, output, echo_db, json } = cmd else {
+    let VoiceCmd::Converse { persona, input, output, echo_db, language, json } = cmd else {
         return ExitCode::SUCCESS;
     };
     let pcm = match voice::wav::read_mono(&input, voice::SAMPLE_RATE) {
@@ -199,11 +203,18 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
         Err(e) => return fail(&e),
     };
     let models = models_dir(home);
-    // Listen in any language the installed models know; answer in the one heard.
-    let listen = match whisper_for(&models, LanguageChoice::Auto) {
-        Ok(c) if !c.english_only => LanguageChoice::Auto,
-        Ok(_) => LanguageChoice::Fixed(Language::En),
-        Err(e) => return fail(&e),
+    // English by default, as the tray listens: tiny.en is faster than the
+    // multilingual base and hears English better (espeak-ng's "How many legs
+    // does a spider have?" is "How many links does a spider hab?" to base).
+    // Auto listens in any language the installed models know and answers in
+    // the one heard.
+    let listen = match (language, whisper_for(&models, LanguageChoice::Auto)) {
+        (LanguageChoice::Auto, Ok(c)) if c.english_only => {
+            eprintln!("note: only the English model (tiny.en) is installed; listening in English");
+            LanguageChoice::Fixed(Language::En)
+        }
+        (_, Err(e)) => return fail(&e),
+        (l, Ok(_)) => l,
     };
     let choice = match whisper_for(&models, listen) {
         Ok(c) => c,
@@ -244,6 +255,8 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
             // that"), else after the gate's 800 ms hold (latency_bench
             // measures each against the hold alone).
             endpoint: Some(voice::converse::Endpoint::default()),
+            // One or two sentences answer a spoken question; the rest is in the chat.
+            spoken_sentences: Some(voice::converse::SPOKEN_SENTENCES),
             ..Default::default()
         };
         let tts = synthesizer(&models);

@@ -135,15 +135,23 @@ fn cli_config(models: &Path, ducking: Option<Ducking>, endpoint: Option<Endpoint
 /// the whole utterance after 200 ms of silence, any finished reading
 /// trusted, Whisper's encoder in q8_0 when the q8_0 file is there); ours
 /// (the defaults: the take sooner, "the capital?" not trusted as
-/// finished, the encoder on f32 weights). The last field: whether the
-/// rule runs on the old weights.
-fn rules() -> Vec<(&'static str, Option<Endpoint>, bool)> {
+/// finished, the encoder on f32 weights). The last field: the recogniser
+/// the rule runs on.
+fn rules() -> Vec<(&'static str, Option<Endpoint>, Weights)> {
     let old = Endpoint { speculate_ms: 200, relations_wait: false, ..Endpoint::default() };
     let mut rules = vec![
-        ("hold 800 ms (baseline)", None, false),
-        ("adaptive end as it was (old)", Some(old), true),
-        ("adaptive end, sooner take (ours)", Some(Endpoint::default()), false),
+        ("hold 800 ms (baseline)", None, Weights::Ours),
+        ("adaptive end as it was (old)", Some(old), Weights::Old),
+        ("adaptive end, sooner take (ours)", Some(Endpoint::default()), Weights::Ours),
     ];
+    // LATENCY_BENCH_MARGIN=N: ours again with N mel frames of encoder padding.
+    if let Some(m) = margin_tried() {
+        rules.push((
+            Box::leak(format!("adaptive end, encoder margin {m} frames (tried)").into_boxed_str()),
+            Some(Endpoint::default()),
+            Weights::Margin,
+        ));
+    }
     // LATENCY_BENCH_TRY="speculate_ms,stream_every_ms": one more setting to try beside them.
     if let Ok(v) = std::env::var("LATENCY_BENCH_TRY") {
         let n: Vec<u64> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
@@ -152,11 +160,26 @@ fn rules() -> Vec<(&'static str, Option<Endpoint>, bool)> {
             rules.push((
                 Box::leak(format!("take after {speculate_ms} ms, drafts every {every} ms (tried)").into_boxed_str()),
                 Some(tried),
-                false,
+                Weights::Ours,
             ));
         }
     }
     rules
+}
+
+/// Which loaded recogniser a rule runs on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Weights {
+    /// The product's.
+    Ours,
+    /// The old rule's (the encoder in q8_0 as well).
+    Old,
+    /// The product's with the encoder margin of LATENCY_BENCH_MARGIN.
+    Margin,
+}
+
+fn margin_tried() -> Option<usize> {
+    std::env::var("LATENCY_BENCH_MARGIN").ok()?.trim().parse().ok()
 }
 
 fn median(mut v: Vec<u64>) -> u64 {
@@ -180,6 +203,19 @@ fn load() -> String {
         .take(3)
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+fn pick<'a>(
+    which: Weights,
+    ours: &'a mut Whisper,
+    old: &'a mut Whisper,
+    margin: &'a mut Option<Whisper>,
+) -> &'a mut Whisper {
+    match (which, margin) {
+        (Weights::Old, _) => old,
+        (Weights::Margin, Some(m)) => m,
+        _ => ours,
+    }
 }
 
 fn run() -> Result<(), VoiceError> {
@@ -207,7 +243,20 @@ fn run() -> Result<(), VoiceError> {
     } else {
         Whisper::load(&choice.dir)?
     };
-    println!("Whisper weights: {:?} (old rule: {:?})", stt.precision(), old_stt.precision());
+    let mut margin_stt = match margin_tried() {
+        Some(m) => {
+            let mut w = Whisper::load(&choice.dir)?;
+            w.set_context_margin(m);
+            Some(w)
+        }
+        None => None,
+    };
+    println!(
+        "Whisper weights: {:?}, encoder margin {} frames (old rule: {:?})",
+        stt.precision(),
+        stt.context_margin(),
+        old_stt.precision()
+    );
     // A fourth argument "turns": the end-of-turn scenes (1 and 1b) only.
     let only_turns = args.next().as_deref() == Some("turns");
     let piper = voice::piper::Piper::load(&models);
@@ -235,8 +284,8 @@ fn run() -> Result<(), VoiceError> {
         ends.push(ms_of(input.len()));
         input.extend(silence(8_000));
     }
-    for (rule, endpoint, old) in rules() {
-        let stt = if old { &mut old_stt } else { &mut stt };
+    for (rule, endpoint, which) in rules() {
+        let stt = pick(which, &mut stt, &mut old_stt, &mut margin_stt);
         println!("-- {rule} --");
         let mut mic = WavLoopback::new(Pcm { samples: input.clone(), rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
         let turns =
@@ -308,8 +357,8 @@ fn run() -> Result<(), VoiceError> {
             input.extend(silence(8_000));
         }
     }
-    for (rule, endpoint, old) in rules() {
-        let stt = if old { &mut old_stt } else { &mut stt };
+    for (rule, endpoint, which) in rules() {
+        let stt = pick(which, &mut stt, &mut old_stt, &mut margin_stt);
         let mut mic = WavLoopback::new(Pcm { samples: input.clone(), rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
         let turns =
             converse(&mut mic, &mut *stt, &mut Fixed(SHORT_REPLY), tts.as_ref(), &cli_config(&models, None, endpoint))?;
@@ -353,8 +402,8 @@ fn run() -> Result<(), VoiceError> {
     println!("\n== 2. barge-in (-6 dB echo, AEC on, no ducking) ==");
     let medium = "Paris is the capital of France. It has been for a very long time. The river Seine runs through it.";
     let long: &'static str = Box::leak(format!("{medium} ").repeat(4).into_boxed_str());
-    for (name, endpoint, old) in rules() {
-        let stt = if old { &mut old_stt } else { &mut stt };
+    for (name, endpoint, which) in rules() {
+        let stt = pick(which, &mut stt, &mut old_stt, &mut margin_stt);
         let ducking: Option<Ducking> = None;
         // A question, then the person cuts in 14 s later (recognition on this
         // machine takes seconds: the long reply is playing by then).

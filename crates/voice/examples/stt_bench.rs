@@ -164,15 +164,27 @@ fn compare_precisions(
     runs: usize,
 ) -> Result<(), VoiceError> {
     let en = LanguageChoice::Fixed(Language::En);
-    let mut precisions = vec![Precision::F32];
+    // (weights, mel frames of padding encoded after a short window's audio; None: the product's).
+    let mut precisions: Vec<(Precision, Option<usize>)> = vec![(Precision::F32, None)];
     if model_dir.join(QUANTIZED_FILE).is_file() {
-        precisions.extend([Precision::Q8, Precision::Q8Encoder]);
+        precisions.extend([(Precision::Q8, None), (Precision::Q8Encoder, None)]);
+        // Shorter encoder margins on the product's weights: faster, is WER held?
+        precisions.extend(MARGINS.iter().map(|&m| (Precision::Q8, Some(m))));
     } else {
         println!("\nno {QUANTIZED_FILE} in {} (examples/whisper_quantize makes it): f32 only", model_dir.display());
     }
     println!("\n== precision and recognition while speaking (same clips, same run; {runs} runs, fastest kept) ==");
-    let mut models =
-        precisions.iter().map(|&p| Whisper::load_with(model_dir, p)).collect::<Result<Vec<_>, VoiceError>>()?;
+    let mut models = precisions
+        .iter()
+        .map(|&(p, margin)| {
+            let mut w = Whisper::load_with(model_dir, p)?;
+            if let Some(m) = margin {
+                w.set_context_margin(m);
+            }
+            Ok(w)
+        })
+        .collect::<Result<Vec<_>, VoiceError>>()?;
+    let margins: Vec<usize> = models.iter().map(Whisper::context_margin).collect();
     // Per precision: errors, words, one-shot ms, end-of-speech ms, same text, clips.
     let mut totals = vec![(0usize, 0usize, 0f64, 0f64, 0usize, 0usize); models.len()];
     // Per precision: the one-shot's encoder and decoder ms (of its fastest runs).
@@ -220,11 +232,11 @@ fn compare_precisions(
             total.5 += 1;
         }
     }
-    for ((precision, (errors, words, one_ms, end_ms, same, clips_n)), (enc, dec)) in
-        precisions.iter().zip(totals).zip(split)
+    for (((precision, (errors, words, one_ms, end_ms, same, clips_n)), (enc, dec)), margin) in
+        precisions.iter().map(|p| p.0).zip(totals).zip(split).zip(margins)
     {
         println!(
-            "{precision:?}: WER {:.1}% ({errors}/{words}); one-shot {one_ms:.0} ms for the {clips_n} clips (encoder {enc:.0}, decoder {dec:.0}); at the end of speech with drafts {end_ms:.0} ms ({:.2}x sooner); drafted text = one-shot text for {same}/{clips_n}",
+            "{precision:?}, encoder margin {margin} frames: WER {:.1}% ({errors}/{words}); one-shot {one_ms:.0} ms for the {clips_n} clips (encoder {enc:.0}, decoder {dec:.0}); at the end of speech with drafts {end_ms:.0} ms ({:.2}x sooner); drafted text = one-shot text for {same}/{clips_n}",
             100.0 * errors as f64 / words.max(1) as f64,
             one_ms / end_ms.max(1.0)
         );
@@ -232,6 +244,10 @@ fn compare_precisions(
     println!("load average at the end: {}", std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
     Ok(())
 }
+
+/// Encoder margins (mel frames after a short window's audio) compared
+/// with the product's on the quantized weights.
+const MARGINS: [usize; 2] = [100, 50];
 
 /// The thread count candle's CPU kernels use.
 fn candle_threads() -> usize {

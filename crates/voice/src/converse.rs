@@ -103,6 +103,10 @@ pub struct ConverseConfig {
     pub barge_in: bool,
     /// Ending a turn before the gate's whole hold: None waits `gate.stop_ms`.
     pub endpoint: Option<Endpoint>,
+    /// The most sentences of a reply said aloud (the rest stays in the
+    /// written reply): a long spoken answer keeps the person waiting for
+    /// the floor. None: all of it.
+    pub spoken_sentences: Option<usize>,
 }
 
 /// The reply's first piece, synthesised while the reply was still coming.
@@ -147,6 +151,7 @@ impl Default for ConverseConfig {
             ducking: None,
             barge_in: true,
             endpoint: None,
+            spoken_sentences: None,
         }
     }
 }
@@ -220,6 +225,19 @@ pub fn speaking_pieces(text: &str) -> Vec<String> {
         }
     }
     parts
+}
+
+/// Sentences of a reply said aloud in a spoken conversation: one or two
+/// answer a spoken question; more keep the person from the floor.
+pub const SPOKEN_SENTENCES: usize = 2;
+
+/// The pieces to say of `reply` when at most `max_sentences` of it are
+/// said aloud (None: all of it), as [`speaking_pieces`] cuts them.
+pub fn spoken_pieces(reply: &str, max_sentences: Option<usize>) -> Vec<String> {
+    match max_sentences {
+        Some(n) => speaking_pieces(&sentences(&speakable(reply)).into_iter().take(n).collect::<Vec<_>>().join(" ")),
+        None => speaking_pieces(reply),
+    }
 }
 
 /// Words in round brackets that are stage directions, not speech: a
@@ -622,10 +640,10 @@ pub fn converse(
                     },
                 };
                 timings.reply_ms = asked.elapsed().as_millis() as u64;
-                let parts = if brief && command.is_none() {
-                    speaking_pieces(sentences(&speakable(&reply)).first().map_or("", String::as_str))
-                } else {
-                    speaking_pieces(&reply)
+                let parts = match (command, brief) {
+                    (None, true) => spoken_pieces(&reply, Some(1)),
+                    (None, false) => spoken_pieces(&reply, config.spoken_sentences),
+                    (Some(_), _) => speaking_pieces(&reply),
                 };
                 let mut sentences_pcm = Vec::new();
                 if let Some(e) = early.take().filter(|e| parts.first() == Some(&e.text)) {
@@ -785,6 +803,18 @@ mod tests {
         assert_eq!(spoken_chars(reply, "Sure. It is 7 days."), reply.chars().count() as u32);
         let ended = "It is 7 days. [interrupted]";
         assert_eq!(spoken_chars(ended, "It is 7 days."), 13);
+    }
+
+    #[test]
+    fn at_most_the_spoken_sentences_of_a_reply_are_said() {
+        let reply = "Paris is the capital of France, on the river Seine. It has two million people. It is old.";
+        assert_eq!(
+            spoken_pieces(reply, Some(2)),
+            vec!["Paris is the capital of France,", "on the river Seine.", "It has two million people."]
+        );
+        assert_eq!(spoken_pieces(reply, Some(1)).len(), 2);
+        assert_eq!(spoken_pieces(reply, None), speaking_pieces(reply));
+        assert_eq!(spoken_pieces("Sure. [interrupted] It is 7 days. Bye.", Some(2)), vec!["Sure.", "It is 7 days."]);
     }
 
     #[test]

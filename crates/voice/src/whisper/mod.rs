@@ -61,6 +61,9 @@ pub struct Whisper {
     /// OpenAI's decoding safeguards (retry hotter on doubtful text, stop
     /// on a repeat); off only to measure what they prevent.
     safeguards: bool,
+    /// Mel frames of padding encoded after a short window's audio (see
+    /// [`encoder_context`]).
+    context_margin: usize,
     /// The decoder with a self-attention cache, on the model's weights.
     decoder: decoder::CachedDecoder,
     mel: mel::MelFrontEnd,
@@ -241,6 +244,7 @@ impl Whisper {
             device,
             precision,
             safeguards: true,
+            context_margin: CONTEXT_MARGIN,
         })
     }
 
@@ -253,6 +257,17 @@ impl Whisper {
     /// before them: the benchmarks' baseline) or on (the default).
     pub fn set_safeguards(&mut self, on: bool) {
         self.safeguards = on;
+    }
+
+    /// Sets the padding encoded after a short window's audio, in mel
+    /// frames (10 ms each): the benchmarks compare margins with this.
+    pub fn set_context_margin(&mut self, frames: usize) {
+        self.context_margin = frames;
+    }
+
+    /// The padding encoded after a short window's audio, in mel frames.
+    pub fn context_margin(&self) -> usize {
+        self.context_margin
     }
 
     /// An English-only model (Whisper's `.en` models have the 51 864-token vocabulary).
@@ -610,7 +625,7 @@ impl Whisper {
     pub fn decoder_difference(&mut self, pcm: &[f32]) -> Result<(f32, usize), VoiceError> {
         let (mel, _) = self.mel_tensor(pcm)?;
         let frames = (pcm.len() / m::HOP_LENGTH).min(m::N_FRAMES);
-        let features = self.model.encode(&mel.narrow(2, 0, encoder_context(frames))?)?;
+        let features = self.model.encode(&mel.narrow(2, 0, encoder_context(frames, self.context_margin))?)?;
         let window = self.decode_window(&features, &[self.sp.sot], 0.0, &[], &mut XorShift::new(1))?;
         let mut tokens = vec![self.sp.sot];
         tokens.extend(&window.tokens);
@@ -684,7 +699,7 @@ impl Whisper {
                     seek += window_frames;
                     continue;
                 }
-                let context = encoder_context(window_frames);
+                let context = encoder_context(window_frames, self.context_margin);
                 let started = Instant::now();
                 let features = self.model.encode(&mel.narrow(2, seek, context)?)?;
                 self.last_times.encoder_ms += ms_since(started);
@@ -769,8 +784,8 @@ const CONTEXT_MARGIN: usize = 200;
 /// and a two-second margin instead of a full 30 s window of padding (the
 /// encoder's cost grows with its input; candle takes the positions for the
 /// length given). Long audio keeps the full window.
-fn encoder_context(window_frames: usize) -> usize {
-    let n = (window_frames + CONTEXT_MARGIN).min(m::N_FRAMES);
+fn encoder_context(window_frames: usize, margin: usize) -> usize {
+    let n = (window_frames + margin).min(m::N_FRAMES);
     // The second convolution has stride 2.
     n + n % 2
 }
@@ -971,10 +986,10 @@ mod tests {
 
     #[test]
     fn a_short_window_is_encoded_with_its_length_and_a_margin_a_long_one_whole() {
-        assert_eq!(encoder_context(300), 500);
-        assert_eq!(encoder_context(301), 502, "even: the second convolution has stride 2");
-        assert_eq!(encoder_context(2_900), m::N_FRAMES);
-        assert_eq!(encoder_context(m::N_FRAMES), m::N_FRAMES);
+        assert_eq!(encoder_context(300, CONTEXT_MARGIN), 500);
+        assert_eq!(encoder_context(301, CONTEXT_MARGIN), 502, "even: the second convolution has stride 2");
+        assert_eq!(encoder_context(2_900, CONTEXT_MARGIN), m::N_FRAMES);
+        assert_eq!(encoder_context(m::N_FRAMES, CONTEXT_MARGIN), m::N_FRAMES);
     }
 
     #[test]
