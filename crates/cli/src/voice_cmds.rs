@@ -53,9 +53,10 @@ pub enum VoiceCmd {
         /// Feed what is played back into the microphone at DB (e.g. -6), 60 ms late.
         #[arg(long, allow_hyphen_values = true)]
         echo_db: Option<f32>,
-        /// en (the tray's: Whisper tiny.en), pt, or auto (the multilingual
-        /// model detects English or Portuguese and the reply is spoken in it).
-        #[arg(long, default_value = "en")]
+        /// auto (the multilingual model detects English or Portuguese and
+        /// the reply is spoken in it), en (Whisper tiny.en, faster, and it
+        /// hears English better) or pt.
+        #[arg(long, default_value = "auto")]
         language: LanguageChoice,
         #[arg(long)]
         json: bool,
@@ -203,11 +204,10 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
         Err(e) => return fail(&e),
     };
     let models = models_dir(home);
-    // English by default, as the tray listens: tiny.en is faster than the
-    // multilingual base and hears English better (espeak-ng's "How many legs
-    // does a spider have?" is "How many links does a spider hab?" to base).
     // Auto listens in any language the installed models know and answers in
-    // the one heard.
+    // the one heard; `--language en` takes tiny.en, faster than the
+    // multilingual base and better at English (espeak-ng's "How many legs
+    // does a spider have?" is "How many links does a spider hab?" to base).
     let listen = match (language, whisper_for(&models, LanguageChoice::Auto)) {
         (LanguageChoice::Auto, Ok(c)) if c.english_only => {
             eprintln!("note: only the English model (tiny.en) is installed; listening in English");
@@ -255,8 +255,6 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
             // that"), else after the gate's 800 ms hold (latency_bench
             // measures each against the hold alone).
             endpoint: Some(voice::converse::Endpoint::default()),
-            // One or two sentences answer a spoken question; the rest is in the chat.
-            spoken_sentences: Some(voice::converse::SPOKEN_SENTENCES),
             ..Default::default()
         };
         let tts = synthesizer(&models);
