@@ -103,10 +103,6 @@ pub struct ConverseConfig {
     pub barge_in: bool,
     /// Ending a turn before the gate's whole hold: None waits `gate.stop_ms`.
     pub endpoint: Option<Endpoint>,
-    /// The most sentences of a reply said aloud (the rest stays in the
-    /// written reply): a long spoken answer keeps the person waiting for
-    /// the floor. None: all of it.
-    pub spoken_sentences: Option<usize>,
 }
 
 /// The reply's first piece, synthesised while the reply was still coming.
@@ -151,7 +147,6 @@ impl Default for ConverseConfig {
             ducking: None,
             barge_in: true,
             endpoint: None,
-            spoken_sentences: None,
         }
     }
 }
@@ -226,10 +221,6 @@ pub fn speaking_pieces(text: &str) -> Vec<String> {
     }
     parts
 }
-
-/// Sentences of a reply said aloud in a spoken conversation: one or two
-/// answer a spoken question; more keep the person from the floor.
-pub const SPOKEN_SENTENCES: usize = 2;
 
 /// The pieces to say of `reply` when at most `max_sentences` of it are
 /// said aloud (None: all of it), as [`speaking_pieces`] cuts them.
@@ -640,11 +631,7 @@ pub fn converse(
                     },
                 };
                 timings.reply_ms = asked.elapsed().as_millis() as u64;
-                let parts = match (command, brief) {
-                    (None, true) => spoken_pieces(&reply, Some(1)),
-                    (None, false) => spoken_pieces(&reply, config.spoken_sentences),
-                    (Some(_), _) => speaking_pieces(&reply),
-                };
+                let parts = if brief && command.is_none() { spoken_pieces(&reply, Some(1)) } else { speaking_pieces(&reply) };
                 let mut sentences_pcm = Vec::new();
                 if let Some(e) = early.take().filter(|e| parts.first() == Some(&e.text)) {
                     // Spoken from the stream: speech starts when it was ready.
