@@ -30,9 +30,11 @@ export LEDGERMIND_EXTRACTION_DELAY_SECS="${LEDGERMIND_EXTRACTION_DELAY_SECS:-3}"
 export E2E_PORT="${E2E_PORT:-4444}"
 export LEDGERMIND_WEBDRIVER="http://127.0.0.1:$E2E_PORT"
 ARTIFACTS_ROOT="${LEDGERMIND_ARTIFACTS:-$PWD/artifacts}/e2e"
-overall=0
-for spec in $specs; do
-  echo "--- e2e scenario: $spec"
+overall=0 failed_specs=() retried_specs=()
+LOG_TMP=$(mktemp -d /tmp/ledgermind-e2e-logs.XXXXXX)
+run_spec() { # spec attempt -> rc
+  local spec=$1 rc
+  echo "--- e2e scenario: $spec${2:+ ($2)}"
   E2E_HOME=$(mktemp -d /tmp/ledgermind-e2e.XXXXXX)
   [ "$INSTALLED" = 1 ] || scripts/install-models.sh "$E2E_HOME"
   # The scenarios of the window's flows (tools, memory, office, tray…) run on
@@ -94,8 +96,8 @@ for spec in $specs; do
     for _ in $(seq 1 50); do curl -sf "$LEDGERMIND_WEBDRIVER/status" >/dev/null 2>&1 && break; sleep 0.2; done
     node "$E2E_SPEC"; rc=$?
     kill $driver 2>/dev/null; wait $driver 2>/dev/null
-    exit $rc'
-  rc=$?
+    exit $rc' 2>&1 | tee "$LOG_TMP/$spec.log"
+  rc=${PIPESTATUS[0]}
   # The app finishes its shutdown (it writes the session's handover) after
   # the driver lets go: verify only once it has exited.
   for _ in $(seq 1 150); do pgrep -f "$APP" >/dev/null || break; sleep 0.2; done
@@ -112,7 +114,27 @@ for spec in $specs; do
     "$CLI" --home "$E2E_HOME" verify || rc=1
   fi
   rm -rf "$E2E_HOME"
-  if [ $rc -eq 0 ]; then echo "--- e2e scenario $spec: passed"; else echo "--- e2e scenario $spec: FAILED"; overall=1; fi
+  if [ $rc -eq 0 ]; then echo "--- e2e scenario $spec: passed"; else echo "--- e2e scenario $spec: FAILED"; fi
+  return $rc
+}
+for spec in $specs; do
+  run_spec "$spec" && continue
+  # A loaded CI machine (WebDriver calls taking seconds) sometimes fails a
+  # scenario that passes alone; it runs once more with a fresh data folder,
+  # and the first failure is printed again at the end either way.
+  cp "$LOG_TMP/$spec.log" "$LOG_TMP/$spec.first.log"
+  if run_spec "$spec" "second attempt"; then retried_specs+=("$spec"); else failed_specs+=("$spec"); overall=1; fi
 done
+# The end of the output is what a CI summary shows: each failure's last lines.
+for spec in "${retried_specs[@]}" "${failed_specs[@]}"; do
+  echo "--- e2e scenario $spec failed its first attempt; its last lines:"
+  tail -n 40 "$LOG_TMP/$spec.first.log" | cut -c1-300
+done
+for spec in "${failed_specs[@]}"; do
+  echo "--- e2e scenario $spec failed its second attempt too; its last lines:"
+  tail -n 40 "$LOG_TMP/$spec.log" | cut -c1-300
+done
+rm -rf "$LOG_TMP"
+[ ${#retried_specs[@]} -gt 0 ] && echo "E2E passed only on a second attempt: ${retried_specs[*]}"
 [ $overall -eq 0 ] && echo "E2E PASSED"
 exit $overall
