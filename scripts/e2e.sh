@@ -40,7 +40,7 @@ run_spec() { # spec attempt -> rc
   # The scenarios of the window's flows (tools, memory, office, tray…) run on
   # the tiny model, whose replies take a second on CI; those in
   # LEDGERMIND_E2E_DEFAULT_MODEL_SPECS run on the default model people get.
-  case " ${LEDGERMIND_E2E_DEFAULT_MODEL_SPECS:-app answers} " in
+  case " ${LEDGERMIND_E2E_DEFAULT_MODEL_SPECS:-app answers recall} " in
     *" $spec "*) ;;
     *) [ "$INSTALLED" = 1 ] || rm -f "$E2E_HOME"/models/qwen2.5-coder-*.gguf ;;
   esac
