@@ -101,4 +101,50 @@ mod tests {
         let view = memory.recall(&ei.name, "a question about bicycles", 5).await.expect("recall");
         assert!(!view.results.iter().any(|r| r.item_id == id), "unrelated words find nothing: {view:?}");
     }
+
+    /// A line the person said several times fills one of the reply's few
+    /// memory slots, not several, and one the window holds fills none.
+    #[tokio::test]
+    async fn the_same_words_said_again_take_one_memory_slot_for_a_reply() {
+        let t = testing::context(&[]).await;
+        let memory = Memories::open(t.ctx.clone(), Duration::from_secs(90)).await.expect("index");
+        let ledger = t.ctx.ledger();
+        let ei = ledger.persona(ledger::EI_PERSONA_ID).await.expect("ei");
+        let mut said = vec!["My grandmother's farm sold goat cheese at the market."; 4];
+        said.extend(["My grandmother's farm had a blue tractor.", "My grandmother's farm was near the river."]);
+        said.push("My grandmother's farm sold goat cheese at the market.");
+        for text in &said {
+            let id = uuid::Uuid::now_v7().to_string();
+            let body = EventBody::MessageAdded {
+                message_id: id.clone(),
+                persona_id: ei.id.clone(),
+                role: MessageRole::Human,
+                content: (*text).to_owned(),
+                external_id: None,
+            };
+            let receipt = ledger.append(HUMAN_ENTITY, body).await.expect("append");
+            recall::index_message(&memory, &id, &ei.id, text, receipt.seq).await;
+        }
+        let question = "What about my grandmother's farm?";
+        let message = |id: &str, content: &str| ledger::Message {
+            id: id.into(),
+            persona_id: ei.id.clone(),
+            role: MessageRole::Human,
+            content: content.into(),
+            ts: String::new(),
+            read: true,
+            seq: 0,
+            context_status: ledger::ContextStatus::Default,
+        };
+        let history = vec![message("q", question)];
+        let used = recall::memories_for_reply(&memory, &ei, &history).await;
+        let cheese = used.lines.iter().filter(|l| l.contains("goat cheese")).count();
+        assert_eq!(cheese, 1, "{:?}", used.lines);
+        assert!(used.lines.iter().any(|l| l.contains("tractor")) && used.lines.iter().any(|l| l.contains("river")), "{:?}", used.lines);
+        // A line the window already holds is not sent again.
+        let mut history = history;
+        history.insert(0, message("w", said[5]));
+        let used = recall::memories_for_reply(&memory, &ei, &history).await;
+        assert!(!used.lines.iter().any(|l| l.contains("river")), "{:?}", used.lines);
+    }
 }

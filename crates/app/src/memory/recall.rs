@@ -186,7 +186,7 @@ pub(crate) async fn memories_for_reply(memory: &Memories, persona: &Persona, his
         return ReplyMemories::default();
     };
     memory.ensure_embedder().await;
-    let k = PROMPT_MEMORIES + history.len();
+    let k = 2 * PROMPT_MEMORIES + history.len();
     let recall = match memory.scope_of(persona).await {
         Ok(scope) => memory.index.recall(&scope, &query.content, k, memory::now_ms()).await,
         Err(e) => Err(MemoryError::Invalid(e.message)),
@@ -199,7 +199,13 @@ pub(crate) async fn memories_for_reply(memory: &Memories, persona: &Persona, his
         }
     };
     let mut out = ReplyMemories::default();
-    for h in recall.hits.into_iter().filter(|h| !history.iter().any(|m| m.id == h.item_id)).take(PROMPT_MEMORIES) {
+    // The same words said twice (a greeting, a line the person repeats) tell
+    // the model nothing the first time did not, and would push a different
+    // memory out of the few the prompt holds.
+    let same = |t: &str| t.split_whitespace().map(str::to_lowercase).collect::<Vec<_>>().join(" ");
+    let mut seen: std::collections::HashSet<String> = history.iter().map(|m| same(&m.content)).collect();
+    let fresh = recall.hits.into_iter().filter(|h| !history.iter().any(|m| m.id == h.item_id) && seen.insert(same(&h.text)));
+    for h in fresh.take(PROMPT_MEMORIES) {
         let date = time::OffsetDateTime::from_unix_timestamp(h.ts_ms / 1000)
             .ok()
             .map(|t| t.date().to_string())
