@@ -31,4 +31,13 @@ describe("MessageBubble", () => {
     expect(screen.queryByTestId("message-unheard")).not.toBeInTheDocument();
     expect(screen.queryByTestId("message-interrupted")).not.toBeInTheDocument();
   });
+
+  it("shows the day of a message from before today, and only the hour of one from today", async () => {
+    const { context } = await startApp();
+    const { unmount } = render(MessageBubble, { context, props: { message: reply({ ts: "2026-03-01T15:04:00Z" }), personaName: "Ada" } });
+    expect(document.querySelector("time.time")?.textContent).toMatch(/2026|26/);
+    unmount();
+    render(MessageBubble, { context, props: { message: reply({ ts: new Date().toISOString() }), personaName: "Ada" } });
+    expect(document.querySelector("time.time")?.textContent).not.toMatch(/\//);
+  });
 });

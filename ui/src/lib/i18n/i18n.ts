@@ -43,6 +43,17 @@ export function locale(): Lang {
   return prefs.lang;
 }
 
+/** A message's time: the hour alone today, with the day before today
+ * (a chat that runs for months would otherwise show only hours). */
+export function formatMessageTime(iso: string, now: Date = new Date()): string {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return iso;
+  const today = date.toDateString() === now.toDateString();
+  return new Intl.DateTimeFormat(prefs.lang, today
+    ? { hour: "2-digit", minute: "2-digit" }
+    : { dateStyle: "short", timeStyle: "short" }).format(date);
+}
+
 export function formatTime(iso: string, withDate = false): string {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return iso;
