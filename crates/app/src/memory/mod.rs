@@ -76,6 +76,22 @@ mod tests {
     use super::*;
     use crate::context::testing;
 
+    /// The person says `text` to `persona`: signed, then indexed as the
+    /// reply path does. Returns the message's id.
+    async fn say(memory: &Memories, persona: &ledger::Persona, text: &str) -> String {
+        let id = uuid::Uuid::now_v7().to_string();
+        let body = EventBody::MessageAdded {
+            message_id: id.clone(),
+            persona_id: persona.id.clone(),
+            role: MessageRole::Human,
+            content: text.to_owned(),
+            external_id: None,
+        };
+        let receipt = memory.ctx.ledger.append(HUMAN_ENTITY, body).await.expect("append");
+        recall::index_message(memory, &id, &persona.id, text, receipt.seq).await;
+        id
+    }
+
     /// Recall, built on nothing but a context: a message indexed after it
     /// was written is found by the words of a later question.
     #[tokio::test]
@@ -84,17 +100,7 @@ mod tests {
         let memory = Memories::open(t.ctx.clone(), Duration::from_secs(90)).await.expect("index");
         let ledger = t.ctx.ledger();
         let ei = ledger.persona(ledger::EI_PERSONA_ID).await.expect("ei");
-        let said = "My grandmother grew up in Bergen, by the fish market.";
-        let id = uuid::Uuid::now_v7().to_string();
-        let body = EventBody::MessageAdded {
-            message_id: id.clone(),
-            persona_id: ei.id.clone(),
-            role: MessageRole::Human,
-            content: said.to_owned(),
-            external_id: None,
-        };
-        let receipt = ledger.append(HUMAN_ENTITY, body).await.expect("append");
-        recall::index_message(&memory, &id, &ei.id, said, receipt.seq).await;
+        let id = say(&memory, &ei, "My grandmother grew up in Bergen, by the fish market.").await;
 
         let view = memory.recall(&ei.name, "Where did my grandmother grow up?", 5).await.expect("recall");
         assert!(view.results.iter().any(|r| r.item_id == id), "{view:?}");
@@ -114,16 +120,7 @@ mod tests {
         said.extend(["My grandmother's farm had a blue tractor.", "My grandmother's farm was near the river."]);
         said.push("My grandmother's farm sold goat cheese at the market.");
         for text in &said {
-            let id = uuid::Uuid::now_v7().to_string();
-            let body = EventBody::MessageAdded {
-                message_id: id.clone(),
-                persona_id: ei.id.clone(),
-                role: MessageRole::Human,
-                content: (*text).to_owned(),
-                external_id: None,
-            };
-            let receipt = ledger.append(HUMAN_ENTITY, body).await.expect("append");
-            recall::index_message(&memory, &id, &ei.id, text, receipt.seq).await;
+            say(&memory, &ei, text).await;
         }
         let question = "What about my grandmother's farm?";
         let message = |id: &str, content: &str| ledger::Message {
