@@ -12,6 +12,12 @@
 //! você hoje?"), and each time it does the next reply copies it more
 //! surely. Only questions: a statement said again may be the answer to a
 //! question asked again ("You live in Lisbon.").
+//!
+//! The same guard ends a conversation reply before a closing offer of
+//! service ("How can I help you today?", "Como posso ajudar você hoje?",
+//! "Let me know if you need anything else."): instruction-tuned models add
+//! them after whatever they said, and a friend does not talk like a help
+//! desk. A reply that is nothing but such a line is kept.
 
 /// A repeated run of this many words is a loop, sentence or not.
 pub const LOOP_WORDS: usize = 8;
@@ -28,7 +34,61 @@ pub struct LoopGuard {
     /// Questions (normalised words, at least [`LOOP_SENTENCE_WORDS`]) the
     /// persona's last replies asked.
     asked: Vec<Vec<String>>,
+    /// End the reply before a closing offer of service ([`OFFERS`]).
+    cut_offers: bool,
 }
+
+/// How closing offers of service begin, as normalised words (lower case,
+/// letters and digits only): a sentence after the first that starts this
+/// way ends the reply. English and Portuguese, the languages personas speak.
+const OFFERS: &[&[&str]] = &[
+    &["how", "can", "i", "help"],
+    &["how", "can", "i", "assist"],
+    &["how", "may", "i", "help"],
+    &["how", "may", "i", "assist"],
+    &["is", "there", "anything", "else"],
+    &["is", "there", "anything", "i", "can"],
+    &["what", "else", "can", "i", "help"],
+    &["what", "can", "i", "do", "for", "you"],
+    &["if", "you", "have", "any", "other", "questions"],
+    &["if", "you", "have", "any", "questions"],
+    &["do", "you", "have", "any", "other", "questions"],
+    &["do", "you", "have", "any", "questions"],
+    &["if", "you", "need", "anything", "else"],
+    &["feel", "free", "to", "ask"],
+    &["let", "me", "know", "if", "you", "need"],
+    &["let", "me", "know", "if", "there"],
+    &["let", "me", "know", "if", "theres"],
+    &["let", "me", "know", "if", "you", "have"],
+    &["if", "theres", "anything", "else"],
+    &["if", "there", "is", "anything", "else"],
+    &["dont", "hesitate", "to"],
+    &["im", "here", "to", "help"],
+    &["i", "am", "here", "to", "help"],
+    &["como", "posso", "ajudar"],
+    &["como", "posso", "te", "ajudar"],
+    &["como", "posso", "ajudálo"],
+    &["como", "posso", "ajudála"],
+    &["em", "que", "posso", "ajudar"],
+    &["em", "que", "posso", "te", "ajudar"],
+    &["posso", "ajudar", "em"],
+    &["posso", "te", "ajudar", "em"],
+    &["há", "algo", "mais"],
+    &["tem", "mais", "alguma", "coisa"],
+    &["se", "tiver", "mais", "alguma"],
+    &["se", "tiver", "alguma", "dúvida"],
+    &["se", "precisar", "de", "mais"],
+    &["se", "precisar", "de", "alguma"],
+    &["se", "precisar", "de", "algo"],
+    &["se", "você", "precisar", "de"],
+    &["se", "você", "tiver", "mais"],
+    &["se", "você", "tiver", "alguma"],
+    &["se", "tiver", "outras", "perguntas"],
+    &["se", "você", "tiver", "outras"],
+    &["fique", "à", "vontade", "para"],
+    &["estou", "aqui", "para", "ajudar"],
+    &["estou", "aqui", "para", "te", "ajudar"],
+];
 
 /// What a new piece of the reply allows.
 #[derive(Debug, PartialEq, Eq)]
@@ -62,7 +122,7 @@ impl LoopGuard {
                 }
             }
         }
-        Self { asked, ..Self::default() }
+        Self { asked, cut_offers: true, ..Self::default() }
     }
 
     /// Adds a piece of the reply.
@@ -98,12 +158,17 @@ impl LoopGuard {
         if finished && sentence > 0 && self.asked.iter().any(is_asked) {
             return self.cut(judged[sentence].start);
         }
+        let offers: &[&[&str]] = if self.cut_offers && sentence > 0 { OFFERS } else { &[] };
+        if offers.iter().any(|o| current.len() >= o.len() && o.iter().eq(current[..o.len()].iter())) {
+            return self.cut(judged[sentence].start);
+        }
         // The first sentence is never cut (a reply that is only the question
         // is kept), so it is not held either.
         let opens_asked = !finished
             && sentence > 0
             && !current.is_empty()
-            && self.asked.iter().any(|q| q.len() > current.len() && q.iter().zip(&current).all(|(a, b)| a.as_str() == *b));
+            && (self.asked.iter().any(|q| q.len() > current.len() && q.iter().zip(&current).all(|(a, b)| a.as_str() == *b))
+                || offers.iter().any(|o| o.len() > current.len() && o.iter().zip(&current).all(|(a, b)| a == b)));
         // Hold back a repeat in progress (even one word: it may open a
         // sentence said before), a question asked before while it is being
         // asked again, and the word still being written, unless it is the
@@ -358,6 +423,39 @@ mod tests {
         // Two-word questions are too common to count.
         let g = LoopGuard::asked_before(["Nice! Really?"]);
         assert_eq!(feed_to(g, "Wow. Really?"), ("Wow. Really?".into(), false));
+    }
+
+    #[test]
+    fn a_closing_offer_of_service_ends_the_reply_and_is_never_shown() {
+        let g = LoopGuard::asked_before(std::iter::empty());
+        assert_eq!(
+            feed_to(g, "Você trabalha como professora de música, que lindo! Como posso ajudar você hoje?"),
+            ("Você trabalha como professora de música, que lindo!".into(), true)
+        );
+        let g = LoopGuard::asked_before(std::iter::empty());
+        assert_eq!(
+            feed_to(g, "Rome is the capital of Italy. If you have any other questions, feel free to ask!"),
+            ("Rome is the capital of Italy.".into(), true)
+        );
+        let g = LoopGuard::asked_before(std::iter::empty());
+        assert_eq!(
+            feed_to(g, "I'm sorry. Let me know if there's anything else I can help with."),
+            ("I'm sorry.".into(), true)
+        );
+        // Held while it is being said.
+        let mut g = LoopGuard::asked_before(std::iter::empty());
+        assert_eq!(g.push("Sounds fun! How can "), Step::Show("Sounds fun!".into()));
+        assert_eq!(g.push("I help "), Step::Loop(String::new()));
+        // A sentence that only starts the same way goes on.
+        let mut g = LoopGuard::asked_before(std::iter::empty());
+        assert_eq!(g.push("Sounds fun! How can "), Step::Show("Sounds fun!".into()));
+        assert_eq!(g.push("you sleep so little? "), Step::Show(" How can you sleep so little?".into()));
+        // A reply that is only the offer is kept; the plain guard never cuts one.
+        let g = LoopGuard::asked_before(std::iter::empty());
+        assert_eq!(feed_to(g, "Como posso ajudar você hoje?"), ("Como posso ajudar você hoje?".into(), false));
+        assert_eq!(feed("Sure. How can I help you today?"), ("Sure. How can I help you today?".into(), false));
+        let g = LoopGuard::asked_before(std::iter::empty());
+        assert_eq!(feed_to(g, "Boa noite! Estou aqui para ajudar."), ("Boa noite!".into(), true));
     }
 
     #[test]
