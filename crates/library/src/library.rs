@@ -1101,7 +1101,13 @@ impl Library {
             }
             c.words.extend(counted.iter().cloned());
         }
-        Ok(keyword_expression(counted, passages.unwrap_or(0), Some(budget), self.settings.common_term_share))
+        Ok(keyword_expression(
+            counted,
+            passages.unwrap_or(0),
+            Some(budget),
+            self.settings.common_term_share,
+            self.settings.budget_pairs,
+        ))
     }
 
     fn forget_term_counts(&self) {

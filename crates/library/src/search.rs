@@ -44,6 +44,13 @@ pub struct SearchSettings {
     pub keyword_postings: Option<usize>,
     /// Share of the passages above which a word is common.
     pub common_term_share: f64,
+    /// The common words' pairs are spent from the postings budget too
+    /// ([`keyword_expression`]): in Python's manual "module", "use" and
+    /// "html" are each in a third of the passages and their three pairs
+    /// matched 31 786 passages, all scored by BM25, so a question holding
+    /// three common words cost several times the budget.
+    #[serde(default)]
+    pub budget_pairs: bool,
     /// Weight of [`word_match`] added to a hybrid candidate's fused score.
     /// Fusion ranks by rank, so a passage near in meaning that holds some of
     /// the words can outrank the one that holds all of them, or the quoted
@@ -226,8 +233,18 @@ const MAX_PAIRED: usize = 4;
 /// `total` passages (see [`SearchSettings::keyword_postings`]). Rarest
 /// first, a word stands alone while the postings stay within `budget`, or
 /// when it is not common; the others are ANDed in pairs. The rarest word
-/// always stands alone. `None` when there is no term.
-pub fn keyword_expression(mut terms: Vec<(String, usize)>, total: usize, budget: Option<usize>, common_share: f64) -> Option<String> {
+/// always stands alone. With `budget_pairs`, the pairs are spent from the
+/// same budget, each at the passages it would match were its words
+/// independent, smallest first; when no pair fits, all the common words
+/// ANDed together stand in for them if that fits (see
+/// [`SearchSettings::budget_pairs`]). `None` when there is no term.
+pub fn keyword_expression(
+    mut terms: Vec<(String, usize)>,
+    total: usize,
+    budget: Option<usize>,
+    common_share: f64,
+    budget_pairs: bool,
+) -> Option<String> {
     terms.sort_by_key(|(_, df)| *df);
     let common = (total as f64 * common_share) as usize;
     let mut spent = 0usize;
@@ -237,17 +254,45 @@ pub fn keyword_expression(mut terms: Vec<(String, usize)>, total: usize, budget:
             spent += df;
             alone.push(term);
         } else {
-            paired.push(term);
+            paired.push((term, df));
         }
     }
     paired.truncate(MAX_PAIRED);
     let mut parts: Vec<String> = alone.iter().map(|t| quoted(t)).collect();
-    for (i, a) in paired.iter().enumerate() {
-        for b in &paired[i + 1..] {
-            parts.push(format!("({} AND {})", quoted(a), quoted(b)));
+    let mut pairs = Vec::new();
+    for (i, (a, da)) in paired.iter().enumerate() {
+        for (b, db) in &paired[i + 1..] {
+            pairs.push((expected_matches(&[*da, *db], total), format!("({} AND {})", quoted(a), quoted(b))));
+        }
+    }
+    match budget.filter(|_| budget_pairs) {
+        None => parts.extend(pairs.into_iter().map(|(_, p)| p)),
+        Some(budget) => {
+            pairs.sort_by_key(|(n, _)| *n);
+            let before = parts.len();
+            for (n, pair) in pairs {
+                if spent + n <= budget {
+                    spent += n;
+                    parts.push(pair);
+                }
+            }
+            if parts.len() == before && paired.len() > 2 {
+                let counts: Vec<usize> = paired.iter().map(|(_, df)| *df).collect();
+                if spent + expected_matches(&counts, total) <= budget {
+                    let all: Vec<String> = paired.iter().map(|(t, _)| quoted(t)).collect();
+                    parts.push(format!("({})", all.join(" AND ")));
+                }
+            }
         }
     }
     (!parts.is_empty()).then(|| parts.join(" OR "))
+}
+
+/// Passages holding every word of these passage counts, out of `total`,
+/// were the words independent (common words co-occur more: a floor).
+fn expected_matches(counts: &[usize], total: usize) -> usize {
+    let total = total.max(1) as f64;
+    (counts.iter().map(|&n| n as f64 / total).product::<f64>() * total) as usize
 }
 
 fn quoted(term: &str) -> String {
@@ -263,6 +308,7 @@ pub const DEFAULT_SEARCH: SearchSettings = SearchSettings {
     recency_weight: 0.15,
     keyword_postings: Some(20_000),
     common_term_share: 0.05,
+    budget_pairs: true,
     word_match_weight: 0.0,
     // The largest weight that left the Python FAQ's tuning questions as
     // they were (faq_bench: R@5 0.812, MRR 0.718 at 0, 0.1, 0.2 and 0.3;
@@ -342,7 +388,7 @@ mod tests {
     #[test]
     fn common_words_over_budget_count_only_in_pairs() {
         let t = |v: &[(&str, usize)]| v.iter().map(|(w, n)| (w.to_string(), *n)).collect::<Vec<_>>();
-        let e = |v: &[(&str, usize)], budget| keyword_expression(t(v), 100_000, budget, 0.05).unwrap_or_default();
+        let e = |v: &[(&str, usize)], budget| keyword_expression(t(v), 100_000, budget, 0.05, false).unwrap_or_default();
         // 100 000 passages: "python", "use" and "module" are common, "indentation" rare.
         let q = [("why", 600), ("python", 37_000), ("use", 39_000), ("indentation", 900)];
         assert_eq!(e(&q, Some(20_000)), r#""why" OR "indentation" OR ("python" AND "use")"#);
@@ -359,7 +405,30 @@ mod tests {
         let many = [("r", 10), ("c1", 30_000), ("c2", 31_000), ("c3", 32_000), ("c4", 33_000), ("c5", 34_000)];
         assert_eq!(e(&many, Some(20_000)).matches(" AND ").count(), 6);
         assert!(!e(&many, Some(20_000)).contains("c5"));
-        assert_eq!(keyword_expression(vec![], 10, Some(1), 0.05), None);
+        assert_eq!(keyword_expression(vec![], 10, Some(1), 0.05, false), None);
+    }
+
+    #[test]
+    fn budgeted_pairs_of_common_words_stay_within_the_postings_budget() {
+        let t = |v: &[(&str, usize)]| v.iter().map(|(w, n)| (w.to_string(), *n)).collect::<Vec<_>>();
+        let e = |v: &[(&str, usize)]| keyword_expression(t(v), 120_000, Some(20_000), 0.05, true).unwrap_or_default();
+        // Python's manual: two words within budget (11 700 postings), three
+        // common ones whose pairs would match ~10 000–15 000 passages each.
+        let q = [("help", 2_200), ("generating", 9_500), ("module", 31_600), ("use", 39_900), ("html", 46_700)];
+        // No pair fits the 8 300 postings left; the three ANDed (~3 800) do.
+        assert_eq!(e(&q), r#""help" OR "generating" OR ("module" AND "use" AND "html")"#);
+        // One rare word: the smallest pair fits (~10 500), the next
+        // (~12 300) would not.
+        let q = [("indentation", 900), ("module", 31_600), ("use", 39_900), ("html", 46_700)];
+        assert_eq!(e(&q), r#""indentation" OR ("module" AND "use")"#);
+        // Nothing common fits: the common words are left out.
+        let q = [("rare", 19_000), ("module", 31_600), ("use", 39_900)];
+        assert_eq!(e(&q), r#""rare""#);
+        // Unbudgeted pairs as before.
+        assert_eq!(
+            keyword_expression(t(&q), 120_000, Some(20_000), 0.05, false).unwrap_or_default(),
+            r#""rare" OR ("module" AND "use")"#
+        );
     }
 
     #[test]

@@ -171,9 +171,13 @@ impl RecallSettings {
     /// Whether a name in `items` of a scope's `scope_items` is common
     /// (see [`Self::common_name_share`]).
     pub fn is_common_name(&self, items: i64, scope_items: i64) -> bool {
-        self.common_name_share > 0.0
-            && items >= COMMON_NAME_MIN_ITEMS
-            && items as f64 >= self.common_name_share as f64 * scope_items as f64
+        self.common_name_share > 0.0 && items >= self.common_name_items(scope_items)
+    }
+    /// The fewest items a name must be in, of a scope's `scope_items`, to
+    /// be common ([`Self::is_common_name`]): counting a name's items can
+    /// stop there.
+    pub fn common_name_items(&self, scope_items: i64) -> i64 {
+        COMMON_NAME_MIN_ITEMS.max((self.common_name_share as f64 * scope_items as f64).ceil() as i64)
     }
     /// The cosine `rank` uses for `row` (see [`Self::density_weight`]).
     pub fn similarity(&self, c: &Candidates, row: i64) -> Option<f32> {

@@ -370,6 +370,10 @@ async fn only_names_common_in_the_viewers_items_are_left_out_of_the_query_embedd
     index.index_items(&more).await.expect("test step");
     index.embed_all_pending().await.expect("test step");
     assert_eq!(embedded_for(p.clone()).await, vec!["When did borrow drill in May?".to_owned()]);
+    // Counts stop once a name is common (10 items here); a higher share
+    // counts again: of p's 90 items, Tomás is in 32 (≥ 27), Caroline in 12.
+    index.set_settings(RecallSettings { names_by_keyword: false, common_name_share: 0.3, ..memory::DEFAULT_SETTINGS });
+    assert_eq!(embedded_for(p.clone()).await, vec!["When did Caroline borrow drill in May?".to_owned()]);
     // Off: the query is embedded whole.
     index.set_settings(RecallSettings { names_by_keyword: false, common_name_share: 0.0, ..memory::DEFAULT_SETTINGS });
     assert_eq!(embedded_for(p).await, vec![query.to_owned()]);
