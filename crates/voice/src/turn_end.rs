@@ -49,9 +49,13 @@ pub struct Endpoint {
 impl Default for Endpoint {
     fn default() -> Self {
         Self {
-            // Silero's quiet window (100 ms) is full here: the take of the
-            // whole utterance starts as soon as the end can be judged.
-            speculate_ms: 100,
+            // The take of the whole utterance starts after two quiet
+            // frames, before Silero's quiet window (100 ms) is full: the
+            // take lasts longer than the quick end's 300 ms, so it, not the
+            // silence, decided when a finished turn ended. Silero must
+            // still be sure before the turn ends on it, and speech that
+            // resumes throws the take away.
+            speculate_ms: 40,
             quick_stop_ms: 300,
             trailing_stop_ms: 1_300,
             silero_quiet: 0.2,
