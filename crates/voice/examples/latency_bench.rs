@@ -145,7 +145,7 @@ fn rules() -> Vec<(&'static str, Option<Endpoint>, Weights, bool)> {
     let mut rules = vec![
         ("hold 800 ms (baseline)", None, Weights::Ours, false),
         ("main's rule (take after 100 ms, clause pieces)", Some(main), Weights::Ours, false),
-        ("ours (take after 60 ms when Silero hears silence, phrase pieces)", Some(Endpoint::default()), Weights::Ours, true),
+        ("ours (take after 60 ms of Silero silence, phrase pieces)", Some(Endpoint::default()), Weights::Ours, true),
     ];
     // LATENCY_BENCH_MARGIN=N: ours again with N mel frames of encoder padding.
     if let Some(m) = margin_tried() {
