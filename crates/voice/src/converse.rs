@@ -810,7 +810,7 @@ mod tests {
         assert_eq!(speakable("Sure. <|im_"), "Sure.");
         assert_eq!(
             speaking_pieces("Paris is the capital of France. [interrupted]"),
-            vec!["Paris is the capital of France."]
+            vec!["Paris is the capital", "of France."]
         );
         assert!(speaking_pieces("[interrupted]").is_empty());
         assert!(speaking_pieces("Sure. [interr").iter().all(|p| !p.contains('[')));
