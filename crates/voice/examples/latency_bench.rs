@@ -27,7 +27,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use voice::audio::{Echo, WavLoopback};
-use voice::converse::{converse, ConverseConfig, Ducking, Endpoint, Responder};
+use voice::converse::{converse, ConverseConfig, Ducking, Endpoint, Responder, TurnReport};
 use voice::wav::Pcm;
 use voice::whisper::{Precision, Whisper};
 use voice::{EspeakNg, Language, LanguageChoice, SpeechSynthesizer, SpeechToText, SynthesisRequest, VoiceError};
@@ -112,6 +112,19 @@ fn silence(ms: u64) -> Vec<f32> {
 
 fn ms_of(samples: usize) -> u64 {
     samples as u64 * 1000 / u64::from(RATE)
+}
+
+/// `input` heard through the WAV loopback with the reply's echo at -6 dB,
+/// `reply` the persona's every answer.
+fn scene(
+    input: Vec<f32>,
+    stt: &mut Whisper,
+    reply: &'static str,
+    tts: &dyn SpeechSynthesizer,
+    config: &ConverseConfig,
+) -> Result<Vec<TurnReport>, VoiceError> {
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
+    converse(&mut mic, stt, &mut Fixed(reply), tts, config)
 }
 
 /// The CLI's configuration (full duplex, AEC, 500 ms protected, Silero,
@@ -273,14 +286,8 @@ fn run() -> Result<(), VoiceError> {
     for (rule, endpoint, which, phrase) in rules() {
         let stt = pick(which, &mut stt, &mut margin_stt);
         println!("-- {rule} --");
-        let mut mic = WavLoopback::new(Pcm { samples: input.clone(), rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
-        let turns = converse(
-            &mut mic,
-            &mut *stt,
-            &mut Fixed(SHORT_REPLY),
-            tts.as_ref(),
-            &cli_config(&models, None, endpoint, phrase),
-        )?;
+        let config = cli_config(&models, None, endpoint, phrase);
+        let turns = scene(input.clone(), &mut *stt, SHORT_REPLY, tts.as_ref(), &config)?;
         println!(
             "{:<4} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>9} {:>11}  heard",
             "turn", "end ms", "detect", "stt", "wait", "reply", "tts1", "loop", "start-end", "w/o model"
@@ -350,14 +357,8 @@ fn run() -> Result<(), VoiceError> {
     }
     for (rule, endpoint, which, phrase) in rules() {
         let stt = pick(which, &mut stt, &mut margin_stt);
-        let mut mic = WavLoopback::new(Pcm { samples: input.clone(), rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
-        let turns = converse(
-            &mut mic,
-            &mut *stt,
-            &mut Fixed(SHORT_REPLY),
-            tts.as_ref(),
-            &cli_config(&models, None, endpoint, phrase),
-        )?;
+        let config = cli_config(&models, None, endpoint, phrase);
+        let turns = scene(input.clone(), &mut *stt, SHORT_REPLY, tts.as_ref(), &config)?;
         let mut line = format!("{rule}:");
         for pause in PAUSES {
             let asked: Vec<_> = questions_at.iter().filter(|q| q.0 == pause).collect();
@@ -413,14 +414,8 @@ fn run() -> Result<(), VoiceError> {
             input.extend(&interruption);
             input.extend(silence(40_000));
         }
-        let mut mic = WavLoopback::new(Pcm { samples: input, rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
-        let turns = converse(
-            &mut mic,
-            &mut *stt,
-            &mut Fixed(long),
-            tts.as_ref(),
-            &cli_config(&models, ducking, endpoint, phrase),
-        )?;
+        let config = cli_config(&models, ducking, endpoint, phrase);
+        let turns = scene(input, &mut *stt, long, tts.as_ref(), &config)?;
         let mut decisions = Vec::new();
         let mut stops = Vec::new();
         let mut early = Vec::new();
@@ -447,14 +442,8 @@ fn run() -> Result<(), VoiceError> {
             input.extend(q);
             input.extend(silence(25_000));
         }
-        let mut mic = WavLoopback::new(Pcm { samples: input, rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
-        let turns = converse(
-            &mut mic,
-            &mut *stt,
-            &mut Fixed(medium),
-            tts.as_ref(),
-            &cli_config(&models, ducking, endpoint, phrase),
-        )?;
+        let config = cli_config(&models, ducking, endpoint, phrase);
+        let turns = scene(input, &mut *stt, medium, tts.as_ref(), &config)?;
         let false_cuts = turns.iter().filter(|t| t.interrupted).count();
         println!(
             "{name}: {false_cuts} false barge-ins over {} replies with no user speech during them (goal 0)",
