@@ -27,7 +27,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use voice::audio::{Echo, WavLoopback};
-use voice::converse::{converse, ConverseConfig, Ducking, Endpoint, Responder};
+use voice::converse::{converse, ConverseConfig, Ducking, Endpoint, Responder, TurnReport};
 use voice::wav::Pcm;
 use voice::whisper::{Precision, Whisper};
 use voice::{EspeakNg, Language, LanguageChoice, SpeechSynthesizer, SpeechToText, SynthesisRequest, VoiceError};
@@ -114,10 +114,24 @@ fn ms_of(samples: usize) -> u64 {
     samples as u64 * 1000 / u64::from(RATE)
 }
 
+/// `input` heard through the WAV loopback with the reply's echo at -6 dB,
+/// `reply` the persona's every answer.
+fn scene(
+    input: Vec<f32>,
+    stt: &mut Whisper,
+    reply: &'static str,
+    tts: &dyn SpeechSynthesizer,
+    config: &ConverseConfig,
+) -> Result<Vec<TurnReport>, VoiceError> {
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
+    converse(&mut mic, stt, &mut Fixed(reply), tts, config)
+}
+
 /// The CLI's configuration (full duplex, AEC, 500 ms protected, Silero,
 /// the early end of turn), or with `endpoint` None the one before it (the
-/// gate's whole 800 ms hold): the baseline.
-fn cli_config(models: &Path, ducking: Option<Ducking>, endpoint: Option<Endpoint>) -> ConverseConfig {
+/// gate's whole 800 ms hold): the baseline. `phrase` cuts the reply's
+/// first piece before a phrase as well as at a clause break.
+fn cli_config(models: &Path, ducking: Option<Ducking>, endpoint: Option<Endpoint>, phrase: bool) -> ConverseConfig {
     ConverseConfig {
         full_duplex: true,
         echo_cancel: true,
@@ -126,23 +140,25 @@ fn cli_config(models: &Path, ducking: Option<Ducking>, endpoint: Option<Endpoint
         silero_models: Some(models.to_path_buf()),
         ducking,
         endpoint,
+        phrase_first_piece: phrase,
         ..ConverseConfig::default()
     }
 }
 
-/// The end-of-turn rules compared in every scene: the gate's hold; the
-/// adaptive end as it was (drafts while the person speaks, the take of
-/// the whole utterance after 200 ms of silence, any finished reading
-/// trusted, Whisper's encoder in q8_0 when the q8_0 file is there); ours
-/// (the defaults: the take sooner, "the capital?" not trusted as
-/// finished, the encoder on f32 weights). The last field: the recogniser
-/// the rule runs on.
-fn rules() -> Vec<(&'static str, Option<Endpoint>, Weights)> {
-    let old = Endpoint { speculate_ms: 200, relations_wait: false, ..Endpoint::default() };
+/// The end-of-turn rules compared in every scene: the gate's hold; main's
+/// rule before this change (drafts while the person speaks, the take of
+/// the whole utterance after 100 ms of silence, the reply's first piece
+/// cut only at a clause break); ours (the defaults: the take after 60 ms
+/// of silence Silero hears as silence, the first piece cut before a phrase
+/// too). The third field: the
+/// recogniser the rule runs on; the last: the first piece cut before a
+/// phrase.
+fn rules() -> Vec<(&'static str, Option<Endpoint>, Weights, bool)> {
+    let main = Endpoint { speculate_ms: 100, ..Endpoint::default() };
     let mut rules = vec![
-        ("hold 800 ms (baseline)", None, Weights::Ours),
-        ("adaptive end as it was (old)", Some(old), Weights::Old),
-        ("adaptive end, sooner take (ours)", Some(Endpoint::default()), Weights::Ours),
+        ("hold 800 ms (baseline)", None, Weights::Ours, false),
+        ("main's rule (take after 100 ms, clause pieces)", Some(main), Weights::Ours, false),
+        ("ours (take after 60 ms of Silero silence, phrase pieces)", Some(Endpoint::default()), Weights::Ours, true),
     ];
     // LATENCY_BENCH_MARGIN=N: ours again with N mel frames of encoder padding.
     if let Some(m) = margin_tried() {
@@ -150,6 +166,7 @@ fn rules() -> Vec<(&'static str, Option<Endpoint>, Weights)> {
             Box::leak(format!("adaptive end, encoder margin {m} frames (tried)").into_boxed_str()),
             Some(Endpoint::default()),
             Weights::Margin,
+            true,
         ));
     }
     // LATENCY_BENCH_TRY="speculate_ms,stream_every_ms": one more setting to try beside them.
@@ -161,6 +178,7 @@ fn rules() -> Vec<(&'static str, Option<Endpoint>, Weights)> {
                 Box::leak(format!("take after {speculate_ms} ms, drafts every {every} ms (tried)").into_boxed_str()),
                 Some(tried),
                 Weights::Ours,
+                true,
             ));
         }
     }
@@ -172,8 +190,6 @@ fn rules() -> Vec<(&'static str, Option<Endpoint>, Weights)> {
 enum Weights {
     /// The product's.
     Ours,
-    /// The old rule's (the encoder in q8_0 as well).
-    Old,
     /// The product's with the encoder margin of LATENCY_BENCH_MARGIN.
     Margin,
 }
@@ -205,14 +221,8 @@ fn load() -> String {
         .join(" ")
 }
 
-fn pick<'a>(
-    which: Weights,
-    ours: &'a mut Whisper,
-    old: &'a mut Whisper,
-    margin: &'a mut Option<Whisper>,
-) -> &'a mut Whisper {
+fn pick<'a>(which: Weights, ours: &'a mut Whisper, margin: &'a mut Option<Whisper>) -> &'a mut Whisper {
     match (which, margin) {
-        (Weights::Old, _) => old,
         (Weights::Margin, Some(m)) => m,
         _ => ours,
     }
@@ -237,12 +247,6 @@ fn run() -> Result<(), VoiceError> {
         Some("q8") => Whisper::load_with(&choice.dir, Precision::Q8)?,
         _ => Whisper::load(&choice.dir)?,
     };
-    // The old rule's weights: the q8_0 file as it was loaded before (encoder in q8_0 too).
-    let mut old_stt = if choice.dir.join(voice::whisper::QUANTIZED_FILE).is_file() {
-        Whisper::load_with(&choice.dir, Precision::Q8Encoder)?
-    } else {
-        Whisper::load(&choice.dir)?
-    };
     let mut margin_stt = match margin_tried() {
         Some(m) => {
             let mut w = Whisper::load(&choice.dir)?;
@@ -251,12 +255,7 @@ fn run() -> Result<(), VoiceError> {
         }
         None => None,
     };
-    println!(
-        "Whisper weights: {:?}, encoder margin {} frames (old rule: {:?})",
-        stt.precision(),
-        stt.context_margin(),
-        old_stt.precision()
-    );
+    println!("Whisper weights: {:?}, encoder margin {} frames", stt.precision(), stt.context_margin());
     // A fourth argument "turns": the end-of-turn scenes (1 and 1b) only.
     let only_turns = args.next().as_deref() == Some("turns");
     let piper = voice::piper::Piper::load(&models);
@@ -284,12 +283,11 @@ fn run() -> Result<(), VoiceError> {
         ends.push(ms_of(input.len()));
         input.extend(silence(8_000));
     }
-    for (rule, endpoint, which) in rules() {
-        let stt = pick(which, &mut stt, &mut old_stt, &mut margin_stt);
+    for (rule, endpoint, which, phrase) in rules() {
+        let stt = pick(which, &mut stt, &mut margin_stt);
         println!("-- {rule} --");
-        let mut mic = WavLoopback::new(Pcm { samples: input.clone(), rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
-        let turns =
-            converse(&mut mic, &mut *stt, &mut Fixed(SHORT_REPLY), tts.as_ref(), &cli_config(&models, None, endpoint))?;
+        let config = cli_config(&models, None, endpoint, phrase);
+        let turns = scene(input.clone(), &mut *stt, SHORT_REPLY, tts.as_ref(), &config)?;
         println!(
             "{:<4} {:>8} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>9} {:>11}  heard",
             "turn", "end ms", "detect", "stt", "wait", "reply", "tts1", "loop", "start-end", "w/o model"
@@ -332,7 +330,7 @@ fn run() -> Result<(), VoiceError> {
     }
     println!(
         "baseline, same run: the gate's end-of-speech hold alone is {} ms (GateConfig::stop_ms)",
-        cli_config(&models, None, None).gate.stop_ms,
+        cli_config(&models, None, None, false).gate.stop_ms,
     );
 
     // 1b. A pause in the middle of a question: answered too early?
@@ -357,11 +355,10 @@ fn run() -> Result<(), VoiceError> {
             input.extend(silence(8_000));
         }
     }
-    for (rule, endpoint, which) in rules() {
-        let stt = pick(which, &mut stt, &mut old_stt, &mut margin_stt);
-        let mut mic = WavLoopback::new(Pcm { samples: input.clone(), rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
-        let turns =
-            converse(&mut mic, &mut *stt, &mut Fixed(SHORT_REPLY), tts.as_ref(), &cli_config(&models, None, endpoint))?;
+    for (rule, endpoint, which, phrase) in rules() {
+        let stt = pick(which, &mut stt, &mut margin_stt);
+        let config = cli_config(&models, None, endpoint, phrase);
+        let turns = scene(input.clone(), &mut *stt, SHORT_REPLY, tts.as_ref(), &config)?;
         let mut line = format!("{rule}:");
         for pause in PAUSES {
             let asked: Vec<_> = questions_at.iter().filter(|q| q.0 == pause).collect();
@@ -402,8 +399,8 @@ fn run() -> Result<(), VoiceError> {
     println!("\n== 2. barge-in (-6 dB echo, AEC on, no ducking) ==");
     let medium = "Paris is the capital of France. It has been for a very long time. The river Seine runs through it.";
     let long: &'static str = Box::leak(format!("{medium} ").repeat(4).into_boxed_str());
-    for (name, endpoint, which) in rules() {
-        let stt = pick(which, &mut stt, &mut old_stt, &mut margin_stt);
+    for (name, endpoint, which, phrase) in rules() {
+        let stt = pick(which, &mut stt, &mut margin_stt);
         let ducking: Option<Ducking> = None;
         // A question, then the person cuts in 14 s later (recognition on this
         // machine takes seconds: the long reply is playing by then).
@@ -417,9 +414,8 @@ fn run() -> Result<(), VoiceError> {
             input.extend(&interruption);
             input.extend(silence(40_000));
         }
-        let mut mic = WavLoopback::new(Pcm { samples: input, rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
-        let turns =
-            converse(&mut mic, &mut *stt, &mut Fixed(long), tts.as_ref(), &cli_config(&models, ducking, endpoint))?;
+        let config = cli_config(&models, ducking, endpoint, phrase);
+        let turns = scene(input, &mut *stt, long, tts.as_ref(), &config)?;
         let mut decisions = Vec::new();
         let mut stops = Vec::new();
         let mut early = Vec::new();
@@ -446,9 +442,8 @@ fn run() -> Result<(), VoiceError> {
             input.extend(q);
             input.extend(silence(25_000));
         }
-        let mut mic = WavLoopback::new(Pcm { samples: input, rate: RATE }, Some(Echo::new(-6.0, 60, RATE)));
-        let turns =
-            converse(&mut mic, &mut *stt, &mut Fixed(medium), tts.as_ref(), &cli_config(&models, ducking, endpoint))?;
+        let config = cli_config(&models, ducking, endpoint, phrase);
+        let turns = scene(input, &mut *stt, medium, tts.as_ref(), &config)?;
         let false_cuts = turns.iter().filter(|t| t.interrupted).count();
         println!(
             "{name}: {false_cuts} false barge-ins over {} replies with no user speech during them (goal 0)",

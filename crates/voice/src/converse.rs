@@ -103,6 +103,10 @@ pub struct ConverseConfig {
     pub barge_in: bool,
     /// Ending a turn before the gate's whole hold: None waits `gate.stop_ms`.
     pub endpoint: Option<Endpoint>,
+    /// The reply's first piece is cut short before a phrase (see
+    /// [`speaking_pieces`]); off, only at a clause break (the benchmark's
+    /// comparison with the rule before).
+    pub phrase_first_piece: bool,
 }
 
 /// The reply's first piece, synthesised while the reply was still coming.
@@ -147,6 +151,7 @@ impl Default for ConverseConfig {
             ducking: None,
             barge_in: true,
             endpoint: None,
+            phrase_first_piece: true,
         }
     }
 }
@@ -198,11 +203,58 @@ pub struct TurnTimings {
 
 /// The pieces to synthesise one by one: the sentences, with a long first
 /// sentence split at its first clause break (a comma, semicolon or colon
-/// after at least three words, with at least three after it) so the first
-/// piece is short and speech starts sooner.
+/// after at least three words, with at least three after it), and the first
+/// piece cut again before the first preposition or conjunction that has
+/// three to five words before it and at least two after, so the first
+/// piece is short and speech starts sooner (the listener waits for the
+/// first piece's synthesis, and its time grows with its length). Both cuts
+/// depend only on the words before them and a few after, so a reply still
+/// streaming is cut where the whole reply will be.
 pub fn speaking_pieces(text: &str) -> Vec<String> {
+    speaking_pieces_as(text, true)
+}
+
+/// [`speaking_pieces`], with the first piece cut before a phrase or not.
+pub fn speaking_pieces_as(text: &str, phrase_cut: bool) -> Vec<String> {
     let mut parts = sentences(&speakable(text));
-    let Some(first) = parts.first().cloned() else { return parts };
+    split_first_clause(&mut parts);
+    if phrase_cut {
+        split_first_phrase(&mut parts);
+    }
+    parts
+}
+
+/// Words a first piece may be cut before: a phrase or clause begins there,
+/// English and Portuguese.
+#[rustfmt::skip]
+const PHRASE_STARTS: [&str; 40] = [
+    "of", "in", "on", "at", "for", "with", "about", "from", "into", "by", "to", "near", "since", "after", "before",
+    "through", "and", "but", "or", "because", "which", "where", "when", "while", "than",
+    "de", "do", "da", "em", "no", "na", "com", "para", "por", "sobre", "e", "mas", "porque", "onde", "quando",
+];
+
+/// The most words before a cut at a phrase.
+const FIRST_PIECE_WORDS: usize = 5;
+
+fn split_first_phrase(parts: &mut Vec<String>) {
+    let Some(first) = parts.first() else { return };
+    let words: Vec<&str> = first.split_whitespace().collect();
+    // Judged on the words before the cut (and two after), never on the
+    // piece's whole length, which a reply still streaming does not know.
+    let cut = (3..=FIRST_PIECE_WORDS).take_while(|&i| i + 2 <= words.len()).find(|&i| {
+        let bare = words[i].trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+        // Not right after a clause break: that cut is the clause rule's.
+        let open = !words[i - 1].ends_with([',', ';', ':', '.', '?', '!']);
+        PHRASE_STARTS.contains(&bare.as_str()) && open
+    });
+    if let Some(i) = cut {
+        let (head, tail) = (words[..i].join(" "), words[i..].join(" "));
+        parts.splice(0..1, [head, tail]);
+    }
+}
+
+fn split_first_clause(parts: &mut Vec<String>) {
+    let Some(first) = parts.first().cloned() else { return };
     let mut words = 0;
     let mut prev_space = true;
     for (i, c) in first.char_indices() {
@@ -219,7 +271,6 @@ pub fn speaking_pieces(text: &str) -> Vec<String> {
             break;
         }
     }
-    parts
 }
 
 /// The pieces to say of `reply` when at most `max_sentences` of it are
@@ -593,7 +644,7 @@ pub fn converse(
                             }
                             streamed.push_str(delta);
                             // The first piece is complete once something follows it.
-                            let pieces = speaking_pieces(&streamed);
+                            let pieces = speaking_pieces_as(&streamed, config.phrase_first_piece);
                             if pieces.len() < 2 {
                                 return;
                             }
@@ -631,7 +682,11 @@ pub fn converse(
                     },
                 };
                 timings.reply_ms = asked.elapsed().as_millis() as u64;
-                let parts = if brief && command.is_none() { spoken_pieces(&reply, Some(1)) } else { speaking_pieces(&reply) };
+                let parts = if brief && command.is_none() {
+                    spoken_pieces(&reply, Some(1))
+                } else {
+                    speaking_pieces_as(&reply, config.phrase_first_piece)
+                };
                 let mut sentences_pcm = Vec::new();
                 if let Some(e) = early.take().filter(|e| parts.first() == Some(&e.text)) {
                     // Spoken from the stream: speech starts when it was ready.
@@ -755,7 +810,7 @@ mod tests {
         assert_eq!(speakable("Sure. <|im_"), "Sure.");
         assert_eq!(
             speaking_pieces("Paris is the capital of France. [interrupted]"),
-            vec!["Paris is the capital of France."]
+            vec!["Paris is the capital", "of France."]
         );
         assert!(speaking_pieces("[interrupted]").is_empty());
         assert!(speaking_pieces("Sure. [interr").iter().all(|p| !p.contains('[')));
@@ -797,11 +852,58 @@ mod tests {
         let reply = "Paris is the capital of France, on the river Seine. It has two million people. It is old.";
         assert_eq!(
             spoken_pieces(reply, Some(2)),
-            vec!["Paris is the capital of France,", "on the river Seine.", "It has two million people."]
+            vec!["Paris is the capital", "of France,", "on the river Seine.", "It has two million people."]
         );
-        assert_eq!(spoken_pieces(reply, Some(1)).len(), 2);
+        assert_eq!(spoken_pieces(reply, Some(1)).len(), 3);
         assert_eq!(spoken_pieces(reply, None), speaking_pieces(reply));
         assert_eq!(spoken_pieces("Sure. [interrupted] It is 7 days. Bye.", Some(2)), vec!["Sure.", "It is 7 days."]);
+    }
+
+    #[test]
+    fn the_first_piece_is_cut_before_a_phrase_after_three_to_five_words() {
+        assert_eq!(
+            speaking_pieces("Paris is the capital of France. It is old."),
+            vec!["Paris is the capital", "of France.", "It is old."]
+        );
+        // The rule before: only at a clause break.
+        assert_eq!(
+            speaking_pieces_as("Paris is the capital of France. It is old.", false),
+            vec!["Paris is the capital of France.", "It is old."]
+        );
+        assert_eq!(speaking_pieces("Go to the shop and buy bread."), vec!["Go to the shop", "and buy bread."]);
+        assert_eq!(speaking_pieces("The river runs to Paris."), vec!["The river runs", "to Paris."]);
+        // Fewer than three words before, fewer than two after, no phrase: whole.
+        assert_eq!(speaking_pieces("It is in Paris."), vec!["It is in Paris."]);
+        assert_eq!(speaking_pieces("The river is very long indeed."), vec!["The river is very long indeed."]);
+        // Never right after a clause break.
+        assert_eq!(speaking_pieces("Yes, it is, in town."), vec!["Yes, it is, in town."]);
+        // Only the first piece; Portuguese too.
+        let pt = speaking_pieces("Sim. A capital do Brasil é Brasília.");
+        assert_eq!(pt, vec!["Sim.", "A capital do Brasil é Brasília."]);
+        let pt = speaking_pieces("Eu moro em Lisboa com a minha irmã.");
+        assert_eq!(pt, vec!["Eu moro em Lisboa", "com a minha irmã."]);
+    }
+
+    #[test]
+    fn a_streaming_reply_is_cut_where_the_whole_reply_is() {
+        for reply in [
+            "Paris is the capital of France, and it stands on the Seine. Yes.",
+            "The old town of Lisbon, which is big, is by the river.",
+            "Well, Paris is the capital of France, truly. Yes.",
+            "Yes it is, and in the north of town it rains.",
+        ] {
+            let whole = speaking_pieces(reply);
+            let mut streamed = String::new();
+            for word in reply.split_inclusive(' ') {
+                streamed.push_str(word);
+                // The first piece is taken once something follows it.
+                let pieces = speaking_pieces(&streamed);
+                if pieces.len() >= 2 {
+                    assert_eq!(pieces[0], whole[0], "{reply:?} streamed as {streamed:?}");
+                    break;
+                }
+            }
+        }
     }
 
     #[test]

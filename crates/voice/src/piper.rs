@@ -119,7 +119,11 @@ impl Piper {
             }
         }
         if marks.len() != lines.len() {
-            phonemes.push(marks.last().copied().unwrap_or('.'));
+            // A piece cut from its sentence before a phrase ("Paris is the
+            // capital" | "of France.") ends as a clause, not a sentence: the
+            // voice keeps its pitch up and pauses briefly, as at a comma.
+            let open = text.trim_end().ends_with(char::is_alphanumeric);
+            phonemes.push(if open { ',' } else { marks.last().copied().unwrap_or('.') });
         }
         Ok(phonemes)
     }

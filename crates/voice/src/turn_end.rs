@@ -23,7 +23,8 @@ use crate::vad::{GateConfig, GateEvent, SpeechGate};
 /// trail off. While the person speaks, the utterance so far is recognised
 /// again every `stream_every_ms` of new audio (greedy, as a draft), so that
 /// at the end only its last words are new. After `speculate_ms` of silence
-/// the utterance is transcribed, from that draft, while the silence runs
+/// that Silero hears as silence (100 ms of any silence at the latest) the
+/// utterance is transcribed, from that draft, while the silence runs
 /// on (in the background on a live device; on the simulated clock the
 /// result is ready when its compute time has passed, after the draft
 /// under way, if any, is done); speech that resumes throws it away. The
@@ -49,9 +50,15 @@ pub struct Endpoint {
 impl Default for Endpoint {
     fn default() -> Self {
         Self {
-            // Silero's quiet window (100 ms) is full here: the take of the
-            // whole utterance starts as soon as the end can be judged.
-            speculate_ms: 100,
+            // The take of the whole utterance starts after three quiet
+            // frames when Silero already reads them as silence, before its
+            // quiet window (100 ms) is full: the take lasts longer than the
+            // quick end's 300 ms, so it, not the silence, decided when a
+            // finished turn ended. Silero must still be sure of the whole
+            // window before the turn ends on it, and speech that resumes
+            // throws the take away. After two frames, espeak-ng's voice
+            // had gaps between words that Silero heard as silence.
+            speculate_ms: 60,
             quick_stop_ms: 300,
             trailing_stop_ms: 1_300,
             silero_quiet: 0.2,
@@ -60,6 +67,10 @@ impl Default for Endpoint {
         }
     }
 }
+
+/// The silence after which the take of the utterance starts even when
+/// Silero is not yet sure (its quiet window is full then).
+const TAKE_BY_MS: u64 = 100;
 
 /// How a transcript ends, for the end of turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,6 +216,8 @@ pub struct EndOfTurn {
     hold_ms: u64,
     rate: u32,
     speculation: Option<Speculation>,
+    /// The take was tried in the silence under way (once a silence).
+    take_tried: bool,
     /// The recogniser's reading of the utterance under way, and how much
     /// of it that reading covered (samples).
     draft: Draft,
@@ -227,6 +240,7 @@ impl EndOfTurn {
             hold_ms: gate.stop_ms,
             rate: crate::SAMPLE_RATE,
             speculation: None,
+            take_tried: false,
             draft: Draft::default(),
             drafted_len: 0,
             draft_before: Draft::default(),
@@ -250,6 +264,7 @@ impl EndOfTurn {
     /// what was read of the one before is forgotten.
     pub fn begin(&mut self) {
         self.speculation = None;
+        self.take_tried = false;
         self.draft = Draft::default();
         self.draft_before = Draft::default();
         self.drafted_len = 0;
@@ -295,6 +310,7 @@ impl EndOfTurn {
         if held || !gate.is_speaking() && event.is_none() || gate.is_speaking() && gate.silence_ms() == 0 {
             // Speech resumed (or the floor changed hands): start over.
             self.speculation = None;
+            self.take_tried = false;
         }
         let plain_turn = floor == Floor::Open && event.is_none();
         if let (Some(step), Some(audio)) = (ep.stream_every_ms, utterance) {
@@ -316,8 +332,16 @@ impl EndOfTurn {
                 self.recogniser_free_ms = now_ms + started.elapsed().as_millis() as u64;
             }
         }
-        if plain_turn && gate.is_speaking() && gate.silence_ms() == ep.speculate_ms && self.speculation.is_none() {
+        // The take starts after `speculate_ms` of silence that Silero already
+        // hears as silence, and at `TAKE_BY_MS` whatever it hears: a gap
+        // between words, where Silero still hears speech, costs no take.
+        let silent = gate.silence_ms();
+        let sure_so_far = gate.silence_peak_so_far().is_some_and(|p| p < ep.silero_quiet);
+        let take_now = silent == ep.speculate_ms.max(TAKE_BY_MS)
+            || silent >= ep.speculate_ms && silent < TAKE_BY_MS && sure_so_far;
+        if plain_turn && gate.is_speaking() && take_now && !self.take_tried {
             if let Some(audio) = utterance {
+                self.take_tried = true;
                 let started = Instant::now();
                 // A draft still under way when the silence begins is
                 // abandoned, not waited for: the take of the whole

@@ -127,6 +127,14 @@ impl SpeechGate {
         })
     }
 
+    /// Silero's highest speech probability over the current silence so
+    /// far, up to its last 100 ms (None without Silero, or while voiced).
+    pub fn silence_peak_so_far(&self) -> Option<f32> {
+        self.silero.as_ref()?;
+        (self.speaking && !self.silence_probs.is_empty())
+            .then(|| self.silence_probs.iter().copied().fold(0.0, f32::max))
+    }
+
     /// Ends the utterance now, before the hold has run out (an early end
     /// of turn decided by the caller); None when no speech is under way.
     pub fn end_now(&mut self) -> Option<GateEvent> {

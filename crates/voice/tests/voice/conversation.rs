@@ -214,12 +214,12 @@ fn spoken_rate_commands_are_handled_here_and_slow_the_next_reply() {
     // Acknowledged in the language the recogniser reported (the script says English).
     assert_eq!(turns[1].reply, "Okay, slower.");
     // The same answer, spoken at 0.8: 1.25 times as long (60 ms a character
-    // at rate 1, over the pieces it is spoken in: "..., on a quiet day."
-    // is its own piece, without the space before it).
+    // at rate 1, over the pieces it is spoken in, without the spaces
+    // between them: "It is nine", "in the morning,", "on a quiet day.").
     let before = playback_end_ms(mic.played(), turns[0].first_audio_ms) - turns[0].first_audio_ms;
     let after = playback_end_ms(mic.played(), turns[2].first_audio_ms) - turns[2].first_audio_ms;
     let pieces = voice::converse::speaking_pieces(answer);
-    assert_eq!(pieces.len(), 2, "{pieces:?}");
+    assert_eq!(pieces.len(), 3, "{pieces:?}");
     let expected = pieces.iter().map(|p| p.chars().count()).sum::<usize>() as f64 * 60.0;
     assert!((before as f64 - expected).abs() < 40.0, "rate 1: {before} ms, expected {expected}");
     assert!((after as f64 - expected / 0.8).abs() < 40.0, "rate 0.8: {after} ms, expected {}", expected / 0.8);
@@ -564,7 +564,7 @@ fn the_first_sentence_is_spoken_from_the_stream_before_the_reply_is_whole() {
 fn a_long_first_sentence_is_spoken_from_its_first_clause() {
     assert_eq!(
         voice::converse::speaking_pieces("Well, Paris is the capital of France, and it stands on the Seine. Yes."),
-        vec!["Well, Paris is the capital of France,", "and it stands on the Seine.", "Yes."]
+        vec!["Well, Paris is the capital", "of France,", "and it stands on the Seine.", "Yes."]
     );
     // Too short on either side: whole.
     assert_eq!(voice::converse::speaking_pieces("Yes, it is. Fine."), vec!["Yes, it is.", "Fine."]);
