@@ -15,7 +15,6 @@ import {
   config,
   endSession,
   log,
-  openTab,
   readMessages,
   runIfMain,
   saveFailureState,
@@ -135,7 +134,6 @@ async function main() {
   const ctx = await startSession(cfg, "recall");
   try {
     await scenario(ctx);
-    await openTab(ctx, "chat");
   } catch (error) {
     await saveFailureState(ctx);
     throw error;

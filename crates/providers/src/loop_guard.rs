@@ -34,60 +34,28 @@ pub struct LoopGuard {
     /// Questions (normalised words, at least [`LOOP_SENTENCE_WORDS`]) the
     /// persona's last replies asked.
     asked: Vec<Vec<String>>,
-    /// End the reply before a closing offer of service ([`OFFERS`]).
-    cut_offers: bool,
+    /// Sentences that end the reply before them ([`OFFERS`] for a
+    /// conversation reply, none for the plain guard).
+    offers: &'static [&'static str],
 }
 
 /// How closing offers of service begin, as normalised words (lower case,
-/// letters and digits only): a sentence after the first that starts this
-/// way ends the reply. English and Portuguese, the languages personas speak.
-const OFFERS: &[&[&str]] = &[
-    &["how", "can", "i", "help"],
-    &["how", "can", "i", "assist"],
-    &["how", "may", "i", "help"],
-    &["how", "may", "i", "assist"],
-    &["is", "there", "anything", "else"],
-    &["is", "there", "anything", "i", "can"],
-    &["what", "else", "can", "i", "help"],
-    &["what", "can", "i", "do", "for", "you"],
-    &["if", "you", "have", "any", "other", "questions"],
-    &["if", "you", "have", "any", "questions"],
-    &["do", "you", "have", "any", "other", "questions"],
-    &["do", "you", "have", "any", "questions"],
-    &["if", "you", "need", "anything", "else"],
-    &["feel", "free", "to", "ask"],
-    &["let", "me", "know", "if", "you", "need"],
-    &["let", "me", "know", "if", "there"],
-    &["let", "me", "know", "if", "theres"],
-    &["let", "me", "know", "if", "you", "have"],
-    &["if", "theres", "anything", "else"],
-    &["if", "there", "is", "anything", "else"],
-    &["dont", "hesitate", "to"],
-    &["im", "here", "to", "help"],
-    &["i", "am", "here", "to", "help"],
-    &["como", "posso", "ajudar"],
-    &["como", "posso", "te", "ajudar"],
-    &["como", "posso", "ajudálo"],
-    &["como", "posso", "ajudála"],
-    &["em", "que", "posso", "ajudar"],
-    &["em", "que", "posso", "te", "ajudar"],
-    &["posso", "ajudar", "em"],
-    &["posso", "te", "ajudar", "em"],
-    &["há", "algo", "mais"],
-    &["tem", "mais", "alguma", "coisa"],
-    &["se", "tiver", "mais", "alguma"],
-    &["se", "tiver", "alguma", "dúvida"],
-    &["se", "precisar", "de", "mais"],
-    &["se", "precisar", "de", "alguma"],
-    &["se", "precisar", "de", "algo"],
-    &["se", "você", "precisar", "de"],
-    &["se", "você", "tiver", "mais"],
-    &["se", "você", "tiver", "alguma"],
-    &["se", "tiver", "outras", "perguntas"],
-    &["se", "você", "tiver", "outras"],
-    &["fique", "à", "vontade", "para"],
-    &["estou", "aqui", "para", "ajudar"],
-    &["estou", "aqui", "para", "te", "ajudar"],
+/// letters and digits only, one space between): a sentence after the first
+/// that starts this way ends the reply. English and Portuguese, the
+/// languages personas speak.
+const OFFERS: &[&str] = &[
+    "how can i help", "how can i assist", "how may i help", "how may i assist", "is there anything else",
+    "is there anything i can", "what else can i help", "what can i do for you",
+    "if you have any other questions", "if you have any questions", "do you have any other questions",
+    "do you have any questions", "if you need anything else", "feel free to ask", "let me know if you need",
+    "let me know if there", "let me know if theres", "let me know if you have", "if theres anything else",
+    "if there is anything else", "dont hesitate to", "im here to help", "i am here to help",
+    "como posso ajudar", "como posso te ajudar", "como posso ajudálo", "como posso ajudála",
+    "em que posso ajudar", "em que posso te ajudar", "posso ajudar em", "posso te ajudar em", "há algo mais",
+    "tem mais alguma coisa", "se tiver mais alguma", "se tiver alguma dúvida", "se precisar de mais",
+    "se precisar de alguma", "se precisar de algo", "se você precisar de", "se você tiver mais",
+    "se você tiver alguma", "se tiver outras perguntas", "se você tiver outras", "fique à vontade para",
+    "estou aqui para ajudar", "estou aqui para te ajudar",
 ];
 
 /// What a new piece of the reply allows.
@@ -122,7 +90,7 @@ impl LoopGuard {
                 }
             }
         }
-        Self { asked, cut_offers: true, ..Self::default() }
+        Self { asked, offers: OFFERS, ..Self::default() }
     }
 
     /// Adds a piece of the reply.
@@ -158,8 +126,20 @@ impl LoopGuard {
         if finished && sentence > 0 && self.asked.iter().any(is_asked) {
             return self.cut(judged[sentence].start);
         }
-        let offers: &[&[&str]] = if self.cut_offers && sentence > 0 { OFFERS } else { &[] };
-        if offers.iter().any(|o| current.len() >= o.len() && o.iter().eq(current[..o.len()].iter())) {
+        // Whether `current` starts with an offer (`whole`) or is the start
+        // of one still being written.
+        let offers = if sentence > 0 { self.offers } else { &[] };
+        let offer = |whole: bool| {
+            offers.iter().any(|o| {
+                let o: Vec<&str> = o.split(' ').collect();
+                if whole {
+                    current.len() >= o.len() && o == current[..o.len()]
+                } else {
+                    o.len() > current.len() && o[..current.len()] == current[..]
+                }
+            })
+        };
+        if offer(true) {
             return self.cut(judged[sentence].start);
         }
         // The first sentence is never cut (a reply that is only the question
@@ -168,7 +148,7 @@ impl LoopGuard {
             && sentence > 0
             && !current.is_empty()
             && (self.asked.iter().any(|q| q.len() > current.len() && q.iter().zip(&current).all(|(a, b)| a.as_str() == *b))
-                || offers.iter().any(|o| o.len() > current.len() && o.iter().zip(&current).all(|(a, b)| a == b)));
+                || offer(false));
         // Hold back a repeat in progress (even one word: it may open a
         // sentence said before), a question asked before while it is being
         // asked again, and the word still being written, unless it is the
