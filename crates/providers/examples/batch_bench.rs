@@ -35,19 +35,19 @@ fn main() {
         let mut ctx = model.new_context(&backend, params).expect("context");
         let mut batch = LlamaBatch::new(512, 1);
         for (i, t) in tokens[..prefix].iter().enumerate() {
-            batch.add(*t, i as i32, &[0], i + 1 == prefix).unwrap();
+            batch.add(*t, i as i32, &[0], i + 1 == prefix).expect("llama.cpp");
         }
-        ctx.decode(&mut batch).unwrap();
+        ctx.decode(&mut batch).expect("llama.cpp");
         for n in [1usize, 2, 4, 8, 13, 16, 24, 32, 48, 64, 96] {
             let mut ms = Vec::new();
             for _ in 0..rounds {
-                ctx.clear_kv_cache_seq(Some(0), Some(prefix as u32), None).unwrap();
+                ctx.clear_kv_cache_seq(Some(0), Some(prefix as u32), None).expect("llama.cpp");
                 batch.clear();
                 for i in 0..n {
-                    batch.add(tokens[prefix + i], (prefix + i) as i32, &[0], i + 1 == n).unwrap();
+                    batch.add(tokens[prefix + i], (prefix + i) as i32, &[0], i + 1 == n).expect("llama.cpp");
                 }
                 let t0 = Instant::now();
-                ctx.decode(&mut batch).unwrap();
+                ctx.decode(&mut batch).expect("llama.cpp");
                 ms.push(t0.elapsed().as_secs_f64() * 1000.0);
             }
             ms.sort_by(f64::total_cmp);
