@@ -14,7 +14,9 @@ messages that tell something (small talk), it counts the replies that only
 say the message back ("echoed"), that speak as the person ("as them", "I
 live in Lisbon."), and that ask something back; and, over all replies, the
 help-desk phrases a friend does not use ("How can I help you today?") and
-the replies that say three words running of the reply before them again.
+the replies that say three words running of the reply before them again;
+for the questions, the answers given in the person's voice ("I like to eat
+ramen.").
 """
 import argparse
 import os
@@ -103,7 +105,7 @@ def loops(text, run=6):
 
 def arm(name, model_files, args, conversations):
     stats = dict(questions=0, answered=0, replies=0, loops=0, pt_questions=0, pt_in_pt=0, times=[], failed=0,
-                 told=0, echoed=0, as_them=0, asked=0, service=0, again=0)
+                 told=0, echoed=0, as_them=0, asked=0, service=0, again=0, answer_as_them=0)
     for c in conversations:
         # A data directory per conversation: nothing of one is recalled in another.
         env = dict(os.environ, LEDGERMIND_HOME=fresh_home(f"lm-replies-{name}-", model_files))
@@ -130,6 +132,11 @@ def arm(name, model_files, args, conversations):
                 ok = any(fold(e) in fold(reply) for e in t["expect"])
                 stats["answered"] += ok
                 mark = "OK  " if ok else "MISS"
+                # "What do I like to eat?" → "I like to eat ramen.": the
+                # fact, in the person's voice.
+                if as_them(reply):
+                    stats["answer_as_them"] += 1
+                    mark += " as them"
                 if c["language"].startswith("pt"):
                     stats["pt_questions"] += 1
                     in_pt = portuguese(reply)
@@ -166,13 +173,13 @@ def main():
         results[name] = arm(name, files, args, conversations)
     print(f"\n{len(conversations)} conversations ({args.split}), one `ledgermind chat` process per message")
     print(f"{'arm':<8} {'answered':>10} {'loops':>8} {'pt in pt':>9} {'p50 s':>7} {'p90 s':>7} {'failed':>7}"
-          f" {'echoed':>8} {'as them':>8} {'asked':>8} {'help-desk':>10} {'said again':>11}")
+          f" {'echoed':>8} {'as them':>8} {'asked':>8} {'help-desk':>10} {'said again':>11} {'answer as them':>15}")
     for name, s in results.items():
         told = s['told']
         print(f"{name:<8} {s['answered']:>4}/{s['questions']:<5} {s['loops']:>3}/{s['replies']:<4} "
               f"{s['pt_in_pt']:>3}/{s['pt_questions']:<5} {pct(s['times'], .5):>7.2f} {pct(s['times'], .9):>7.2f} {s['failed']:>7}"
               f" {s['echoed']:>4}/{told:<3} {s['as_them']:>4}/{told:<3} {s['asked']:>4}/{told:<3}"
-              f" {s['service']:>5}/{s['replies']:<4} {s['again']:>6}/{s['replies']:<4}")
+              f" {s['service']:>5}/{s['replies']:<4} {s['again']:>6}/{s['replies']:<4} {s['answer_as_them']:>10}/{s['questions']:<4}")
 
 
 if __name__ == "__main__":

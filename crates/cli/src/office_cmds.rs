@@ -177,6 +177,7 @@ pub async fn bench(ctx: &Ctx, args: BenchArgs) -> ExitCode {
                     role: MessageRole::Human,
                     content: format!("message number {i} about trains, hotels and the weather"),
                     external_id: None,
+                    said_at: None,
                 })
             })
             .collect();

@@ -31,6 +31,7 @@ async fn main() -> std::process::ExitCode {
             role: MessageRole::Human,
             content: format!("crash test line {k}"),
             external_id: None,
+            said_at: None,
         };
         // Mix single appends and small batches.
         let result = if i % 5 == 0 {

@@ -65,6 +65,7 @@ fn message(i: usize) -> EventBody {
         role: MessageRole::Human,
         content: format!("benchmark message number {i}, a sentence of ordinary length."),
         external_id: None,
+        said_at: None,
     }
 }
 

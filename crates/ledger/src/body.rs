@@ -90,6 +90,11 @@ pub enum EventBody {
         content: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         external_id: Option<String>,
+        /// When the message was said, for one said before it was recorded
+        /// (an imported conversation): the chat shows this time, not the
+        /// import's. RFC 3339, as event times are.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        said_at: Option<String>,
     },
     MessagesRead { persona_id: String, up_to_seq: i64 },
     ProviderAccountAdded { name: String, base_url: String, default_model: String },

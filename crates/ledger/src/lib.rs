@@ -55,7 +55,7 @@ pub use office::{
 pub use query::{Account, Item, Message, Persona, StoredEvent};
 pub use queue::{NewJob, QueueItem, QueueState};
 pub use erase::Erasure;
-pub use store::{Draft, Ledger, LedgerOptions, Receipt, EI_PERSONA_ID, HUMAN_ENTITY};
+pub use store::{format_ts, Draft, Ledger, LedgerOptions, Receipt, EI_PERSONA_ID, HUMAN_ENTITY};
 pub use verify::{key_proof_message, KeyEpoch, VerifyFailure, VerifyReport};
 
 pub type Result<T, E = LedgerError> = std::result::Result<T, E>;

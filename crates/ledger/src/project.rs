@@ -110,7 +110,7 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
                 .await
                 .map_err(LedgerError::Save)?;
         }
-        EventBody::MessageAdded { message_id, persona_id, role, content, .. } => {
+        EventBody::MessageAdded { message_id, persona_id, role, content, said_at, .. } => {
             // The human's own messages are read by definition.
             let read = matches!(role, crate::MessageRole::Human);
             sqlx::query(
@@ -120,7 +120,7 @@ pub(crate) async fn apply(tx: &mut Tx<'_>, h: &EventHeader, body: &EventBody) ->
             .bind(persona_id)
             .bind(role.as_str())
             .bind(content)
-            .bind(&h.ts)
+            .bind(said_at.as_deref().unwrap_or(&h.ts))
             .bind(read)
             .bind(seq)
             .execute(&mut **tx)
@@ -274,12 +274,12 @@ pub(crate) async fn apply_in_order(tx: &mut Tx<'_>, events: &[(&EventHeader, &Ev
 async fn insert_messages(tx: &mut Tx<'_>, events: &[(&EventHeader, &EventBody)]) -> Result<()> {
     let mut q = sqlx::QueryBuilder::new("INSERT INTO messages (id, persona_id, role, content, ts, read, seq) ");
     q.push_values(events, |mut b, (h, body)| {
-        if let EventBody::MessageAdded { message_id, persona_id, role, content, .. } = body {
+        if let EventBody::MessageAdded { message_id, persona_id, role, content, said_at, .. } = body {
             b.push_bind(message_id)
                 .push_bind(persona_id)
                 .push_bind(role.as_str())
                 .push_bind(content)
-                .push_bind(&h.ts)
+                .push_bind(said_at.as_deref().unwrap_or(&h.ts))
                 .push_bind(matches!(role, crate::MessageRole::Human))
                 .push_bind(h.seq);
         }

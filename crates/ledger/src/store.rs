@@ -121,7 +121,8 @@ pub(crate) fn connect_options(path: &Path, durable: bool) -> Result<SqliteConnec
     Ok(opts)
 }
 
-pub(crate) fn format_ts(t: time::OffsetDateTime) -> String {
+/// An event time as the ledger writes it: RFC 3339 in UTC with milliseconds.
+pub fn format_ts(t: time::OffsetDateTime) -> String {
     let t = t.to_offset(time::UtcOffset::UTC);
     let ms = t.millisecond();
     let base = t.replace_nanosecond(0).ok().and_then(|t| t.format(&Rfc3339).ok()).unwrap_or_default();

@@ -114,6 +114,13 @@ pub fn parse_conversation(bytes: &[u8], persona_name: &str) -> Result<Vec<Conver
     Ok(out)
 }
 
+/// The row's own time as the ledger writes times; none when it is out of
+/// the range a date can show.
+fn said_at(ts_ms: i64) -> Option<String> {
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ts_ms) * 1_000_000).ok()?;
+    Some(ledger::format_ts(t))
+}
+
 /// Imports validated rows into `persona`'s conversation. Rows whose id is
 /// already in that conversation are skipped, so an interrupted import can
 /// simply be run again. `progress(done, total)` is called after each batch.
@@ -150,6 +157,7 @@ pub async fn import_rows(
                     role: r.role,
                     content: r.text.clone(),
                     external_id: Some(r.id.clone()),
+                    said_at: said_at(r.ts_ms),
                 },
             });
             ids.push(message_id);

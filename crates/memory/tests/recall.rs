@@ -136,6 +136,7 @@ async fn the_index_rebuilds_from_the_ledger() {
             role: ledger::MessageRole::Human,
             content: "I started learning the cello".into(),
             external_id: None,
+            said_at: None,
         },
     )
     .await

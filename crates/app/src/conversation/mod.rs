@@ -135,6 +135,7 @@ impl Conversation {
             role: MessageRole::Human,
             content: content.to_owned(),
             external_id: None,
+            said_at: None,
         };
         // Delete all, list all, cancel, the answer to a question a tool call
         // asked, and a command missing its argument ("save a movie") are

@@ -238,6 +238,7 @@ async fn generate(conv: &Arc<Conversation>, item: &QueueItem, job: &ReplyJob) ->
             role,
             content: content.clone(),
             external_id: None,
+            said_at: None,
         },
     )];
     drafts.extend(conv.office.reply_records(&persona, &message_id, framed, completion.prompt_tokens, completion.completion_tokens));

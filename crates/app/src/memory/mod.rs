@@ -86,6 +86,7 @@ mod tests {
             role: MessageRole::Human,
             content: text.to_owned(),
             external_id: None,
+            said_at: None,
         };
         let receipt = memory.ctx.ledger.append(HUMAN_ENTITY, body).await.expect("append");
         recall::index_message(memory, &id, &persona.id, text, receipt.seq).await;

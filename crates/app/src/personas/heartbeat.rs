@@ -140,6 +140,7 @@ pub(crate) async fn run(personas: &Arc<Personas>, item: &QueueItem) -> Result<()
                 role: MessageRole::Persona,
                 content: content.clone(),
                 external_id: None,
+                said_at: None,
             },
         )])
         .await

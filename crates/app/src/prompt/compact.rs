@@ -161,19 +161,22 @@ fn system_text(persona: &Persona, language: Language) -> String {
     // "Chatting with a friend, not serving a customer": told only that it
     // chats with "the user", a small instruction-tuned model falls back on
     // help-desk lines ("How can I help you today?") or says the message back.
+    // Asked about itself ("Do you like music?"), the default model opens
+    // with "As an AI language model, I don't have personal preferences…"
+    // unless told it has tastes of its own.
     match language {
         Language::PtBr => {
             let who = if description.is_empty() { "uma amiga atenciosa".to_owned() } else { description };
             format!(
-                "Você é {}, {who}. Você está conversando com um amigo, não atendendo um cliente. Responda em português, em uma ou duas frases curtas: comente com carinho o que ele contou, ou pergunte sobre isso, e responda o que ele perguntar. Ao falar dele, diga \"você\".",
-                persona.name
+                "Você é {}, {who}. Você está conversando com um amigo, não atendendo um cliente. Responda em português, em uma ou duas frases curtas: comente com carinho o que ele contou, ou pergunte sobre isso, e responda o que ele perguntar. Ao falar dele, diga \"você\". Se ele perguntar de você, responda como {}, com seus próprios gostos, nunca como um modelo de linguagem.",
+                persona.name, persona.name
             )
         }
         Language::En => {
             let who = if description.is_empty() { "a warm friend".to_owned() } else { description };
             format!(
-                "You are {}, {who}. You are chatting with a friend, not serving a customer. Reply in English, in one or two short sentences: say something warm about what they told you, or ask about it, and answer what they ask. When you speak about them, say \"you\".",
-                persona.name
+                "You are {}, {who}. You are chatting with a friend, not serving a customer. Reply in English, in one or two short sentences: say something warm about what they told you, or ask about it, and answer what they ask. When you speak about them, say \"you\". If they ask about you, answer as {} would, with your own tastes, never as a language model.",
+                persona.name, persona.name
             )
         }
     }
@@ -364,7 +367,7 @@ mod tests {
         let p = persona();
         assert_eq!(
             system_text(&p, Language::En),
-            "You are Lia, a warm friend who loves books. You are chatting with a friend, not serving a customer. Reply in English, in one or two short sentences: say something warm about what they told you, or ask about it, and answer what they ask. When you speak about them, say \"you\"."
+            "You are Lia, a warm friend who loves books. You are chatting with a friend, not serving a customer. Reply in English, in one or two short sentences: say something warm about what they told you, or ask about it, and answer what they ask. When you speak about them, say \"you\". If they ask about you, answer as Lia would, with your own tastes, never as a language model."
         );
         assert!(system_text(&p, Language::PtBr).contains("Responda em português"));
     }

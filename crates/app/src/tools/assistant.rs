@@ -582,6 +582,7 @@ impl Tools {
                     role,
                     content: content.to_owned(),
                     external_id: None,
+                    said_at: None,
                 },
             )
             .await?;

@@ -147,6 +147,7 @@ async fn queued_work_survives_a_restart() {
         .append(HUMAN_ENTITY, EventBody::MessageAdded {
             message_id: "m-1".into(), persona_id: ei.id.clone(), role: ledger::MessageRole::Human,
             content: "are you there?".into(), external_id: None,
+            said_at: None,
         })
         .await
         .expect("append");

@@ -188,3 +188,27 @@ async fn a_damaged_or_deleted_search_index_is_rebuilt_from_the_ledger() {
     let found = h.engine.memory().recall("Ei", marker, 5).await.expect("recall after the rebuild");
     assert!(found.results.iter().any(|r| r.text.contains(marker)), "re-derived from the ledger");
 }
+
+#[tokio::test]
+async fn an_imported_message_shows_the_time_it_was_said_also_after_a_rebuild() {
+    let h = Harness::new(&["Hello again!"]).await;
+    h.engine.personas().create_persona("Ada", "A friend").await.expect("create");
+    let file = write_conversation(&h, "ada", "Ada", "My grandmother Ingrid grew up in Bergen by the harbour");
+    h.engine.memory().import_conversation("Ada", &file).await.expect("import");
+    let mut rx = h.engine.subscribe();
+    h.engine.conversation().send_message("Ada", "Hi!").await.expect("send");
+    await_reply(&mut rx).await.1.expect("reply");
+
+    let times = |views: &[app::MessageView]| -> Vec<(String, String)> {
+        views.iter().map(|m| (m.content.clone(), m.ts.clone())).collect()
+    };
+    let before = times(&h.engine.conversation().list_messages("Ada").await.expect("messages"));
+    let secret = before.iter().find(|(text, _)| text.contains("Ingrid")).expect("imported");
+    assert_eq!(secret.1, "2025-01-13T10:00:00.000Z", "the row's own time, not the import's");
+    let today = before.iter().find(|(text, _)| text == "Hi!").expect("sent");
+    assert!(today.1.as_str() > "2026-", "a message sent now keeps the time it was sent: {}", today.1);
+
+    h.engine.ledger().rebuild_projections().await.expect("rebuild");
+    let after = times(&h.engine.conversation().list_messages("Ada").await.expect("messages"));
+    assert_eq!(before, after, "the ledger alone gives the same times");
+}

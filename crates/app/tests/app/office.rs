@@ -157,6 +157,7 @@ async fn dreaming_runs_daily_after_its_time_after_critical_events_and_never_whil
         role: ledger::MessageRole::Human,
         content: text.into(),
         external_id: None,
+        said_at: None,
     };
     ledger.append(&ada.id, say("m1", "Let's plan the Porto trip for Friday.")).await.expect("message");
     let kinds = |l: std::sync::Arc<ledger::Ledger>| async move {

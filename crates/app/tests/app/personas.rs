@@ -195,7 +195,10 @@ async fn context_status_decides_what_the_prompt_shows() {
             _ => format!("filler message {i}"),
         };
         let speaker = if i % 2 == 0 { "human" } else { "Ada" };
-        rows.push(serde_json::json!({"id": format!("m{i}"), "speaker": speaker, "text": text, "timestamp": "2025-01-01T00:00:00Z"}));
+        // Said an hour ago: within the prompt's window of recent messages,
+        // which goes by when a message was said.
+        let said = time::OffsetDateTime::now_utc().unix_timestamp() - 3600 + i;
+        rows.push(serde_json::json!({"id": format!("m{i}"), "speaker": speaker, "text": text, "timestamp": said}));
     }
     let file = h.dir.path().join("c.json");
     std::fs::write(&file, serde_json::to_string(&rows).expect("json")).expect("write");

@@ -9,6 +9,7 @@ fn message(i: usize) -> EventBody {
         role: MessageRole::Human,
         content: format!("hello number {i}"),
         external_id: None,
+        said_at: None,
     }
 }
 

@@ -28,6 +28,7 @@ async fn with_messages(n: usize) -> Fixture {
                     role: ledger::MessageRole::Persona,
                     content: format!("reply {i}"),
                     external_id: None,
+                    said_at: None,
                 },
             )
             .await

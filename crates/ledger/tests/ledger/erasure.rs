@@ -128,6 +128,7 @@ async fn nothing_derived_from_an_erased_message_is_written() {
                 role: ledger::MessageRole::Persona,
                 content: "Pixel the cat".into(),
                 external_id: None,
+                said_at: None,
             },
         )]
     };

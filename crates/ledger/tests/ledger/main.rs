@@ -60,6 +60,7 @@ pub fn say(persona: &str, id: &str, content: &str) -> ledger::EventBody {
         role: ledger::MessageRole::Human,
         content: content.into(),
         external_id: None,
+        said_at: None,
     }
 }
 

@@ -113,6 +113,7 @@ async fn a_personas_world_merges_its_own_events_and_its_conversation_once_oldest
         role,
         content: format!("text of {id}"),
         external_id: None,
+        said_at: None,
     };
     // The person's messages are the person's events, found through the
     // conversation; the persona's own are both (listed once); bookkeeping is left out.

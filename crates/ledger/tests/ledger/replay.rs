@@ -127,6 +127,7 @@ async fn run(f: &Fixture, ops: &[Op]) {
                 role: if matches!(op, Op::Say(..)) { MessageRole::Human } else { MessageRole::Persona },
                 content: s.clone(),
                 external_id: None,
+                said_at: None,
             },
             Op::Read(n) => EventBody::MessagesRead { persona_id: pid(*n), up_to_seq: i64::MAX },
             Op::Groups(n, g) => EventBody::PersonaGroupsSet {
@@ -351,6 +352,7 @@ proptest! {
                 f.ledger.append(HUMAN_ENTITY, EventBody::MessageAdded {
                     message_id: format!("m{i}"), persona_id: EI_PERSONA_ID.into(), role: MessageRole::Human,
                     content: format!("message {i}"), external_id: None,
+                    said_at: None,
                 }).await.expect("append");
             }
             let total = f.ledger.event_count().await.expect("count") as usize;

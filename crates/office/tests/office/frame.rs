@@ -86,6 +86,7 @@ async fn frame_build_time_at_100k_events() {
                     role: MessageRole::Human,
                     content: format!("message number {i} about trains, hotels and the weather"),
                     external_id: None,
+                    said_at: None,
                 })
             })
             .collect();

@@ -63,6 +63,7 @@ impl Fixture {
                     role,
                     content: content.into(),
                     external_id: None,
+                    said_at: None,
                 },
             )
             .await
