@@ -37,14 +37,15 @@ impl Drafts {
     {
         {
             let mut s = self.state();
-            s.next = Some(so_far);
             if s.running {
+                s.next = Some(so_far);
                 return;
             }
             s.running = true;
         }
         let drafts = self.clone();
         runtime.spawn(async move {
+            read(so_far).await;
             loop {
                 let next = {
                     let mut s = drafts.state();
