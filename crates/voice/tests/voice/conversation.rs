@@ -662,8 +662,12 @@ fn an_unmarked_question_ends_sooner_than_the_hold_when_silero_is_sure() {
         return;
     };
     // The take after 200 ms of silence (as above: no scripted reading used up in the phrase).
-    let endpoint = voice::converse::Endpoint { speculate_ms: 200, ..voice::converse::Endpoint::default() };
-    let unmarked = endpoint.unmarked_stop_ms.expect("an unmarked ending has its own wait");
+    let unmarked = 500;
+    let endpoint = voice::converse::Endpoint {
+        speculate_ms: 200,
+        unmarked_stop_ms: Some(unmarked),
+        ..voice::converse::Endpoint::default()
+    };
     let config = ConverseConfig { silero_models: Some(models), endpoint: Some(endpoint), ..ConverseConfig::default() };
     let tts = ToneSynth { rate_hz: 16_000 };
     let audio = said_with_pause("Which is the largest lake", 0, "in Africa");
