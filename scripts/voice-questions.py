@@ -8,7 +8,7 @@ turn: end of speech -> first sound (from --json), whether the reply holds
 the expected word, and what the speaker said, transcribed back with
 `ledgermind voice transcribe` (Whisper) from the output file.
 
-    voice-questions.py --ledgermind BIN --home HOME --persona NAME --set tune|held [--gap 30] --work DIR
+    voice-questions.py --ledgermind BIN --home HOME --persona NAME --set tune|held [--gap 30] [--language auto|en|pt] --work DIR
 
 Prints one line per turn and a summary; writes DIR/<set>.json.
 """
@@ -92,6 +92,11 @@ def main():
     ap.add_argument("--gap", type=float, default=30.0)
     ap.add_argument("--work", required=True)
     ap.add_argument("--label", default="")
+    # en takes Whisper tiny.en (faster, and it hears English better); auto
+    # is the command's default, the multilingual model.
+    ap.add_argument("--language", choices=["auto", "en", "pt"], default="auto")
+    ap.add_argument("--pinned-threads", action="store_true",
+                    help="keep LEDGERMIND_THREADS from the environment (runs before this flag kept it)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     label = args.label or args.set
@@ -106,9 +111,14 @@ def main():
     out_path = os.path.join(args.work, f"{label}-out.wav")
     write_pcm16(mic_path, mic)
     env = dict(os.environ, LEDGERMIND_HOME=args.home)
+    # The model on the product's threads (the cores free when it starts),
+    # not the one thread the test environment pins for repeatable tests.
+    if not args.pinned_threads:
+        env.pop("LEDGERMIND_THREADS", None)
     run = subprocess.run(
         [args.ledgermind, "--home", args.home, "voice", "converse", args.persona,
-         "--input", mic_path, "--output", out_path, "--json"],
+         "--input", mic_path, "--output", out_path, "--json",
+         "--language", args.language],
         env=env, capture_output=True, text=True,
     )
     with open(os.path.join(args.work, f"{label}-converse.log"), "w") as f:

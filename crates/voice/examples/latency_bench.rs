@@ -145,20 +145,19 @@ fn cli_config(models: &Path, ducking: Option<Ducking>, endpoint: Option<Endpoint
     }
 }
 
-/// The end-of-turn rules compared in every scene: the gate's hold; main's
-/// rule before this change (drafts while the person speaks, the take of
-/// the whole utterance after 100 ms of silence, the reply's first piece
-/// cut only at a clause break); ours (the defaults: the take after 60 ms
-/// of silence Silero hears as silence, the first piece cut before a phrase
-/// too). The third field: the
-/// recogniser the rule runs on; the last: the first piece cut before a
+/// The end-of-turn rules compared in every scene: the gate's hold; ours
+/// (the defaults: drafts while the person speaks, the take after 60 ms of
+/// silence Silero hears as silence, a transcript without a closing mark
+/// waiting the gate's hold); tried: such a transcript ending on a word that
+/// may end a sentence waits 500 ms when Silero is sure. The third field:
+/// the recogniser the rule runs on; the last: the first piece cut before a
 /// phrase.
 fn rules() -> Vec<(&'static str, Option<Endpoint>, Weights, bool)> {
-    let main = Endpoint { speculate_ms: 100, ..Endpoint::default() };
+    let unmarked = Endpoint { unmarked_stop_ms: Some(500), ..Endpoint::default() };
     let mut rules = vec![
         ("hold 800 ms (baseline)", None, Weights::Ours, false),
-        ("main's rule (take after 100 ms, clause pieces)", Some(main), Weights::Ours, false),
-        ("ours (take after 60 ms of Silero silence, phrase pieces)", Some(Endpoint::default()), Weights::Ours, true),
+        ("ours (an unmarked ending waits the hold)", Some(Endpoint::default()), Weights::Ours, true),
+        ("an unmarked ending waits 500 ms when Silero is sure (tried)", Some(unmarked), Weights::Ours, true),
     ];
     // LATENCY_BENCH_MARGIN=N: ours again with N mel frames of encoder padding.
     if let Some(m) = margin_tried() {

@@ -225,12 +225,15 @@ pub fn speaking_pieces_as(text: &str, phrase_cut: bool) -> Vec<String> {
 }
 
 /// Words a first piece may be cut before: a phrase or clause begins there,
-/// English and Portuguese.
+/// or the verb after a subject of three words or more ("The capital of
+/// Italy | is Rome."), English and Portuguese. A one-sentence answer is
+/// then spoken before the model has finished it.
 #[rustfmt::skip]
-const PHRASE_STARTS: [&str; 40] = [
+const PHRASE_STARTS: [&str; 48] = [
     "of", "in", "on", "at", "for", "with", "about", "from", "into", "by", "to", "near", "since", "after", "before",
-    "through", "and", "but", "or", "because", "which", "where", "when", "while", "than",
+    "through", "and", "but", "or", "because", "which", "where", "when", "while", "than", "is", "are", "was", "were",
     "de", "do", "da", "em", "no", "na", "com", "para", "por", "sobre", "e", "mas", "porque", "onde", "quando",
+    "é", "são", "foi", "era",
 ];
 
 /// The most words before a cut at a phrase.
@@ -882,6 +885,10 @@ mod tests {
         assert_eq!(pt, vec!["Sim.", "A capital do Brasil é Brasília."]);
         let pt = speaking_pieces("Eu moro em Lisboa com a minha irmã.");
         assert_eq!(pt, vec!["Eu moro em Lisboa", "com a minha irmã."]);
+        // The verb after a long subject: a one-sentence answer is cut too.
+        assert_eq!(speaking_pieces("The capital of Italy is Rome."), vec!["The capital of Italy", "is Rome."]);
+        assert_eq!(speaking_pieces("A capital da Itália é Roma."), vec!["A capital da Itália", "é Roma."]);
+        assert_eq!(speaking_pieces("My cat is black and white."), vec!["My cat is black", "and white."]);
     }
 
     #[test]
@@ -891,6 +898,7 @@ mod tests {
             "The old town of Lisbon, which is big, is by the river.",
             "Well, Paris is the capital of France, truly. Yes.",
             "Yes it is, and in the north of town it rains.",
+            "The capital of Italy is Rome.",
         ] {
             let whole = speaking_pieces(reply);
             let mut streamed = String::new();

@@ -32,13 +32,18 @@ use crate::vad::{GateConfig, GateEvent, SpeechGate};
 /// reads as finished (it ends in . ? or ! and not on a word that needs
 /// another, such as "the" or "about") and Silero is sure the person
 /// stopped (its speech probability under `silero_quiet` over the last
-/// 100 ms); after `trailing_stop_ms` when it trails off ("I was thinking
+/// 100 ms); after `unmarked_stop_ms` (Silero sure too) when it has no
+/// closing mark but ends on a word that may end a sentence (tiny.en often
+/// leaves a finished question unmarked: "which is the largest lake in
+/// Africa"); after `trailing_stop_ms` when it trails off ("I was thinking
 /// that", "so,"); otherwise after the gate's hold, as before.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Endpoint {
     pub speculate_ms: u64,
     pub quick_stop_ms: u64,
     pub trailing_stop_ms: u64,
+    /// None: an unmarked ending waits the gate's hold.
+    pub unmarked_stop_ms: Option<u64>,
     pub silero_quiet: f32,
     /// None: the utterance is recognised only once the silence begins.
     pub stream_every_ms: Option<u64>,
@@ -61,6 +66,10 @@ impl Default for Endpoint {
             speculate_ms: 60,
             quick_stop_ms: 300,
             trailing_stop_ms: 1_300,
+            // 500 ms ended "which is the largest lake" in a 700 ms pause
+            // before "in Africa?" (latency_bench, a held-out question):
+            // off until a rule tells that pause from an ending.
+            unmarked_stop_ms: None,
             silero_quiet: 0.2,
             stream_every_ms: Some(500),
             relations_wait: true,
@@ -79,8 +88,11 @@ pub enum Ending {
     Finished,
     /// Trailing off: a word that needs another after it, a comma, dots.
     Trailing,
-    /// Neither: no closing punctuation, or a question that ends on a
-    /// relational noun without its complement ("What is the capital?").
+    /// No closing mark, on a word that may end a sentence ("which is the
+    /// largest lake in Africa").
+    Unmarked,
+    /// Neither: a question that ends on a relational noun without its
+    /// complement ("What is the capital?", "what is the capital").
     Open,
 }
 
@@ -147,8 +159,12 @@ pub(crate) fn ending_as(text: &str, relations_wait: bool) -> Ending {
     if TRAILING_WORDS.contains(&last.as_str()) {
         return Ending::Trailing;
     }
-    if t.ends_with(['.', '?', '!']) && !(relations_wait && ends_on_bare_relation(t)) {
+    if relations_wait && ends_on_bare_relation(t) {
+        Ending::Open
+    } else if t.ends_with(['.', '?', '!']) {
         Ending::Finished
+    } else if last.chars().any(char::is_alphanumeric) {
+        Ending::Unmarked
     } else {
         Ending::Open
     }
@@ -362,6 +378,9 @@ impl EndOfTurn {
         let ready = self.speculation.as_ref().filter(|s| now_ms >= s.ready_ms);
         let needed = match ready.map(|s| ending_as(&s.transcript.text, ep.relations_wait)) {
             Some(Ending::Finished) if plain_turn && sure_quiet => ep.quick_stop_ms,
+            Some(Ending::Unmarked) if plain_turn && sure_quiet => {
+                ep.unmarked_stop_ms.map_or(self.hold_ms, |ms| ms.min(self.hold_ms))
+            }
             Some(Ending::Trailing) if plain_turn => self.hold_ms.max(ep.trailing_stop_ms),
             _ => self.hold_ms,
         };

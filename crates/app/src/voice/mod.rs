@@ -20,6 +20,7 @@ use voice::converse::{speaking_pieces, EndOfTurn, Endpoint, Floor, Responder};
 use voice::vad::{GateConfig, GateEvent, SpeechGate, FRAME};
 use voice::{Language, LanguageChoice, SpeechSynthesizer, SpeechToText, SynthesisRequest, VoiceError};
 
+mod drafts;
 mod persona;
 pub use persona::PersonaResponder;
 

@@ -5,6 +5,7 @@
 //! reply was said aloud when the person cut it off.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use voice::converse::{spoken_chars, Responder, TurnReport};
 use voice::VoiceError;
@@ -12,17 +13,24 @@ use voice::VoiceError;
 use crate::conversation::{Conversation, VoiceTurn};
 use crate::events::AppEvent;
 
+use super::drafts::Drafts;
+
+/// The longest a send waits for the draft read under way: the reply would
+/// wait for the model to finish its chunk anyway, and starts from it then.
+const DRAFT_SETTLE: Duration = Duration::from_millis(1_500);
+
 pub struct PersonaResponder {
     conversation: Arc<Conversation>,
     persona: String,
     runtime: tokio::runtime::Handle,
     /// The person's message and the reply of the turn under way.
     pending: Option<(String, Option<String>)>,
+    drafts: Drafts,
 }
 
 impl PersonaResponder {
     pub fn new(conversation: Arc<Conversation>, persona: String, runtime: tokio::runtime::Handle) -> Self {
-        Self { conversation, persona, runtime, pending: None }
+        Self { conversation, persona, runtime, pending: None, drafts: Drafts::default() }
     }
 }
 
@@ -37,7 +45,9 @@ impl Responder for PersonaResponder {
         let conversation = self.conversation.clone();
         let persona = self.persona.clone();
         let heard = heard.to_owned();
+        let drafts = self.drafts.clone();
         let (message_id, reply) = self.runtime.block_on(async move {
+            drafts.settle(DRAFT_SETTLE).await;
             let mut rx = conversation.subscribe();
             let (sent, request) = conversation
                 .send_message(&persona, &heard)
@@ -75,11 +85,14 @@ impl Responder for PersonaResponder {
 
     /// The words so far are read into the model as a typed draft would be
     /// (the prompt their reply would get, in the background; the send
-    /// stops it, keeping what it read), so the reply's first token waits
-    /// only for the last words.
+    /// waits for it), so the reply's first token waits only for the last
+    /// words. One draft is read at a time (see [`Drafts`]).
     fn hearing(&mut self, so_far: &str) {
-        let (conversation, persona, so_far) = (self.conversation.clone(), self.persona.clone(), so_far.to_owned());
-        self.runtime.spawn(async move { conversation.draft_typed(Some(&persona), &so_far).await });
+        let (conversation, persona) = (self.conversation.clone(), self.persona.clone());
+        self.drafts.offer(so_far.to_owned(), &self.runtime, move |text| {
+            let (conversation, persona) = (conversation.clone(), persona.clone());
+            async move { conversation.draft_typed(Some(&persona), &text).await }
+        });
     }
 
     fn turn_finished(&mut self, report: &TurnReport) -> Result<(), VoiceError> {

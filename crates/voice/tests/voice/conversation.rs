@@ -647,6 +647,43 @@ fn how_a_transcript_ends_finished_trailing_or_open_in_english_and_portuguese() {
     assert_eq!(ending("What is the capital of Peru?"), Ending::Finished);
     assert_eq!(ending("Where is the river?"), Ending::Finished);
     assert_eq!(ending(""), Ending::Open);
+    // No closing mark: on a word that may end a sentence it is unmarked;
+    // on a bare relational noun it stays open.
+    assert_eq!(ending("which is the largest lake in Africa"), Ending::Unmarked);
+    assert_eq!(ending("qual é a capital da França"), Ending::Unmarked);
+    assert_eq!(ending("what is the capital"), Ending::Open);
+    assert_eq!(ending("which is the largest..."), Ending::Trailing);
+}
+
+#[test]
+fn an_unmarked_question_ends_sooner_than_the_hold_when_silero_is_sure() {
+    let (Some(models), true) = (crate::onnx_models_dir(), espeak_available()) else {
+        eprintln!("skipped: needs Silero (scripts/setup.sh) and espeak-ng");
+        return;
+    };
+    // The take after 200 ms of silence (as above: no scripted reading used up in the phrase).
+    let unmarked = 500;
+    let endpoint = voice::converse::Endpoint {
+        speculate_ms: 200,
+        unmarked_stop_ms: Some(unmarked),
+        ..voice::converse::Endpoint::default()
+    };
+    let config = ConverseConfig { silero_models: Some(models), endpoint: Some(endpoint), ..ConverseConfig::default() };
+    let tts = ToneSynth { rate_hz: 16_000 };
+    let audio = said_with_pause("Which is the largest lake", 0, "in Africa");
+    let detected_after = |config: &ConverseConfig| {
+        let mut stt = scripted(&["which is the largest lake in Africa"]);
+        let mut mic = WavLoopback::new(Pcm { samples: audio.clone(), rate: 16_000 }, None);
+        let turns = converse(&mut mic, &mut stt, &mut Echoing(vec![]), &tts, config).expect("converse");
+        assert_eq!(turns.len(), 1, "{turns:#?}");
+        turns[0].timings.detected_at_ms - turns[0].end_of_speech_ms
+    };
+    let ours = detected_after(&config);
+    assert!((unmarked..800).contains(&ours), "ended {ours} ms after the last voiced frame (the hold is 800)");
+    // Without the rule the unmarked ending waits the whole hold.
+    let before = voice::converse::Endpoint { unmarked_stop_ms: None, ..endpoint };
+    let held = detected_after(&ConverseConfig { endpoint: Some(before), ..config.clone() });
+    assert!(held >= 800, "ended {held} ms after the last voiced frame");
 }
 
 #[test]
