@@ -390,3 +390,46 @@ async fn a_quoted_sentence_finds_the_passage_that_holds_it_over_one_near_in_mean
     assert_eq!(plain, ours);
     lib.close().await;
 }
+
+#[tokio::test]
+async fn a_quoted_passage_only_bm25_lists_leads_past_every_passage_near_in_meaning() {
+    let docs = tempfile::tempdir().expect("docs");
+    let data = tempfile::tempdir().expect("data");
+    write(
+        docs.path(),
+        "story.md",
+        b"# Story\n\nThe storm had passed by then. The keeper climbed the stairs of the old lighthouse at dusk, counting every step, and lit the lamp before the fishing boats came home.\n",
+    );
+    // More passages near in meaning than the embeddings' candidates.
+    for (i, line) in ["Keepers climb stairs each evening.", "Lamps are lit every evening.", "The lighthouse stairs are old.", "Boats come home each evening."]
+        .iter()
+        .enumerate()
+    {
+        write(docs.path(), &format!("guide{i}.md"), format!("# Guide\n\n{line}\n").as_bytes());
+    }
+    let mut lib = library::Library::open(data.path(), std::sync::Arc::new(Decoy), std::sync::Arc::new(library::WordEstimate), crate::worker())
+        .await
+        .expect("open");
+    lib.add_paths(&[docs.path().to_path_buf()], false, |_| {}).await.expect("add");
+    let quote = "the keeper climbed the stairs of the old lighthouse at dusk";
+    let before = library::SearchSettings { candidates: 3, quote_lead: 0.0, keyword_kept: 0, ..library::DEFAULT_SEARCH };
+    let story = |hits: &[library::SearchHit]| hits.iter().position(|h| h.document.ends_with("story.md"));
+    // Fusion ranks a passage only BM25 lists below every passage the
+    // embeddings list: it was cut before its quote could count.
+    lib.settings = before;
+    assert_eq!(story(&lib.search(quote, 5, SearchMode::Hybrid).await.expect("search")), None);
+    // Kept, it is scored, but the quote's weight alone does not lift it first…
+    lib.settings = library::SearchSettings { keyword_kept: 1, ..before };
+    let kept = story(&lib.search(quote, 5, SearchMode::Hybrid).await.expect("search"));
+    assert!(kept.is_some_and(|r| r > 0), "{kept:?}");
+    // …a quote of most of the query leads.
+    lib.settings = library::SearchSettings { keyword_kept: 1, quote_lead: 0.6, ..before };
+    assert_eq!(story(&lib.search(quote, 5, SearchMode::Hybrid).await.expect("search")), Some(0));
+    // A quote of a smaller share of the query does not lead.
+    let part = "the keeper climbed the stairs while wind howled outside";
+    let lead: Vec<i64> = lib.search(part, 5, SearchMode::Hybrid).await.expect("search").iter().map(|h| h.chunk_id).collect();
+    lib.settings = library::SearchSettings { keyword_kept: 1, ..before };
+    let plain: Vec<i64> = lib.search(part, 5, SearchMode::Hybrid).await.expect("search").iter().map(|h| h.chunk_id).collect();
+    assert_eq!(lead, plain);
+    lib.close().await;
+}
