@@ -373,8 +373,9 @@ async fn a_quoted_sentence_finds_the_passage_that_holds_it_over_one_near_in_mean
         .expect("open");
     lib.add_paths(&[docs.path().to_path_buf()], false, |_| {}).await.expect("add");
     let quote = "the keeper climbed the stairs of the old lighthouse at dusk";
-    // Without the quote signal the embeddings' favourite comes first…
+    // Without the quote signals the embeddings' favourite comes first…
     lib.settings.quote_weight = 0.0;
+    lib.settings.quote_lead = 0.0;
     let hits = lib.search(quote, 2, SearchMode::Hybrid).await.expect("search");
     assert!(hits[0].document.ends_with("guide.md"), "the decoy must lead without the signal, or this test shows nothing: {hits:?}");
     // …with the product's settings the passage holding the words does.
@@ -384,6 +385,7 @@ async fn a_quoted_sentence_finds_the_passage_that_holds_it_over_one_near_in_mean
     // A question in its own words is not a quote: the order stays the fusion's.
     let asked = "who climbs lighthouse stairs to light the lamp";
     lib.settings.quote_weight = 0.0;
+    lib.settings.quote_lead = 0.0;
     let plain: Vec<i64> = lib.search(asked, 2, SearchMode::Hybrid).await.expect("search").iter().map(|h| h.chunk_id).collect();
     lib.settings = library::DEFAULT_SEARCH;
     let ours: Vec<i64> = lib.search(asked, 2, SearchMode::Hybrid).await.expect("search").iter().map(|h| h.chunk_id).collect();
@@ -425,6 +427,10 @@ async fn a_quoted_passage_only_bm25_lists_leads_past_every_passage_near_in_meani
     // …a quote of most of the query leads.
     lib.settings = library::SearchSettings { keyword_kept: 1, quote_lead: 0.6, ..before };
     assert_eq!(story(&lib.search(quote, 5, SearchMode::Hybrid).await.expect("search")), Some(0));
+    // So it does with the product's settings.
+    lib.settings = library::SearchSettings { candidates: 3, ..library::DEFAULT_SEARCH };
+    assert_eq!(story(&lib.search(quote, 5, SearchMode::Hybrid).await.expect("search")), Some(0));
+    lib.settings = library::SearchSettings { keyword_kept: 1, quote_lead: 0.6, ..before };
     // A quote of a smaller share of the query does not lead.
     let part = "the keeper climbed the stairs while wind howled outside";
     let lead: Vec<i64> = lib.search(part, 5, SearchMode::Hybrid).await.expect("search").iter().map(|h| h.chunk_id).collect();
