@@ -358,8 +358,10 @@ impl memory::Embedder for Decoy {
     }
 }
 
-#[tokio::test]
-async fn a_quoted_sentence_finds_the_passage_that_holds_it_over_one_near_in_meaning() {
+/// A library of a story and `others` (name, text) with [`Decoy`]'s
+/// embeddings, which put the short passages near every short query; the
+/// folders live as long as the library is used.
+async fn decoy_library(others: &[(&str, &str)]) -> (tempfile::TempDir, tempfile::TempDir, library::Library) {
     let docs = tempfile::tempdir().expect("docs");
     let data = tempfile::tempdir().expect("data");
     write(
@@ -367,11 +369,20 @@ async fn a_quoted_sentence_finds_the_passage_that_holds_it_over_one_near_in_mean
         "story.md",
         b"# Story\n\nThe storm had passed by then. The keeper climbed the stairs of the old lighthouse at dusk, counting every step, and lit the lamp before the fishing boats came home.\n",
     );
-    write(docs.path(), "guide.md", b"# Guide\n\nLighthouse keepers climb stairs every evening to light the lamp.\n");
-    let mut lib = library::Library::open(data.path(), std::sync::Arc::new(Decoy), std::sync::Arc::new(library::WordEstimate), crate::worker())
+    for (name, text) in others {
+        write(docs.path(), name, text.as_bytes());
+    }
+    let lib = library::Library::open(data.path(), std::sync::Arc::new(Decoy), std::sync::Arc::new(library::WordEstimate), crate::worker())
         .await
         .expect("open");
     lib.add_paths(&[docs.path().to_path_buf()], false, |_| {}).await.expect("add");
+    (docs, data, lib)
+}
+
+#[tokio::test]
+async fn a_quoted_sentence_finds_the_passage_that_holds_it_over_one_near_in_meaning() {
+    let (_docs, _data, mut lib) =
+        decoy_library(&[("guide.md", "# Guide\n\nLighthouse keepers climb stairs every evening to light the lamp.\n")]).await;
     let quote = "the keeper climbed the stairs of the old lighthouse at dusk";
     // Without the quote signals the embeddings' favourite comes first…
     lib.settings.quote_weight = 0.0;
@@ -395,24 +406,14 @@ async fn a_quoted_sentence_finds_the_passage_that_holds_it_over_one_near_in_mean
 
 #[tokio::test]
 async fn a_quoted_passage_only_bm25_lists_leads_past_every_passage_near_in_meaning() {
-    let docs = tempfile::tempdir().expect("docs");
-    let data = tempfile::tempdir().expect("data");
-    write(
-        docs.path(),
-        "story.md",
-        b"# Story\n\nThe storm had passed by then. The keeper climbed the stairs of the old lighthouse at dusk, counting every step, and lit the lamp before the fishing boats came home.\n",
-    );
     // More passages near in meaning than the embeddings' candidates.
-    for (i, line) in ["Keepers climb stairs each evening.", "Lamps are lit every evening.", "The lighthouse stairs are old.", "Boats come home each evening."]
-        .iter()
-        .enumerate()
-    {
-        write(docs.path(), &format!("guide{i}.md"), format!("# Guide\n\n{line}\n").as_bytes());
-    }
-    let mut lib = library::Library::open(data.path(), std::sync::Arc::new(Decoy), std::sync::Arc::new(library::WordEstimate), crate::worker())
-        .await
-        .expect("open");
-    lib.add_paths(&[docs.path().to_path_buf()], false, |_| {}).await.expect("add");
+    let (_docs, _data, mut lib) = decoy_library(&[
+        ("guide0.md", "# Guide\n\nKeepers climb stairs each evening.\n"),
+        ("guide1.md", "# Guide\n\nLamps are lit every evening.\n"),
+        ("guide2.md", "# Guide\n\nThe lighthouse stairs are old.\n"),
+        ("guide3.md", "# Guide\n\nBoats come home each evening.\n"),
+    ])
+    .await;
     let quote = "the keeper climbed the stairs of the old lighthouse at dusk";
     let before = library::SearchSettings { candidates: 3, quote_lead: 0.0, keyword_kept: 0, ..library::DEFAULT_SEARCH };
     let story = |hits: &[library::SearchHit]| hits.iter().position(|h| h.document.ends_with("story.md"));
