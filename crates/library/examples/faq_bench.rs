@@ -13,14 +13,15 @@
 //! plus citation accuracy, import speed against the embedder's raw rate
 //! and the query's embedding time.
 //! Settings can be varied with BENCH_CHUNK_TOKENS, BENCH_VECTOR_WEIGHT,
-//! BENCH_KEYWORD_WEIGHT, BENCH_RRF_K.
+//! BENCH_KEYWORD_WEIGHT, BENCH_RRF_K; "product" is the product's settings
+//! whole and `BENCH_SETTINGS="NAME=JSON;…"` adds arms patching them.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use library::{e5, extract_bytes, Extraction, Extractor, Library, SearchMode, TokenCounter};
+use library::{e5, extract_bytes, Extraction, Extractor, Library, SearchMode, SearchSettings, TokenCounter};
 use memory::{Embedder, MiniLm, WordPiece};
 use regex::Regex;
 
@@ -310,9 +311,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         if i == 0 {
             modes.insert(0, ("BM25".to_owned(), SearchMode::Keyword, word_match, quote));
         }
-        for (label, mode, weight, quote) in modes {
-            lib.settings.word_match_weight = weight;
-            lib.settings.quote_weight = quote;
+        let product = lib.settings;
+        let mut modes: Vec<(String, SearchMode, SearchSettings)> = modes
+            .into_iter()
+            .map(|(label, mode, weight, quote)| {
+                (label, mode, SearchSettings { word_match_weight: weight, quote_weight: quote, ..main_settings(product) })
+            })
+            .collect();
+        // The product's settings as they are, and BENCH_SETTINGS="NAME=JSON;…"
+        // arms patching them (`SearchSettings::patched`).
+        modes.push((format!("product {name}"), SearchMode::Hybrid, product));
+        for arm in std::env::var("BENCH_SETTINGS").unwrap_or_default().split(';').filter(|a| !a.trim().is_empty()) {
+            let (label, json) = arm.split_once('=').ok_or("BENCH_SETTINGS: NAME=JSON;…")?;
+            modes.push((format!("{} {name}", label.trim()), SearchMode::Hybrid, product.patched(json)?));
+        }
+        for (label, mode, settings) in modes {
+            lib.settings = settings;
             let mut by_split: HashMap<bool, Scores> = HashMap::new();
             let mut times = Vec::new();
             for q in &questions {
@@ -332,8 +346,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     }
                 }
                 // Misses are shown for the tuning half only.
-                if misses && mode == SearchMode::Hybrid && rank.is_none_or(|r| r >= 5) && !q.held_out {
-                    eprintln!("miss {name} [{}] {} -> {:?}", q.id, q.question, hits.first().map(|h| h.snippet.chars().take(100).collect::<String>()));
+                if misses && label.starts_with("product") && rank.is_none_or(|r| r >= 5) && !q.held_out {
+                    eprintln!(
+                        "miss {name} [{}] rank {:?} {} -> {:?}",
+                        q.id,
+                        rank.map(|r| r + 1),
+                        q.question,
+                        hits.first().map(|h| format!("{} | {}", h.document.rsplit('/').next().unwrap_or_default(), h.snippet.chars().take(100).collect::<String>()))
+                    );
                 }
             }
             times.sort_by(f64::total_cmp);
@@ -364,6 +384,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let _ = std::fs::remove_dir_all(&corpus);
     }
     Ok(())
+}
+
+/// `settings` as on main, before quotes could lead and BM25's first
+/// passages were kept past fusion: the named arms keep that state.
+fn main_settings(settings: SearchSettings) -> SearchSettings {
+    SearchSettings { quote_lead: 0.0, keyword_kept: 0, ..settings }
 }
 
 /// Whether a hit is the question's answer: in its page, and half of the

@@ -26,12 +26,16 @@
 //! a search (queries of each arm run in turn). Identical files are
 //! counted once. `scripts/setup.sh --test` fetches the sets (Debian's
 //! debian-faq and r-doc-pdf packages, pypdf's test files).
+//! "main" and "product" are main's and the product's whole settings on
+//! one-page passages; `BENCH_SETTINGS="NAME=JSON;…"` adds arms whose JSON
+//! patches the product's settings, `BENCH_ARMS=A,B` keeps only those arms,
+//! `BENCH_MISSES[=ARM]` prints an arm's misses ("product" by default).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use library::{Extractor, Library, SearchMode, TokenCounter, DEFAULT_SEARCH};
+use library::{Extractor, Library, SearchMode, SearchSettings, TokenCounter, DEFAULT_SEARCH};
 use sha2::{Digest, Sha256};
 use memory::{Embedder, MiniLm, WordPiece};
 
@@ -246,7 +250,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             indexed.insert(f.clone());
         }
     }
-    let verbose = std::env::var("BENCH_MISSES").is_ok();
     // The factor on table-of-contents passages for "old+toc" and "ours+toc".
     let toc_factor: f64 =
         std::env::var("BENCH_CONTENTS_FACTOR").ok().and_then(|v| v.parse().ok()).unwrap_or(DEFAULT_SEARCH.contents_factor);
@@ -260,10 +263,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut arms: Vec<String> = ARMS.iter().map(|a| (*a).to_owned()).collect();
     let mut extra: HashMap<String, (f64, f64)> = HashMap::new();
-    // The product: one-page passages, contents factor, word-match and quote
-    // at their defaults ("old+toc" is main before the quote signal).
-    arms.push("product".to_owned());
-    extra.insert("product".to_owned(), (DEFAULT_SEARCH.word_match_weight, DEFAULT_SEARCH.quote_weight));
+    // Whole settings on one-page passages: the product's defaults, main's
+    // (before quotes could lead and BM25's first passages were kept), and
+    // each `BENCH_SETTINGS` arm, "NAME=JSON;NAME=JSON" with JSON patching
+    // the product's defaults (`SearchSettings::patched`).
+    let mut whole: HashMap<String, SearchSettings> = HashMap::new();
+    let main_settings = SearchSettings { quote_lead: 0.0, keyword_kept: 0, ..DEFAULT_SEARCH };
+    for (name, settings) in [("main", main_settings), ("product", DEFAULT_SEARCH)] {
+        arms.push(name.to_owned());
+        whole.insert(name.to_owned(), settings);
+    }
+    for arm in std::env::var("BENCH_SETTINGS").unwrap_or_default().split(';').filter(|a| !a.trim().is_empty()) {
+        let (name, json) = arm.split_once('=').ok_or("BENCH_SETTINGS: NAME=JSON;…")?;
+        arms.push(name.trim().to_owned());
+        whole.insert(name.trim().to_owned(), DEFAULT_SEARCH.patched(json)?);
+    }
+    // Misses are printed for this arm (BENCH_MISSES=ARM; "product" when empty).
+    let missed_arm = std::env::var("BENCH_MISSES").ok().map(|a| if a.is_empty() { "product".to_owned() } else { a });
     for w in weights("BENCH_WORD_MATCH") {
         arms.push(format!("old+toc+wm{w}"));
         extra.insert(format!("old+toc+wm{w}"), (w, 0.0));
@@ -272,11 +288,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         arms.push(format!("old+toc+q{w}"));
         extra.insert(format!("old+toc+q{w}"), (0.0, w));
     }
+    // BENCH_ARMS=A,B,…: only these arms.
+    if let Ok(only) = std::env::var("BENCH_ARMS") {
+        let only: Vec<&str> = only.split(',').map(str::trim).collect();
+        arms.retain(|a| only.contains(&a.as_str()));
+    }
     let mut tallies: HashMap<(String, &str, String), Tally> = HashMap::new();
     for q in queries.iter().filter(|q| indexed.contains(&q.file)) {
         for arm in &arms {
             let arm = arm.as_str();
             let (word_match, quote) = extra.get(arm).copied().unwrap_or((0.0, 0.0));
+            // The named arms are the states before quotes could lead.
+            old.settings = main_settings;
+            new.settings = main_settings;
             new.settings.cite_matched_page = arm != "ours main";
             new.settings.contents_factor = if arm == "ours+toc" { toc_factor } else { 1.0 };
             old.settings.contents_factor = if arm == "old+toc" || extra.contains_key(arm) { toc_factor } else { 1.0 };
@@ -284,7 +308,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             old.settings.quote_weight = quote;
             new.settings.word_match_weight = 0.0;
             new.settings.quote_weight = 0.0;
+            if let Some(settings) = whole.get(arm) {
+                old.settings = *settings;
+            }
             let (lib, mode) = match arm {
+                _ if whole.contains_key(arm) => (&old, SearchMode::Hybrid),
                 "BM25 old" => (&old, SearchMode::Keyword),
                 "old" | "old+toc" => (&old, SearchMode::Hybrid),
                 _ if extra.contains_key(arm) => (&old, SearchMode::Hybrid),
@@ -303,7 +331,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 t.cite5 += usize::from(hits.iter().any(right));
                 t.times.push(ms);
             }
-            if verbose && (arm == "ours" || arm == "old") && !hits.first().is_some_and(right) {
+            if missed_arm.as_deref() == Some(arm) && !hits.first().is_some_and(right) {
                 eprintln!(
                     "{arm:<4} {} {:?} cited {:?} of {}: {}\n      top: {:?}",
                     q.kind,

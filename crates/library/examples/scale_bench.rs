@@ -23,7 +23,7 @@
 //! stored") and the page of the query's matched words ("ours"); PDFs in
 //! the folder give passages that cross page breaks. "BM25 main" and
 //! "main" are the keyword search and the hybrid under main's settings
-//! (the common words' pairs outside the postings budget). The arms
+//! (no quote leads, none of BM25's first passages kept past fusion). The arms
 //! alternate question by question, after one untimed keyword pass (the
 //! words' passage counts are then known, as in the app after its first
 //! questions until the library changes).
@@ -102,8 +102,8 @@ struct Arm {
 
 async fn time_searches(lib: &mut Library, questions: &[Question], label: &str, n: usize) -> Result<(), Box<dyn std::error::Error>> {
     let ours = lib.settings;
-    // Main's settings: the common words' pairs not counted in the budget.
-    let main = library::SearchSettings { budget_pairs: false, ..ours };
+    // Main's settings: no quote leads, no keyword passage kept past fusion.
+    let main = library::SearchSettings { quote_lead: 0.0, keyword_kept: 0, ..ours };
     // "ours stored" cites each passage's stored page (as before passages
     // could cross pages); "ours" works out the page of the matched words.
     let all_words = library::SearchSettings { keyword_postings: None, ..ours };

@@ -964,7 +964,7 @@ impl Library {
             }
         );
         let (keyword, vector) = (keyword?, vector?);
-        let fused: Vec<(i64, f64)> = match mode {
+        let mut fused: Vec<(i64, f64)> = match mode {
             SearchMode::Keyword => keyword.iter().map(|(id, score)| (*id, *score)).collect(),
             SearchMode::Vector => vector.iter().map(|(id, score)| (*id, *score)).collect(),
             SearchMode::Hybrid => {
@@ -973,7 +973,16 @@ impl Library {
                 fuse(&v, &kw, &s).into_iter().filter(|(_, score)| *score >= s.min_score).collect()
             }
         };
-        let fused: Vec<(i64, f64)> = fused.into_iter().take(s.candidates).collect();
+        if mode == SearchMode::Hybrid && s.keyword_kept > 0 {
+            let kept: std::collections::HashSet<i64> = keyword.iter().take(s.keyword_kept).map(|(id, _)| *id).collect();
+            let mut seen = 0;
+            fused.retain(|(id, _)| {
+                seen += 1;
+                seen <= s.candidates || kept.contains(id)
+            });
+        } else {
+            fused.truncate(s.candidates);
+        }
         // Every candidate's passage in one query, not one query each.
         let mut fetch = sqlx::QueryBuilder::new(
             "SELECT d.path, d.id, c.page, c.section, c.text, c.guard, c.prompt_text, d.indexed_at, d.groups, c.id, c.page_marks
@@ -1004,11 +1013,13 @@ impl Library {
             } else {
                 score
             };
-            let score = if mode == SearchMode::Hybrid && s.quote_weight > 0.0 {
-                score + s.quote_weight * quote_match(&text, query)
+            let quoted = if mode == SearchMode::Hybrid && (s.quote_weight > 0.0 || s.quote_lead > 0.0) {
+                quote_match(&text, query)
             } else {
-                score
+                0.0
             };
+            let leads = s.quote_lead > 0.0 && quoted >= s.quote_lead;
+            let score = score + s.quote_weight * quoted;
             let score = if mode == SearchMode::Hybrid && s.contents_factor != 1.0 && is_contents(&text) {
                 score * s.contents_factor
             } else {
@@ -1020,26 +1031,28 @@ impl Library {
             } else {
                 score
             };
-            hits.push((SearchHit {
+            hits.push((leads, SearchHit {
                 document: r.get(0),
                 id: r.get(1),
                 chunk_id,
                 page: r.get::<Option<i64>, _>(2).map(|p| p as u32),
                 section: r.get(3),
-                snippet: snippet(&text, query, SNIPPET_CHARS),
+                snippet: String::new(),
                 score,
                 text,
                 guard: r.get(5),
                 prompt_text: r.get(6),
             }, r.get::<Option<String>, _>(10)));
         }
-        hits.sort_by(|a, b| b.0.score.total_cmp(&a.0.score));
+        hits.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.score.total_cmp(&a.1.score)));
         hits.truncate(k);
         // A passage across a page break cites the page of the words its
-        // query matched (only the results returned are looked at).
+        // query matched (only the results returned are looked at, as for
+        // the snippets).
         Ok(hits
             .into_iter()
-            .map(|(mut hit, marks)| {
+            .map(|(_, mut hit, marks)| {
+                hit.snippet = snippet(&hit.text, query, SNIPPET_CHARS);
                 if let Some(marks) = marks.filter(|_| s.cite_matched_page) {
                     hit.page = matched_page(&hit.text, &parse_page_marks(&marks), query, hit.page);
                 }
@@ -1052,8 +1065,9 @@ impl Library {
     async fn keyword_ranking(&self, query: &str, n: usize) -> Result<Vec<(i64, f64)>> {
         let Some(q) = self.keyword_query(query).await? else { return Ok(vec![]) };
         let rows = sqlx::query(
-            "SELECT rowid, bm25(chunks_fts, 1.0, 0.5) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+            "SELECT rowid, bm25(chunks_fts, 1.0, ?) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
         )
+        .bind(self.settings.section_weight)
         .bind(q)
         .bind(n as i64)
         .fetch_all(&self.pool)

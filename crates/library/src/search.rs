@@ -64,6 +64,25 @@ pub struct SearchSettings {
     /// no long run and is left as fused.
     #[serde(default)]
     pub quote_weight: f64,
+    /// A hybrid candidate quoting at least this share of the query
+    /// ([`quote_match`]) ranks above every candidate that does not: the
+    /// query is a quote and the passage holding it is its answer, however
+    /// far the embeddings put it. Ranks are kept among the leaders (by
+    /// their scores) and among the rest. 0: off.
+    #[serde(default)]
+    pub quote_lead: f64,
+    /// The keyword retriever's first this many passages are scored by the
+    /// word signals even when fusion put them past `candidates`: fusion
+    /// ranks by rank, so a passage only BM25 lists (first, even) scores
+    /// below every passage the embeddings list, and with a full list from
+    /// each retriever it was cut before a quote could count. 0: off.
+    #[serde(default)]
+    pub keyword_kept: usize,
+    /// BM25's weight of a passage's heading path against its text (1):
+    /// the headings name what a passage is about, but every passage under
+    /// one heading shares them.
+    #[serde(default = "half")]
+    pub section_weight: f64,
     /// A passage that crosses a page break cites the page of the words the
     /// query matched ([`matched_page`]); off: the page holding most of it.
     #[serde(default = "yes")]
@@ -74,6 +93,29 @@ pub struct SearchSettings {
     /// the page that answers it, and the citation opens the list. 1: off.
     #[serde(default = "one")]
     pub contents_factor: f64,
+}
+
+impl SearchSettings {
+    /// These settings with the fields a JSON object names replaced
+    /// (`{"quote_lead": 0.6}`): benchmarks compare variations of the
+    /// product's settings in one run.
+    pub fn patched(&self, json: &str) -> Result<SearchSettings, serde_json::Error> {
+        let mut value = serde_json::to_value(self)?;
+        let patch: serde_json::Value = serde_json::from_str(json)?;
+        if let (Some(fields), Some(changes)) = (value.as_object_mut(), patch.as_object()) {
+            for (k, v) in changes {
+                if !fields.contains_key(k) {
+                    return Err(serde::de::Error::custom(format!("no search setting {k}")));
+                }
+                fields.insert(k.clone(), v.clone());
+            }
+        }
+        serde_json::from_value(value)
+    }
+}
+
+fn half() -> f64 {
+    0.5
 }
 
 fn one() -> f64 {
@@ -314,6 +356,13 @@ pub const DEFAULT_SEARCH: SearchSettings = SearchSettings {
     // they were (faq_bench: R@5 0.812, MRR 0.718 at 0, 0.1, 0.2 and 0.3;
     // MRR 0.712 at 0.5); a quote scores the whole weight.
     quote_weight: 0.3,
+    // Chosen on page_bench's tuning set (Debian FAQ + pypdf's PDFs) among
+    // leads 0.5–0.8 and 5, 10 or 50 kept passages: cite@1 0.760 -> 0.846
+    // (quoted runs 0.685 -> 0.801); the Python FAQ's tuning questions
+    // unchanged (R@5 0.812, MRR 0.718; a lead of 0.5 cost MRR 0.006).
+    quote_lead: 0.6,
+    keyword_kept: 10,
+    section_weight: 0.5,
     cite_matched_page: true,
     // Chosen before any run, kept on the tuning set (page_bench: FAQ
     // questions' cite@1 0.675 -> 0.940 on the Debian FAQ).
@@ -488,6 +537,15 @@ mod tests {
         let toc = "CONTENTS\n8.1 What programs does Debian provide? . . . . . . 35\n8.1.1 dpkg . . . . . . . . 35\n8.2 How is this done? . . . . 38\n8.3 How can I tell what is installed? . . . . 39";
         assert!(is_contents(toc));
         assert!(!is_contents("8.3 How can I tell what is installed?\nUse dpkg-query... or aptitude.\nIt lists every package."));
+    }
+
+    #[test]
+    fn settings_are_patched_by_the_fields_named() {
+        let s = DEFAULT_SEARCH.patched(r#"{"quote_lead": 0.6, "keyword_kept": 10}"#).expect("patch");
+        assert_eq!((s.quote_lead, s.keyword_kept), (0.6, 10));
+        assert_eq!(SearchSettings { quote_lead: DEFAULT_SEARCH.quote_lead, keyword_kept: DEFAULT_SEARCH.keyword_kept, ..s }, DEFAULT_SEARCH);
+        assert!(DEFAULT_SEARCH.patched(r#"{"quote_leed": 0.6}"#).is_err());
+        assert!(DEFAULT_SEARCH.patched(r#"{"keyword_kept": "ten"}"#).is_err());
     }
 
     #[test]

@@ -358,8 +358,10 @@ impl memory::Embedder for Decoy {
     }
 }
 
-#[tokio::test]
-async fn a_quoted_sentence_finds_the_passage_that_holds_it_over_one_near_in_meaning() {
+/// A library of a story and `others` (name, text) with [`Decoy`]'s
+/// embeddings, which put the short passages near every short query; the
+/// folders live as long as the library is used.
+async fn decoy_library(others: &[(&str, &str)]) -> (tempfile::TempDir, tempfile::TempDir, library::Library) {
     let docs = tempfile::tempdir().expect("docs");
     let data = tempfile::tempdir().expect("data");
     write(
@@ -367,14 +369,24 @@ async fn a_quoted_sentence_finds_the_passage_that_holds_it_over_one_near_in_mean
         "story.md",
         b"# Story\n\nThe storm had passed by then. The keeper climbed the stairs of the old lighthouse at dusk, counting every step, and lit the lamp before the fishing boats came home.\n",
     );
-    write(docs.path(), "guide.md", b"# Guide\n\nLighthouse keepers climb stairs every evening to light the lamp.\n");
-    let mut lib = library::Library::open(data.path(), std::sync::Arc::new(Decoy), std::sync::Arc::new(library::WordEstimate), crate::worker())
+    for (name, text) in others {
+        write(docs.path(), name, text.as_bytes());
+    }
+    let lib = library::Library::open(data.path(), std::sync::Arc::new(Decoy), std::sync::Arc::new(library::WordEstimate), crate::worker())
         .await
         .expect("open");
     lib.add_paths(&[docs.path().to_path_buf()], false, |_| {}).await.expect("add");
+    (docs, data, lib)
+}
+
+#[tokio::test]
+async fn a_quoted_sentence_finds_the_passage_that_holds_it_over_one_near_in_meaning() {
+    let (_docs, _data, mut lib) =
+        decoy_library(&[("guide.md", "# Guide\n\nLighthouse keepers climb stairs every evening to light the lamp.\n")]).await;
     let quote = "the keeper climbed the stairs of the old lighthouse at dusk";
-    // Without the quote signal the embeddings' favourite comes first…
+    // Without the quote signals the embeddings' favourite comes first…
     lib.settings.quote_weight = 0.0;
+    lib.settings.quote_lead = 0.0;
     let hits = lib.search(quote, 2, SearchMode::Hybrid).await.expect("search");
     assert!(hits[0].document.ends_with("guide.md"), "the decoy must lead without the signal, or this test shows nothing: {hits:?}");
     // …with the product's settings the passage holding the words does.
@@ -384,9 +396,47 @@ async fn a_quoted_sentence_finds_the_passage_that_holds_it_over_one_near_in_mean
     // A question in its own words is not a quote: the order stays the fusion's.
     let asked = "who climbs lighthouse stairs to light the lamp";
     lib.settings.quote_weight = 0.0;
+    lib.settings.quote_lead = 0.0;
     let plain: Vec<i64> = lib.search(asked, 2, SearchMode::Hybrid).await.expect("search").iter().map(|h| h.chunk_id).collect();
     lib.settings = library::DEFAULT_SEARCH;
     let ours: Vec<i64> = lib.search(asked, 2, SearchMode::Hybrid).await.expect("search").iter().map(|h| h.chunk_id).collect();
     assert_eq!(plain, ours);
+    lib.close().await;
+}
+
+#[tokio::test]
+async fn a_quoted_passage_only_bm25_lists_leads_past_every_passage_near_in_meaning() {
+    // More passages near in meaning than the embeddings' candidates.
+    let (_docs, _data, mut lib) = decoy_library(&[
+        ("guide0.md", "# Guide\n\nKeepers climb stairs each evening.\n"),
+        ("guide1.md", "# Guide\n\nLamps are lit every evening.\n"),
+        ("guide2.md", "# Guide\n\nThe lighthouse stairs are old.\n"),
+        ("guide3.md", "# Guide\n\nBoats come home each evening.\n"),
+    ])
+    .await;
+    let quote = "the keeper climbed the stairs of the old lighthouse at dusk";
+    let before = library::SearchSettings { candidates: 3, quote_lead: 0.0, keyword_kept: 0, ..library::DEFAULT_SEARCH };
+    let story = |hits: &[library::SearchHit]| hits.iter().position(|h| h.document.ends_with("story.md"));
+    // Fusion ranks a passage only BM25 lists below every passage the
+    // embeddings list: it was cut before its quote could count.
+    lib.settings = before;
+    assert_eq!(story(&lib.search(quote, 5, SearchMode::Hybrid).await.expect("search")), None);
+    // Kept, it is scored, but the quote's weight alone does not lift it first…
+    lib.settings = library::SearchSettings { keyword_kept: 1, ..before };
+    let kept = story(&lib.search(quote, 5, SearchMode::Hybrid).await.expect("search"));
+    assert!(kept.is_some_and(|r| r > 0), "{kept:?}");
+    // …a quote of most of the query leads.
+    lib.settings = library::SearchSettings { keyword_kept: 1, quote_lead: 0.6, ..before };
+    assert_eq!(story(&lib.search(quote, 5, SearchMode::Hybrid).await.expect("search")), Some(0));
+    // So it does with the product's settings.
+    lib.settings = library::SearchSettings { candidates: 3, ..library::DEFAULT_SEARCH };
+    assert_eq!(story(&lib.search(quote, 5, SearchMode::Hybrid).await.expect("search")), Some(0));
+    lib.settings = library::SearchSettings { keyword_kept: 1, quote_lead: 0.6, ..before };
+    // A quote of a smaller share of the query does not lead.
+    let part = "the keeper climbed the stairs while wind howled outside";
+    let lead: Vec<i64> = lib.search(part, 5, SearchMode::Hybrid).await.expect("search").iter().map(|h| h.chunk_id).collect();
+    lib.settings = library::SearchSettings { keyword_kept: 1, ..before };
+    let plain: Vec<i64> = lib.search(part, 5, SearchMode::Hybrid).await.expect("search").iter().map(|h| h.chunk_id).collect();
+    assert_eq!(lead, plain);
     lib.close().await;
 }

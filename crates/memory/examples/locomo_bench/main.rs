@@ -7,7 +7,7 @@
 //! share of a question's evidence ids in the first k, averaged), on the
 //! tuning conversations (the first three of the file) and the held-out ones
 //! (the rest, never used to choose anything), overall and per category,
-//! for ours, main's previous settings, each retriever alone and a plain
+//! for ours, the settings before neighbours, each retriever alone and a plain
 //! BM25 over the turns computed in the same run.
 //!
 //! ```text
@@ -21,8 +21,8 @@
 //! it (embedding is most of a first run). `--settings` adds an arm with
 //! other `RecallSettings` (JSON; repeat it for more arms) for an
 //! experiment. `BENCH_GRID=1` prints every point of `recall_bench/grid.rs`
-//! on the tuning conversations; `BENCH_SHORT=1` runs only ours, main's
-//! settings and the ways of embedding the names (`grid::name_arms`,
+//! on the tuning conversations; `BENCH_SHORT=1` runs only ours, the
+//! settings before turns had neighbours and the ways of embedding the names (`grid::name_arms`,
 //! `BENCH_SHARES=0.01,0.05` adds shares of common names left out).
 
 mod bm25;
@@ -180,7 +180,7 @@ async fn main() -> Result<(), Error> {
     }
     let convs = locomo::load(&a.data)?;
     let ours = memory::DEFAULT_SETTINGS;
-    let mut arms: Vec<(String, RecallSettings)> = vec![("ours".into(), ours), ("main's settings".into(), memory::PREVIOUS_SETTINGS)];
+    let mut arms: Vec<(String, RecallSettings)> = vec![("ours".into(), ours), ("before neighbours".into(), memory::PREVIOUS_SETTINGS)];
     // Ours with the query's names embedded, all left out, and the common
     // ones left out at each share of `BENCH_SHARES`.
     arms.extend(grid::name_arms().into_iter().map(|(n, s)| (format!("ours, {n}"), s)));

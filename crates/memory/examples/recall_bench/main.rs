@@ -206,7 +206,7 @@ async fn import_timed(
     Ok((l, persona))
 }
 
-/// Each question's candidates under main's previous settings (the query
+/// Each question's candidates under the settings before neighbours (the query
 /// embedded whole, no neighbours: every arm but ours ranks these) and
 /// under ours, and its evidence row.
 /// With `BENCH_GRID`, also each question's candidates for the grid (the
@@ -405,11 +405,11 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
         ("ours without the density correction", RecallSettings { density_weight: 0.0, ..memory::DEFAULT_SETTINGS }),
         ("ours without neighbours", RecallSettings { keyword_context: [0.0; 2], vector_context: [0.0; 2], ..memory::DEFAULT_SETTINGS }),
         (
-            "ours, main's weights (0.8/0.2 half at 4)",
+            "ours, earlier weights (0.8/0.2 half at 4)",
             RecallSettings { vector_weight: 0.8, keyword_weight: 0.2, keyword_saturation: 4.0, ..memory::DEFAULT_SETTINGS },
         ),
         ("score fusion, best on A tuning split", best),
-        ("main's defaults (0.8/0.2, no neighbours)", previous),
+        ("before neighbours (0.8/0.2 half at 4)", previous),
         ("seed (RRF 0.7/0.3 k=60 rec=0.15)", RecallSettings::SEED),
         ("keyword only (FTS5 bm25)", kw),
         ("embeddings only (MiniLM cosine)", vv),
@@ -479,7 +479,7 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
                 let (sub, ours_sub) = (only(cands), only(ours_cands));
                 let ev: Vec<i64> = evidence.iter().zip(in_lang.iter()).filter(|(_, p)| **p).map(|(e, _)| *e).collect();
                 print!("  {lang} questions ({}):", sub.len());
-                for (label, s) in [("ours", rows[0].1), ("main's", previous), ("keyword", kw), ("embeddings", vv)] {
+                for (label, s) in [("ours", rows[0].1), ("before neighbours", previous), ("keyword", kw), ("embeddings", vv)] {
                     let sc = evaluate(if label == "ours" { &ours_sub } else { &sub }, &ev, &s, d.now_ms, None);
                     print!("  {label} {} / {}", pct(sc.r5), pct(sc.r10));
                 }
@@ -524,11 +524,11 @@ async fn latency(a: &Args, embedder: Arc<dyn Embedder>) -> Result<(), Box<dyn st
         };
         let scope = Scope::for_viewer(&persona_id, false, &[]);
         let vectors = index.progress().embedded;
-        // Ours and main's settings alternate query by query, so both see
+        // Ours and the settings before neighbours alternate query by query, so both see
         // the same machine load.
-        let (mut times, mut main_times) = (Vec::new(), Vec::new());
+        let (mut times, mut before_times) = (Vec::new(), Vec::new());
         for (i, q) in d.questions.iter().cycle().take(220).enumerate() {
-            for (s, out) in [(memory::DEFAULT_SETTINGS, &mut times), (memory::PREVIOUS_SETTINGS, &mut main_times)] {
+            for (s, out) in [(memory::DEFAULT_SETTINGS, &mut times), (memory::PREVIOUS_SETTINGS, &mut before_times)] {
                 index.set_settings(s);
                 let t = Instant::now();
                 let r = index.recall(&scope, &q.query, 10, d.now_ms).await?;
@@ -564,10 +564,10 @@ async fn latency(a: &Args, embedder: Arc<dyn Embedder>) -> Result<(), Box<dyn st
             times.len(),
             vectors,
         );
-        for (label, t) in [("ours", &mut times), ("main's settings", &mut main_times)] {
+        for (label, t) in [("ours", &mut times), ("before neighbours", &mut before_times)] {
             t.sort_by(|a, b| a.total_cmp(b));
             let p = |q: f64| t[((t.len() as f64 - 1.0) * q).round() as usize];
-            println!("    {label:<16} p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms", p(0.5), p(0.95), p(1.0));
+            println!("    {label:<18} p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms", p(0.5), p(0.95), p(1.0));
         }
         index.close().await;
     }
