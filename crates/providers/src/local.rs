@@ -555,8 +555,14 @@ impl LocalEngine {
             Some(_) => {}
             None => emit(rest, &mut text),
         }
-        if own_turn && finish != FinishReason::Cancelled {
-            self.save_kept_prompt(&slot);
+        if own_turn {
+            if finish != FinishReason::Cancelled {
+                self.save_kept_prompt(&slot);
+            }
+            // A cancelled call keeps what it read: the call that cancelled
+            // it most often shares its start (a draft read stopped by the
+            // send of the same words, a reply cut off by the next message),
+            // and dropping it made that call read the whole prompt again.
             self.put_warm(slot);
         }
         if let Some(now) = cpu_times() {

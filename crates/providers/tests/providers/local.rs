@@ -403,6 +403,41 @@ async fn a_prompt_read_ahead_is_kept_and_a_stopped_read_keeps_what_it_read() {
     assert!(kept.iter().any(|&n| n > 0 && n < read.prompt_tokens as usize), "what was read before the stop is kept: {kept:?}");
 }
 
+/// A reply cut off while it is being written keeps its context warm: the
+/// message that cut it off shares its start and reads only what is new.
+#[tokio::test]
+async fn a_reply_cut_off_while_written_keeps_what_it_read() {
+    let _alone = MODEL_USE.write().await;
+    let (engine, stem) = engine();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !engine.is_idle() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    engine.drop_warm_contexts();
+    let mut req = chat(&stem, "Count from one to one hundred in words, separated by commas.");
+    req.max_tokens = 200;
+    let cancel = req.cancel.clone();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let engine2 = engine.clone();
+    let call = tokio::spawn(async move { engine2.complete(req, Some(tx)).await });
+    let mut got = 0;
+    while let Some(piece) = rx.recv().await {
+        got += usize::from(!piece.is_empty());
+        if got == 3 {
+            cancel.cancel();
+            break;
+        }
+    }
+    let c = call.await.expect("join").expect("completion");
+    assert_eq!(c.finish, FinishReason::Cancelled);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !engine.is_idle() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let kept = engine.warm_contexts();
+    assert!(kept.iter().any(|&n| n >= c.prompt_tokens as usize), "the prompt it read is kept: {kept:?} vs {}", c.prompt_tokens);
+}
+
 /// A reply is kept from saying the persona's last replies again: with
 /// the conversation's repetition controls, what the persona said last turns
 /// counts as already said; without them (the control, same prompt), the
