@@ -46,6 +46,15 @@ fn engine() -> (&'static LocalEngine, String) {
     )
 }
 
+/// Waits (at most `secs`) until no generation holds the model: an earlier
+/// call, abandoned or cancelled, may still be finishing on its thread.
+async fn wait_until_idle(engine: &LocalEngine, secs: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !engine.is_idle() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 fn chat(model: &str, text: &str) -> CompletionRequest {
     let mut r = CompletionRequest::chat(
         model,
@@ -312,10 +321,7 @@ async fn a_follow_up_turn_reuses_the_evaluated_prompt_instead_of_making_a_new_co
     let (engine, stem) = engine();
     // An earlier test's abandoned call may still be finishing; beside it a
     // call runs without a warm context.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !engine.is_idle() && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    wait_until_idle(&engine, 120).await;
     engine.drop_warm_contexts();
     let first = chat(&stem, "My name is Marta and I live in Lisbon.");
     let said = engine.complete(first.clone(), None).await.expect("first turn");
@@ -394,10 +400,7 @@ async fn a_prompt_read_ahead_is_kept_and_a_stopped_read_keeps_what_it_read() {
     cancel.cancel();
     assert_eq!(call.await.expect("join").expect("result").finish, FinishReason::Cancelled);
     // The engine thread reaches its next chunk boundary, then keeps the context.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !engine.is_idle() && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_until_idle(&engine, 10).await;
     let kept = engine.warm_contexts();
     println!("read ahead {whole:?} for {} tokens; stopped after {:?}: kept {kept:?}", read.prompt_tokens, whole / 3);
     assert!(kept.iter().any(|&n| n > 0 && n < read.prompt_tokens as usize), "what was read before the stop is kept: {kept:?}");
@@ -409,10 +412,7 @@ async fn a_prompt_read_ahead_is_kept_and_a_stopped_read_keeps_what_it_read() {
 async fn a_reply_cut_off_while_written_keeps_what_it_read() {
     let _alone = MODEL_USE.write().await;
     let (engine, stem) = engine();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !engine.is_idle() && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    wait_until_idle(&engine, 120).await;
     engine.drop_warm_contexts();
     let mut req = chat(&stem, "Count from one to one hundred in words, separated by commas.");
     req.max_tokens = 200;
@@ -430,10 +430,7 @@ async fn a_reply_cut_off_while_written_keeps_what_it_read() {
     }
     let c = call.await.expect("join").expect("completion");
     assert_eq!(c.finish, FinishReason::Cancelled);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !engine.is_idle() && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_until_idle(&engine, 10).await;
     let kept = engine.warm_contexts();
     assert!(kept.iter().any(|&n| n >= c.prompt_tokens as usize), "the prompt it read is kept: {kept:?} vs {}", c.prompt_tokens);
 }
