@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, Once, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -117,9 +117,10 @@ struct Shared {
     /// Where evaluated prompts are kept between processes, when set (see
     /// [`LocalEngine::keep_prompts_in`]).
     prompt_cache: OnceLock<PathBuf>,
-    /// The CPU's counters when the last generation ended (see
-    /// [`threads_free_now`]).
-    cpu_seen: Mutex<Option<(Instant, CpuTimes)>>,
+    /// The CPU's counters lately (see [`threads_free_now`]).
+    cpu_seen: Mutex<CpuSeen>,
+    /// Whether the thread that keeps `cpu_seen` fresh is started.
+    cpu_watch: Once,
 }
 
 /// The in-process llama.cpp engine. Cheap to clone; clones share the model
@@ -158,7 +159,8 @@ impl LocalEngine {
                 overlap: Mutex::new(()),
                 warm: Mutex::new(Vec::new()),
                 prompt_cache: OnceLock::new(),
-                cpu_seen: Mutex::new(None),
+                cpu_seen: Mutex::new(CpuSeen::default()),
+                cpu_watch: Once::new(),
             }),
             threads,
             auto,
@@ -341,7 +343,12 @@ impl LocalEngine {
         let backend = backend()?;
         // The cores free now, watched while the model may still be loading
         // (our own process's work is not counted as busy).
-        let threads = if self.auto { threads_free_now(self.threads, &self.shared.cpu_seen) } else { self.threads };
+        let threads = if self.auto {
+            self.shared.cpu_watch.call_once(|| watch_cpu(Arc::downgrade(&self.shared)));
+            threads_free_now(self.threads, &self.shared.cpu_seen)
+        } else {
+            self.threads
+        };
         let t_threads = started.elapsed();
         let mut holder_gone_since: Option<Instant> = None;
         // Wait for our turn, still answering to cancellation.
@@ -566,7 +573,7 @@ impl LocalEngine {
             self.put_warm(slot);
         }
         if let Some(now) = cpu_times() {
-            *lock(&self.shared.cpu_seen) = Some((Instant::now(), now));
+            lock(&self.shared.cpu_seen).record(Instant::now(), now);
         }
         tracing::debug!(
             model = %path.display(),
@@ -778,9 +785,44 @@ fn prune_kept_prompts(dir: &Path) {
 
 /// How long the CPU is watched before a generation picks its threads…
 const CPU_SAMPLE: Duration = Duration::from_millis(60);
-/// …unless the last generation ended at most this long ago: the CPU since
-/// then is watched instead, without waiting.
+/// …unless counters at least that old and at most this old were seen: the
+/// CPU since then is watched instead, without waiting.
 const CPU_RECENT: Duration = Duration::from_secs(3);
+/// How often the CPU's counters are read while the engine is in use.
+const CPU_TICK: Duration = Duration::from_millis(250);
+
+/// The CPU's counters at the two latest moments they were read.
+#[derive(Debug, Default, Clone, Copy)]
+struct CpuSeen {
+    newest: Option<(Instant, CpuTimes)>,
+    before: Option<(Instant, CpuTimes)>,
+}
+
+impl CpuSeen {
+    fn record(&mut self, at: Instant, times: CpuTimes) {
+        self.before = self.newest.replace((at, times));
+    }
+
+    /// The newest counters old enough to judge the CPU by and still recent.
+    fn usable(&self) -> Option<(Instant, CpuTimes)> {
+        [self.newest, self.before].into_iter().flatten().find(|(at, _)| (CPU_SAMPLE..=CPU_RECENT).contains(&at.elapsed()))
+    }
+}
+
+/// Keeps `shared.cpu_seen` fresh, a read every `CPU_TICK`, for as long as
+/// the engine lives, so a generation judges the CPU without waiting.
+fn watch_cpu(shared: std::sync::Weak<Shared>) {
+    let spawned = std::thread::Builder::new().name("cpu-watch".into()).spawn(move || loop {
+        std::thread::sleep(CPU_TICK);
+        let Some(shared) = shared.upgrade() else { break };
+        if let Some(now) = cpu_times() {
+            lock(&shared.cpu_seen).record(Instant::now(), now);
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::debug!(error = %e, "the CPU is judged at each generation instead");
+    }
+}
 
 /// Threads for a generation starting now: `max`, less each core other
 /// programs keep busy (at least one). llama.cpp's threads wait for each
@@ -789,21 +831,22 @@ const CPU_RECENT: Duration = Duration::from_secs(3);
 /// reply took 38 s on two threads and 7 s on one (quiet: 1.5 s on two,
 /// 2.4 s on one). Our own process's CPU time is not counted as busy.
 ///
-/// The window watched ends now and starts when the last generation ended
-/// (`seen`), if that was recent, else `CPU_SAMPLE` ago: a reply sent right
-/// after the prompt was read ahead or a draft was read does not wait the
-/// 60 ms its first token would otherwise pay.
-fn threads_free_now(max: usize, seen: &Mutex<Option<(Instant, CpuTimes)>>) -> usize {
+/// The window watched ends now and starts at the newest counters in `seen`
+/// at least `CPU_SAMPLE` old (kept fresh by [`watch_cpu`] and by the end of
+/// each generation), so a reply's first token does not wait the 60 ms a
+/// fresh look at the CPU takes; without such counters it waits.
+fn threads_free_now(max: usize, seen: &Mutex<CpuSeen>) -> usize {
     if max <= 1 {
         return 1;
     }
-    let recent = lock(seen).take().filter(|(at, _)| at.elapsed() <= CPU_RECENT);
-    let before = match recent {
-        Some((at, before)) => {
+    let seen = *lock(seen);
+    let before = match (seen.usable(), seen.newest.filter(|(at, _)| at.elapsed() <= CPU_RECENT)) {
+        (Some((_, before)), _) => before,
+        (None, Some((at, before))) => {
             std::thread::sleep(CPU_SAMPLE.saturating_sub(at.elapsed()));
             before
         }
-        None => {
+        (None, None) => {
             let Some(before) = cpu_times() else { return max };
             std::thread::sleep(CPU_SAMPLE);
             before
@@ -1231,6 +1274,25 @@ mod tests {
         }
     }
 
+    /// The engine's watcher reads the counters while it lives, so a
+    /// generation finds some old enough to judge the CPU by at once.
+    #[test]
+    fn the_cpu_is_watched_while_the_engine_lives() {
+        let engine = LocalEngine::new(PathBuf::from("/m"), 0);
+        assert!(lock(&engine.shared.cpu_seen).usable().is_none());
+        watch_cpu(Arc::downgrade(&engine.shared));
+        std::thread::sleep(CPU_TICK * 2 + CPU_SAMPLE);
+        assert!(lock(&engine.shared.cpu_seen).usable().is_some(), "no counters were read");
+        let weak = Arc::downgrade(&engine.shared);
+        drop(engine);
+        // The watcher holds the engine only while it records a reading.
+        let dropped = Instant::now();
+        while weak.upgrade().is_some() && dropped.elapsed() < CPU_TICK * 4 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(weak.upgrade().is_none(), "the watcher keeps the engine alive");
+    }
+
     /// With every core kept busy by other processes, a generation takes
     /// one thread, not one per core.
     #[test]
@@ -1245,14 +1307,21 @@ mod tests {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(200));
-        let busy = threads_free_now(cores, &Mutex::new(None));
+        let busy = threads_free_now(cores, &Mutex::new(CpuSeen::default()));
         // The counters a generation that ended 100 ms ago left: the CPU
         // since then is judged at once.
-        let seen = Mutex::new(cpu_times().map(|t| (Instant::now(), t)));
+        let mut seen = CpuSeen::default();
+        seen.record(Instant::now(), cpu_times().expect("counters"));
         std::thread::sleep(Duration::from_millis(100));
         let judging = Instant::now();
-        let busy_since = threads_free_now(cores, &seen);
+        let busy_since = threads_free_now(cores, &Mutex::new(seen));
         let waited = judging.elapsed();
+        // Counters read just now are too fresh to judge by: the ones read
+        // before them are used, still without waiting.
+        seen.record(Instant::now(), cpu_times().expect("counters"));
+        let judging = Instant::now();
+        let busy_before = threads_free_now(cores, &Mutex::new(seen));
+        let waited_before = judging.elapsed();
         for s in &mut spinners {
             let _ = s.kill();
             let _ = s.wait();
@@ -1260,7 +1329,9 @@ mod tests {
         assert_eq!(busy, 1, "{cores} cores busy elsewhere");
         assert_eq!(busy_since, 1, "{cores} cores busy elsewhere since the last generation");
         assert!(waited < CPU_SAMPLE / 2, "judged in {waited:?}");
-        assert_eq!(threads_free_now(1, &Mutex::new(None)), 1);
+        assert_eq!(busy_before, 1, "{cores} cores busy elsewhere since the counters before the newest");
+        assert!(waited_before < CPU_SAMPLE / 2, "judged in {waited_before:?}");
+        assert_eq!(threads_free_now(1, &Mutex::new(CpuSeen::default())), 1);
     }
 
     #[test]

@@ -68,14 +68,18 @@ impl Conversation {
 impl Conversation {
     /// What the next reply's compact prompt will start with (see
     /// [`compact::next_turn_prefix`]), in the language the person wrote in
-    /// last; the window's start is not moved.
+    /// last; the window's start is not moved. It ends with the opening of
+    /// the remembered lines ([`compact::facts_opening`]), which a question
+    /// about something said earlier brings.
     pub(crate) async fn next_turn_prefix(&self, persona: &ledger::Persona, history: &[ledger::Message]) -> Vec<providers::ChatMessage> {
         let setting = self.ctx.ledger.persona_language(&persona.id).await.ok().flatten().map(|l| ::office::Language::parse(&l)).unwrap_or_default();
         let newest = history.iter().rev().find(|m| m.role == ledger::MessageRole::Human);
         let language = newest.and_then(|m| ::office::Language::detect(&m.content)).unwrap_or(setting);
         let kept = self.prompt_layout(&persona.id);
         let input = compact::CompactInput { persona, language, history, layout: &kept, recalled: Vec::new() };
-        compact::next_turn_prefix(&input)
+        let mut prefix = compact::next_turn_prefix(&input);
+        prefix.push(compact::facts_opening(language));
+        prefix
     }
 
     /// The layout `persona`'s last compact prompt was sent with; empty when
