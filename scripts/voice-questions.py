@@ -8,7 +8,13 @@ turn: end of speech -> first sound (from --json), whether the reply holds
 the expected word, and what the speaker said, transcribed back with
 `ledgermind voice transcribe` (Whisper) from the output file.
 
-    voice-questions.py --ledgermind BIN --home HOME --persona NAME --set tune|held [--gap 30] [--language auto|en|pt] --work DIR
+    voice-questions.py --ledgermind BIN --home HOME --persona NAME --set tune|held [--gap 30] [--language auto|en|pt] [--realtime] --work DIR
+
+--realtime feeds the microphone file at the wall clock's speed (the run
+takes as long as the file, about GAP seconds a question), so the model's
+reading ahead between questions, the drafts and the send get the time the
+tray's Talk gives them; without it the simulated clock runs a pause in a
+few wall seconds.
 
 Prints one line per turn and a summary; writes DIR/<set>.json.
 """
@@ -95,6 +101,8 @@ def main():
     # en takes Whisper tiny.en (faster, and it hears English better); auto
     # is the command's default, the multilingual model.
     ap.add_argument("--language", choices=["auto", "en", "pt"], default="auto")
+    ap.add_argument("--realtime", action="store_true",
+                    help="voice converse --realtime: the input at the wall clock's speed, as a microphone")
     ap.add_argument("--pinned-threads", action="store_true",
                     help="keep LEDGERMIND_THREADS from the environment (runs before this flag kept it)")
     args = ap.parse_args()
@@ -118,7 +126,7 @@ def main():
     run = subprocess.run(
         [args.ledgermind, "--home", args.home, "voice", "converse", args.persona,
          "--input", mic_path, "--output", out_path, "--json",
-         "--language", args.language],
+         "--language", args.language] + (["--realtime"] if args.realtime else []),
         env=env, capture_output=True, text=True,
     )
     with open(os.path.join(args.work, f"{label}-converse.log"), "w") as f:
@@ -162,6 +170,7 @@ def main():
     summary = {
         "label": label,
         "set": args.set,
+        "clock": "realtime" if args.realtime else "simulated",
         "questions": len(questions),
         "turns": len(rows),
         "answered_correctly": len(answered),

@@ -42,8 +42,9 @@ pub enum VoiceCmd {
         #[arg(long, default_value_t = 1.0)]
         rate: f32,
     },
-    /// Talk to PERSONA with IN.wav as the microphone (simulated clock); what
-    /// the speaker plays is written to OUT.wav on the same timeline.
+    /// Talk to PERSONA with IN.wav as the microphone (simulated clock, or
+    /// the wall clock with --realtime); what the speaker plays is written
+    /// to OUT.wav on the same timeline.
     Converse {
         persona: String,
         #[arg(long)]
@@ -58,6 +59,11 @@ pub enum VoiceCmd {
         /// hears English better) or pt.
         #[arg(long, default_value = "auto")]
         language: LanguageChoice,
+        /// Feed IN.wav at the wall clock's speed, as a microphone does: the
+        /// reading ahead between turns, the drafts and the send take the
+        /// time they take in the tray's Talk (the run lasts as long as the file).
+        #[arg(long)]
+        realtime: bool,
         #[arg(long)]
         json: bool,
     },
@@ -196,7 +202,7 @@ fn say(models: &Path, text: &str, out: &Path, language: Language, rate: f32) -> 
 }
 
 pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: VoiceCmd) -> ExitCode {
-    let VoiceCmd::Converse { persona, input, output, echo_db, language, json } = cmd else {
+    let VoiceCmd::Converse { persona, input, output, echo_db, language, realtime, json } = cmd else {
         return ExitCode::SUCCESS;
     };
     let pcm = match voice::wav::read_mono(&input, voice::SAMPLE_RATE) {
@@ -236,6 +242,9 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
         let mut responder = responder;
         let mut mic =
             voice::audio::WavLoopback::new(pcm, echo_db.map(|db| voice::audio::Echo::new(db, 60, voice::SAMPLE_RATE)));
+        if realtime {
+            mic = mic.paced();
+        }
         // Full duplex with the echo canceller on the microphone, the first
         // half second of each reply protected while it converges. No
         // ducking: in the latency benchmark (crates/voice/examples) it made

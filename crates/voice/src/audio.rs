@@ -1,5 +1,6 @@
 //! Audio in and out behind traits, and the WAV-file backend on a simulated
-//! clock that tests and the CLI use in place of a sound card.
+//! clock that tests and the CLI use in place of a sound card (or, paced,
+//! at the wall clock's speed, as a sound card gives its frames).
 //!
 //! Playback always goes through [`OutputStage`]: the device (or the file
 //! backend) pulls from it, so the samples actually played are known (the
@@ -7,6 +8,7 @@
 //! instead of letting buffered speech run on after an interruption.
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use crate::error::VoiceError;
 use crate::wav::Pcm;
@@ -87,6 +89,9 @@ impl SimClock {
     pub fn advance(&mut self, samples: usize) {
         self.samples += samples as u64;
     }
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
     pub fn now_ms(&self) -> u64 {
         if self.rate == 0 {
             return 0;
@@ -125,6 +130,9 @@ pub struct WavLoopback {
     played: Vec<f32>,
     echo: Option<Echo>,
     clock: SimClock,
+    /// Paced: the wall instant the first frame began; frames are given out
+    /// no sooner than a microphone would have recorded them.
+    pace: Option<Option<Instant>>,
 }
 
 impl WavLoopback {
@@ -138,7 +146,32 @@ impl WavLoopback {
             played: Vec::new(),
             echo,
             clock: SimClock::new(rate),
+            pace: None,
         }
+    }
+
+    /// The same loopback held to the wall clock: each frame is given out
+    /// once its time has passed since the first, as a sound card gives
+    /// them, so work done beside the loop (a model reading ahead between
+    /// turns) gets the real time a person's pauses give it. Frames whose
+    /// time passed while the caller was busy come at once, as a device's
+    /// buffer hands over what it captured meanwhile.
+    pub fn paced(mut self) -> Self {
+        self.pace = Some(None);
+        self
+    }
+
+    pub fn is_paced(&self) -> bool {
+        self.pace.is_some()
+    }
+
+    /// Paced: the samples a microphone had recorded by `at` that were not
+    /// read yet (0 when `at` is not ahead of the timeline, and always 0 on
+    /// the simulated clock).
+    pub fn samples_due_by(&self, at: Instant) -> usize {
+        let Some(Some(start)) = self.pace else { return 0 };
+        let wall = at.saturating_duration_since(start).as_secs_f64() * f64::from(self.clock.rate);
+        (wall as u64).saturating_sub(self.clock.samples()) as usize
     }
 
     pub fn clock(&self) -> SimClock {
@@ -163,6 +196,14 @@ impl AudioInput for WavLoopback {
     fn next_frame(&mut self, len: usize) -> Result<Option<Vec<f32>>, VoiceError> {
         if self.pos >= self.input.len() {
             return Ok(None);
+        }
+        if let Some(started) = self.pace.as_mut() {
+            let start = *started.get_or_insert_with(Instant::now);
+            let due_samples = self.clock.samples() + len as u64;
+            let due = start + Duration::from_secs_f64(due_samples as f64 / f64::from(self.clock.rate.max(1)));
+            if let Some(left) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(left);
+            }
         }
         let end = (self.pos + len).min(self.input.len());
         let mut frame = self.input[self.pos..end].to_vec();
@@ -228,6 +269,31 @@ mod tests {
             lb.next_frame(160).expect("frame");
         }
         assert!(lb.next_frame(160).expect("end").is_none());
+    }
+
+    #[test]
+    fn a_paced_loopback_gives_frames_no_sooner_than_a_microphone_records_them() {
+        let input = Pcm { samples: vec![0.0; 16 * 400], rate: 16_000 };
+        let mut lb = WavLoopback::new(input, None).paced();
+        let started = Instant::now();
+        for _ in 0..10 {
+            lb.next_frame(320).expect("frame").expect("some");
+        }
+        // The first frame's 20 ms too: ten frames take 200 ms of wall time.
+        assert!(started.elapsed() >= Duration::from_millis(195), "{:?}", started.elapsed());
+        assert_eq!(lb.clock().now_ms(), 200);
+        // Busy for 100 ms: that much was recorded meanwhile and comes at once.
+        std::thread::sleep(Duration::from_millis(100));
+        let due = lb.samples_due_by(Instant::now());
+        assert!((1_500..=2_400).contains(&due), "{due}");
+        let caught_up = Instant::now();
+        for _ in 0..due / 320 {
+            lb.next_frame(320).expect("frame").expect("some");
+        }
+        assert!(caught_up.elapsed() < Duration::from_millis(60), "{:?}", caught_up.elapsed());
+        // On the simulated clock nothing is ever due: frames come at once.
+        let sim = WavLoopback::new(Pcm { samples: vec![0.0; 1600], rate: 16_000 }, None);
+        assert_eq!(sim.samples_due_by(Instant::now() + Duration::from_secs(5)), 0);
     }
 
     #[test]

@@ -4,7 +4,11 @@
 //! sentence by sentence through the output stage. Runs on the loopback's
 //! simulated clock: time spent computing is charged to the timeline by
 //! reading that much more microphone audio, so the reported times are
-//! what a person at the microphone would live through.
+//! what a person at the microphone would live through. A paced loopback
+//! ([`WavLoopback::paced`]) runs at the wall clock's speed instead, as the
+//! microphone does: a reply starts where the wall clock was when its first
+//! piece was ready, and the pauses between turns take their real time for
+//! the work done beside the loop (the persona's model reading ahead).
 //!
 //! Barge-in: in full duplex, user speech held while the persona speaks
 //! (the gate's 200 ms start, after the echo canceller) stops playback at
@@ -115,6 +119,7 @@ struct Early {
     pcm: Vec<f32>,
     /// Wall ms from the turn's start to the piece's audio being ready.
     ready_ms: u64,
+    ready_at: Instant,
     /// Wall ms the model took to write the piece.
     model_ms: u64,
     tts_ms: u64,
@@ -659,6 +664,7 @@ pub fn converse(
                                     text: pieces[0].clone(),
                                     pcm: pcm.resampled(rate).samples,
                                     ready_ms: started.elapsed().as_millis() as u64,
+                                    ready_at: Instant::now(),
                                     model_ms,
                                     tts_ms: synth.elapsed().as_millis() as u64,
                                 });
@@ -696,7 +702,11 @@ pub fn converse(
                     timings.reply_ms = e.model_ms;
                     timings.tts_first_ms = e.tts_ms;
                     let charge_ms = e.ready_ms as usize + waited_ms as usize;
-                    frames_to_charge = (charge_ms * rate as usize / 1000).div_ceil(FRAME);
+                    frames_to_charge = if mic.is_paced() {
+                        mic.samples_due_by(e.ready_at).div_ceil(FRAME)
+                    } else {
+                        (charge_ms * rate as usize / 1000).div_ceil(FRAME)
+                    };
                     sentences_pcm.push((e.text, e.pcm));
                 }
                 for s in parts.iter().skip(sentences_pcm.len()) {
@@ -707,7 +717,11 @@ pub fn converse(
                         timings.tts_first_ms = synth.elapsed().as_millis() as u64;
                         // The first sentence is ready: this is when speech can start.
                         let charge_ms = started.elapsed().as_millis() as usize + waited_ms as usize;
-                        frames_to_charge = (charge_ms * rate as usize / 1000).div_ceil(FRAME);
+                        frames_to_charge = if mic.is_paced() {
+                            mic.samples_due_by(Instant::now()).div_ceil(FRAME)
+                        } else {
+                            (charge_ms * rate as usize / 1000).div_ceil(FRAME)
+                        };
                     }
                 }
                 let speculated_ms = if timings.stt_wait_ms < timings.stt_ms { timings.stt_ms } else { 0 };

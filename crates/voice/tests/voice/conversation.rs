@@ -733,3 +733,64 @@ fn speech_taken_up_again_while_the_reply_is_made_stops_the_reply_before_it_is_he
     assert!(!turns[1].interrupted);
     assert_eq!(turns[1].spoken, "Paris.");
 }
+
+/// A persona that reads the next prompt ahead when a turn is over (for
+/// `read_ahead`, on its own thread, as the app's model does) and cannot
+/// answer before that reading is done.
+struct ReadingAhead {
+    read_ahead: std::time::Duration,
+    done: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Responder for ReadingAhead {
+    fn reply(&mut self, _heard: &str) -> Result<String, VoiceError> {
+        if let Some(reading) = self.done.take() {
+            reading.join().map_err(|_| VoiceError::Inference("the reading ahead failed".into()))?;
+        }
+        Ok("Yes.".into())
+    }
+    fn turn_finished(&mut self, _report: &voice::converse::TurnReport) -> Result<(), VoiceError> {
+        let read_ahead = self.read_ahead;
+        self.done = Some(std::thread::spawn(move || std::thread::sleep(read_ahead)));
+        Ok(())
+    }
+}
+
+#[test]
+fn paced_to_the_wall_clock_the_pause_between_turns_gives_the_reading_ahead_its_time() {
+    let Some(clips) = librivox_clips() else {
+        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let clip = read_mono(&clips[1].0, 16_000).expect("clip").samples; // 3.0 s
+    let mut input = silence(300);
+    input.extend(&clip);
+    // After the first reply: a pause of about 3.7 s, the second question
+    // (3 s) and the gate's hold, more than the reading's 3.5 s of wall
+    // time; the simulated clock runs through them in far less.
+    input.extend(silence(4_000));
+    input.extend(&clip);
+    // Room after it to charge the wait to (the timeline ends with the input).
+    input.extend(silence(4_000));
+    let run = |paced: bool| {
+        let mic = WavLoopback::new(Pcm { samples: input.clone(), rate: 16_000 }, None);
+        let mut mic = if paced { mic.paced() } else { mic };
+        let mut stt = scripted(&["first question", "second question"]);
+        let mut persona = ReadingAhead { read_ahead: std::time::Duration::from_millis(3_500), done: None };
+        let started = std::time::Instant::now();
+        let turns = converse(&mut mic, &mut stt, &mut persona, &ToneSynth { rate_hz: 16_000 }, &ConverseConfig::default())
+            .expect("converse");
+        assert_eq!(turns.len(), 2, "{turns:#?}");
+        let wait = |t: &voice::converse::TurnReport| t.first_audio_ms - t.end_of_speech_ms;
+        (wait(&turns[0]), wait(&turns[1]), started.elapsed())
+    };
+    let (sim_first, sim_second, sim_wall) = run(false);
+    let (paced_first, paced_second, paced_wall) = run(true);
+    // On the simulated clock the pause passes in less wall time than the
+    // reading takes: the second answer waits for the rest of it.
+    assert!(sim_second >= sim_first + 1_000, "simulated: {sim_first} then {sim_second} ms ({sim_wall:?})");
+    // Paced, the pause is lived through: the reading is done by then.
+    assert!(paced_second < paced_first + 300, "paced: {paced_first} then {paced_second} ms");
+    let input_ms = (input.len() / 16) as u128;
+    assert!(paced_wall.as_millis() + 50 >= input_ms, "paced run took {paced_wall:?} for {input_ms} ms of input");
+}
