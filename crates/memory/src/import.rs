@@ -176,6 +176,7 @@ pub async fn import_rows(
                 text: r.text.clone(),
                 ts_ms: r.ts_ms,
                 seq: Some(receipt.seq),
+                role: Some(r.role),
             })
             .collect();
         index.index_items(&items).await?;

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use futures_util::TryStreamExt;
-use ledger::{EventBody, Ledger};
+use ledger::{EventBody, Ledger, MessageRole};
 use serde::Serialize;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{ConnectOptions, QueryBuilder, Row};
@@ -24,8 +24,8 @@ use tokio::sync::Notify;
 
 use crate::embed::Embedder;
 use crate::search::{
-    fts_query, group_key, query_names, rank, Candidates, RecallSettings, Scope, CONTEXT_GAP_MS, DENSITY_NEIGHBOURS,
-    DENSITY_POOL,
+    fts_query, group_key, named_side, query_names, rank, Candidates, RecallSettings, Scope, CONTEXT_GAP_MS,
+    DENSITY_NEIGHBOURS, DENSITY_POOL, NAME_SAMPLE,
 };
 use crate::quant::{dot_i8, nearest_by_signs, quantise, sign_bits};
 use crate::MemoryError;
@@ -70,6 +70,17 @@ pub struct NewItem {
     pub ts_ms: i64,
     /// Ledger event seq, when the item comes from one event.
     pub seq: Option<i64>,
+    /// Who said a message (`None` for a memory).
+    pub role: Option<MessageRole>,
+}
+
+/// The `by_human` column of a role: who said it, when it is one of the two.
+fn by_human(role: Option<MessageRole>) -> Option<bool> {
+    match role? {
+        MessageRole::Human => Some(true),
+        MessageRole::Persona => Some(false),
+        MessageRole::System => None,
+    }
 }
 
 /// One retrieved item.
@@ -509,7 +520,7 @@ impl MemoryIndex {
         let mut added = 0;
         for chunk in items.chunks(INSERT_CHUNK) {
             let mut q = QueryBuilder::new(
-                "INSERT OR IGNORE INTO items (item_id, kind, persona_id, external_id, source_ids, text, ts_ms, seq) ",
+                "INSERT OR IGNORE INTO items (item_id, kind, persona_id, external_id, source_ids, text, ts_ms, seq, by_human) ",
             );
             q.push_values(chunk, |mut b, it| {
                 b.push_bind(&it.item_id)
@@ -519,7 +530,8 @@ impl MemoryIndex {
                     .push_bind(serde_json::to_string(&it.source_ids).unwrap_or_else(|_| "[]".into()))
                     .push_bind(&it.text)
                     .push_bind(it.ts_ms)
-                    .push_bind(it.seq);
+                    .push_bind(it.seq)
+                    .push_bind(by_human(it.role));
             });
             added += q.build().execute(&mut *tx).await.map_err(MemoryError::Save)?.rows_affected();
         }
@@ -638,7 +650,11 @@ impl MemoryIndex {
                 before = Some(e.seq);
                 let Some(payload) = &e.payload else { continue };
                 match serde_json::from_value::<EventBody>(payload.clone()) {
-                    Ok(EventBody::MessageAdded { message_id, persona_id, content, external_id, .. }) => {
+                    Ok(EventBody::MessageAdded { message_id, persona_id, role, content, external_id, said_at }) => {
+                        // An imported message keeps the time it was said, as
+                        // the import indexed it: its neighbours are the turns
+                        // of its own session.
+                        let said = said_at.as_deref().and_then(parse_rfc3339_ms);
                         items.push(NewItem {
                             item_id: message_id,
                             kind: ItemKind::Message,
@@ -646,8 +662,9 @@ impl MemoryIndex {
                             external_id,
                             source_ids: Vec::new(),
                             text: content,
-                            ts_ms: parse_rfc3339_ms(&e.ts).unwrap_or(0),
+                            ts_ms: said.or_else(|| parse_rfc3339_ms(&e.ts)).unwrap_or(0),
                             seq: Some(e.seq),
+                            role: Some(role),
                         });
                     }
                     Ok(EventBody::MemoryLearned { memory_id, text, group, source_ids, .. }) => {
@@ -660,6 +677,7 @@ impl MemoryIndex {
                             text,
                             ts_ms: parse_rfc3339_ms(&e.ts).unwrap_or(0),
                             seq: Some(e.seq),
+                            role: None,
                         });
                     }
                     Ok(EventBody::MemoryUpdated { memory_id, text, superseded_by, .. }) => {
@@ -857,6 +875,39 @@ impl MemoryIndex {
             .collect())
     }
 
+    /// The side of the conversation `query` names, if any (see
+    /// `RecallSettings::speaker_weight`): for each of its proper names, who
+    /// said the first [`NAME_SAMPLE`] items of `scope` holding it
+    /// capitalised (one query per name, at most that many rows read).
+    /// Names that point to both sides cancel out.
+    async fn named_side(&self, scope: &Scope, query: &str, settings: &RecallSettings) -> Result<Option<bool>> {
+        if settings.speaker_weight <= 0.0 {
+            return Ok(None);
+        }
+        let mut side = None;
+        for name in query_names(query) {
+            let mut q = QueryBuilder::new(
+                "SELECT count(h), coalesce(sum(h), 0) FROM (SELECT i.by_human AS h FROM items_fts \
+                 CROSS JOIN items i ON i.rowid = items_fts.rowid WHERE items_fts MATCH ",
+            );
+            q.push_bind(format!("\"{}\"", name.replace('"', "\"\"")));
+            // Rows of unknown speaker (memories, messages indexed before the
+            // column) are read but not counted: filtering them out would
+            // walk every match of a name in an index made before it.
+            q.push(" AND instr(i.text, ").push_bind(name.to_owned()).push(") > 0");
+            push_scope(&mut q, scope);
+            q.push(" LIMIT ").push_bind(NAME_SAMPLE).push(")");
+            let (items, by_human): (i64, i64) = q.build_query_as().fetch_one(&self.pool).await.map_err(MemoryError::Load)?;
+            match (side, named_side(items, by_human)) {
+                (_, None) => {}
+                (None, named) => side = named,
+                (Some(a), Some(b)) if a != b => return Ok(None),
+                _ => {}
+            }
+        }
+        Ok(side)
+    }
+
     /// Both retrievers' candidate lists for `query` within `scope`, and both
     /// scores of every candidate (a keyword hit's cosine, a vector hit's
     /// BM25), under the index's settings. The keyword query and the query
@@ -903,9 +954,13 @@ impl MemoryIndex {
                 .map_err(|e| MemoryError::Embed(e.to_string()))??;
             Ok::<_, MemoryError>(qv.into_iter().next())
         };
-        let (keyword, vector) = tokio::join!(keyword, vector);
+        let (keyword, vector, named) = tokio::join!(keyword, vector, self.named_side(scope, query, settings));
+        c.named = named?;
         for r in keyword? {
             let (row, hit) = hit_from_row(&r);
+            if let Some(h) = said_by_human(&r) {
+                c.by_human.insert(row, h);
+            }
             c.keyword.push(row);
             c.ts_ms.insert(row, hit.ts_ms);
             c.keyword_score.insert(row, r.get::<f64, _>(HIT_COLUMN_COUNT) as f32);
@@ -1005,6 +1060,9 @@ impl MemoryIndex {
             push_rows(&mut q, chunk);
             for r in q.build().fetch_all(&self.pool).await.map_err(MemoryError::Load)? {
                 let (row, hit) = hit_from_row(&r);
+                if let Some(h) = said_by_human(&r) {
+                    c.by_human.insert(row, h);
+                }
                 c.ts_ms.insert(row, hit.ts_ms);
                 if let Some(score) = r.get::<Option<f64>, _>(HIT_COLUMN_COUNT) {
                     c.keyword_score.insert(row, score as f32);
@@ -1083,8 +1141,14 @@ impl MemoryIndex {
 }
 
 /// The columns [`hit_from_row`] reads, first in a query (items aliased `i`).
-const HIT_COLUMNS: &str = "i.rowid, i.item_id, i.kind, i.persona_id, i.external_id, i.source_ids, i.text, i.ts_ms";
-const HIT_COLUMN_COUNT: usize = 8;
+const HIT_COLUMNS: &str =
+    "i.rowid, i.item_id, i.kind, i.persona_id, i.external_id, i.source_ids, i.text, i.ts_ms, i.by_human";
+const HIT_COLUMN_COUNT: usize = 9;
+
+/// Who said a row that starts with [`HIT_COLUMNS`] (see `items.by_human`).
+fn said_by_human(r: &sqlx::sqlite::SqliteRow) -> Option<bool> {
+    r.get::<Option<bool>, _>(HIT_COLUMN_COUNT - 1)
+}
 
 /// A row that starts with [`HIT_COLUMNS`], as (row id, hit with score 0).
 fn hit_from_row(r: &sqlx::sqlite::SqliteRow) -> (i64, Hit) {
@@ -1208,6 +1272,7 @@ mod tests {
                 text: if n % 5 == 0 { format!("Clara called, {n}") } else { format!("lunch again, {n}") },
                 ts_ms: 1_700_000_000_000 + n,
                 seq: None,
+                role: Some(MessageRole::Human),
             })
             .collect();
         index.index_items(&items).await.expect("test step");

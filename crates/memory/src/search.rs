@@ -113,6 +113,44 @@ pub struct RecallSettings {
     /// turns are about. 0 = off; [`Self::names_by_keyword`] leaves out all.
     #[serde(default)]
     pub common_name_share: f32,
+    /// Weight of "said by the one the question names" beside the keyword
+    /// and cosine weights (score fusion only). A chat turn rarely names
+    /// its own speaker: "What did Caroline research?" is answered by
+    /// Caroline's "I've been looking into adoption agencies", while the
+    /// turns that hold "Caroline" are the other side's, greeting her. Who
+    /// a name is, is read from who says it: a name that one side says in
+    /// at least [`NAMED_BY_OTHER_SHARE`] of the items holding it (and in
+    /// at least [`COMMON_NAME_MIN_ITEMS`]) is the other side's — people
+    /// call the one they talk to by name, and rarely themselves. A third
+    /// person both talk about names no side. 0 = off.
+    #[serde(default)]
+    pub speaker_weight: f32,
+}
+
+/// The share of a name's items said by one side that makes the name the
+/// other side's (see [`RecallSettings::speaker_weight`]).
+pub const NAMED_BY_OTHER_SHARE: f64 = 0.8;
+
+/// Items holding a name read to tell whose name it is (the first ones the
+/// keyword index gives): enough to see who says it, few enough to read
+/// quickly when a name is in thousands of turns.
+pub const NAME_SAMPLE: i64 = 200;
+
+/// Whose name a name is, from `items` holding it of which `by_human` were
+/// said by the person (see [`RecallSettings::speaker_weight`]): `Some(true)`
+/// the person's (the persona says it), `Some(false)` the persona's.
+pub fn named_side(items: i64, by_human: i64) -> Option<bool> {
+    if items < COMMON_NAME_MIN_ITEMS {
+        return None;
+    }
+    let share = |n: i64| n as f64 >= NAMED_BY_OTHER_SHARE * items as f64;
+    if share(items - by_human) {
+        Some(true)
+    } else if share(by_human) {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 /// Fewest items a name must be in to count as common (see
@@ -140,6 +178,7 @@ impl RecallSettings {
         vector_context: [0.0, 0.0],
         names_by_keyword: false,
         common_name_share: 0.0,
+        speaker_weight: 0.0,
     };
     pub fn keyword_only(self) -> Self {
         Self { vector_weight: 0.0, keyword_weight: 1.0, ..self }
@@ -240,6 +279,12 @@ pub struct Candidates {
     pub neighbours: HashMap<i64, [Option<i64>; 2]>,
     /// Turns that are candidates only because a neighbour is a hit.
     pub context: Vec<i64>,
+    /// Who said each candidate message: true the person, false the
+    /// persona (absent: a memory, or not known).
+    pub by_human: HashMap<i64, bool>,
+    /// The side the question names (see [`RecallSettings::speaker_weight`]):
+    /// true the person, false the persona, `None` neither or both.
+    pub named: Option<bool>,
 }
 
 /// Vector hits kept per query to measure each candidate's crowding.
@@ -313,6 +358,8 @@ fn fuse_scores(c: &Candidates, s: &RecallSettings, wk: f32, wv: f32) -> HashMap<
         own + n.iter().zip(w).map(|(r, w)| r.map_or(0.0, |r| w * score(r))).sum::<f32>()
     };
     let extra = if context { c.context.clone() } else { Vec::new() };
+    let ws = if c.named.is_some() { s.speaker_weight.max(0.0) } else { 0.0 };
+    let said = |row: i64| if c.named.is_some() && c.by_human.get(&row).copied() == c.named { 1.0 } else { 0.0 };
     take(c.keyword.clone(), wk)
         .into_iter()
         .chain(take(s.vector_hits(c), wv))
@@ -320,7 +367,7 @@ fn fuse_scores(c: &Candidates, s: &RecallSettings, wk: f32, wv: f32) -> HashMap<
         .map(|row| {
             let k = around(row, &kw, s.keyword_context);
             let v = around(row, &cos, s.vector_context);
-            (row, (wk * k / (k + sat) + wv * v) / (wk + wv))
+            (row, (wk * k / (k + sat) + wv * v + ws * said(row)) / (wk + wv + ws))
         })
         .collect()
 }
@@ -614,6 +661,48 @@ mod tests {
         // Row 2: BM25 0 + 0.5 · 8 = 4 → 0.5; cosine 0.25 + 0.3 · 0.3.
         let two = r.iter().find(|x| x.0 == 2).map(|x| x.1).unwrap_or_default();
         assert!((two - (0.5 * 0.5 + 0.5 * (0.25 + 0.3 * 0.3))).abs() < 1e-6, "{r:?}");
+    }
+
+    #[test]
+    fn a_turn_said_by_the_one_the_question_names_rises() {
+        let now = 1_000 * 86_400_000i64;
+        // 1: the persona greets Caroline by name (a keyword hit); 2: Caroline's
+        // own line, a little nearer in meaning but without her name.
+        let mut c = Candidates {
+            keyword: vec![1],
+            vector: vec![2, 1],
+            vector_available: true,
+            keyword_score: [(1, 6.0)].into_iter().collect(),
+            cosine: [(1, 0.4), (2, 0.45)].into_iter().collect(),
+            by_human: [(1, false), (2, true)].into_iter().collect(),
+            named: Some(true),
+            ..Default::default()
+        };
+        let s = RecallSettings { density_weight: 0.0, keyword_context: [0.0; 2], vector_context: [0.0; 2], ..crate::DEFAULT_SETTINGS };
+        let rows = |c: &Candidates, s: &RecallSettings| rank(c, s, now).into_iter().map(|x| x.0).collect::<Vec<_>>();
+        assert_eq!(rows(&c, &s), vec![2, 1]);
+        // (0.7 · 0.45 + 0.15) / 1.15: still a score in 0..1.
+        let r = rank(&c, &s, now);
+        assert!((r[0].1 - (0.7 * 0.45 + 0.15) / 1.15).abs() < 1e-6, "{r:?}");
+        assert_eq!(rows(&c, &RecallSettings { speaker_weight: 0.0, ..s }), vec![1, 2]);
+        // The persona named, or nobody: the greeting stays first.
+        c.named = Some(false);
+        assert_eq!(rows(&c, &s), vec![1, 2]);
+        c.named = None;
+        assert_eq!(rows(&c, &s), vec![1, 2]);
+    }
+
+    #[test]
+    fn a_name_is_the_side_that_does_not_say_it() {
+        // Said by the persona in 18 of 20 items: the person's name.
+        assert_eq!(named_side(20, 2), Some(true));
+        assert_eq!(named_side(20, 18), Some(false));
+        assert_eq!(named_side(10, 8), Some(false));
+        // Both say it: a third person, nobody's side.
+        assert_eq!(named_side(20, 10), None);
+        // Too few items to tell.
+        assert_eq!(named_side(9, 0), None);
+        assert_eq!(named_side(0, 0), None);
     }
 
     #[test]

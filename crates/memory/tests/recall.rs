@@ -323,6 +323,7 @@ fn item(persona: &str, n: usize, text: &str) -> memory::NewItem {
         text: text.into(),
         ts_ms: 1_700_000_000_000 + n as i64 * 60_000,
         seq: None,
+        role: Some(ledger::MessageRole::Human),
     }
 }
 
@@ -378,4 +379,52 @@ async fn only_names_common_in_the_viewers_items_are_left_out_of_the_query_embedd
     // Off: the query is embedded whole.
     index.set_settings(RecallSettings { names_by_keyword: false, common_name_share: 0.0, ..memory::DEFAULT_SETTINGS });
     assert_eq!(embedded_for(p).await, vec![query.to_owned()]);
+}
+
+#[tokio::test]
+async fn a_turn_said_by_the_one_the_question_names_rises_also_after_a_rebuild() {
+    let dir = tempfile::tempdir().expect("test step");
+    let l = ledger(&dir).await;
+    let mel = persona(&l, "Mel").await;
+    // The person greets Mel by name and Mel greets Caroline (the person),
+    // 12 times each; then each says what they painted, naming the other.
+    let mut rows = Vec::new();
+    for i in 0..40 {
+        let human = i % 2 == 0;
+        let text = match i {
+            30 => "Mel, I painted a sunset by the lake".to_owned(),
+            31 => "Caroline, I painted a boat once".to_owned(),
+            0..24 if human => format!("Hey Mel, what a day {i}"),
+            0..24 => format!("Good to hear, Caroline, day {i}"),
+            _ => format!("nothing much to say, turn {i}"),
+        };
+        rows.push(serde_json::json!({
+            "id": format!("t{i}"), "speaker": if human { "human" } else { "Mel" }, "text": text,
+            "timestamp": 1_700_000_000 + i * 600,
+        }));
+    }
+    let rows = parse_conversation(serde_json::to_string(&rows).expect("test step").as_bytes(), "Mel").expect("test step");
+    let index = MemoryIndex::open(&dir.path().join("index.db")).await.expect("test step");
+    memory::import_rows(&l, &index, &mel, rows, &|_, _| {}).await.expect("test step");
+    let rebuilt = MemoryIndex::open(&dir.path().join("rebuilt.db")).await.expect("test step");
+    rebuilt.sync_from_ledger(&l).await.expect("test step");
+    let plain = RecallSettings { keyword_context: [0.0; 2], vector_context: [0.0; 2], ..memory::DEFAULT_SETTINGS.keyword_only() };
+    let scope = &Scope::Keys(vec![mel.id.clone()]);
+    for index in [&index, &rebuilt] {
+        let first = |q: &'static str, s: RecallSettings| async move {
+            index.set_settings(s);
+            index.recall(scope, q, 3, memory::now_ms()).await.expect("test step").hits[0].public_id().to_owned()
+        };
+        // By words alone, the line naming the asked one comes first: it is
+        // the other side's.
+        let off = RecallSettings { speaker_weight: 0.0, ..plain };
+        assert_eq!(first("What did Caroline paint?", off).await, "t31");
+        assert_eq!(first("What did Mel paint?", off).await, "t30");
+        // The persona says "Caroline": she is the person, and her own line
+        // rises; the person says "Mel": the persona's line rises.
+        assert_eq!(first("What did Caroline paint?", plain).await, "t30");
+        assert_eq!(first("What did Mel paint?", plain).await, "t31");
+        // Naming both sides lifts neither.
+        assert_eq!(first("Did Caroline and Mel paint?", plain).await, first("Did Caroline and Mel paint?", off).await);
+    }
 }

@@ -164,7 +164,7 @@ impl Conversation {
             self.ctx.wake.notify_one();
             (receipt, item.id)
         };
-        crate::memory::recall::index_message(&self.memory, &message_id, &p.id, content, receipt.seq).await;
+        crate::memory::recall::index_message(&self.memory, &message_id, &p.id, MessageRole::Human, content, receipt.seq).await;
         let view = MessageView {
             id: message_id,
             persona_id: p.id.clone(),

@@ -250,7 +250,7 @@ async fn generate(conv: &Arc<Conversation>, item: &QueueItem, job: &ReplyJob) ->
         .into_iter()
         .next()
         .ok_or_else(|| failed(AppError::new("STORAGE_SAVE_FAILED", "the reply was not saved")))?;
-    crate::memory::recall::index_message(&conv.memory, &message_id, &persona.id, &content, receipt.seq).await;
+    crate::memory::recall::index_message(&conv.memory, &message_id, &persona.id, role, &content, receipt.seq).await;
     crate::memory::recall::record_reply_sources(&conv.memory, &persona.id, &message_id, &memories).await;
     if role == ledger::MessageRole::Persona {
         conv.library.record_reply_citations(&persona.id, &message_id, &passages).await;

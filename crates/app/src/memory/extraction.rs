@@ -548,6 +548,7 @@ pub(crate) async fn learn(memory: &Memories, persona: &Persona, message: &Messag
             text: f.text.clone(),
             ts_ms: memory::now_ms(),
             seq: None,
+            role: None,
         });
         // Later items of this scan match against it too.
         known.push(Memory {

@@ -89,7 +89,7 @@ mod tests {
             said_at: None,
         };
         let receipt = memory.ctx.ledger.append(HUMAN_ENTITY, body).await.expect("append");
-        recall::index_message(memory, &id, &persona.id, text, receipt.seq).await;
+        recall::index_message(memory, &id, &persona.id, MessageRole::Human, text, receipt.seq).await;
         id
     }
 

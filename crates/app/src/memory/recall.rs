@@ -155,7 +155,14 @@ pub(crate) fn start_embedder(index: &Arc<MemoryIndex>, models: &Path) {
 /// Makes a message just appended to the ledger searchable (keyword at once,
 /// vector in the background). Failures are logged: the ledger is the truth
 /// and the next start re-derives the index from it.
-pub(crate) async fn index_message(memory: &Memories, message_id: &str, persona_id: &str, text: &str, seq: i64) {
+pub(crate) async fn index_message(
+    memory: &Memories,
+    message_id: &str,
+    persona_id: &str,
+    role: ledger::MessageRole,
+    text: &str,
+    seq: i64,
+) {
     let item = NewItem {
         item_id: message_id.to_owned(),
         kind: ItemKind::Message,
@@ -165,6 +172,7 @@ pub(crate) async fn index_message(memory: &Memories, message_id: &str, persona_i
         text: text.to_owned(),
         ts_ms: memory::now_ms(),
         seq: Some(seq),
+        role: Some(role),
     };
     if let Err(e) = memory.index.index_items(&[item]).await {
         tracing::warn!(error = %e, "could not index a message; it will be indexed on the next start");

@@ -148,7 +148,7 @@ pub(crate) async fn run(personas: &Arc<Personas>, item: &QueueItem) -> Result<()
         .into_iter()
         .next()
         .ok_or_else(|| Failure::Retry(AppError::new("STORAGE_SAVE_FAILED", "the message was not saved")))?;
-    crate::memory::recall::index_message(&personas.memory, &message_id, &persona.id, &content, receipt.seq).await;
+    crate::memory::recall::index_message(&personas.memory, &message_id, &persona.id, MessageRole::Persona, &content, receipt.seq).await;
     if let Ok(Some(m)) = personas.ctx.ledger.message(&message_id).await {
         personas.ctx.emit(AppEvent::MessageAdded { message: MessageView::from(m) });
     }

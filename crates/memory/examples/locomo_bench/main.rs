@@ -21,9 +21,12 @@
 //! it (embedding is most of a first run). `--settings` adds an arm with
 //! other `RecallSettings` (JSON; repeat it for more arms) for an
 //! experiment. `BENCH_GRID=1` prints every point of `recall_bench/grid.rs`
-//! on the tuning conversations; `BENCH_SHORT=1` runs only ours, the
-//! settings before turns had neighbours and the ways of embedding the names (`grid::name_arms`,
-//! `BENCH_SHARES=0.01,0.05` adds shares of common names left out).
+//! on the tuning conversations; `BENCH_SHORT=1` runs only ours, ours
+//! without the lift of the side a question names, the settings before
+//! turns had neighbours and the ways of embedding the names (`grid::name_arms`,
+//! `BENCH_SHARES=0.01,0.05` adds shares of common names left out). `BENCH_DUMP=1` writes
+//! each question with its query embedding beside the kept index for
+//! `replay/replay.py`.
 
 mod bm25;
 #[path = "../recall_bench/grid.rs"]
@@ -160,6 +163,27 @@ impl Tally {
     }
 }
 
+/// BENCH_DUMP=1 (with `--keep`): each question of categories 1-4 as one
+/// JSON line in `questions.jsonl` beside the kept index, with the query's
+/// embedding as recall makes it (the names in at least 2 % of the turns,
+/// and at least 10, left out), for an offline replay of the ranking.
+fn dump(c: &locomo::Conversation, held: bool, embedder: &Arc<dyn Embedder>, dir: &Path) -> Result<(), Error> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join("questions.jsonl"))?);
+    let needed = memory::COMMON_NAME_MIN_ITEMS.max((0.02 * c.turns.len() as f64).ceil() as i64);
+    let common = |name: &str| c.turns.iter().filter(|t| t.text.contains(name)).count() as i64 >= needed;
+    for q in c.questions.iter().filter(|q| (1..=4).contains(&q.category)) {
+        let meaning = memory::without_names_if(&q.text, common);
+        let v = embedder.embed(&[meaning.as_str()])?.remove(0);
+        let line = serde_json::json!({
+            "text": q.text, "meaning": meaning, "category": q.category, "held": held,
+            "evidence": q.evidence, "vector": v,
+        });
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -180,7 +204,11 @@ async fn main() -> Result<(), Error> {
     }
     let convs = locomo::load(&a.data)?;
     let ours = memory::DEFAULT_SETTINGS;
-    let mut arms: Vec<(String, RecallSettings)> = vec![("ours".into(), ours), ("before neighbours".into(), memory::PREVIOUS_SETTINGS)];
+    let mut arms: Vec<(String, RecallSettings)> = vec![
+        ("ours".into(), ours),
+        ("ours, no speaker weight".into(), RecallSettings { speaker_weight: 0.0, ..ours }),
+        ("before neighbours".into(), memory::PREVIOUS_SETTINGS),
+    ];
     // Ours with the query's names embedded, all left out, and the common
     // ones left out at each share of `BENCH_SHARES`.
     arms.extend(grid::name_arms().into_iter().map(|(n, s)| (format!("ours, {n}"), s)));
@@ -246,6 +274,9 @@ async fn main() -> Result<(), Error> {
                     grid_tally.add(label, false, q.category, &evidence, &ids);
                 }
             }
+        }
+        if let (Some(keep), Some(_)) = (&a.keep, std::env::var_os("BENCH_DUMP")) {
+            dump(c, held, &embedder, &keep.join(format!("{}-{}", c.id, embedder.model_id().replace(['/', ':'], "_"))))?;
         }
         index.close().await;
     }

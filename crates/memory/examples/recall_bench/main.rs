@@ -402,6 +402,7 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
     // the defaults (turns' neighbours read).
     let rows = [
         ("ours (shipped defaults)", memory::DEFAULT_SETTINGS),
+        ("ours without the speaker lift", RecallSettings { speaker_weight: 0.0, ..memory::DEFAULT_SETTINGS }),
         ("ours without the density correction", RecallSettings { density_weight: 0.0, ..memory::DEFAULT_SETTINGS }),
         ("ours without neighbours", RecallSettings { keyword_context: [0.0; 2], vector_context: [0.0; 2], ..memory::DEFAULT_SETTINGS }),
         (
