@@ -76,7 +76,12 @@ impl Conversation {
         let newest = history.iter().rev().find(|m| m.role == ledger::MessageRole::Human);
         let language = newest.and_then(|m| ::office::Language::detect(&m.content)).unwrap_or(setting);
         let kept = self.prompt_layout(&persona.id);
-        let input = compact::CompactInput { persona, language, history, layout: &kept, recalled: Vec::new() };
+        // The history as the next message will find it: once it is sent,
+        // the oldest message may no longer be read for the prompt, and what
+        // the person said before the window would then be told without it.
+        let mut history = crate::office::with_sent(history.to_vec(), &persona.id, "");
+        history.pop();
+        let input = compact::CompactInput { persona, language, history: &history, layout: &kept, recalled: Vec::new() };
         let mut prefix = compact::next_turn_prefix(&input);
         prefix.push(compact::facts_opening(language));
         prefix

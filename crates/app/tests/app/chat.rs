@@ -78,6 +78,34 @@ async fn between_turns_the_next_prompt_is_read_ahead_and_the_next_reply_starts_w
 }
 
 #[tokio::test]
+async fn in_a_long_conversation_every_reply_starts_with_what_was_read_ahead() {
+    // Past the history a prompt reads, the window of turns moves and what
+    // the person said before it is told again: the read-ahead must tell it
+    // as the next message's prompt will, or that prompt is read again.
+    let replies: Vec<String> = (0..20).map(|i| format!("Reply number {i}.")).collect();
+    let replies: Vec<&str> = replies.iter().map(String::as_str).collect();
+    let h = Harness::new(&replies).await;
+    let conversation = h.engine.conversation();
+    compact_prompt_for_ei(&h).await;
+    conversation.read_ahead_between_turns(true);
+    let mut rx = h.engine.subscribe();
+    for i in 0..20 {
+        conversation.send_message("Ei", &format!("Message number {i}, about topic {i}.")).await.expect("send");
+        await_reply(&mut rx).await.1.expect("reply");
+        conversation.until_read_ahead().await;
+        let read = h.provider.prefills().pop().expect("read ahead").messages;
+        let sent = h.provider.requests().pop().expect("a request").messages;
+        if i > 0 {
+            let before = h.provider.prefills();
+            let ahead = &before[before.len() - 2].messages;
+            let start = &ahead[..ahead.len() - 1];
+            assert_eq!(sent[..start.len()], start[..], "message {i}: the prompt does not start with what was read ahead");
+        }
+        assert!(!read.is_empty());
+    }
+}
+
+#[tokio::test]
 async fn a_draft_is_read_ahead_and_its_reply_starts_with_the_whole_of_it() {
     let h = Harness::new(&["Nice to meet you, Marta!", "You live in Lisbon."]).await;
     let conversation = h.engine.conversation();
