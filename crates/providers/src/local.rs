@@ -599,11 +599,14 @@ impl LocalEngine {
     /// full, the least recently used one is dropped to make room.
     fn take_warm(&self, path: &Path, tokens: &[LlamaToken], needed: usize, threads: usize) -> Option<WarmContext> {
         let mut pool = lock(&self.shared.warm);
-        pool.retain(|w| w.path != path || w.n_ctx >= needed || w.threads != threads);
+        // A context too small for this call stays for the calls it fits: a
+        // summary of the whole conversation needs a bigger context than a
+        // reply, and dropping the conversation's for it made the next reply
+        // read its whole prompt again (seconds before its first token).
         let best = pool
             .iter()
             .enumerate()
-            .filter(|(_, w)| w.path == path && w.threads == threads)
+            .filter(|(_, w)| w.path == path && w.threads == threads && w.n_ctx >= needed)
             .map(|(i, w)| (i, common_prefix(&w.tokens, tokens)))
             .max_by_key(|(_, p)| *p);
         // Every prompt shares the template's first tokens: reuse only a

@@ -464,3 +464,29 @@ async fn a_reply_does_not_say_the_last_replies_again() {
     assert!(!reply.text.contains("Tell me more"), "{:?}", reply.text);
 }
 
+
+/// A call that needs a bigger context than the conversation's (a summary of
+/// the whole conversation) leaves the conversation's context warm: the
+/// next reply reads only what is new.
+#[tokio::test]
+async fn a_call_needing_a_bigger_context_leaves_the_smaller_one_warm() {
+    let _alone = MODEL_USE.write().await;
+    let (engine, stem) = engine();
+    wait_until_idle(&engine, 120).await;
+    engine.drop_warm_contexts();
+    let turn = chat(&stem, "My name is Marta and I live in Lisbon.");
+    let read = engine.prefill(turn.clone()).await.expect("the conversation's prompt");
+    assert_eq!(engine.warm_contexts(), [read.prompt_tokens as usize]);
+
+    // Room for a long answer: more than the conversation's context holds.
+    let mut summary = chat(&stem, "Summarise everything we said so far, at length.");
+    summary.max_tokens = 3000;
+    engine.prefill(summary).await.expect("the summary's prompt");
+    let kept = engine.warm_contexts();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert!(kept.contains(&(read.prompt_tokens as usize)), "the conversation's context was dropped: {kept:?}");
+
+    let again = engine.prefill(turn).await.expect("the conversation again");
+    assert_eq!(again.prompt_tokens, read.prompt_tokens);
+    assert_eq!(engine.warm_contexts().len(), 2, "the conversation's context was used again, not a third made");
+}
