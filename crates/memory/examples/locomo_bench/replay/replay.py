@@ -6,7 +6,10 @@ the kept index. Tuning conversations only unless `--held-out` is given.
 
     BENCH_SHORT=1 BENCH_DUMP=1 target/debug/examples/locomo_bench --keep /tmp/locomo
     pip install numpy
-    LOCOMO_KEEP=/tmp/locomo LOCOMO_DATA=../shared/bench/locomo-tune.json python3 replay.py
+    LOCOMO_KEEP=/tmp/locomo LEDGERMIND_BENCH=DIR python3 replay.py   # or LOCOMO_DATA=FILE
+
+The LoCoMo data is not in the repository (CC BY-NC, for measuring only):
+without it the replay says so and measures nothing, as `locomo_bench` does.
 
 It printed 0.762 for session 24's product settings on the tuning split, the
 figure of the Rust run, and 0.811 with the lift of the side a question names.
@@ -16,7 +19,9 @@ import numpy as np
 from collections import Counter, defaultdict
 
 ROOT = os.environ.get('LOCOMO_KEEP', '/tmp/locomo')
-DATA = os.environ.get('LOCOMO_DATA', '../shared/bench/locomo-tune.json')
+DATA = os.environ.get('LOCOMO_DATA') or (os.path.join(os.environ['LEDGERMIND_BENCH'], 'locomo-tune.json') if os.environ.get('LEDGERMIND_BENCH') else '')
+if not DATA or not os.path.isfile(DATA):
+    sys.exit(f"LoCoMo data not found at {DATA!r}: nothing measured. Set LOCOMO_DATA=FILE, or LEDGERMIND_BENCH=DIR holding locomo-tune.json.")
 STOP = set("""a about am an and any are as at be been but by can could did do does for from had has have he her him his how i if in into is it its me my of on or our she so that the their them then there they this to was we were what when where which who why will with would you your ever again remember tell told said did mentioned""".split())
 
 def fts_terms(text):
