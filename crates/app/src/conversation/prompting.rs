@@ -79,8 +79,8 @@ impl Conversation {
         // The history as the next message will find it: once it is sent,
         // the oldest message may no longer be read for the prompt, and what
         // the person said before the window would then be told without it.
-        let mut history = crate::office::with_sent(history.to_vec(), &persona.id, "");
-        history.pop();
+        let mut history = history.to_vec();
+        crate::office::make_room_for_one(&mut history);
         let input = compact::CompactInput { persona, language, history: &history, layout: &kept, recalled: Vec::new() };
         let mut prefix = compact::next_turn_prefix(&input);
         prefix.push(compact::facts_opening(language));

@@ -207,16 +207,22 @@ pub(crate) struct ReplyContext {
     pub framing: Duration,
 }
 
-/// `history` (what [`Office::prompt_history`] read) as the reply to `text`
-/// will read it once `text` is sent: the newest messages up to the same
-/// cap, the sent one among them.
-pub(crate) fn with_sent(mut history: Vec<ledger::Message>, persona_id: &str, text: &str) -> Vec<ledger::Message> {
+/// Drops the oldest message a prompt counts when `history` is full, as the
+/// history read once one more message is sent will not hold it.
+pub(crate) fn make_room_for_one(history: &mut Vec<ledger::Message>) {
     let counted = |m: &ledger::Message| m.context_status == ledger::ContextStatus::Default;
     if history.iter().filter(|m| counted(m)).count() >= HISTORY as usize {
         if let Some(oldest) = history.iter().position(counted) {
             history.remove(oldest);
         }
     }
+}
+
+/// `history` (what [`Office::prompt_history`] read) as the reply to `text`
+/// will read it once `text` is sent: the newest messages up to the same
+/// cap, the sent one among them.
+pub(crate) fn with_sent(mut history: Vec<ledger::Message>, persona_id: &str, text: &str) -> Vec<ledger::Message> {
+    make_room_for_one(&mut history);
     let seq = history.last().map_or(1, |m| m.seq + 1);
     history.push(ledger::Message {
         id: String::new(),

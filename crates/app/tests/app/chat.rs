@@ -93,15 +93,15 @@ async fn in_a_long_conversation_every_reply_starts_with_what_was_read_ahead() {
         conversation.send_message("Ei", &format!("Message number {i}, about topic {i}.")).await.expect("send");
         await_reply(&mut rx).await.1.expect("reply");
         conversation.until_read_ahead().await;
-        let read = h.provider.prefills().pop().expect("read ahead").messages;
         let sent = h.provider.requests().pop().expect("a request").messages;
+        let read = h.provider.prefills();
+        assert_eq!(read.len(), i + 1, "one read-ahead after each reply");
         if i > 0 {
-            let before = h.provider.prefills();
-            let ahead = &before[before.len() - 2].messages;
+            // The read-ahead before this message, less the lines' opening.
+            let ahead = &read[i - 1].messages;
             let start = &ahead[..ahead.len() - 1];
             assert_eq!(sent[..start.len()], start[..], "message {i}: the prompt does not start with what was read ahead");
         }
-        assert!(!read.is_empty());
     }
 }
 
