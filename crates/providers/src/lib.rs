@@ -119,6 +119,10 @@ pub struct CompletionRequest {
     /// local engine; HTTP adapters ignore it). `None`: llama.cpp's default
     /// samplers at `temperature`, nothing more.
     pub sampling: Option<Sampling>,
+    /// Words a free-text reply may not begin with (the local engine; HTTP
+    /// adapters ignore it). A persona answering the person's question about
+    /// themselves starts "You…", not "I…" in the person's voice.
+    pub not_first: Vec<String>,
 }
 
 /// How a free-text reply is sampled so that a small model does not loop.
@@ -172,6 +176,7 @@ impl CompletionRequest {
             tool_required: false,
             cancel: CancelFlag::default(),
             sampling: None,
+            not_first: Vec::new(),
         }
     }
 }

@@ -451,6 +451,18 @@ impl LocalEngine {
                 sampler.accept_many(vocab.tokenize(m.as_bytes(), false, false));
             }
         }
+        // The first token of each word the reply may not begin with, as the
+        // reply's first token would spell it (with or without a space).
+        let avoided: Vec<LlamaToken> = if request.json_schema.is_none() {
+            request
+                .not_first
+                .iter()
+                .flat_map(|w| [w.clone(), format!(" {w}")])
+                .filter_map(|w| vocab.tokenize(w.as_bytes(), false, false).first().copied())
+                .collect()
+        } else {
+            Vec::new()
+        };
         let t_sampler = started.elapsed();
         let decode_err = |e: llama_cpp_2::DecodeError| {
             ProviderError::Unavailable(format!("local decoding failed: {e}"))
@@ -513,7 +525,11 @@ impl LocalEngine {
             if generated >= max_new {
                 break FinishReason::Length;
             }
-            let token = sampler.sample(&slot.ctx, batch.n_tokens() - 1);
+            let token = if first_token_ms.is_none() && !avoided.is_empty() {
+                sample_avoiding(&mut sampler, &slot.ctx, batch.n_tokens() - 1, &avoided)
+            } else {
+                sampler.sample(&slot.ctx, batch.n_tokens() - 1)
+            };
             if first_token_ms.is_none() {
                 first_token_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
                 tracing::debug!(threads, t_threads = ?t_threads, t_turn = ?t_turn, t_warm = ?t_warm, t_sampler = ?t_sampler, t_read = ?t_read, first = ?started.elapsed(), fresh = n_prompt - reused, "first token");
@@ -1144,6 +1160,23 @@ fn recent_replies(request: &CompletionRequest) -> impl Iterator<Item = &str> {
     let replies: Vec<&str> = request.messages.iter().filter(|m| m.role == Role::Assistant).map(|m| m.content.as_str()).collect();
     let from = replies.len().saturating_sub(RECENT_REPLIES_AVOIDED);
     replies.into_iter().skip(from)
+}
+
+/// Samples (and accepts) a token as `sampler.sample` does, with the
+/// `avoided` tokens out of the running.
+fn sample_avoiding(sampler: &mut LlamaSampler, ctx: &LlamaContext<'_>, idx: i32, avoided: &[LlamaToken]) -> LlamaToken {
+    let mut candidates = ctx.token_data_array_ith(idx);
+    for c in candidates.data.iter_mut().filter(|c| avoided.contains(&c.id())) {
+        c.set_logit(f32::NEG_INFINITY);
+    }
+    candidates.apply_sampler(sampler);
+    match candidates.selected_token() {
+        Some(token) => {
+            sampler.accept(token);
+            token
+        }
+        None => sampler.sample(ctx, idx),
+    }
 }
 
 fn build_sampler(

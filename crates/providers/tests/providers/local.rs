@@ -465,6 +465,26 @@ async fn a_reply_does_not_say_the_last_replies_again() {
 }
 
 
+#[tokio::test]
+async fn a_reply_does_not_begin_with_the_words_it_may_not_begin_with() {
+    let _side_by_side = MODEL_USE.read().await;
+    let (engine, stem) = engine();
+    let request = |not_first: &[&str]| {
+        let mut r = chat(&stem, "Say exactly this sentence and nothing else: I like to eat ramen.");
+        r.max_tokens = 12;
+        r.sampling = Some(providers::Sampling::CONVERSATION);
+        r.not_first = not_first.iter().map(|w| (*w).to_owned()).collect();
+        r
+    };
+    let control = engine.complete(request(&[]), None).await.expect("completion");
+    assert!(control.text.trim_start().starts_with("I "), "the control does not begin with \"I\": the check below means nothing: {:?}", control.text);
+    let reply = engine.complete(request(&["I", "My"]), None).await.expect("completion");
+    let first = reply.text.split_whitespace().next().unwrap_or("");
+    assert!(!["I", "My"].contains(&first), "{:?}", reply.text);
+    assert!(!reply.text.trim().is_empty(), "the reply still says something");
+}
+
+
 /// A call that needs a bigger context than the conversation's (a summary of
 /// the whole conversation) leaves the conversation's context warm: the
 /// next reply reads only what is new.
