@@ -3,28 +3,52 @@
 //! do I like to eat most?" copies them as they are, answering in the
 //! person's voice. Asked about themselves, the person is answered "You…"
 //! ("Você…"): the reply may not begin with the words the person would use
-//! for themselves.
+//! for themselves, nor with the question's own first word (kept from its
+//! first choice, the model may say the question back). Asked about the
+//! persona ("Do you like music?"), the default model opens with "As an AI
+//! language model, I don't have personal preferences…" whatever the system
+//! message says: a reply to a question about "you" may not begin with "As".
 
 /// Words a question about the speaker uses for them, lower case.
 const ABOUT_ME: [&str; 15] = [
     "i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "eu", "meu", "minha", "meus", "minhas", "mim", "comigo",
 ];
 
-/// The person's own first words, which the answer may not begin with.
-const THEIR_VOICE: [&str; 7] = ["I", "My", "Eu", "Meu", "Minha", "Meus", "Minhas"];
+/// Words a question to the persona about itself uses, lower case.
+const ABOUT_YOU: [&str; 6] = ["you", "your", "yours", "yourself", "you're", "you've"];
+
+/// The person's own first words, which the answer may not begin with
+/// ("As" too: kept from "I", the model answered "What do I like to eat
+/// most?" with "As Daniel, I enjoy ramen as my favorite food.").
+const THEIR_VOICE: [&str; 8] = ["I", "My", "As", "Eu", "Meu", "Minha", "Meus", "Minhas"];
 
 /// The words the reply to `asked` may not begin with: the person's own,
-/// when `asked` is a question about them; none otherwise.
+/// when `asked` is a question about them, and "As" when it asks about the
+/// persona; none otherwise.
 pub(crate) fn not_first_words(asked: &str) -> Vec<String> {
-    let question = asked.contains('?');
-    let about_them = asked
-        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
-        .any(|w| ABOUT_ME.contains(&w.replace('’', "'").to_lowercase().as_str()));
-    if question && about_them {
-        THEIR_VOICE.iter().map(|w| (*w).to_owned()).collect()
-    } else {
-        Vec::new()
+    if !asked.contains('?') {
+        return Vec::new();
     }
+    let words: Vec<String> = asked
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+        .map(|w| w.replace('’', "'").to_lowercase())
+        .collect();
+    let mut avoided = Vec::new();
+    if words.iter().any(|w| ABOUT_ME.contains(&w.as_str())) {
+        avoided.extend(THEIR_VOICE.iter().map(|w| (*w).to_owned()));
+        // Kept from "Eu", the model said the question back ("Em que dia
+        // eu jogo futebol?" → "Em que dia você jogo futebol?").
+        if let Some(first) = asked.split_whitespace().next() {
+            let first = first.trim_matches(|c: char| !c.is_alphanumeric());
+            if !first.is_empty() && !avoided.iter().any(|w| w == first) {
+                avoided.push(first.to_owned());
+            }
+        }
+    }
+    if avoided.is_empty() && words.iter().any(|w| ABOUT_YOU.contains(&w.as_str())) {
+        avoided.push("As".to_owned());
+    }
+    avoided
 }
 
 #[cfg(test)]
@@ -41,8 +65,22 @@ mod tests {
 
     #[test]
     fn statements_and_questions_about_others_leave_the_reply_free() {
-        for asked in ["I like to eat ramen.", "Eu jogo futebol às quartas.", "What is the capital of Italy?", "Do you like jazz?", "Iceland or Ireland?", "Qual é a capital da Itália?"] {
+        for asked in ["I like to eat ramen.", "Eu jogo futebol às quartas.", "What is the capital of Italy?", "Iceland or Ireland?", "Qual é a capital da Itália?", "You know, I love jazz."] {
             assert!(not_first_words(asked).is_empty(), "{asked}");
         }
+    }
+
+    #[test]
+    fn a_question_about_the_person_is_not_said_back() {
+        assert!(not_first_words("Em que dia eu jogo futebol?").contains(&"Em".to_owned()));
+        assert!(not_first_words("¿Where do I live?").contains(&"Where".to_owned()));
+        assert_eq!(not_first_words("I? Really?").iter().filter(|w| *w == "I").count(), 1);
+    }
+
+    #[test]
+    fn a_question_about_the_persona_does_not_open_as_a_language_model() {
+        assert_eq!(not_first_words("Do you like music?"), vec!["As".to_owned()]);
+        assert!(not_first_words("What do you think I should cook?").contains(&"As".to_owned()));
+        assert!(not_first_words("What do you think I should cook?").contains(&"I".to_owned()));
     }
 }
