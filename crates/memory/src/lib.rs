@@ -30,7 +30,7 @@ pub use import::{import_file, import_rows, parse_conversation, ConversationRow, 
 pub use index::{now_ms, parse_rfc3339_ms, EmbedProgress, Hit, ItemKind, MemoryIndex, NewItem, Recall};
 pub use matching::{best_match, cosine, lexical_similarity, similarities, MERGE_THRESHOLD};
 pub use search::{
-    fts_or, fts_query, fts_terms, group_key, named_side, query_names, rank, recency_bonus, without_names, without_names_if,
+    fts_or, fts_query, fts_terms, group_key, is_persona_name, is_persons_name, query_names, rank, recency_bonus, without_names, without_names_if,
     Candidates, Fusion, RecallSettings, Scope, COMMON_NAME_MIN_ITEMS, CONTEXT_GAP_MS, NAMED_BY_OTHER_SHARE, NAME_SAMPLE,
 };
 pub use tokenizer::WordPiece;

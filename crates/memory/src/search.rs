@@ -117,12 +117,15 @@ pub struct RecallSettings {
     /// and cosine weights (score fusion only). A chat turn rarely names
     /// its own speaker: "What did Caroline research?" is answered by
     /// Caroline's "I've been looking into adoption agencies", while the
-    /// turns that hold "Caroline" are the other side's, greeting her. Who
-    /// a name is, is read from who says it: a name that one side says in
+    /// turns that hold "Caroline" are the other side's, greeting her. The
+    /// persona's side is named only by the persona's own name. The
+    /// person's name is read from who says it: a name the persona says in
     /// at least [`NAMED_BY_OTHER_SHARE`] of the items holding it (and in
-    /// at least [`COMMON_NAME_MIN_ITEMS`]) is the other side's — people
-    /// call the one they talk to by name, and rarely themselves. A third
-    /// person both talk about names no side. 0 = off.
+    /// at least [`COMMON_NAME_MIN_ITEMS`]) is the person's — people call
+    /// the one they talk to by name, and rarely themselves. The converse
+    /// does not hold: a name only the person says is as often a third
+    /// person the persona never met ("Why did Dr. Demir cancel on me?")
+    /// as the persona. 0 = off.
     #[serde(default)]
     pub speaker_weight: f32,
 }
@@ -136,21 +139,17 @@ pub const NAMED_BY_OTHER_SHARE: f64 = 0.8;
 /// quickly when a name is in thousands of turns.
 pub const NAME_SAMPLE: i64 = 200;
 
-/// Whose name a name is, from `items` holding it of which `by_human` were
-/// said by the person (see [`RecallSettings::speaker_weight`]): `Some(true)`
-/// the person's (the persona says it), `Some(false)` the persona's.
-pub fn named_side(items: i64, by_human: i64) -> Option<bool> {
-    if items < COMMON_NAME_MIN_ITEMS {
-        return None;
-    }
-    let share = |n: i64| n as f64 >= NAMED_BY_OTHER_SHARE * items as f64;
-    if share(items - by_human) {
-        Some(true)
-    } else if share(by_human) {
-        Some(false)
-    } else {
-        None
-    }
+/// Whether a name is the person's, from `items` holding it of which
+/// `by_human` were said by the person (see [`RecallSettings::speaker_weight`]):
+/// the persona says it nearly always.
+pub fn is_persons_name(items: i64, by_human: i64) -> bool {
+    items >= COMMON_NAME_MIN_ITEMS && (items - by_human) as f64 >= NAMED_BY_OTHER_SHARE * items as f64
+}
+
+/// Whether `name` (one of [`query_names`]) is the persona called
+/// `persona_name`: one of the words of its name, as written.
+pub fn is_persona_name(name: &str, persona_name: &str) -> bool {
+    persona_name.split(|c: char| !c.is_alphanumeric()).any(|w| w == name)
 }
 
 /// Fewest items a name must be in to count as common (see
@@ -693,16 +692,28 @@ mod tests {
     }
 
     #[test]
-    fn a_name_is_the_side_that_does_not_say_it() {
+    fn the_persons_name_is_the_one_the_persona_says() {
         // Said by the persona in 18 of 20 items: the person's name.
-        assert_eq!(named_side(20, 2), Some(true));
-        assert_eq!(named_side(20, 18), Some(false));
-        assert_eq!(named_side(10, 8), Some(false));
+        assert!(is_persons_name(20, 2));
+        assert!(is_persons_name(10, 2));
+        // Said by the person: the persona, or a third person only the
+        // person knows; nobody's side by this rule.
+        assert!(!is_persons_name(20, 18));
         // Both say it: a third person, nobody's side.
-        assert_eq!(named_side(20, 10), None);
+        assert!(!is_persons_name(20, 10));
         // Too few items to tell.
-        assert_eq!(named_side(9, 0), None);
-        assert_eq!(named_side(0, 0), None);
+        assert!(!is_persons_name(9, 0));
+        assert!(!is_persons_name(0, 0));
+    }
+
+    #[test]
+    fn the_persona_is_named_by_a_word_of_its_own_name() {
+        assert!(is_persona_name("Noor", "Noor Haddad"));
+        assert!(is_persona_name("Haddad", "Noor Haddad"));
+        assert!(is_persona_name("Ada", "Ada"));
+        assert!(!is_persona_name("Ad", "Ada"));
+        assert!(!is_persona_name("ada", "Ada"));
+        assert!(!is_persona_name("Aurelie", "Ada"));
     }
 
     #[test]
