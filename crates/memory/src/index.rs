@@ -24,7 +24,7 @@ use tokio::sync::Notify;
 
 use crate::embed::Embedder;
 use crate::search::{
-    fts_query, group_key, is_persona_name, is_persons_name, query_names, rank, Candidates, RecallSettings, Scope, CONTEXT_GAP_MS,
+    asks_a_question, fts_query, group_key, is_persona_name, is_persons_name, query_names, rank, Candidates, RecallSettings, Scope, CONTEXT_GAP_MS,
     DENSITY_NEIGHBOURS, DENSITY_POOL, NAME_SAMPLE,
 };
 use crate::quant::{dot_i8, nearest_by_signs, quantise, sign_bits};
@@ -1021,6 +1021,9 @@ impl MemoryIndex {
             if let Some(h) = said_by_human(&r) {
                 c.by_human.insert(row, h);
             }
+            if asks_a_question(&hit.text) {
+                c.asks.insert(row);
+            }
             c.keyword.push(row);
             c.ts_ms.insert(row, hit.ts_ms);
             c.keyword_score.insert(row, r.get::<f64, _>(HIT_COLUMN_COUNT) as f32);
@@ -1122,6 +1125,9 @@ impl MemoryIndex {
                 let (row, hit) = hit_from_row(&r);
                 if let Some(h) = said_by_human(&r) {
                     c.by_human.insert(row, h);
+                }
+                if asks_a_question(&hit.text) {
+                    c.asks.insert(row);
                 }
                 c.ts_ms.insert(row, hit.ts_ms);
                 if let Some(score) = r.get::<Option<f64>, _>(HIT_COLUMN_COUNT) {

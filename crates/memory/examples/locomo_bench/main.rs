@@ -207,6 +207,7 @@ async fn main() -> Result<(), Error> {
     let mut arms: Vec<(String, RecallSettings)> = vec![
         ("ours".into(), ours),
         ("ours, no speaker weight".into(), RecallSettings { speaker_weight: 0.0, ..ours }),
+        ("ours, questions as other turns".into(), RecallSettings { answer_context: 0.0, question_penalty: 0.0, ..ours }),
         ("before neighbours".into(), memory::PREVIOUS_SETTINGS),
     ];
     // Ours with the query's names embedded, all left out, and the common

@@ -406,6 +406,10 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
     let rows = [
         ("ours (shipped defaults)", memory::DEFAULT_SETTINGS),
         ("ours without the speaker lift", RecallSettings { speaker_weight: 0.0, ..memory::DEFAULT_SETTINGS }),
+        (
+            "ours, questions as other turns",
+            RecallSettings { answer_context: 0.0, question_penalty: 0.0, ..memory::DEFAULT_SETTINGS },
+        ),
         ("ours without the density correction", RecallSettings { density_weight: 0.0, ..memory::DEFAULT_SETTINGS }),
         ("ours without neighbours", RecallSettings { keyword_context: [0.0; 2], vector_context: [0.0; 2], ..memory::DEFAULT_SETTINGS }),
         (
