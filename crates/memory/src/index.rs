@@ -24,7 +24,7 @@ use tokio::sync::Notify;
 
 use crate::embed::Embedder;
 use crate::search::{
-    fts_query, group_key, named_side, query_names, rank, Candidates, RecallSettings, Scope, CONTEXT_GAP_MS,
+    asks_a_question, fts_query, group_key, is_persona_name, is_persons_name, query_names, rank, Candidates, RecallSettings, Scope, CONTEXT_GAP_MS,
     DENSITY_NEIGHBOURS, DENSITY_POOL, NAME_SAMPLE,
 };
 use crate::quant::{dot_i8, nearest_by_signs, quantise, sign_bits};
@@ -513,15 +513,34 @@ impl MemoryIndex {
     /// Adds items (keyword-searchable at once; embedded in the background).
     /// Items already indexed (same `item_id`) are left as they are.
     pub async fn index_items(&self, items: &[NewItem]) -> Result<u64> {
+        self.insert_items(items, false).await
+    }
+
+    /// [`Self::index_items`]; with `fill_speakers`, an item already indexed
+    /// without its speaker (indexed before the index stored who said each
+    /// message) gets it, and nothing else of it changes (its vector stays).
+    async fn insert_items(&self, items: &[NewItem], fill_speakers: bool) -> Result<u64> {
         if items.is_empty() {
             return Ok(0);
         }
         let mut tx = self.pool.begin().await.map_err(MemoryError::Save)?;
+        // An update counts as a changed row too: new rows are told apart by
+        // their row ids, which SQLite gives above the largest one.
+        let last: i64 = if fill_speakers {
+            sqlx::query_scalar("SELECT coalesce(max(rowid), 0) FROM items")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(MemoryError::Save)?
+        } else {
+            0
+        };
         let mut added = 0;
         for chunk in items.chunks(INSERT_CHUNK) {
-            let mut q = QueryBuilder::new(
-                "INSERT OR IGNORE INTO items (item_id, kind, persona_id, external_id, source_ids, text, ts_ms, seq, by_human) ",
-            );
+            let mut q = QueryBuilder::new(if fill_speakers {
+                "INSERT INTO items (item_id, kind, persona_id, external_id, source_ids, text, ts_ms, seq, by_human) "
+            } else {
+                "INSERT OR IGNORE INTO items (item_id, kind, persona_id, external_id, source_ids, text, ts_ms, seq, by_human) "
+            });
             q.push_values(chunk, |mut b, it| {
                 b.push_bind(&it.item_id)
                     .push_bind(it.kind.as_str())
@@ -533,7 +552,21 @@ impl MemoryIndex {
                     .push_bind(it.seq)
                     .push_bind(by_human(it.role));
             });
+            if fill_speakers {
+                q.push(
+                    " ON CONFLICT(item_id) DO UPDATE SET by_human = excluded.by_human \
+                     WHERE items.by_human IS NULL AND excluded.by_human IS NOT NULL",
+                );
+            }
             added += q.build().execute(&mut *tx).await.map_err(MemoryError::Save)?.rows_affected();
+        }
+        if fill_speakers {
+            added = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM items WHERE rowid > ?")
+                .bind(last)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(MemoryError::Save)?
+                .max(0) as u64;
         }
         tx.commit().await.map_err(MemoryError::Save)?;
         self.total.fetch_add(added, Ordering::Relaxed);
@@ -593,10 +626,14 @@ impl MemoryIndex {
     }
 
     /// Replaces an item's text (an edited memory); its vector is re-made.
+    /// The same text again changes nothing (a catch-up that reads an edit
+    /// it already applied).
     pub async fn update_text(&self, item_id: &str, text: &str) -> Result<()> {
-        let rows: Vec<i64> = sqlx::query_scalar("UPDATE items SET text = ?, embedded = 0 WHERE item_id = ? RETURNING rowid")
-            .bind(text)
-            .bind(item_id)
+        let rows: Vec<i64> =
+            sqlx::query_scalar("UPDATE items SET text = ?, embedded = 0 WHERE item_id = ? AND text <> ? RETURNING rowid")
+                .bind(text)
+                .bind(item_id)
+                .bind(text)
             .fetch_all(&self.pool)
             .await
             .map_err(MemoryError::Save)?;
@@ -622,7 +659,10 @@ impl MemoryIndex {
     }
 
     /// Applies the ledger's events that the index has not seen yet (newest
-    /// first back to the stored watermark). Idempotent.
+    /// first back to the stored watermark). Idempotent: a message already
+    /// indexed keeps its row and vector, and only gets its speaker when it
+    /// had none (a migration that adds what every message needs resets the
+    /// watermark, so the next catch-up reads the whole ledger once).
     pub async fn sync_from_ledger(&self, ledger: &Ledger) -> Result<u64> {
         let mark: i64 = sqlx::query_scalar("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'ledger_seq'")
             .fetch_optional(&self.pool)
@@ -691,7 +731,11 @@ impl MemoryIndex {
             }
         }
         items.reverse();
-        let added = self.index_items(&items).await?;
+        // A memory superseded since is never indexed: inserting it only to
+        // delete it would leave its words in the keyword index's segments.
+        let superseded: HashSet<&str> = changes.iter().filter(|c| c.2).map(|c| c.0.as_str()).collect();
+        items.retain(|it| it.kind != ItemKind::Memory || !superseded.contains(it.item_id.as_str()));
+        let added = self.insert_items(&items, true).await?;
         for (memory_id, text, superseded) in changes.into_iter().rev() {
             if superseded {
                 self.remove_item(&memory_id).await?;
@@ -876,32 +920,47 @@ impl MemoryIndex {
     }
 
     /// The side of the conversation `query` names, if any (see
-    /// `RecallSettings::speaker_weight`): for each of its proper names, who
-    /// said the first [`NAME_SAMPLE`] items of `scope` holding it
-    /// capitalised (one query per name, at most that many rows read).
-    /// Names that point to both sides cancel out.
-    async fn named_side(&self, scope: &Scope, query: &str, settings: &RecallSettings) -> Result<Option<bool>> {
+    /// `RecallSettings::speaker_weight`): the persona by a word of
+    /// `persona_name`; the person by a name the persona says in the first
+    /// [`NAME_SAMPLE`] items of `scope` holding it capitalised (one query
+    /// per other name, at most that many rows read). Names that point to
+    /// both sides cancel out.
+    async fn named_side(
+        &self,
+        scope: &Scope,
+        persona_name: Option<&str>,
+        query: &str,
+        settings: &RecallSettings,
+    ) -> Result<Option<bool>> {
         if settings.speaker_weight <= 0.0 {
             return Ok(None);
         }
         let mut side = None;
         for name in query_names(query) {
-            let mut q = QueryBuilder::new(
-                "SELECT count(h), coalesce(sum(h), 0) FROM (SELECT i.by_human AS h FROM items_fts \
-                 CROSS JOIN items i ON i.rowid = items_fts.rowid WHERE items_fts MATCH ",
-            );
-            q.push_bind(format!("\"{}\"", name.replace('"', "\"\"")));
-            // Rows of unknown speaker (memories, messages indexed before the
-            // column) are read but not counted: filtering them out would
-            // walk every match of a name in an index made before it.
-            q.push(" AND instr(i.text, ").push_bind(name.to_owned()).push(") > 0");
-            push_scope(&mut q, scope);
-            q.push(" LIMIT ").push_bind(NAME_SAMPLE).push(")");
-            let (items, by_human): (i64, i64) = q.build_query_as().fetch_one(&self.pool).await.map_err(MemoryError::Load)?;
-            match (side, named_side(items, by_human)) {
-                (_, None) => {}
-                (None, named) => side = named,
-                (Some(a), Some(b)) if a != b => return Ok(None),
+            let named = if persona_name.is_some_and(|p| is_persona_name(name, p)) {
+                false
+            } else {
+                let mut q = QueryBuilder::new(
+                    "SELECT count(h), coalesce(sum(h), 0) FROM (SELECT i.by_human AS h FROM items_fts \
+                     CROSS JOIN items i ON i.rowid = items_fts.rowid WHERE items_fts MATCH ",
+                );
+                q.push_bind(format!("\"{}\"", name.replace('"', "\"\"")));
+                // Rows of unknown speaker (memories, messages indexed before the
+                // column) are read but not counted: filtering them out would
+                // walk every match of a name in an index made before it.
+                q.push(" AND instr(i.text, ").push_bind(name.to_owned()).push(") > 0");
+                push_scope(&mut q, scope);
+                q.push(" LIMIT ").push_bind(NAME_SAMPLE).push(")");
+                let (items, by_human): (i64, i64) =
+                    q.build_query_as().fetch_one(&self.pool).await.map_err(MemoryError::Load)?;
+                if !is_persons_name(items, by_human) {
+                    continue;
+                }
+                true
+            };
+            match side {
+                None => side = Some(named),
+                Some(s) if s != named => return Ok(None),
                 _ => {}
             }
         }
@@ -914,8 +973,8 @@ impl MemoryIndex {
     /// embedding run at the same time. The vector list holds
     /// `max(n, DENSITY_POOL)` rows by cosine; rank with
     /// [`RecallSettings::vector_hits`] to take the first `n`.
-    pub async fn candidates(&self, scope: &Scope, query: &str, n: usize) -> Result<Candidates> {
-        Ok(self.candidate_rows(scope, query, n, &self.settings(), false).await?.0)
+    pub async fn candidates(&self, scope: &Scope, persona_name: Option<&str>, query: &str, n: usize) -> Result<Candidates> {
+        Ok(self.candidate_rows(scope, persona_name, query, n, &self.settings(), false).await?.0)
     }
 
     /// [`MemoryIndex::candidates`], with every candidate's row read on the
@@ -926,6 +985,7 @@ impl MemoryIndex {
     async fn candidate_rows(
         &self,
         scope: &Scope,
+        persona_name: Option<&str>,
         query: &str,
         n: usize,
         settings: &RecallSettings,
@@ -954,12 +1014,15 @@ impl MemoryIndex {
                 .map_err(|e| MemoryError::Embed(e.to_string()))??;
             Ok::<_, MemoryError>(qv.into_iter().next())
         };
-        let (keyword, vector, named) = tokio::join!(keyword, vector, self.named_side(scope, query, settings));
+        let (keyword, vector, named) = tokio::join!(keyword, vector, self.named_side(scope, persona_name, query, settings));
         c.named = named?;
         for r in keyword? {
             let (row, hit) = hit_from_row(&r);
             if let Some(h) = said_by_human(&r) {
                 c.by_human.insert(row, h);
+            }
+            if asks_a_question(&hit.text) {
+                c.asks.insert(row);
             }
             c.keyword.push(row);
             c.ts_ms.insert(row, hit.ts_ms);
@@ -1063,6 +1126,9 @@ impl MemoryIndex {
                 if let Some(h) = said_by_human(&r) {
                     c.by_human.insert(row, h);
                 }
+                if asks_a_question(&hit.text) {
+                    c.asks.insert(row);
+                }
                 c.ts_ms.insert(row, hit.ts_ms);
                 if let Some(score) = r.get::<Option<f64>, _>(HIT_COLUMN_COUNT) {
                     c.keyword_score.insert(row, score as f32);
@@ -1108,12 +1174,14 @@ impl MemoryIndex {
 
     /// The one retrieval function: hybrid candidates, score fusion with
     /// the turns around each, recency re-rank, top `k`. The reply pipeline
-    /// and the CLI both call it.
-    pub async fn recall(&self, scope: &Scope, query: &str, k: usize, now_ms: i64) -> Result<Recall> {
+    /// and the CLI both call it. `persona_name` is the name of the persona
+    /// whose conversation this is, when one asks: a question naming it is
+    /// about the persona's own turns (see `RecallSettings::speaker_weight`).
+    pub async fn recall(&self, scope: &Scope, persona_name: Option<&str>, query: &str, k: usize, now_ms: i64) -> Result<Recall> {
         let settings = self.settings();
         // More results than candidates per retriever: widen both lists.
         let settings = RecallSettings { candidates: settings.candidates.max(k), ..settings };
-        let (c, mut rows) = self.candidate_rows(scope, query, settings.candidates, &settings, true).await?;
+        let (c, mut rows) = self.candidate_rows(scope, persona_name, query, settings.candidates, &settings, true).await?;
         let hits = rank(&c, &settings, now_ms)
             .into_iter()
             .filter_map(|(row, score)| rows.remove(&row).map(|h| Hit { score, ..h }))

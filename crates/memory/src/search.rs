@@ -2,7 +2,7 @@
 //! Fusion and the recency re-rank. Pure functions, so the reply pipeline,
 //! the CLI and the benchmark rank with exactly the same code.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -117,14 +117,29 @@ pub struct RecallSettings {
     /// and cosine weights (score fusion only). A chat turn rarely names
     /// its own speaker: "What did Caroline research?" is answered by
     /// Caroline's "I've been looking into adoption agencies", while the
-    /// turns that hold "Caroline" are the other side's, greeting her. Who
-    /// a name is, is read from who says it: a name that one side says in
+    /// turns that hold "Caroline" are the other side's, greeting her. The
+    /// persona's side is named only by the persona's own name. The
+    /// person's name is read from who says it: a name the persona says in
     /// at least [`NAMED_BY_OTHER_SHARE`] of the items holding it (and in
-    /// at least [`COMMON_NAME_MIN_ITEMS`]) is the other side's — people
-    /// call the one they talk to by name, and rarely themselves. A third
-    /// person both talk about names no side. 0 = off.
+    /// at least [`COMMON_NAME_MIN_ITEMS`]) is the person's — people call
+    /// the one they talk to by name, and rarely themselves. The converse
+    /// does not hold: a name only the person says is as often a third
+    /// person the persona never met ("Why did Dr. Demir cancel on me?")
+    /// as the persona. 0 = off.
     #[serde(default)]
     pub speaker_weight: f32,
+    /// Share of the turn before's scores added, on top of
+    /// [`Self::keyword_context`] and [`Self::vector_context`], when that
+    /// turn asks a question: a reply ("We went camping with the kids")
+    /// holds the answer in the words of the question it answers ("What did
+    /// you do last weekend?"). 0 = off.
+    #[serde(default)]
+    pub answer_context: f32,
+    /// Taken from the score of a turn that asks a question: it asks for a
+    /// fact rather than telling it, yet shares the words of a question
+    /// about that fact. 0 = off.
+    #[serde(default)]
+    pub question_penalty: f32,
 }
 
 /// The share of a name's items said by one side that makes the name the
@@ -136,21 +151,17 @@ pub const NAMED_BY_OTHER_SHARE: f64 = 0.8;
 /// quickly when a name is in thousands of turns.
 pub const NAME_SAMPLE: i64 = 200;
 
-/// Whose name a name is, from `items` holding it of which `by_human` were
-/// said by the person (see [`RecallSettings::speaker_weight`]): `Some(true)`
-/// the person's (the persona says it), `Some(false)` the persona's.
-pub fn named_side(items: i64, by_human: i64) -> Option<bool> {
-    if items < COMMON_NAME_MIN_ITEMS {
-        return None;
-    }
-    let share = |n: i64| n as f64 >= NAMED_BY_OTHER_SHARE * items as f64;
-    if share(items - by_human) {
-        Some(true)
-    } else if share(by_human) {
-        Some(false)
-    } else {
-        None
-    }
+/// Whether a name is the person's, from `items` holding it of which
+/// `by_human` were said by the person (see [`RecallSettings::speaker_weight`]):
+/// the persona says it nearly always.
+pub fn is_persons_name(items: i64, by_human: i64) -> bool {
+    items >= COMMON_NAME_MIN_ITEMS && (items - by_human) as f64 >= NAMED_BY_OTHER_SHARE * items as f64
+}
+
+/// Whether `name` (one of [`query_names`]) is the persona called
+/// `persona_name`: one of the words of its name, as written.
+pub fn is_persona_name(name: &str, persona_name: &str) -> bool {
+    persona_name.split(|c: char| !c.is_alphanumeric()).any(|w| w == name)
 }
 
 /// Fewest items a name must be in to count as common (see
@@ -179,6 +190,8 @@ impl RecallSettings {
         names_by_keyword: false,
         common_name_share: 0.0,
         speaker_weight: 0.0,
+        answer_context: 0.0,
+        question_penalty: 0.0,
     };
     pub fn keyword_only(self) -> Self {
         Self { vector_weight: 0.0, keyword_weight: 1.0, ..self }
@@ -285,6 +298,14 @@ pub struct Candidates {
     /// The side the question names (see [`RecallSettings::speaker_weight`]):
     /// true the person, false the persona, `None` neither or both.
     pub named: Option<bool>,
+    /// The candidates (and context turns) that ask a question (see
+    /// [`asks_a_question`]).
+    pub asks: HashSet<i64>,
+}
+
+/// Whether a turn asks a question: its text ends with a question mark.
+pub fn asks_a_question(text: &str) -> bool {
+    text.trim_end().ends_with(['?', '？'])
 }
 
 /// Vector hits kept per query to measure each candidate's crowding.
@@ -355,8 +376,11 @@ fn fuse_scores(c: &Candidates, s: &RecallSettings, wk: f32, wv: f32) -> HashMap<
             return own;
         }
         let Some(n) = c.neighbours.get(&row) else { return own };
+        let answers = n[0].is_some_and(|r| c.asks.contains(&r));
+        let w = [w[0] + if answers { s.answer_context } else { 0.0 }, w[1]];
         own + n.iter().zip(w).map(|(r, w)| r.map_or(0.0, |r| w * score(r))).sum::<f32>()
     };
+    let asks = |row: i64| if c.asks.contains(&row) { s.question_penalty } else { 0.0 };
     let extra = if context { c.context.clone() } else { Vec::new() };
     let ws = if c.named.is_some() { s.speaker_weight.max(0.0) } else { 0.0 };
     let said = |row: i64| if c.named.is_some() && c.by_human.get(&row).copied() == c.named { 1.0 } else { 0.0 };
@@ -367,7 +391,7 @@ fn fuse_scores(c: &Candidates, s: &RecallSettings, wk: f32, wv: f32) -> HashMap<
         .map(|row| {
             let k = around(row, &kw, s.keyword_context);
             let v = around(row, &cos, s.vector_context);
-            (row, (wk * k / (k + sat) + wv * v + ws * said(row)) / (wk + wv + ws))
+            (row, ((wk * k / (k + sat) + wv * v + ws * said(row)) / (wk + wv + ws) - asks(row)).max(0.0))
         })
         .collect()
 }
@@ -693,16 +717,65 @@ mod tests {
     }
 
     #[test]
-    fn a_name_is_the_side_that_does_not_say_it() {
+    fn a_reply_takes_more_of_the_question_it_answers_and_a_question_less_of_its_own() {
+        let now = 1_000 * 86_400_000i64;
+        // 1 asks what was done at the weekend (the query's words), 2 answers
+        // it in other words; 3 tells something else, and 4 is 3's question.
+        let mut c = Candidates {
+            keyword: vec![1],
+            vector: vec![1, 3, 2],
+            vector_available: true,
+            keyword_score: [(1, 10.0)].into_iter().collect(),
+            cosine: [(1, 0.5), (2, 0.3), (3, 0.56), (4, 0.0)].into_iter().collect(),
+            neighbours: [(1, [None, Some(2)]), (2, [Some(1), None]), (3, [Some(4), None])].into_iter().collect(),
+            context: vec![4],
+            ..Default::default()
+        };
+        let s = RecallSettings { density_weight: 0.0, ..crate::DEFAULT_SETTINGS };
+        assert!(s.answer_context > 0.0 && s.question_penalty > 0.0);
+        let rows = |c: &Candidates, s: &RecallSettings| rank(c, s, now).into_iter().map(|x| x.0).collect::<Vec<_>>();
+        let before = RecallSettings { answer_context: 0.0, question_penalty: 0.0, ..s };
+        // The question's own words put it first, and the other turn above the reply.
+        assert_eq!(rows(&c, &before)[..3], [1, 3, 2]);
+        c.asks.insert(1);
+        let r = rows(&c, &s);
+        assert_eq!(r[..3], [1, 2, 3], "the reply rises above the other turn");
+        // The reply's score: its cosine plus 0.3 + 0.1 of the question's, its
+        // BM25 0.25 + 0.1 of the question's, and nothing taken.
+        let k = (0.25 + 0.1) * 10.0;
+        let want = 0.7 * (0.3 + 0.4 * 0.5) + 0.3 * k / (k + 12.0);
+        let two = rank(&c, &s, now).into_iter().find(|x| x.0 == 2).map(|x| x.1).unwrap_or_default();
+        assert!((two - want).abs() < 1e-6, "{two} vs {want}");
+        // A question loses `question_penalty`.
+        let one = |s: &RecallSettings| rank(&c, s, now).into_iter().find(|x| x.0 == 1).map(|x| x.1).unwrap_or_default();
+        assert!((one(&RecallSettings { question_penalty: 0.0, ..s }) - one(&s) - s.question_penalty).abs() < 1e-6);
+        assert!(asks_a_question("Where did you go? ") && asks_a_question("Onde você foi？"));
+        assert!(!asks_a_question("I went to Rome. Why? Work.") && !asks_a_question(""));
+    }
+
+    #[test]
+    fn the_persons_name_is_the_one_the_persona_says() {
         // Said by the persona in 18 of 20 items: the person's name.
-        assert_eq!(named_side(20, 2), Some(true));
-        assert_eq!(named_side(20, 18), Some(false));
-        assert_eq!(named_side(10, 8), Some(false));
+        assert!(is_persons_name(20, 2));
+        assert!(is_persons_name(10, 2));
+        // Said by the person: the persona, or a third person only the
+        // person knows; nobody's side by this rule.
+        assert!(!is_persons_name(20, 18));
         // Both say it: a third person, nobody's side.
-        assert_eq!(named_side(20, 10), None);
+        assert!(!is_persons_name(20, 10));
         // Too few items to tell.
-        assert_eq!(named_side(9, 0), None);
-        assert_eq!(named_side(0, 0), None);
+        assert!(!is_persons_name(9, 0));
+        assert!(!is_persons_name(0, 0));
+    }
+
+    #[test]
+    fn the_persona_is_named_by_a_word_of_its_own_name() {
+        assert!(is_persona_name("Noor", "Noor Haddad"));
+        assert!(is_persona_name("Haddad", "Noor Haddad"));
+        assert!(is_persona_name("Ada", "Ada"));
+        assert!(!is_persona_name("Ad", "Ada"));
+        assert!(!is_persona_name("ada", "Ada"));
+        assert!(!is_persona_name("Aurelie", "Ada"));
     }
 
     #[test]

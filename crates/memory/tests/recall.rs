@@ -73,25 +73,25 @@ async fn import_then_recall_finds_the_old_turn_and_never_leaks() {
 
     // Right after import, before any embedding: keyword recall works.
     let now = memory::now_ms();
-    let hits = index.recall(&Scope::for_viewer(&ada.id, false, &[]), "Where does Greta live?", 5, now).await.expect("test step");
+    let hits = index.recall(&Scope::for_viewer(&ada.id, false, &[]), None, "Where does Greta live?", 5, now).await.expect("test step");
     assert_eq!(hits.hits[0].public_id(), "a-17");
 
     index.embed_all_pending().await.expect("test step");
     assert_eq!(index.progress().embedded, 400);
-    let hits = index.recall(&Scope::for_viewer(&ada.id, false, &[]), "Greta Trondheim", 5, now).await.expect("test step");
+    let hits = index.recall(&Scope::for_viewer(&ada.id, false, &[]), None, "Greta Trondheim", 5, now).await.expect("test step");
     assert_eq!(hits.mode, "hybrid");
     assert_eq!(hits.hits[0].public_id(), "a-17");
     assert_eq!(hits.hits[0].kind, memory::ItemKind::Message);
 
     // Ada never sees Bob's conversation, by keyword or by vector.
     for q in ["Pixel vacuum cleaner cat", "my cat Pixel hates the vacuum cleaner", "turn"] {
-        let hits = index.recall(&Scope::for_viewer(&ada.id, false, &[]), q, 50, now).await.expect("test step");
+        let hits = index.recall(&Scope::for_viewer(&ada.id, false, &[]), None, q, 50, now).await.expect("test step");
         assert!(hits.hits.iter().all(|h| h.persona_id == ada.id), "leak for {q}");
-        let hits = index.recall(&Scope::for_viewer(&bob.id, false, &[]), q, 50, now).await.expect("test step");
+        let hits = index.recall(&Scope::for_viewer(&bob.id, false, &[]), None, q, 50, now).await.expect("test step");
         assert!(hits.hits.iter().all(|h| h.persona_id == bob.id), "leak for {q}");
     }
     // Ei sees everything.
-    let hits = index.recall(&Scope::for_viewer(ledger::EI_PERSONA_ID, true, &[]), "Pixel vacuum", 5, now).await.expect("test step");
+    let hits = index.recall(&Scope::for_viewer(ledger::EI_PERSONA_ID, true, &[]), None, "Pixel vacuum", 5, now).await.expect("test step");
     assert_eq!(hits.hits[0].public_id(), "b-17");
 
     // Importing the same file again adds nothing.
@@ -147,14 +147,14 @@ async fn the_index_rebuilds_from_the_ledger() {
     assert_eq!(index.sync_from_ledger(&l).await.expect("test step"), 0);
     let scope = Scope::for_viewer(&ada.id, false, &[]);
     let now = memory::now_ms();
-    let hits = index.recall(&scope, "where is the spare key?", 3, now).await.expect("test step");
+    let hits = index.recall(&scope, None, "where is the spare key?", 3, now).await.expect("test step");
     assert_eq!(hits.mode, "keyword");
     assert_eq!(hits.hits[0].public_id(), "a-17");
-    let hits = index.recall(&scope, "cello", 3, now).await.expect("test step");
+    let hits = index.recall(&scope, None, "cello", 3, now).await.expect("test step");
     assert_eq!(hits.hits[0].item_id, "late");
     // Hostile FTS syntax is harmless.
     for q in ["\"unclosed", "NEAR(key", "key*", "col:key", "^key OR", "AND", "", "-", "🙂"] {
-        index.recall(&scope, q, 3, now).await.expect("test step");
+        index.recall(&scope, None, q, 3, now).await.expect("test step");
     }
     let _ = RecallSettings::default();
     let _ = parse_conversation(b"[]", "Ada").expect("test step");
@@ -206,7 +206,7 @@ async fn an_index_from_before_the_vectors_table_keeps_its_vectors() {
     let scope = Scope::Keys(vec!["p".into()]);
     let now = memory::now_ms();
     // "flowerpot key" matches row m1 by keyword; its cosine comes from the migrated vector.
-    let hits = index.recall(&scope, "the spare key is under the blue flowerpot", 3, now).await.expect("test step");
+    let hits = index.recall(&scope, None, "the spare key is under the blue flowerpot", 3, now).await.expect("test step");
     assert_eq!(hits.mode, "hybrid");
     assert_eq!(hits.hits[0].item_id, "m1");
     assert!(hits.hits[0].score > 0.5, "the stored vector is used: {:?}", hits.hits[0]);
@@ -214,7 +214,7 @@ async fn an_index_from_before_the_vectors_table_keeps_its_vectors() {
     assert_eq!(index.embed_all_pending().await.expect("test step"), 1);
     index.update_text("m0", "my brother Olaf lives in Bergen").await.expect("test step");
     assert_eq!(index.embed_all_pending().await.expect("test step"), 1);
-    let hits = index.recall(&scope, "Olaf Bergen", 1, now).await.expect("test step");
+    let hits = index.recall(&scope, None, "Olaf Bergen", 1, now).await.expect("test step");
     assert_eq!(hits.hits[0].item_id, "m0");
     index.remove_item("m0").await.expect("test step");
     let left: i64 = {
@@ -356,7 +356,7 @@ async fn only_names_common_in_the_viewers_items_are_left_out_of_the_query_embedd
         let embedder = embedder.clone();
         async move {
             embedder.seen.lock().expect("test step").clear();
-            index.recall(&scope, query, 5, memory::now_ms()).await.expect("test step");
+            index.recall(&scope, None, query, 5, memory::now_ms()).await.expect("test step");
             embedder.seen.lock().expect("test step").clone()
         }
     };
@@ -381,13 +381,9 @@ async fn only_names_common_in_the_viewers_items_are_left_out_of_the_query_embedd
     assert_eq!(embedded_for(p).await, vec![query.to_owned()]);
 }
 
-#[tokio::test]
-async fn a_turn_said_by_the_one_the_question_names_rises_also_after_a_rebuild() {
-    let dir = tempfile::tempdir().expect("test step");
-    let l = ledger(&dir).await;
-    let mel = persona(&l, "Mel").await;
-    // The person greets Mel by name and Mel greets Caroline (the person),
-    // 12 times each; then each says what they painted, naming the other.
+/// Caroline (the person) greets Mel (the persona) by name and Mel greets
+/// her, 12 times each; then each says what they painted, naming the other.
+fn who_painted_what() -> Vec<memory::ConversationRow> {
     let mut rows = Vec::new();
     for i in 0..40 {
         let human = i % 2 == 0;
@@ -403,28 +399,89 @@ async fn a_turn_said_by_the_one_the_question_names_rises_also_after_a_rebuild() 
             "timestamp": 1_700_000_000 + i * 600,
         }));
     }
-    let rows = parse_conversation(serde_json::to_string(&rows).expect("test step").as_bytes(), "Mel").expect("test step");
+    parse_conversation(serde_json::to_string(&rows).expect("test step").as_bytes(), "Mel").expect("test step")
+}
+
+/// An index made before it stored who said each message (its messages'
+/// speakers unknown, the ledger read to its head) learns them from the
+/// ledger once, when opened: no row is added and no vector re-made, and
+/// the lift of the side a question names reaches the old messages.
+#[tokio::test]
+async fn an_index_from_before_the_speakers_learns_them_from_the_ledger_once() {
+    let dir = tempfile::tempdir().expect("test step");
+    let path = dir.path().join("index.db");
+    let l = ledger(&dir).await;
+    let mel = persona(&l, "Mel").await;
+    let index = MemoryIndex::open(&path).await.expect("test step");
+    index.set_embedder(Arc::new(HashingEmbedder::default())).await.expect("test step");
+    memory::import_rows(&l, &index, &mel, who_painted_what(), &|_, _| {}).await.expect("test step");
+    assert_eq!(index.embed_all_pending().await.expect("test step"), 40);
+    assert_eq!(index.sync_from_ledger(&l).await.expect("test step"), 0);
+    index.close().await;
+    // As the index was before the speakers were filled in: every speaker
+    // unknown and the last migration not run yet.
+    let raw = |sql: &'static str| {
+        let path = path.clone();
+        async move {
+            let pool = sqlx::SqlitePool::connect_with(sqlx::sqlite::SqliteConnectOptions::new().filename(&path))
+                .await
+                .expect("test step");
+            let n: Option<i64> = sqlx::query_scalar(sql).fetch_optional(&pool).await.expect("test step");
+            pool.close().await;
+            n
+        }
+    };
+    assert_eq!(raw("SELECT max(version) FROM _sqlx_migrations").await, Some(4), "the migration that fills the speakers in");
+    raw("UPDATE items SET by_human = NULL").await;
+    raw("DELETE FROM _sqlx_migrations WHERE version = 4").await;
+    let unknown = || raw("SELECT count(*) FROM items WHERE by_human IS NULL");
+    assert_eq!(unknown().await, Some(40));
+
+    let index = MemoryIndex::open(&path).await.expect("test step");
+    assert_eq!(index.sync_from_ledger(&l).await.expect("test step"), 0, "no row added");
+    assert_eq!(index.sync_from_ledger(&l).await.expect("test step"), 0);
+    index.set_embedder(Arc::new(HashingEmbedder::default())).await.expect("test step");
+    assert_eq!(index.embed_all_pending().await.expect("test step"), 0, "no vector re-made");
+    index.set_settings(RecallSettings { keyword_context: [0.0; 2], vector_context: [0.0; 2], ..memory::DEFAULT_SETTINGS.keyword_only() });
+    let scope = Scope::Keys(vec![mel.id.clone()]);
+    let first = index.recall(&scope, Some("Mel"), "What did Caroline paint?", 3, memory::now_ms()).await.expect("test step");
+    assert_eq!(first.hits[0].public_id(), "t30", "the person's own line rises");
+    index.close().await;
+    assert_eq!(unknown().await, Some(0));
+}
+
+#[tokio::test]
+async fn a_turn_said_by_the_one_the_question_names_rises_also_after_a_rebuild() {
+    let dir = tempfile::tempdir().expect("test step");
+    let l = ledger(&dir).await;
+    let mel = persona(&l, "Mel").await;
     let index = MemoryIndex::open(&dir.path().join("index.db")).await.expect("test step");
-    memory::import_rows(&l, &index, &mel, rows, &|_, _| {}).await.expect("test step");
+    memory::import_rows(&l, &index, &mel, who_painted_what(), &|_, _| {}).await.expect("test step");
     let rebuilt = MemoryIndex::open(&dir.path().join("rebuilt.db")).await.expect("test step");
     rebuilt.sync_from_ledger(&l).await.expect("test step");
     let plain = RecallSettings { keyword_context: [0.0; 2], vector_context: [0.0; 2], ..memory::DEFAULT_SETTINGS.keyword_only() };
     let scope = &Scope::Keys(vec![mel.id.clone()]);
     for index in [&index, &rebuilt] {
-        let first = |q: &'static str, s: RecallSettings| async move {
+        let first_as = |persona: Option<&'static str>, q: &'static str, s: RecallSettings| async move {
             index.set_settings(s);
-            index.recall(scope, q, 3, memory::now_ms()).await.expect("test step").hits[0].public_id().to_owned()
+            index.recall(scope, persona, q, 3, memory::now_ms()).await.expect("test step").hits[0].public_id().to_owned()
         };
+        let first = |q, s| first_as(Some("Mel"), q, s);
         // By words alone, the line naming the asked one comes first: it is
         // the other side's.
         let off = RecallSettings { speaker_weight: 0.0, ..plain };
         assert_eq!(first("What did Caroline paint?", off).await, "t31");
         assert_eq!(first("What did Mel paint?", off).await, "t30");
         // The persona says "Caroline": she is the person, and her own line
-        // rises; the person says "Mel": the persona's line rises.
+        // rises; "Mel" is the persona's own name: the persona's line rises.
         assert_eq!(first("What did Caroline paint?", plain).await, "t30");
         assert_eq!(first("What did Mel paint?", plain).await, "t31");
         // Naming both sides lifts neither.
         assert_eq!(first("Did Caroline and Mel paint?", plain).await, first("Did Caroline and Mel paint?", off).await);
+        // A name only the person says is not taken for the persona unless
+        // it is the persona's name: it may be a third person.
+        assert_eq!(first_as(Some("Ada"), "What did Mel paint?", plain).await, "t30");
+        assert_eq!(first_as(None, "What did Mel paint?", plain).await, "t30");
+        assert_eq!(first_as(None, "What did Caroline paint?", plain).await, "t30");
     }
 }

@@ -609,7 +609,7 @@ async fn candidates(memory: &Memories, group: &str, text: &str, same_kind: Vec<&
         return Ok(same_kind.into_iter().cloned().collect());
     }
     let scope = Scope::Keys(vec![group_key(group)]);
-    let hits = memory.index.recall(&scope, text, RETRIEVED_CANDIDATES, memory::now_ms()).await?;
+    let hits = memory.index.recall(&scope, None, text, RETRIEVED_CANDIDATES, memory::now_ms()).await?;
     Ok(hits.hits.iter().filter_map(|h| same_kind.iter().find(|m| m.id == h.item_id).map(|m| (*m).clone())).collect())
 }
 

@@ -196,7 +196,7 @@ pub(crate) async fn memories_for_reply(memory: &Memories, persona: &Persona, his
     memory.ensure_embedder().await;
     let k = 2 * PROMPT_MEMORIES + history.len();
     let recall = match memory.scope_of(persona).await {
-        Ok(scope) => memory.index.recall(&scope, &query.content, k, memory::now_ms()).await,
+        Ok(scope) => memory.index.recall(&scope, Some(&persona.name), &query.content, k, memory::now_ms()).await,
         Err(e) => Err(MemoryError::Invalid(e.message)),
     };
     let recall = match recall {
@@ -298,7 +298,7 @@ impl Memories {
         let p = self.ctx.ledger.find_persona(persona).await?;
         let k = k.clamp(1, 100);
         self.ensure_embedder().await;
-        let recall = self.index.recall(&self.scope_of(&p).await?, query, k, memory::now_ms()).await?;
+        let recall = self.index.recall(&self.scope_of(&p).await?, Some(&p.name), query, k, memory::now_ms()).await?;
         Ok(RecallView {
             query: query.to_owned(),
             mode: recall.mode,

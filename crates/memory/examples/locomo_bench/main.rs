@@ -207,6 +207,7 @@ async fn main() -> Result<(), Error> {
     let mut arms: Vec<(String, RecallSettings)> = vec![
         ("ours".into(), ours),
         ("ours, no speaker weight".into(), RecallSettings { speaker_weight: 0.0, ..ours }),
+        ("ours, questions as other turns".into(), RecallSettings { answer_context: 0.0, question_penalty: 0.0, ..ours }),
         ("before neighbours".into(), memory::PREVIOUS_SETTINGS),
     ];
     // Ours with the query's names embedded, all left out, and the common
@@ -252,7 +253,7 @@ async fn main() -> Result<(), Error> {
             for (name, s) in &arms {
                 index.set_settings(*s);
                 let t = Instant::now();
-                let hits = index.recall(&scope, &q.text, 20, now).await?.hits;
+                let hits = index.recall(&scope, Some(&c.speaker_b), &q.text, 20, now).await?.hits;
                 if name == "ours" {
                     latency.push(t.elapsed().as_secs_f64() * 1e3);
                 }
@@ -265,7 +266,7 @@ async fn main() -> Result<(), Error> {
                 let mut by_names = Vec::new();
                 for names in [true, false] {
                     index.set_settings(grid::candidate_settings(names));
-                    by_names.push(index.candidates(&scope, &q.text, 50).await?);
+                    by_names.push(index.candidates(&scope, Some(&c.speaker_b), &q.text, 50).await?);
                 }
                 for (label, s) in &grid_points {
                     let c = &by_names[usize::from(!s.names_by_keyword)];

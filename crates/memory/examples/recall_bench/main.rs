@@ -80,6 +80,9 @@ fn args() -> Args {
     a
 }
 
+/// The persona the generated conversations are held with.
+const PERSONA: &str = "Ada";
+
 async fn new_ledger(dir: &std::path::Path) -> Result<(Ledger, Persona), MemoryError> {
     let mut opts = LedgerOptions::new(dir.join("ledger.db"));
     opts.durable = false;
@@ -91,7 +94,7 @@ async fn new_ledger(dir: &std::path::Path) -> Result<(Ledger, Persona), MemoryEr
         by_human(EventBody::EntityKeyRegistered { entity_id: id.clone(), entity_kind: "persona".into(), public_key }),
         by_human(EventBody::PersonaCreated {
             persona_id: id.clone(),
-            name: "Ada".into(),
+            name: PERSONA.into(),
             short_description: String::new(),
             long_description: String::new(),
             model: "local:m".into(),
@@ -192,9 +195,9 @@ async fn import_timed(
     label: &str,
 ) -> Result<(Ledger, Persona), Box<dyn std::error::Error>> {
     let (l, persona) = new_ledger(dir).await?;
-    let file = data::to_import_json(d, "Ada");
+    let file = data::to_import_json(d, PERSONA);
     let t = Instant::now();
-    let rows = parse_conversation(file.as_bytes(), "Ada")?;
+    let rows = parse_conversation(file.as_bytes(), PERSONA)?;
     let report = import_rows(&l, index, &persona, rows, &|_, _| {}).await?;
     let import_s = t.elapsed().as_secs_f64();
     println!(
@@ -253,18 +256,18 @@ async fn question_candidates(
     for q in &d.questions {
         for ((_, s), out) in name_arms.iter().zip(&mut by_names) {
             index.set_settings(*s);
-            out.push((index.candidates(&Scope::All, &q.query, 100).await?, q.tune));
+            out.push((index.candidates(&Scope::All, Some(PERSONA), &q.query, 100).await?, q.tune));
         }
         if std::env::var_os("BENCH_GRID").is_some() {
             index.set_settings(grid::candidate_settings(true));
-            let without = index.candidates(&Scope::All, &q.query, 100).await?;
+            let without = index.candidates(&Scope::All, Some(PERSONA), &q.query, 100).await?;
             index.set_settings(grid::candidate_settings(false));
-            for_grid.push([without, index.candidates(&Scope::All, &q.query, 100).await?]);
+            for_grid.push([without, index.candidates(&Scope::All, Some(PERSONA), &q.query, 100).await?]);
         }
         index.set_settings(memory::PREVIOUS_SETTINGS);
-        cands.push((index.candidates(&Scope::All, &q.query, 100).await?, q.tune));
+        cands.push((index.candidates(&Scope::All, Some(PERSONA), &q.query, 100).await?, q.tune));
         index.set_settings(memory::DEFAULT_SETTINGS);
-        ours.push((index.candidates(&Scope::All, &q.query, 100).await?, q.tune));
+        ours.push((index.candidates(&Scope::All, Some(PERSONA), &q.query, 100).await?, q.tune));
         evidence.push(row_of.get(q.evidence.as_str()).copied().unwrap_or(-1));
     }
     // BENCH_DUMP=1: each question's query vector, evidence row and keyword
@@ -403,6 +406,10 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
     let rows = [
         ("ours (shipped defaults)", memory::DEFAULT_SETTINGS),
         ("ours without the speaker lift", RecallSettings { speaker_weight: 0.0, ..memory::DEFAULT_SETTINGS }),
+        (
+            "ours, questions as other turns",
+            RecallSettings { answer_context: 0.0, question_penalty: 0.0, ..memory::DEFAULT_SETTINGS },
+        ),
         ("ours without the density correction", RecallSettings { density_weight: 0.0, ..memory::DEFAULT_SETTINGS }),
         ("ours without neighbours", RecallSettings { keyword_context: [0.0; 2], vector_context: [0.0; 2], ..memory::DEFAULT_SETTINGS }),
         (
@@ -532,7 +539,7 @@ async fn latency(a: &Args, embedder: Arc<dyn Embedder>) -> Result<(), Box<dyn st
             for (s, out) in [(memory::DEFAULT_SETTINGS, &mut times), (memory::PREVIOUS_SETTINGS, &mut before_times)] {
                 index.set_settings(s);
                 let t = Instant::now();
-                let r = index.recall(&scope, &q.query, 10, d.now_ms).await?;
+                let r = index.recall(&scope, Some(PERSONA), &q.query, 10, d.now_ms).await?;
                 if i >= 20 {
                     out.push(t.elapsed().as_secs_f64() * 1e3);
                 }
@@ -553,7 +560,7 @@ async fn latency(a: &Args, embedder: Arc<dyn Embedder>) -> Result<(), Box<dyn st
                 let mut t_all = Vec::new();
                 for _ in 0..50 {
                     let t = Instant::now();
-                    index.candidates(&scope, query, 50).await?;
+                    index.candidates(&scope, Some(PERSONA), query, 50).await?;
                     t_all.push(t.elapsed().as_secs_f64() * 1e3);
                 }
                 t_all.sort_by(|a, b| a.total_cmp(b));
