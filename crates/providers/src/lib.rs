@@ -123,6 +123,10 @@ pub struct CompletionRequest {
     /// adapters ignore it). A persona answering the person's question about
     /// themselves starts "You…", not "I…" in the person's voice.
     pub not_first: Vec<String>,
+    /// Words a free-text reply may not say at all (the local engine, words
+    /// that are one token of the model; HTTP adapters ignore it): answering
+    /// the person's question about themselves, "your" and not "my".
+    pub never: Vec<String>,
 }
 
 /// How a free-text reply is sampled so that a small model does not loop.
@@ -177,6 +181,7 @@ impl CompletionRequest {
             cancel: CancelFlag::default(),
             sampling: None,
             not_first: Vec::new(),
+            never: Vec::new(),
         }
     }
 }

@@ -29,6 +29,7 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use llama_cpp_2::token::LlamaToken;
 use llama_cpp_2::{send_logs_to_tracing, LogOptions};
 
@@ -1184,6 +1185,19 @@ fn build_sampler(
     request: &CompletionRequest,
 ) -> Result<LlamaSampler, ProviderError> {
     let mut chain = Vec::new();
+    if request.json_schema.is_none() && !request.never.is_empty() {
+        let vocab = model.vocab();
+        let never: Vec<LlamaLogitBias> = request
+            .never
+            .iter()
+            .map(|w| vocab.tokenize(w.as_bytes(), false, false))
+            .filter(|t| t.len() == 1)
+            .map(|t| LlamaLogitBias::new(t[0], f32::NEG_INFINITY))
+            .collect();
+        if !never.is_empty() {
+            chain.push(LlamaSampler::logit_bias(model.n_vocab(), &never));
+        }
+    }
     if let Some(schema) = &request.json_schema {
         let grammar = llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|e| {
             ProviderError::Http {

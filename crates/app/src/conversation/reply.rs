@@ -160,6 +160,7 @@ async fn generate(conv: &Arc<Conversation>, item: &QueueItem, job: &ReplyJob) ->
         request.temperature = chosen.profile.temperature();
         request.sampling = Some(chosen.profile.sampling());
         request.not_first = crate::prompt::voice::not_first_words(asked);
+        request.never = crate::prompt::voice::never_words(asked);
     }
     // The ledger keeps which passages were quoted, never their text: a
     // removed document must leave nothing behind.

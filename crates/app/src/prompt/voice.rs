@@ -14,6 +14,13 @@ const ABOUT_ME: [&str; 15] = [
     "i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "eu", "meu", "minha", "meus", "minhas", "mim", "comigo",
 ];
 
+/// The person's own possessives, which an answer about them does not say
+/// anywhere: kept from beginning with "Minha", the model answered "Qual é a
+/// minha comida preferida?" with "A minha comida preferida é feijoada."
+/// Each as the model spells it inside and at the start of a sentence.
+const THEIR_POSSESSIVES: [&str; 12] =
+    [" my", "my", "My", " My", " minha", " meu", " minhas", " meus", "Minha", "Meu", " Minha", " Meu"];
+
 /// Words a question to the persona about itself uses, lower case.
 const ABOUT_YOU: [&str; 6] = ["you", "your", "yours", "yourself", "you're", "you've"];
 
@@ -22,6 +29,23 @@ const ABOUT_YOU: [&str; 6] = ["you", "your", "yours", "yourself", "you're", "you
 /// most?" with "As Daniel, I enjoy ramen as my favorite food.").
 const THEIR_VOICE: [&str; 8] = ["I", "My", "As", "Eu", "Meu", "Minha", "Meus", "Minhas"];
 
+/// The words the reply to `asked` may not say at all: the person's own
+/// possessives, when `asked` is a question about them.
+pub(crate) fn never_words(asked: &str) -> Vec<String> {
+    if asked.contains('?') && words(asked).iter().any(|w| ABOUT_ME.contains(&w.as_str())) {
+        THEIR_POSSESSIVES.iter().map(|w| (*w).to_owned()).collect()
+    } else {
+        Vec::new()
+    }
+}
+
+fn words(asked: &str) -> Vec<String> {
+    asked
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
+        .map(|w| w.replace('’', "'").to_lowercase())
+        .collect()
+}
+
 /// The words the reply to `asked` may not begin with: the person's own,
 /// when `asked` is a question about them, and "As" when it asks about the
 /// persona; none otherwise.
@@ -29,10 +53,7 @@ pub(crate) fn not_first_words(asked: &str) -> Vec<String> {
     if !asked.contains('?') {
         return Vec::new();
     }
-    let words: Vec<String> = asked
-        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
-        .map(|w| w.replace('’', "'").to_lowercase())
-        .collect();
+    let words = words(asked);
     let mut avoided = Vec::new();
     if words.iter().any(|w| ABOUT_ME.contains(&w.as_str())) {
         avoided.extend(THEIR_VOICE.iter().map(|w| (*w).to_owned()));
@@ -68,6 +89,14 @@ mod tests {
         for asked in ["I like to eat ramen.", "Eu jogo futebol às quartas.", "What is the capital of Italy?", "Iceland or Ireland?", "Qual é a capital da Itália?", "You know, I love jazz."] {
             assert!(not_first_words(asked).is_empty(), "{asked}");
         }
+    }
+
+    #[test]
+    fn an_answer_about_the_person_says_your_not_my() {
+        assert!(super::never_words("Qual é a minha comida preferida?").contains(&" minha".to_owned()));
+        assert!(super::never_words("What is my job?").contains(&" my".to_owned()));
+        assert!(super::never_words("Do you like music?").is_empty());
+        assert!(super::never_words("My cat is called Pimenta.").is_empty());
     }
 
     #[test]

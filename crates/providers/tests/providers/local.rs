@@ -484,6 +484,23 @@ async fn a_reply_does_not_begin_with_the_words_it_may_not_begin_with() {
     assert!(!reply.text.trim().is_empty(), "the reply still says something");
 }
 
+#[tokio::test]
+async fn a_reply_never_says_the_words_it_may_never_say() {
+    let _side_by_side = MODEL_USE.read().await;
+    let (engine, stem) = engine();
+    let request = |never: &[&str]| {
+        let mut r = chat(&stem, "Say exactly this sentence and nothing else: I like to eat ramen.");
+        r.max_tokens = 12;
+        r.sampling = Some(providers::Sampling::CONVERSATION);
+        r.never = never.iter().map(|w| (*w).to_owned()).collect();
+        r
+    };
+    let control = engine.complete(request(&[]), None).await.expect("completion");
+    assert!(control.text.contains(" like"), "the control does not say \" like\": the check below means nothing: {:?}", control.text);
+    let reply = engine.complete(request(&[" like"]), None).await.expect("completion");
+    assert!(!reply.text.contains(" like"), "{:?}", reply.text);
+}
+
 
 /// A call that needs a bigger context than the conversation's (a summary of
 /// the whole conversation) leaves the conversation's context warm: the
