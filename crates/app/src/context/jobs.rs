@@ -96,6 +96,21 @@ impl Context {
         self.in_background(request, |r| provider.prefill(r)).await
     }
 
+    /// Whether a reply waits in the queue. The send raises `reply_waiting`
+    /// after its reply is queued, and a worker woken by the queue may take
+    /// and start that reply first: the flag then stays up with no reply
+    /// waiting, and every background call (the next prompt's read-ahead,
+    /// the summary) gave way at once until the next reply, so the next
+    /// message found the conversation's context not read ahead. The queue
+    /// has the last word; the flag only spares asking it.
+    async fn reply_queued(&self) -> bool {
+        match self.ledger.queue_items(Some(ledger::QueueState::Pending)).await {
+            Ok(items) => items.iter().any(|i| i.kind == REPLY_KIND),
+            // Unreadable: give way, as before.
+            Err(_) => true,
+        }
+    }
+
     async fn in_background<'a, F, Fut>(&self, mut request: CompletionRequest, call: F) -> Result<providers::Completion, Failure>
     where
         F: FnOnce(CompletionRequest) -> Fut,
@@ -108,7 +123,7 @@ impl Context {
         }
         self.background.preempted.store(false, Ordering::SeqCst);
         self.background.running.store(true, Ordering::SeqCst);
-        if self.background.reply_waiting.load(Ordering::SeqCst) {
+        if self.background.reply_waiting.load(Ordering::SeqCst) && self.reply_queued().await {
             self.background.running.store(false, Ordering::SeqCst);
             if let Ok(mut c) = self.current_cancel.lock() {
                 *c = None;
@@ -138,7 +153,7 @@ mod tests {
 
     use providers::{CompletionRequest, ScriptedProvider};
 
-    use super::Failure;
+    use super::{Failure, PRIORITY_REPLY, REPLY_KIND};
     use crate::context::Context;
     use crate::models::registry::Providers;
     use crate::paths::DataDir;
@@ -156,13 +171,38 @@ mod tests {
         let ctx = Context::new(Arc::new(ledger), DataDir::new(dir.path()), Providers::only(provider.clone()));
         let request = || CompletionRequest::chat("fake", Vec::new());
 
-        ctx.preempt_background(); // a reply is queued; no model call runs now
+        // A reply is queued; no model call runs now.
+        ctx.ledger.enqueue(REPLY_KIND, PRIORITY_REPLY, None, &serde_json::json!({})).await.expect("enqueue");
+        ctx.preempt_background();
         let r = ctx.complete_in_background(provider.as_ref(), request()).await;
         assert!(matches!(r, Err(Failure::Preempted)), "the next background call gives way");
         assert_eq!(provider.calls(), 0, "the model was not called");
 
+        ctx.ledger.take_next(ctx.ledger.now()).await.expect("take").expect("the reply");
         ctx.reply_started();
         let r = ctx.complete_in_background(provider.as_ref(), request()).await;
         assert!(matches!(r, Ok(ref c) if c.text == "background answer"), "background work runs again after the reply started");
+    }
+
+    /// The worker, woken by the queue, took the reply and started it before
+    /// the send told background work a reply was coming: once that reply is
+    /// done, background work (the next prompt's read-ahead) must still run.
+    #[tokio::test]
+    async fn a_reply_started_before_its_send_flagged_it_does_not_hold_background_work_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let provider = Arc::new(ScriptedProvider::new("fake"));
+        provider.push_reply("read ahead");
+        let keys = Arc::new(ledger::MemoryKeyStore::default());
+        let ledger = ledger::Ledger::open(ledger::LedgerOptions::new(dir.path().join("ledger.db")), keys).await.expect("ledger");
+        let ctx = Context::new(Arc::new(ledger), DataDir::new(dir.path()), Providers::only(provider.clone()));
+
+        ctx.ledger.enqueue(REPLY_KIND, PRIORITY_REPLY, None, &serde_json::json!({})).await.expect("enqueue");
+        let reply = ctx.ledger.take_next(ctx.ledger.now()).await.expect("take").expect("the reply");
+        ctx.reply_started();
+        ctx.preempt_background(); // the send, a moment late
+        ctx.ledger.finish_item(&reply.id).await.expect("finish");
+
+        let r = ctx.complete_in_background(provider.as_ref(), CompletionRequest::chat("fake", Vec::new())).await;
+        assert!(matches!(r, Ok(ref c) if c.text == "read ahead"), "no reply waits: the background call runs");
     }
 }

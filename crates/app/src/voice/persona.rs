@@ -15,9 +15,15 @@ use crate::events::AppEvent;
 
 use super::drafts::Drafts;
 
-/// The longest a send waits for the draft read under way: the reply would
-/// wait for the model to finish its chunk anyway, and starts from it then.
-const DRAFT_SETTLE: Duration = Duration::from_millis(1_500);
+/// The longest a send waits for the draft read under way. Giving up on it
+/// frees nothing: the model finishes the chunk it is reading (a draft's
+/// new words are one chunk), and a reply that waits longer than the
+/// engine's grace for a cancelled call runs beside it with no warm
+/// context, reading the whole conversation again (45-60 s on one busy
+/// core, where the draft had seconds left). What the draft reads is the
+/// reply's own prompt but for the last words, so it is waited for; the
+/// bound only keeps a stuck read from holding the turn.
+const DRAFT_SETTLE: Duration = Duration::from_secs(20);
 
 pub struct PersonaResponder {
     conversation: Arc<Conversation>,
