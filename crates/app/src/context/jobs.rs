@@ -49,6 +49,8 @@ pub(crate) enum Failure {
 #[derive(Debug, Default)]
 pub struct Background {
     running: AtomicBool,
+    /// When the background call running now began.
+    since: std::sync::Mutex<Option<std::time::Instant>>,
     preempted: AtomicBool,
     /// A reply is queued and not started yet: background work must not start
     /// another model call (a job of several calls, like extraction, would
@@ -68,6 +70,18 @@ impl Context {
         if self.background.running.load(Ordering::SeqCst) {
             self.background.preempted.store(true, Ordering::SeqCst);
             self.abort_current();
+        }
+    }
+
+    /// When the background model call running now began (None: none runs).
+    /// A draft read that began after it waits behind it for the model.
+    pub(crate) fn background_since(&self) -> Option<std::time::Instant> {
+        self.background.since.lock().ok().and_then(|s| *s)
+    }
+
+    fn background_began(&self, running: bool) {
+        if let Ok(mut s) = self.background.since.lock() {
+            *s = running.then(std::time::Instant::now);
         }
     }
 
@@ -130,7 +144,9 @@ impl Context {
             }
             return Err(Failure::Preempted);
         }
+        self.background_began(true);
         let result = call(request).await;
+        self.background_began(false);
         self.background.running.store(false, Ordering::SeqCst);
         if let Ok(mut c) = self.current_cancel.lock() {
             *c = None;

@@ -22,7 +22,8 @@ use super::drafts::Drafts;
 /// context, reading the whole conversation again (45-60 s on one busy
 /// core, where the draft had seconds left). What the draft reads is the
 /// reply's own prompt but for the last words, so it is waited for; the
-/// bound only keeps a stuck read from holding the turn.
+/// bound only keeps a stuck read from holding the turn. A draft waiting
+/// behind background work is not waited for (see `settle`).
 const DRAFT_SETTLE: Duration = Duration::from_secs(20);
 
 pub struct PersonaResponder {
@@ -53,7 +54,10 @@ impl Responder for PersonaResponder {
         let heard = heard.to_owned();
         let drafts = self.drafts.clone();
         let (message_id, reply) = self.runtime.block_on(async move {
-            drafts.settle(DRAFT_SETTLE).await;
+            // A draft that waits behind background work (the summary) is
+            // not waited for: the send stops that work.
+            let ctx = conversation.ctx.clone();
+            drafts.settle(DRAFT_SETTLE, |began| ctx.background_since().is_some_and(|b| b <= began)).await;
             let mut rx = conversation.subscribe();
             let (sent, request) = conversation
                 .send_message(&persona, &heard)
