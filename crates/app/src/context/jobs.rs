@@ -176,15 +176,21 @@ mod tests {
 
     /// A reply queued while a background job sits between two model calls
     /// (extraction makes several) must not wait for the job's next call.
-    #[tokio::test]
-    async fn a_reply_queued_between_background_calls_stops_the_next_call() {
+    /// Only the context, on a scripted model that answers `reply` once: no
+    /// engine, no worker, no other capability.
+    async fn context_answering(reply: &str) -> (tempfile::TempDir, Arc<Context>, Arc<ScriptedProvider>) {
         let dir = tempfile::tempdir().expect("tempdir");
         let provider = Arc::new(ScriptedProvider::new("fake"));
-        provider.push_reply("background answer");
+        provider.push_reply(reply);
         let keys = Arc::new(ledger::MemoryKeyStore::default());
         let ledger = ledger::Ledger::open(ledger::LedgerOptions::new(dir.path().join("ledger.db")), keys).await.expect("ledger");
-        // Only the context: no engine, no worker, no other capability.
         let ctx = Context::new(Arc::new(ledger), DataDir::new(dir.path()), Providers::only(provider.clone()));
+        (dir, ctx, provider)
+    }
+
+    #[tokio::test]
+    async fn a_reply_queued_between_background_calls_stops_the_next_call() {
+        let (_dir, ctx, provider) = context_answering("background answer").await;
         let request = || CompletionRequest::chat("fake", Vec::new());
 
         // A reply is queued; no model call runs now.
@@ -205,12 +211,7 @@ mod tests {
     /// done, background work (the next prompt's read-ahead) must still run.
     #[tokio::test]
     async fn a_reply_started_before_its_send_flagged_it_does_not_hold_background_work_back() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let provider = Arc::new(ScriptedProvider::new("fake"));
-        provider.push_reply("read ahead");
-        let keys = Arc::new(ledger::MemoryKeyStore::default());
-        let ledger = ledger::Ledger::open(ledger::LedgerOptions::new(dir.path().join("ledger.db")), keys).await.expect("ledger");
-        let ctx = Context::new(Arc::new(ledger), DataDir::new(dir.path()), Providers::only(provider.clone()));
+        let (_dir, ctx, provider) = context_answering("read ahead").await;
 
         ctx.ledger.enqueue(REPLY_KIND, PRIORITY_REPLY, None, &serde_json::json!({})).await.expect("enqueue");
         let reply = ctx.ledger.take_next(ctx.ledger.now()).await.expect("take").expect("the reply");
