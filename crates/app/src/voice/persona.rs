@@ -54,8 +54,14 @@ impl Responder for PersonaResponder {
         let heard = heard.to_owned();
         let drafts = self.drafts.clone();
         let (message_id, reply) = self.runtime.block_on(async move {
-            // A draft that waits behind background work (the summary) is
-            // not waited for: the send stops that work.
+            // The next prompt read ahead after the last reply is this
+            // reply's own start: stopped by the send mid-chunk, it holds the
+            // model past the engine's grace and the reply reads the whole
+            // conversation again beside it (43 s on one busy core). A draft
+            // waiting behind it reads once it is done, and is waited for below.
+            let _ = tokio::time::timeout(DRAFT_SETTLE, conversation.until_read_ahead()).await;
+            // A draft that waits behind other background work (the summary)
+            // is not waited for: the send stops that work.
             let ctx = conversation.ctx.clone();
             drafts.settle(DRAFT_SETTLE, |began| ctx.background_since().is_some_and(|b| b <= began)).await;
             let mut rx = conversation.subscribe();
