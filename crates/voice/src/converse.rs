@@ -208,7 +208,7 @@ pub struct TurnTimings {
 
 /// The pieces to synthesise one by one: the sentences, with a long first
 /// sentence split at its first clause break (a comma, semicolon or colon
-/// after at least three words, with at least three after it), and the first
+/// after at least three words, as soon as a word follows it), and the first
 /// piece cut again before the first preposition or conjunction that has
 /// three to five words before it and at least two after, so the first
 /// piece is short and speech starts sooner (the listener waits for the
@@ -273,7 +273,12 @@ fn split_first_clause(parts: &mut Vec<String>) {
         let next = first[i + c.len_utf8()..].chars().next();
         if matches!(c, ',' | ';' | ':') && next.is_some_and(char::is_whitespace) && words >= 3 {
             let (head, tail) = first.split_at(i + c.len_utf8());
-            if tail.split_whitespace().count() >= 3 {
+            // One word after the break is enough to know it is one: a
+            // streaming reply is cut as soon as that word begins (waiting
+            // for three cost the first sound two more tokens, "There are
+            // seven continents: Africa, Asia,"), and the head, three words
+            // or more, plays while the rest is written.
+            if tail.split_whitespace().count() >= 1 {
                 parts.splice(0..1, [head.trim().to_owned(), tail.trim().to_owned()]);
             }
             break;
@@ -892,8 +897,8 @@ mod tests {
         // Fewer than three words before, fewer than two after, no phrase: whole.
         assert_eq!(speaking_pieces("It is in Paris."), vec!["It is in Paris."]);
         assert_eq!(speaking_pieces("The river is very long indeed."), vec!["The river is very long indeed."]);
-        // Never right after a clause break.
-        assert_eq!(speaking_pieces("Yes, it is, in town."), vec!["Yes, it is, in town."]);
+        // Never right after a clause break: that cut is the clause rule's.
+        assert_eq!(speaking_pieces("Yes, it is, in town."), vec!["Yes, it is,", "in town."]);
         // Only the first piece; Portuguese too.
         let pt = speaking_pieces("Sim. A capital do Brasil é Brasília.");
         assert_eq!(pt, vec!["Sim.", "A capital do Brasil é Brasília."]);
@@ -906,6 +911,20 @@ mod tests {
     }
 
     #[test]
+    fn the_first_piece_ends_at_a_clause_break_once_a_word_follows_it() {
+        assert_eq!(
+            speaking_pieces("There are seven continents: Africa, Asia and more."),
+            vec!["There are seven continents:", "Africa, Asia and more."]
+        );
+        assert_eq!(speaking_pieces("I think so, too."), vec!["I think so,", "too."]);
+        // Streaming: cut as the first word after the break begins.
+        assert_eq!(speaking_pieces("There are seven continents: Af"), vec!["There are seven continents:", "Af"]);
+        assert_eq!(speaking_pieces("There are seven continents:"), vec!["There are seven continents:"]);
+        // Fewer than three words before the break: not a clause of its own.
+        assert_eq!(speaking_pieces("Yes, Paris."), vec!["Yes, Paris."]);
+    }
+
+    #[test]
     fn a_streaming_reply_is_cut_where_the_whole_reply_is() {
         for reply in [
             "Paris is the capital of France, and it stands on the Seine. Yes.",
@@ -913,6 +932,8 @@ mod tests {
             "Well, Paris is the capital of France, truly. Yes.",
             "Yes it is, and in the north of town it rains.",
             "The capital of Italy is Rome.",
+            "There are seven continents: Africa, Asia, Europe and the rest.",
+            "I think so, too.",
         ] {
             let whole = speaking_pieces(reply);
             let mut streamed = String::new();

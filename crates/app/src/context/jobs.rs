@@ -49,6 +49,8 @@ pub(crate) enum Failure {
 #[derive(Debug, Default)]
 pub struct Background {
     running: AtomicBool,
+    /// When the background call running now began.
+    since: std::sync::Mutex<Option<std::time::Instant>>,
     preempted: AtomicBool,
     /// A reply is queued and not started yet: background work must not start
     /// another model call (a job of several calls, like extraction, would
@@ -68,6 +70,18 @@ impl Context {
         if self.background.running.load(Ordering::SeqCst) {
             self.background.preempted.store(true, Ordering::SeqCst);
             self.abort_current();
+        }
+    }
+
+    /// When the background model call running now began (None: none runs).
+    /// A draft read that began after it waits behind it for the model.
+    pub(crate) fn background_since(&self) -> Option<std::time::Instant> {
+        self.background.since.lock().ok().and_then(|s| *s)
+    }
+
+    fn background_began(&self, running: bool) {
+        if let Ok(mut s) = self.background.since.lock() {
+            *s = running.then(std::time::Instant::now);
         }
     }
 
@@ -96,6 +110,21 @@ impl Context {
         self.in_background(request, |r| provider.prefill(r)).await
     }
 
+    /// Whether a reply waits in the queue. The send raises `reply_waiting`
+    /// after its reply is queued, and a worker woken by the queue may take
+    /// and start that reply first: the flag then stays up with no reply
+    /// waiting, and every background call (the next prompt's read-ahead,
+    /// the summary) gave way at once until the next reply, so the next
+    /// message found the conversation's context not read ahead. The queue
+    /// has the last word; the flag only spares asking it.
+    async fn reply_queued(&self) -> bool {
+        match self.ledger.queue_items(Some(ledger::QueueState::Pending)).await {
+            Ok(items) => items.iter().any(|i| i.kind == REPLY_KIND),
+            // Unreadable: give way, as before.
+            Err(_) => true,
+        }
+    }
+
     async fn in_background<'a, F, Fut>(&self, mut request: CompletionRequest, call: F) -> Result<providers::Completion, Failure>
     where
         F: FnOnce(CompletionRequest) -> Fut,
@@ -108,14 +137,16 @@ impl Context {
         }
         self.background.preempted.store(false, Ordering::SeqCst);
         self.background.running.store(true, Ordering::SeqCst);
-        if self.background.reply_waiting.load(Ordering::SeqCst) {
+        if self.background.reply_waiting.load(Ordering::SeqCst) && self.reply_queued().await {
             self.background.running.store(false, Ordering::SeqCst);
             if let Ok(mut c) = self.current_cancel.lock() {
                 *c = None;
             }
             return Err(Failure::Preempted);
         }
+        self.background_began(true);
         let result = call(request).await;
+        self.background_began(false);
         self.background.running.store(false, Ordering::SeqCst);
         if let Ok(mut c) = self.current_cancel.lock() {
             *c = None;
@@ -138,31 +169,57 @@ mod tests {
 
     use providers::{CompletionRequest, ScriptedProvider};
 
-    use super::Failure;
+    use super::{Failure, PRIORITY_REPLY, REPLY_KIND};
     use crate::context::Context;
     use crate::models::registry::Providers;
     use crate::paths::DataDir;
 
     /// A reply queued while a background job sits between two model calls
     /// (extraction makes several) must not wait for the job's next call.
-    #[tokio::test]
-    async fn a_reply_queued_between_background_calls_stops_the_next_call() {
+    /// Only the context, on a scripted model that answers `reply` once: no
+    /// engine, no worker, no other capability.
+    async fn context_answering(reply: &str) -> (tempfile::TempDir, Arc<Context>, Arc<ScriptedProvider>) {
         let dir = tempfile::tempdir().expect("tempdir");
         let provider = Arc::new(ScriptedProvider::new("fake"));
-        provider.push_reply("background answer");
+        provider.push_reply(reply);
         let keys = Arc::new(ledger::MemoryKeyStore::default());
         let ledger = ledger::Ledger::open(ledger::LedgerOptions::new(dir.path().join("ledger.db")), keys).await.expect("ledger");
-        // Only the context: no engine, no worker, no other capability.
         let ctx = Context::new(Arc::new(ledger), DataDir::new(dir.path()), Providers::only(provider.clone()));
+        (dir, ctx, provider)
+    }
+
+    #[tokio::test]
+    async fn a_reply_queued_between_background_calls_stops_the_next_call() {
+        let (_dir, ctx, provider) = context_answering("background answer").await;
         let request = || CompletionRequest::chat("fake", Vec::new());
 
-        ctx.preempt_background(); // a reply is queued; no model call runs now
+        // A reply is queued; no model call runs now.
+        ctx.ledger.enqueue(REPLY_KIND, PRIORITY_REPLY, None, &serde_json::json!({})).await.expect("enqueue");
+        ctx.preempt_background();
         let r = ctx.complete_in_background(provider.as_ref(), request()).await;
         assert!(matches!(r, Err(Failure::Preempted)), "the next background call gives way");
         assert_eq!(provider.calls(), 0, "the model was not called");
 
+        ctx.ledger.take_next(ctx.ledger.now()).await.expect("take").expect("the reply");
         ctx.reply_started();
         let r = ctx.complete_in_background(provider.as_ref(), request()).await;
         assert!(matches!(r, Ok(ref c) if c.text == "background answer"), "background work runs again after the reply started");
+    }
+
+    /// The worker, woken by the queue, took the reply and started it before
+    /// the send told background work a reply was coming: once that reply is
+    /// done, background work (the next prompt's read-ahead) must still run.
+    #[tokio::test]
+    async fn a_reply_started_before_its_send_flagged_it_does_not_hold_background_work_back() {
+        let (_dir, ctx, provider) = context_answering("read ahead").await;
+
+        ctx.ledger.enqueue(REPLY_KIND, PRIORITY_REPLY, None, &serde_json::json!({})).await.expect("enqueue");
+        let reply = ctx.ledger.take_next(ctx.ledger.now()).await.expect("take").expect("the reply");
+        ctx.reply_started();
+        ctx.preempt_background(); // the send, a moment late
+        ctx.ledger.finish_item(&reply.id).await.expect("finish");
+
+        let r = ctx.complete_in_background(provider.as_ref(), CompletionRequest::chat("fake", Vec::new())).await;
+        assert!(matches!(r, Ok(ref c) if c.text == "read ahead"), "no reply waits: the background call runs");
     }
 }

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 struct State {
     /// A reading is under way.
     running: bool,
+    /// When the reading under way began.
+    began: Option<Instant>,
     /// The latest reading offered while another was read.
     next: Option<String>,
 }
@@ -42,6 +44,7 @@ impl Drafts {
                 return;
             }
             s.running = true;
+            s.began = Some(Instant::now());
         }
         let drafts = self.clone();
         runtime.spawn(async move {
@@ -50,9 +53,13 @@ impl Drafts {
                 let next = {
                     let mut s = drafts.state();
                     match s.next.take() {
-                        Some(t) => t,
+                        Some(t) => {
+                            s.began = Some(Instant::now());
+                            t
+                        }
                         None => {
                             s.running = false;
+                            s.began = None;
                             break;
                         }
                     }
@@ -63,14 +70,17 @@ impl Drafts {
     }
 
     /// The message is about to be sent: a reading not yet started is
-    /// dropped, and the one under way is waited for, at most `longest`.
-    pub(crate) async fn settle(&self, longest: Duration) {
+    /// dropped, and the one under way is waited for, at most `longest`,
+    /// unless `held_up(began)` says other work that began before it holds
+    /// the model: the reading then only waits its turn, and the send (which
+    /// stops that work) is better off going now.
+    pub(crate) async fn settle(&self, longest: Duration, held_up: impl Fn(Instant) -> bool) {
         let deadline = Instant::now() + longest;
         loop {
             {
                 let mut s = self.state();
                 s.next = None;
-                if !s.running {
+                if !s.running || s.began.is_some_and(&held_up) {
                     return;
                 }
             }
@@ -130,14 +140,32 @@ mod tests {
         let (drafts, reader) = (Drafts::default(), Reader::default());
         reader.offer(&drafts, "what is");
         reader.offer(&drafts, "what is the capital");
-        drafts.settle(Duration::from_secs(5)).await;
+        drafts.settle(Duration::from_secs(5), |_| false).await;
         assert_eq!(reader.read(), ["what is"], "the reading under way ended before the send");
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(reader.read(), ["what is"], "the waiting reading was dropped");
         // A later draft is read again.
         reader.offer(&drafts, "and Spain");
-        drafts.settle(Duration::from_secs(5)).await;
+        drafts.settle(Duration::from_secs(5), |_| false).await;
         assert_eq!(reader.read(), ["what is", "and Spain"]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_send_does_not_wait_for_a_reading_held_up_behind_earlier_work() {
+        let (drafts, reader) = (Drafts::default(), Reader::default());
+        let earlier_work = Instant::now();
+        // A reading that would take 3 s.
+        drafts.offer("what".to_owned(), &tokio::runtime::Handle::current(), |_| tokio::time::sleep(Duration::from_secs(3)));
+        // Work that began before the reading holds the model: go now.
+        let started = Instant::now();
+        drafts.settle(Duration::from_secs(5), |began| earlier_work <= began).await;
+        assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
+        drafts.settle(Duration::from_secs(5), |_| false).await;
+        // Work that began after it waits behind the reading: it is waited for.
+        reader.offer(&drafts, "what is the");
+        let later_work = Instant::now() + Duration::from_secs(1);
+        drafts.settle(Duration::from_secs(5), |began| later_work <= began).await;
+        assert!(reader.read().contains(&"what is the".to_owned()), "{:?}", reader.read());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -145,7 +173,7 @@ mod tests {
         let (drafts, reader) = (Drafts::default(), Reader::default());
         reader.offer(&drafts, "what is");
         let started = Instant::now();
-        drafts.settle(Duration::from_millis(10)).await;
+        drafts.settle(Duration::from_millis(10), |_| false).await;
         assert!(started.elapsed() < Duration::from_millis(50));
         assert!(reader.read().is_empty());
     }

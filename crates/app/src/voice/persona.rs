@@ -15,9 +15,16 @@ use crate::events::AppEvent;
 
 use super::drafts::Drafts;
 
-/// The longest a send waits for the draft read under way: the reply would
-/// wait for the model to finish its chunk anyway, and starts from it then.
-const DRAFT_SETTLE: Duration = Duration::from_millis(1_500);
+/// The longest a send waits for the draft read under way. Giving up on it
+/// frees nothing: the model finishes the chunk it is reading (a draft's
+/// new words are one chunk), and a reply that waits longer than the
+/// engine's grace for a cancelled call runs beside it with no warm
+/// context, reading the whole conversation again (45-60 s on one busy
+/// core, where the draft had seconds left). What the draft reads is the
+/// reply's own prompt but for the last words, so it is waited for; the
+/// bound only keeps a stuck read from holding the turn. A draft waiting
+/// behind background work is not waited for (see `settle`).
+const DRAFT_SETTLE: Duration = Duration::from_secs(20);
 
 pub struct PersonaResponder {
     conversation: Arc<Conversation>,
@@ -47,7 +54,16 @@ impl Responder for PersonaResponder {
         let heard = heard.to_owned();
         let drafts = self.drafts.clone();
         let (message_id, reply) = self.runtime.block_on(async move {
-            drafts.settle(DRAFT_SETTLE).await;
+            // The next prompt read ahead after the last reply is this
+            // reply's own start: stopped by the send mid-chunk, it holds the
+            // model past the engine's grace and the reply reads the whole
+            // conversation again beside it (43 s on one busy core). A draft
+            // waiting behind it reads once it is done, and is waited for below.
+            let _ = tokio::time::timeout(DRAFT_SETTLE, conversation.until_read_ahead()).await;
+            // A draft that waits behind other background work (the summary)
+            // is not waited for: the send stops that work.
+            let ctx = conversation.ctx.clone();
+            drafts.settle(DRAFT_SETTLE, |began| ctx.background_since().is_some_and(|b| b <= began)).await;
             let mut rx = conversation.subscribe();
             let (sent, request) = conversation
                 .send_message(&persona, &heard)

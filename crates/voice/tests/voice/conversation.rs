@@ -566,9 +566,9 @@ fn a_long_first_sentence_is_spoken_from_its_first_clause() {
         voice::converse::speaking_pieces("Well, Paris is the capital of France, and it stands on the Seine. Yes."),
         vec!["Well, Paris is the capital", "of France,", "and it stands on the Seine.", "Yes."]
     );
-    // Too short on either side: whole.
+    // Too short before the break: whole. A word after it is enough.
     assert_eq!(voice::converse::speaking_pieces("Yes, it is. Fine."), vec!["Yes, it is.", "Fine."]);
-    assert_eq!(voice::converse::speaking_pieces("Paris is lovely, truly."), vec!["Paris is lovely, truly."]);
+    assert_eq!(voice::converse::speaking_pieces("Paris is lovely, truly."), vec!["Paris is lovely,", "truly."]);
     // Only the first sentence is split; "3,000" is not a clause break.
     assert_eq!(
         voice::converse::speaking_pieces("It is 3,000 metres high. Later, we can talk about the other one."),
