@@ -465,20 +465,24 @@ async fn a_reply_does_not_say_the_last_replies_again() {
 }
 
 
+/// A sentence to say back, greedily, with the words the reply may not begin
+/// with and those it may never say.
+fn said_back(stem: &str, not_first: &[&str], never: &[&str]) -> CompletionRequest {
+    let mut r = chat(stem, "Say exactly this sentence and nothing else: I like to eat ramen.");
+    r.max_tokens = 12;
+    r.sampling = Some(providers::Sampling::CONVERSATION);
+    r.not_first = not_first.iter().map(|w| (*w).to_owned()).collect();
+    r.never = never.iter().map(|w| (*w).to_owned()).collect();
+    r
+}
+
 #[tokio::test]
 async fn a_reply_does_not_begin_with_the_words_it_may_not_begin_with() {
     let _side_by_side = MODEL_USE.read().await;
     let (engine, stem) = engine();
-    let request = |not_first: &[&str]| {
-        let mut r = chat(&stem, "Say exactly this sentence and nothing else: I like to eat ramen.");
-        r.max_tokens = 12;
-        r.sampling = Some(providers::Sampling::CONVERSATION);
-        r.not_first = not_first.iter().map(|w| (*w).to_owned()).collect();
-        r
-    };
-    let control = engine.complete(request(&[]), None).await.expect("completion");
+    let control = engine.complete(said_back(&stem, &[], &[]), None).await.expect("completion");
     assert!(control.text.trim_start().starts_with("I "), "the control does not begin with \"I\": the check below means nothing: {:?}", control.text);
-    let reply = engine.complete(request(&["I", "My"]), None).await.expect("completion");
+    let reply = engine.complete(said_back(&stem, &["I", "My"], &[]), None).await.expect("completion");
     let first = reply.text.split_whitespace().next().unwrap_or("");
     assert!(!["I", "My"].contains(&first), "{:?}", reply.text);
     assert!(!reply.text.trim().is_empty(), "the reply still says something");
@@ -488,16 +492,9 @@ async fn a_reply_does_not_begin_with_the_words_it_may_not_begin_with() {
 async fn a_reply_never_says_the_words_it_may_never_say() {
     let _side_by_side = MODEL_USE.read().await;
     let (engine, stem) = engine();
-    let request = |never: &[&str]| {
-        let mut r = chat(&stem, "Say exactly this sentence and nothing else: I like to eat ramen.");
-        r.max_tokens = 12;
-        r.sampling = Some(providers::Sampling::CONVERSATION);
-        r.never = never.iter().map(|w| (*w).to_owned()).collect();
-        r
-    };
-    let control = engine.complete(request(&[]), None).await.expect("completion");
+    let control = engine.complete(said_back(&stem, &[], &[]), None).await.expect("completion");
     assert!(control.text.contains(" like"), "the control does not say \" like\": the check below means nothing: {:?}", control.text);
-    let reply = engine.complete(request(&[" like"]), None).await.expect("completion");
+    let reply = engine.complete(said_back(&stem, &[], &[" like"]), None).await.expect("completion");
     assert!(!reply.text.contains(" like"), "{:?}", reply.text);
 }
 
