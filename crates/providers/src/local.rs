@@ -455,12 +455,7 @@ impl LocalEngine {
         // The first token of each word the reply may not begin with, as the
         // reply's first token would spell it (with or without a space).
         let avoided: Vec<LlamaToken> = if request.json_schema.is_none() {
-            request
-                .not_first
-                .iter()
-                .flat_map(|w| [w.clone(), format!(" {w}")])
-                .filter_map(|w| vocab.tokenize(w.as_bytes(), false, false).first().copied())
-                .collect()
+            spellings(&model, &request.not_first).filter_map(|t| t.first().copied()).collect()
         } else {
             Vec::new()
         };
@@ -1163,6 +1158,13 @@ fn recent_replies(request: &CompletionRequest) -> impl Iterator<Item = &str> {
     replies.into_iter().skip(from)
 }
 
+/// How the model writes each of `words`, at a sentence's start and after
+/// a space, as tokens.
+fn spellings<'a>(model: &'a LlamaModel, words: &'a [String]) -> impl Iterator<Item = Vec<LlamaToken>> + 'a {
+    let vocab = model.vocab();
+    words.iter().flat_map(|w| [w.clone(), format!(" {w}")]).map(move |w| vocab.tokenize(w.as_bytes(), false, false))
+}
+
 /// Samples (and accepts) a token as `sampler.sample` does, with the
 /// `avoided` tokens out of the running.
 fn sample_avoiding(sampler: &mut LlamaSampler, ctx: &LlamaContext<'_>, idx: i32, avoided: &[LlamaToken]) -> LlamaToken {
@@ -1186,11 +1188,8 @@ fn build_sampler(
 ) -> Result<LlamaSampler, ProviderError> {
     let mut chain = Vec::new();
     if request.json_schema.is_none() && !request.never.is_empty() {
-        let vocab = model.vocab();
-        let never: Vec<LlamaLogitBias> = request
-            .never
-            .iter()
-            .map(|w| vocab.tokenize(w.as_bytes(), false, false))
+        // Only a word the model writes as one token can be kept out whole.
+        let never: Vec<LlamaLogitBias> = spellings(model, &request.never)
             .filter(|t| t.len() == 1)
             .map(|t| LlamaLogitBias::new(t[0], f32::NEG_INFINITY))
             .collect();

@@ -159,8 +159,9 @@ async fn generate(conv: &Arc<Conversation>, item: &QueueItem, job: &ReplyJob) ->
     if request.json_schema.is_none() {
         request.temperature = chosen.profile.temperature();
         request.sampling = Some(chosen.profile.sampling());
-        request.not_first = crate::prompt::voice::not_first_words(asked);
-        request.never = crate::prompt::voice::never_words(asked);
+        let steer = crate::prompt::perspective::steer(asked);
+        request.not_first = steer.not_first;
+        request.never = steer.never;
     }
     // The ledger keeps which passages were quoted, never their text: a
     // removed document must leave nothing behind.

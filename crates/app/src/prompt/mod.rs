@@ -9,7 +9,7 @@
 
 pub(crate) mod compact;
 pub(crate) mod profile;
-pub(crate) mod voice;
+pub(crate) mod perspective;
 
 pub(crate) use profile::{ChosenProfile, PromptProfile};
 

@@ -17,9 +17,7 @@ const ABOUT_ME: [&str; 15] = [
 /// The person's own possessives, which an answer about them does not say
 /// anywhere: kept from beginning with "Minha", the model answered "Qual é a
 /// minha comida preferida?" with "A minha comida preferida é feijoada."
-/// Each as the model spells it inside and at the start of a sentence.
-const THEIR_POSSESSIVES: [&str; 12] =
-    [" my", "my", "My", " My", " minha", " meu", " minhas", " meus", "Minha", "Meu", " Minha", " Meu"];
+const THEIR_POSSESSIVES: [&str; 8] = ["my", "My", "minha", "Minha", "meu", "Meu", "minhas", "meus"];
 
 /// Words a question to the persona about itself uses, lower case.
 const ABOUT_YOU: [&str; 6] = ["you", "your", "yours", "yourself", "you're", "you've"];
@@ -29,87 +27,84 @@ const ABOUT_YOU: [&str; 6] = ["you", "your", "yours", "yourself", "you're", "you
 /// most?" with "As Daniel, I enjoy ramen as my favorite food.").
 const THEIR_VOICE: [&str; 8] = ["I", "My", "As", "Eu", "Meu", "Minha", "Meus", "Minhas"];
 
-/// The words the reply to `asked` may not say at all: the person's own
-/// possessives, when `asked` is a question about them.
-pub(crate) fn never_words(asked: &str) -> Vec<String> {
-    if asked.contains('?') && words(asked).iter().any(|w| ABOUT_ME.contains(&w.as_str())) {
-        THEIR_POSSESSIVES.iter().map(|w| (*w).to_owned()).collect()
-    } else {
-        Vec::new()
-    }
+/// What a reply to a message may not say: the words it may not begin with,
+/// and those it may never say (the local engine spells each with and
+/// without a leading space).
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct Steer {
+    pub not_first: Vec<String>,
+    pub never: Vec<String>,
 }
 
-fn words(asked: &str) -> Vec<String> {
-    asked
+/// What the reply to `asked` may not say. A question about the person may
+/// not begin with their own first words nor its own first word, and never
+/// says their possessives; a question about the persona may not begin with
+/// "As". Anything else leaves the reply free.
+pub(crate) fn steer(asked: &str) -> Steer {
+    if !asked.contains('?') {
+        return Steer::default();
+    }
+    let words: Vec<String> = asked
         .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
         .map(|w| w.replace('’', "'").to_lowercase())
-        .collect()
-}
-
-/// The words the reply to `asked` may not begin with: the person's own,
-/// when `asked` is a question about them, and "As" when it asks about the
-/// persona; none otherwise.
-pub(crate) fn not_first_words(asked: &str) -> Vec<String> {
-    if !asked.contains('?') {
-        return Vec::new();
-    }
-    let words = words(asked);
-    let mut avoided = Vec::new();
+        .collect();
+    let owned = |list: &[&str]| list.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
     if words.iter().any(|w| ABOUT_ME.contains(&w.as_str())) {
-        avoided.extend(THEIR_VOICE.iter().map(|w| (*w).to_owned()));
+        let mut not_first = owned(&THEIR_VOICE);
         // Kept from "Eu", the model said the question back ("Em que dia
         // eu jogo futebol?" → "Em que dia você jogo futebol?").
-        if let Some(first) = asked.split_whitespace().next() {
-            let first = first.trim_matches(|c: char| !c.is_alphanumeric());
-            if !first.is_empty() && !avoided.iter().any(|w| w == first) {
-                avoided.push(first.to_owned());
-            }
+        let first = asked.split_whitespace().next().unwrap_or("").trim_matches(|c: char| !c.is_alphanumeric());
+        if !first.is_empty() && !not_first.iter().any(|w| w == first) {
+            not_first.push(first.to_owned());
         }
+        Steer { not_first, never: owned(&THEIR_POSSESSIVES) }
+    } else if words.iter().any(|w| ABOUT_YOU.contains(&w.as_str())) {
+        Steer { not_first: owned(&["As"]), never: Vec::new() }
+    } else {
+        Steer::default()
     }
-    if avoided.is_empty() && words.iter().any(|w| ABOUT_YOU.contains(&w.as_str())) {
-        avoided.push("As".to_owned());
-    }
-    avoided
 }
 
 #[cfg(test)]
 mod tests {
-    use super::not_first_words;
+    use super::steer;
+
+    fn not_first(asked: &str) -> Vec<String> {
+        steer(asked).not_first
+    }
 
     #[test]
     fn a_question_about_the_person_is_not_answered_in_their_voice() {
         for asked in ["What do I like to eat most?", "Em que dia eu jogo futebol?", "Qual é a minha comida preferida?", "what's my name?", "Você lembra de mim?", "Where did I’m… go? I’m lost?"] {
-            assert!(not_first_words(asked).contains(&"I".to_owned()), "{asked}");
-            assert!(not_first_words(asked).contains(&"Eu".to_owned()), "{asked}");
+            assert!(not_first(asked).contains(&"I".to_owned()), "{asked}");
+            assert!(not_first(asked).contains(&"Eu".to_owned()), "{asked}");
         }
     }
 
     #[test]
     fn statements_and_questions_about_others_leave_the_reply_free() {
         for asked in ["I like to eat ramen.", "Eu jogo futebol às quartas.", "What is the capital of Italy?", "Iceland or Ireland?", "Qual é a capital da Itália?", "You know, I love jazz."] {
-            assert!(not_first_words(asked).is_empty(), "{asked}");
+            assert_eq!(steer(asked), super::Steer::default(), "{asked}");
         }
     }
 
     #[test]
     fn an_answer_about_the_person_says_your_not_my() {
-        assert!(super::never_words("Qual é a minha comida preferida?").contains(&" minha".to_owned()));
-        assert!(super::never_words("What is my job?").contains(&" my".to_owned()));
-        assert!(super::never_words("Do you like music?").is_empty());
-        assert!(super::never_words("My cat is called Pimenta.").is_empty());
+        assert!(steer("Qual é a minha comida preferida?").never.contains(&"minha".to_owned()));
+        assert!(steer("What is my job?").never.contains(&"my".to_owned()));
+        assert!(steer("Do you like music?").never.is_empty());
     }
 
     #[test]
     fn a_question_about_the_person_is_not_said_back() {
-        assert!(not_first_words("Em que dia eu jogo futebol?").contains(&"Em".to_owned()));
-        assert!(not_first_words("¿Where do I live?").contains(&"Where".to_owned()));
-        assert_eq!(not_first_words("I? Really?").iter().filter(|w| *w == "I").count(), 1);
+        assert!(not_first("Em que dia eu jogo futebol?").contains(&"Em".to_owned()));
+        assert!(not_first("¿Where do I live?").contains(&"Where".to_owned()));
+        assert_eq!(not_first("I? Really?").iter().filter(|w| *w == "I").count(), 1);
     }
 
     #[test]
     fn a_question_about_the_persona_does_not_open_as_a_language_model() {
-        assert_eq!(not_first_words("Do you like music?"), vec!["As".to_owned()]);
-        assert!(not_first_words("What do you think I should cook?").contains(&"As".to_owned()));
-        assert!(not_first_words("What do you think I should cook?").contains(&"I".to_owned()));
+        assert_eq!(not_first("Do you like music?"), vec!["As".to_owned()]);
+        assert!(not_first("What do you think I should cook?").contains(&"I".to_owned()));
     }
 }
