@@ -25,6 +25,16 @@ fi
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
   exec scripts/with-keychain.sh "$BIN"
 fi
-echo "No display found: running in a virtual X display (Xvfb). Screenshots: scripts/screenshot.sh"
-export WEBKIT_DISABLE_COMPOSITING_MODE=1
-exec scripts/with-keychain.sh xvfb-run -a -s "-screen 0 1280x800x24" "$BIN"
+# A virtual display of its own, named in a file so scripts/screenshot.sh
+# (and xdotool) can reach the window.
+n=99
+while [ -e "/tmp/.X$n-lock" ] && [ "$n" -gt 10 ]; do n=$((n - 1)); done
+Xvfb ":$n" -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 &
+xvfb=$!
+DISPLAY_FILE="${TMPDIR:-/tmp}/ledgermind-display-$(id -u)"
+trap 'kill "$xvfb" 2>/dev/null; rm -f "$DISPLAY_FILE"' EXIT
+echo ":$n" > "$DISPLAY_FILE"
+export DISPLAY=":$n" WEBKIT_DISABLE_COMPOSITING_MODE=1
+for _ in $(seq 50); do [ -e "/tmp/.X11-unix/X$n" ] && break; sleep 0.1; done
+echo "No display found: running in a virtual X display ($DISPLAY). Screenshot: scripts/screenshot.sh [FILE.png]"
+scripts/with-keychain.sh "$BIN"

@@ -55,7 +55,8 @@ const PREFILL_CHUNK: usize = 32;
 const RECENT_REPLIES_AVOIDED: usize = 3;
 /// How long a generation waits for one whose caller has gone to reach its
 /// next boundary before running beside it: waiting keeps the abandoned
-/// call's evaluated prompt usable, running beside it starts from nothing.
+/// call's evaluated prompt usable and the cores to itself; beside it, only
+/// the contexts left in the pool can be continued.
 const OVERLAP_GRACE: Duration = Duration::from_millis(1500);
 /// Context size used when a model does not state its training context.
 const FALLBACK_CTX: usize = 4096;
@@ -133,6 +134,8 @@ pub struct LocalEngine {
     /// Whether each generation uses only the cores other programs leave
     /// free (see [`threads_free_now`]) rather than always `threads`.
     auto: bool,
+    /// How long a call waits for an abandoned one (see [`OVERLAP_GRACE`]).
+    overlap_grace: Duration,
 }
 
 impl std::fmt::Debug for LocalEngine {
@@ -165,6 +168,7 @@ impl LocalEngine {
             }),
             threads,
             auto,
+            overlap_grace: OVERLAP_GRACE,
         }
     }
 
@@ -178,7 +182,14 @@ impl LocalEngine {
                 threads
             },
             auto: threads == 0,
+            overlap_grace: self.overlap_grace,
         }
+    }
+
+    /// The same engine with another wait before a call runs beside one
+    /// whose caller has gone (1.5 s by default).
+    pub fn with_overlap_grace(&self, grace: Duration) -> Self {
+        Self { overlap_grace: grace, ..self.clone() }
     }
 
     pub fn models_dir(&self) -> &Path {
@@ -374,7 +385,7 @@ impl LocalEngine {
                     Err(std::sync::TryLockError::WouldBlock) => {
                         let holder_gone = holder.as_ref().is_some_and(|h| h.load(Ordering::SeqCst));
                         let since = holder_gone.then(|| *holder_gone_since.get_or_insert_with(Instant::now));
-                        if since.is_some_and(|t| t.elapsed() >= OVERLAP_GRACE) {
+                        if since.is_some_and(|t| t.elapsed() >= self.overlap_grace) {
                             if let Ok(guard) = self.shared.overlap.try_lock() {
                                 break Turn::Overlap { _guard: guard };
                             }
@@ -419,13 +430,11 @@ impl LocalEngine {
         let max_new = if evaluate_only { 0 } else { room };
         let needed = n_prompt + room + 1;
         // A warm context of this model whose evaluated tokens share the
-        // longest prefix with this prompt: only the rest is evaluated. An
-        // overlapping generation (beside an abandoned one) never takes one.
-        let warm = if own_turn {
-            self.take_warm(path, &tokens, needed, threads)
-        } else {
-            None
-        };
+        // longest prefix with this prompt: only the rest is evaluated. Also
+        // beside an abandoned call: that one holds only its own context (a
+        // summary's, most often), and the conversation's waits in the pool;
+        // without it a reply sent during a summary read its whole prompt again.
+        let warm = self.take_warm(path, &tokens, needed, threads);
         let mut slot = match warm {
             Some(w) => w,
             None => {
@@ -479,9 +488,7 @@ impl LocalEngine {
             if cancelled() {
                 // What was read so far stays usable: the call that
                 // cancelled this one most often shares its start.
-                if own_turn {
-                    self.put_warm(slot);
-                }
+                self.put_warm(slot);
                 return Ok(cancelled_empty_with(n_prompt));
             }
             batch.clear();
@@ -574,16 +581,16 @@ impl LocalEngine {
             Some(_) => {}
             None => emit(rest, &mut text),
         }
-        if own_turn {
-            if finish != FinishReason::Cancelled {
-                self.save_kept_prompt(&slot);
-            }
-            // A cancelled call keeps what it read: the call that cancelled
-            // it most often shares its start (a draft read stopped by the
-            // send of the same words, a reply cut off by the next message),
-            // and dropping it made that call read the whole prompt again.
-            self.put_warm(slot);
+        if own_turn && finish != FinishReason::Cancelled {
+            self.save_kept_prompt(&slot);
         }
+        // A cancelled call keeps what it read: the call that cancelled it
+        // most often shares its start (a draft read stopped by the send of
+        // the same words, a reply cut off by the next message), and
+        // dropping it made that call read the whole prompt again. A call
+        // that ran beside an abandoned one keeps its context too: the
+        // conversation's next turn continues from it.
+        self.put_warm(slot);
         if let Some(now) = cpu_times() {
             lock(&self.shared.cpu_seen).record(Instant::now(), now);
         }
@@ -657,7 +664,7 @@ impl LocalEngine {
 
     /// Whether no generation holds the model: a call abandoned by its
     /// caller may still be finishing, and the next call then runs beside it
-    /// without a warm context.
+    /// without the context that call holds.
     pub fn is_idle(&self) -> bool {
         !matches!(self.shared.busy.try_lock(), Err(std::sync::TryLockError::WouldBlock))
     }

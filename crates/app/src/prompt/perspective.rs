@@ -24,8 +24,11 @@ const ABOUT_YOU: [&str; 6] = ["you", "your", "yours", "yourself", "you're", "you
 
 /// The person's own first words, which the answer may not begin with
 /// ("As" too: kept from "I", the model answered "What do I like to eat
-/// most?" with "As Daniel, I enjoy ramen as my favorite food.").
-const THEIR_VOICE: [&str; 8] = ["I", "My", "As", "Eu", "Meu", "Minha", "Meus", "Minhas"];
+/// most?" with "As Daniel, I enjoy ramen as my favorite food."). Portuguese
+/// marks the speaker in the verb, so an answer may begin in the person's
+/// voice without a pronoun: "Qual é a minha profissão?" → "Sou
+/// veterinária."; the commonest such openings are barred too.
+const THEIR_VOICE: [&str; 11] = ["I", "My", "As", "Eu", "Meu", "Minha", "Meus", "Minhas", "Sou", "Estou", "Tenho"];
 
 /// What a reply to a message may not say: the words it may not begin with,
 /// and those it may never say (the local engine spells each with and
@@ -54,8 +57,13 @@ pub(crate) fn steer(asked: &str) -> Steer {
         // Kept from "Eu", the model said the question back ("Em que dia
         // eu jogo futebol?" → "Em que dia você jogo futebol?").
         let first = asked.split_whitespace().next().unwrap_or("").trim_matches(|c: char| !c.is_alphanumeric());
-        if !first.is_empty() && !not_first.iter().any(|w| w == first) {
-            not_first.push(first.to_owned());
+        // The verb the person put after "eu" is theirs ("Que instrumento eu
+        // toco?" → "Toco violão."); the answer's is "você toca".
+        let their_verb = words.windows(2).find(|w| w[0] == "eu").map(|w| capitalised(&w[1]));
+        for word in [Some(first.to_owned()), their_verb].into_iter().flatten() {
+            if !word.is_empty() && !not_first.contains(&word) {
+                not_first.push(word);
+            }
         }
         Steer { not_first, never: owned(&THEIR_POSSESSIVES) }
     } else if words.iter().any(|w| ABOUT_YOU.contains(&w.as_str())) {
@@ -63,6 +71,11 @@ pub(crate) fn steer(asked: &str) -> Steer {
     } else {
         Steer::default()
     }
+}
+
+fn capitalised(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -93,6 +106,14 @@ mod tests {
         assert!(steer("Qual é a minha comida preferida?").never.contains(&"minha".to_owned()));
         assert!(steer("What is my job?").never.contains(&"my".to_owned()));
         assert!(steer("Do you like music?").never.is_empty());
+    }
+
+    #[test]
+    fn a_portuguese_answer_about_the_person_does_not_open_with_their_verb() {
+        assert!(not_first("Que instrumento eu toco?").contains(&"Toco".to_owned()));
+        assert!(not_first("O que eu ensino às terças?").contains(&"Ensino".to_owned()));
+        assert!(not_first("Qual é a minha profissão?").contains(&"Sou".to_owned()));
+        assert!(!not_first("Do you like music?").contains(&"Sou".to_owned()));
     }
 
     #[test]

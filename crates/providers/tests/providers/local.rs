@@ -502,6 +502,60 @@ async fn a_reply_never_says_the_words_it_may_never_say() {
 /// A call that needs a bigger context than the conversation's (a summary of
 /// the whole conversation) leaves the conversation's context warm: the
 /// next reply reads only what is new.
+/// A reply sent while background work is being read (a summary, stopped
+/// for it) runs beside that call once its caller has gone; it continues the
+/// conversation's warm context from the pool instead of reading its whole
+/// prompt again, and leaves it there for the conversation's next turn.
+#[tokio::test]
+async fn a_call_beside_an_abandoned_one_continues_the_conversations_warm_context() {
+    let _alone = MODEL_USE.write().await;
+    let (engine, stem) = engine();
+    let engine = engine.with_overlap_grace(std::time::Duration::ZERO);
+    wait_until_idle(&engine, 120).await;
+    engine.drop_warm_contexts();
+    let turn = chat(&stem, "My name is Marta and I live in Lisbon.");
+    let read = engine.prefill(turn.clone()).await.expect("the conversation's prompt");
+    assert_eq!(engine.warm_contexts(), [read.prompt_tokens as usize]);
+
+    // Thousands of tokens: still being read when the reply comes.
+    let text = "The ledger keeps every message, memory and decision in a signed chain. ".repeat(300);
+    let mut summary = chat(&stem, &format!("Summarise this: {text}"));
+    summary.max_tokens = 1;
+    let cancel = summary.cancel.clone();
+    let background = {
+        let engine = engine.clone();
+        tokio::spawn(async move { engine.complete(summary, None).await })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while engine.is_idle() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!engine.is_idle(), "the summary is still being read when the reply comes");
+    cancel.cancel();
+    let stopped = background.await.expect("join").expect("summary");
+    assert_eq!(stopped.finish, FinishReason::Cancelled);
+
+    let mut messages = turn.messages.clone();
+    messages.push(ChatMessage::new(Role::Assistant, "Nice to meet you, Marta."));
+    messages.push(ChatMessage::new(Role::User, "Where do I live?"));
+    let mut follow = CompletionRequest::chat(&stem, messages);
+    follow.temperature = 0.0;
+    follow.max_tokens = 1;
+    let reply = engine.complete(follow, None).await.expect("the reply");
+    wait_until_idle(&engine, 120).await;
+    let kept = engine.warm_contexts();
+    println!("prompt {} then {} tokens; kept {kept:?}", read.prompt_tokens, reply.prompt_tokens);
+    assert!(
+        kept.contains(&(reply.prompt_tokens as usize + 1)),
+        "the reply's context was not kept for the next turn: {kept:?}"
+    );
+    assert!(
+        !kept.contains(&(read.prompt_tokens as usize)),
+        "the conversation's context was left unused in the pool: {kept:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_call_needing_a_bigger_context_leaves_the_smaller_one_warm() {
     let _alone = MODEL_USE.write().await;
