@@ -24,7 +24,7 @@ use tokio::sync::Notify;
 
 use crate::embed::Embedder;
 use crate::search::{
-    asks_a_question, fts_query, group_key, is_persona_name, is_persons_name, query_names, rank, Candidates, RecallSettings, Scope, CONTEXT_GAP_MS,
+    asks_a_question, fts_query, group_key, is_persona_name, is_persons_name, query_dates, query_names, rank, Candidates, RecallSettings, Scope, CONTEXT_GAP_MS,
     DENSITY_NEIGHBOURS, DENSITY_POOL, NAME_SAMPLE,
 };
 use crate::quant::{dot_i8, nearest_by_signs, quantise, sign_bits};
@@ -1016,6 +1016,7 @@ impl MemoryIndex {
         };
         let (keyword, vector, named) = tokio::join!(keyword, vector, self.named_side(scope, persona_name, query, settings));
         c.named = named?;
+        c.dates = query_dates(query);
         for r in keyword? {
             let (row, hit) = hit_from_row(&r);
             if let Some(h) = said_by_human(&r) {

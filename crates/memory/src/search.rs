@@ -140,6 +140,15 @@ pub struct RecallSettings {
     /// about that fact. 0 = off.
     #[serde(default)]
     pub question_penalty: f32,
+    /// Weight of "said within a date the question names" beside the
+    /// keyword and cosine weights (score fusion only), when the question
+    /// names a day or a month with its year ("What did Maria donate in
+    /// December 2023?", "Who did she have dinner with on May 3, 2023?"; see
+    /// [`query_dates`]). Such a date is when the thing was told, and every
+    /// message keeps the time it was said, while no word or meaning of the
+    /// turn holds the date. 0 = off.
+    #[serde(default)]
+    pub date_weight: f32,
 }
 
 /// The share of a name's items said by one side that makes the name the
@@ -192,6 +201,7 @@ impl RecallSettings {
         speaker_weight: 0.0,
         answer_context: 0.0,
         question_penalty: 0.0,
+        date_weight: 0.0,
     };
     pub fn keyword_only(self) -> Self {
         Self { vector_weight: 0.0, keyword_weight: 1.0, ..self }
@@ -301,6 +311,73 @@ pub struct Candidates {
     /// The candidates (and context turns) that ask a question (see
     /// [`asks_a_question`]).
     pub asks: HashSet<i64>,
+    /// The times the question names, `[start, end)` in unix ms (see
+    /// [`query_dates`] and [`RecallSettings::date_weight`]).
+    pub dates: Vec<(i64, i64)>,
+}
+
+const MONTHS: [[&str; 2]; 12] = [
+    ["january", "janeiro"],
+    ["february", "fevereiro"],
+    ["march", "março"],
+    ["april", "abril"],
+    ["may", "maio"],
+    ["june", "junho"],
+    ["july", "julho"],
+    ["august", "agosto"],
+    ["september", "setembro"],
+    ["october", "outubro"],
+    ["november", "novembro"],
+    ["december", "dezembro"],
+];
+
+const DAY_MS: i64 = 86_400_000;
+
+/// The days and months a question names with their year, as time ranges
+/// `[start, end)` in unix ms: "on 7 July, 2023", "October 13th, 2023", "the
+/// 3rd of June 2023", "em 7 de julho de 2023" name a day; "in December
+/// 2023", "em julho de 2023" a month. A day's range is a day wider on each
+/// side, since the question's day is the asker's and a message's time is
+/// kept in UTC. A month or a day without its year names no range: which
+/// year would be a guess.
+pub fn query_dates(text: &str) -> Vec<(i64, i64)> {
+    let words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !["de", "of", "the"].contains(&w.as_str()))
+        .collect();
+    let month = |w: &str| MONTHS.iter().position(|names| names.contains(&w)).and_then(|m| time::Month::try_from(m as u8 + 1).ok());
+    let day = |w: &str| {
+        let digits = w.trim_end_matches(|c: char| c.is_alphabetic());
+        let suffix = &w[digits.len()..];
+        let d: u8 = digits.parse().ok()?;
+        (["", "st", "nd", "rd", "th", "º"].contains(&suffix) && (1..=31).contains(&d)).then_some(d)
+    };
+    let year = |w: &str| -> Option<i32> { (w.len() == 4).then(|| w.parse().ok()).flatten().filter(|y| (1900..=2200).contains(y)) };
+    let midnight = |y: i32, m: time::Month, d: u8| {
+        time::Date::from_calendar_date(y, m, d).ok().map(|d| d.midnight().assume_utc().unix_timestamp() * 1000)
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = |k: usize| words.get(i + k).map(String::as_str).unwrap_or_default();
+        let named_day = match (day(w(0)), month(w(1)), month(w(0)), day(w(1)), year(w(2))) {
+            (Some(d), Some(m), _, _, Some(y)) | (_, _, Some(m), Some(d), Some(y)) => Some(midnight(y, m, d)),
+            _ => None,
+        };
+        if let Some(start) = named_day {
+            out.extend(start.map(|t| (t - DAY_MS, t + 2 * DAY_MS)));
+            i += 3;
+        } else if let (Some(m), Some(y)) = (month(w(0)), year(w(1))) {
+            let next = if m == time::Month::December { midnight(y + 1, time::Month::January, 1) } else { midnight(y, m.next(), 1) };
+            out.extend(midnight(y, m, 1).zip(next));
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    out
 }
 
 /// Whether a turn asks a question: its text ends with a question mark.
@@ -384,6 +461,11 @@ fn fuse_scores(c: &Candidates, s: &RecallSettings, wk: f32, wv: f32) -> HashMap<
     let extra = if context { c.context.clone() } else { Vec::new() };
     let ws = if c.named.is_some() { s.speaker_weight.max(0.0) } else { 0.0 };
     let said = |row: i64| if c.named.is_some() && c.by_human.get(&row).copied() == c.named { 1.0 } else { 0.0 };
+    let wd = if c.dates.is_empty() { 0.0 } else { s.date_weight.max(0.0) };
+    let dated = |row: i64| {
+        let within = c.ts_ms.get(&row).is_some_and(|t| c.dates.iter().any(|(start, end)| (*start..*end).contains(t)));
+        if within { 1.0 } else { 0.0 }
+    };
     take(c.keyword.clone(), wk)
         .into_iter()
         .chain(take(s.vector_hits(c), wv))
@@ -391,7 +473,8 @@ fn fuse_scores(c: &Candidates, s: &RecallSettings, wk: f32, wv: f32) -> HashMap<
         .map(|row| {
             let k = around(row, &kw, s.keyword_context);
             let v = around(row, &cos, s.vector_context);
-            (row, ((wk * k / (k + sat) + wv * v + ws * said(row)) / (wk + wv + ws) - asks(row)).max(0.0))
+            let lifts = ws * said(row) + wd * dated(row);
+            (row, ((wk * k / (k + sat) + wv * v + lifts) / (wk + wv + ws + wd) - asks(row)).max(0.0))
         })
         .collect()
 }
@@ -751,6 +834,67 @@ mod tests {
         assert!((one(&RecallSettings { question_penalty: 0.0, ..s }) - one(&s) - s.question_penalty).abs() < 1e-6);
         assert!(asks_a_question("Where did you go? ") && asks_a_question("Onde você foi？"));
         assert!(!asks_a_question("I went to Rome. Why? Work.") && !asks_a_question(""));
+    }
+
+    #[test]
+    fn a_question_names_days_and_months_with_their_year() {
+        let day = |y: i32, m: time::Month, d: u8| {
+            time::Date::from_calendar_date(y, m, d).unwrap().midnight().assume_utc().unix_timestamp() * 1000
+        };
+        let july7 = (day(2023, time::Month::July, 6), day(2023, time::Month::July, 9));
+        for q in [
+            "What natural disaster affected John's old area on 7 July, 2023?",
+            "What happened on July 7, 2023?",
+            "What happened on July 7th 2023?",
+            "What happened on the 7th of July, 2023?",
+            "O que aconteceu em 7 de julho de 2023?",
+        ] {
+            assert_eq!(query_dates(q), vec![july7], "{q}");
+        }
+        assert_eq!(
+            query_dates("What did Maria donate to a homeless shelter in December 2023?"),
+            vec![(day(2023, time::Month::December, 1), day(2024, time::Month::January, 1))]
+        );
+        assert_eq!(
+            query_dates("Onde fui em fevereiro de 2024 e em March 2024?"),
+            vec![
+                (day(2024, time::Month::February, 1), day(2024, time::Month::March, 1)),
+                (day(2024, time::Month::March, 1), day(2024, time::Month::April, 1))
+            ]
+        );
+        // No year, no date; "may" the verb; a day that does not exist.
+        for q in ["When did Melanie go camping in June?", "What may 2 people do?", "On 30 February, 2023?", "In 2023?", ""] {
+            assert_eq!(query_dates(q), vec![], "{q}");
+        }
+    }
+
+    #[test]
+    fn a_turn_said_on_the_day_the_question_names_rises() {
+        let now = 1_000 * 86_400_000i64;
+        let july7 = 1_688_688_000_000; // 2023-07-07 00:00 UTC
+        // 1: the same kind of news told on another day, a little nearer in
+        // meaning; 2: the one told on the day asked about (in the afternoon).
+        let mut c = Candidates {
+            vector: vec![1, 2],
+            vector_available: true,
+            cosine: [(1, 0.5), (2, 0.45)].into_iter().collect(),
+            ts_ms: [(1, july7 - 40 * 86_400_000), (2, july7 + 14 * 3_600_000)].into_iter().collect(),
+            dates: query_dates("What did Maria plan to do later on the evening of 7 July, 2023?"),
+            ..Default::default()
+        };
+        let s = RecallSettings { density_weight: 0.0, keyword_context: [0.0; 2], vector_context: [0.0; 2], ..crate::DEFAULT_SETTINGS };
+        assert!(s.date_weight > 0.0);
+        let rows = |c: &Candidates, s: &RecallSettings| rank(c, s, now).into_iter().map(|x| x.0).collect::<Vec<_>>();
+        assert_eq!(rows(&c, &s), vec![2, 1]);
+        // (0.7 · 0.45 + 0.1) / 1.1, and the other turn 0.7 · 0.5 / 1.1.
+        let r = rank(&c, &s, now);
+        assert!((r[0].1 - (0.7 * 0.45 + 0.1) / 1.1).abs() < 1e-6, "{r:?}");
+        assert!((r[1].1 - 0.7 * 0.5 / 1.1).abs() < 1e-6, "{r:?}");
+        assert_eq!(rows(&c, &RecallSettings { date_weight: 0.0, ..s }), vec![1, 2]);
+        // A question naming no date: the nearer turn first, scored as before.
+        c.dates.clear();
+        assert_eq!(rows(&c, &s), vec![1, 2]);
+        assert!((rank(&c, &s, now)[0].1 - 0.7 * 0.5).abs() < 1e-6);
     }
 
     #[test]

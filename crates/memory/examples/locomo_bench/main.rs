@@ -22,7 +22,8 @@
 //! other `RecallSettings` (JSON; repeat it for more arms) for an
 //! experiment. `BENCH_GRID=1` prints every point of `recall_bench/grid.rs`
 //! on the tuning conversations; `BENCH_SHORT=1` runs only ours, ours
-//! without the lift of the side a question names, the settings before
+//! without the lift of the side a question names, ours without the lift of
+//! the date a question names, the settings before
 //! turns had neighbours and the ways of embedding the names (`grid::name_arms`,
 //! `BENCH_SHARES=0.01,0.05` adds shares of common names left out). `BENCH_DUMP=1` writes
 //! each question with its query embedding beside the kept index for
@@ -208,6 +209,7 @@ async fn main() -> Result<(), Error> {
         ("ours".into(), ours),
         ("ours, no speaker weight".into(), RecallSettings { speaker_weight: 0.0, ..ours }),
         ("ours, questions as other turns".into(), RecallSettings { answer_context: 0.0, question_penalty: 0.0, ..ours }),
+        ("ours, no date lift".into(), RecallSettings { date_weight: 0.0, ..ours }),
         ("before neighbours".into(), memory::PREVIOUS_SETTINGS),
     ];
     // Ours with the query's names embedded, all left out, and the common

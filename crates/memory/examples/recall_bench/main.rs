@@ -410,6 +410,7 @@ async fn quality(a: &Args, embedder: &Arc<dyn Embedder>) -> Result<(), Box<dyn s
             "ours, questions as other turns",
             RecallSettings { answer_context: 0.0, question_penalty: 0.0, ..memory::DEFAULT_SETTINGS },
         ),
+        ("ours without the date lift", RecallSettings { date_weight: 0.0, ..memory::DEFAULT_SETTINGS }),
         ("ours without the density correction", RecallSettings { density_weight: 0.0, ..memory::DEFAULT_SETTINGS }),
         ("ours without neighbours", RecallSettings { keyword_context: [0.0; 2], vector_context: [0.0; 2], ..memory::DEFAULT_SETTINGS }),
         (
