@@ -9,8 +9,8 @@ conversation and per category (1 multi-hop, 2 temporal, 3 open-domain,
 the same split `locomo_bench` uses.
 
 The data (snap-research/locomo, CC BY-NC 4.0: for measuring only) is read
-at run time from --data, else $LEDGERMIND_BENCH/locomo-tune.json, else
-../shared/bench/locomo-tune.json beside the repository; never copied in.
+at run time from --data, else $LEDGERMIND_BENCH/locomo-tune.json; it is never
+copied into the repository, and without it the script says so and exits.
 
   scripts/with-keychain.sh python3 tests/bench/locomo_cli.py \
       --bin target/debug/ledgermind [--only conv-26] [--keep DIR]
@@ -111,11 +111,10 @@ def main():
     ap.add_argument("--k", type=int, default=10)
     args = ap.parse_args()
 
-    data = args.data or (os.environ.get("LEDGERMIND_BENCH") and os.path.join(os.environ["LEDGERMIND_BENCH"], "locomo-tune.json"))
-    if not data:
-        data = str(REPO.parent / "shared/bench/locomo-tune.json")
-    if not os.path.exists(data):
-        print(f"LoCoMo data not found ({data}): pass --data FILE or set LEDGERMIND_BENCH; nothing measured.")
+    bench = os.environ.get("LEDGERMIND_BENCH")
+    data = args.data or (bench and os.path.join(bench, "locomo-tune.json"))
+    if not data or not os.path.exists(data):
+        print(f"LoCoMo data not found ({data or 'no --data, no $LEDGERMIND_BENCH'}): pass --data FILE or set LEDGERMIND_BENCH; nothing measured.")
         return 0
     samples = json.load(open(data))
     only = set(args.only.split(",")) if args.only else None
