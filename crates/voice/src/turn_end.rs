@@ -47,8 +47,9 @@ pub struct Endpoint {
     pub silero_quiet: f32,
     /// None: the utterance is recognised only once the silence begins.
     pub stream_every_ms: Option<u64>,
-    /// A question ending on a relational noun without its complement
-    /// ("What is the capital?") is not taken as finished (see [`Ending`]).
+    /// Words ending without a complement or scope ("What is the
+    /// capital?", "Is Lisbon older", "the largest lake") are not taken as
+    /// finished (see [`Ending`]).
     pub relations_wait: bool,
 }
 
@@ -66,10 +67,12 @@ impl Default for Endpoint {
             speculate_ms: 60,
             quick_stop_ms: 300,
             trailing_stop_ms: 1_300,
-            // 500 ms ended "which is the largest lake" in a 700 ms pause
-            // before "in Africa?" (latency_bench, a held-out question):
-            // off until a rule tells that pause from an ending.
-            unmarked_stop_ms: None,
+            // As long as the usual voice agents wait after words that read
+            // as finished (LiveKit's minimum endpointing delay). Words
+            // that end without their scope ("which is the largest lake",
+            // ended by 500 ms in a 700 ms pause before "in Africa?") are
+            // not unmarked but open (see `ends_without_scope`).
+            unmarked_stop_ms: Some(500),
             silero_quiet: 0.2,
             stream_every_ms: Some(500),
             relations_wait: true,
@@ -91,8 +94,8 @@ pub enum Ending {
     /// No closing mark, on a word that may end a sentence ("which is the
     /// largest lake in Africa").
     Unmarked,
-    /// Neither: a question that ends on a relational noun without its
-    /// complement ("What is the capital?", "what is the capital").
+    /// Neither: words that end without their complement or scope ("What
+    /// is the capital?", "is Lisbon older", "which is the largest lake").
     Open,
 }
 
@@ -119,20 +122,61 @@ const RELATIONAL_NOUNS: [&str; 44] = [
     "custo", "idade", "cor", "significado", "autor", "dono", "presidente", "prefeito", "fundador", "resto", "número",
 ];
 
-/// Whether the last two words are a definite article and a relational noun.
-fn ends_on_bare_relation(text: &str) -> bool {
+/// Comparatives that most often wait for their "than" ("Is Lisbon older
+/// ... than Rome?"); with "more"/"less"/"mais"/"menos" before any word, and
+/// the Portuguese irregular ones, as [`ends_without_scope`] reads them.
+#[rustfmt::skip]
+const COMPARATIVES: [&str; 44] = [
+    "older", "younger", "bigger", "smaller", "larger", "taller", "shorter", "longer", "higher", "lower", "faster",
+    "slower", "better", "worse", "cheaper", "richer", "poorer", "warmer", "colder", "hotter", "cooler", "heavier",
+    "lighter", "easier", "harder", "stronger", "weaker", "closer", "farther", "further", "deeper", "wider", "newer",
+    "healthier", "safer", "busier", "happier", "louder", "quieter", "more", "less", "maior", "menor", "melhor",
+];
+
+/// Words ending in "est" that are not superlatives.
+#[rustfmt::skip]
+const NOT_SUPERLATIVES: [&str; 24] = [
+    "west", "rest", "test", "forest", "interest", "request", "guest", "nest", "chest", "quest", "contest", "protest",
+    "harvest", "honest", "modest", "pest", "vest", "crest", "suggest", "arrest", "invest", "digest", "conquest",
+    "manifest",
+];
+
+fn is_superlative(word: &str) -> bool {
+    matches!(word, "best" | "worst" | "most" | "least" | "maior" | "menor" | "melhor" | "pior")
+        || word.len() > 4 && word.ends_with("est") && !NOT_SUPERLATIVES.contains(&word)
+}
+
+/// Whether the words end on what most often waits for a complement or a
+/// scope: a definite article and a relational noun ("What is the capital
+/// ... of France?"), a comparative ("Is Lisbon older ... than Rome?",
+/// "mais antiga"), or a superlative phrase ("Which is the largest lake ...
+/// in Africa?", "o maior lago"). People pause there mid-question, and the
+/// words before the pause already read as a question.
+fn ends_without_scope(text: &str) -> bool {
     let words: Vec<String> = text
         .split_whitespace()
         .rev()
-        .take(2)
+        .take(4)
         .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
         .collect();
-    match words.as_slice() {
-        [noun, article] => {
-            matches!(article.as_str(), "the" | "o" | "a" | "os" | "as") && RELATIONAL_NOUNS.contains(&noun.as_str())
+    let article = |w: &str| matches!(w, "the" | "o" | "a" | "os" | "as");
+    if let [noun, before, ..] = words.as_slice() {
+        if article(before) && RELATIONAL_NOUNS.contains(&noun.as_str()) {
+            return true;
         }
-        _ => false,
     }
+    let Some(last) = words.first() else { return false };
+    if COMPARATIVES.contains(&last.as_str())
+        || words.get(1).is_some_and(|w| matches!(w.as_str(), "more" | "less" | "mais" | "menos"))
+    {
+        return true;
+    }
+    // "the largest", "the largest lake", "the most famous city", "o maior lago".
+    (0..words.len().min(3)).any(|i| {
+        is_superlative(&words[i]) && words.get(i + 1).is_some_and(|w| article(w) || w == "most" || w == "least")
+    }) || (1..words.len().min(4)).any(|i| {
+        matches!(words[i].as_str(), "most" | "least") && words.get(i + 1).is_some_and(|w| article(w))
+    })
 }
 
 /// How `text` ends (see [`Ending`]).
@@ -159,7 +203,7 @@ pub(crate) fn ending_as(text: &str, relations_wait: bool) -> Ending {
     if TRAILING_WORDS.contains(&last.as_str()) {
         return Ending::Trailing;
     }
-    if relations_wait && ends_on_bare_relation(t) {
+    if relations_wait && ends_without_scope(t) {
         Ending::Open
     } else if t.ends_with(['.', '?', '!']) {
         Ending::Finished

@@ -653,6 +653,22 @@ fn how_a_transcript_ends_finished_trailing_or_open_in_english_and_portuguese() {
     assert_eq!(ending("qual é a capital da França"), Ending::Unmarked);
     assert_eq!(ending("what is the capital"), Ending::Open);
     assert_eq!(ending("which is the largest..."), Ending::Trailing);
+    // Words that wait for a comparison's "than" or a superlative's scope
+    // are open, marked or not; with their scope they are not.
+    assert_eq!(ending("which is the largest lake"), Ending::Open);
+    assert_eq!(ending("Which is the largest lake?"), Ending::Open);
+    assert_eq!(ending("Who is the tallest"), Ending::Open);
+    assert_eq!(ending("What is the most famous painting"), Ending::Open);
+    assert_eq!(ending("Is Lisbon older"), Ending::Open);
+    assert_eq!(ending("is this an older?"), Ending::Open);
+    assert_eq!(ending("Is gold more expensive"), Ending::Open);
+    assert_eq!(ending("Qual é o maior lago"), Ending::Open);
+    assert_eq!(ending("Lisboa é mais antiga"), Ending::Open);
+    assert_eq!(ending("Is Lisbon older than Rome?"), Ending::Finished);
+    assert_eq!(ending("is Lisbon older than Rome"), Ending::Unmarked);
+    assert_eq!(ending("Where is the forest"), Ending::Unmarked, "not every word in -est is a superlative");
+    assert_eq!(ending("What did you do at least"), Ending::Unmarked);
+    assert_eq!(ending("Qual é o maior lago da África"), Ending::Unmarked);
 }
 
 #[test]
@@ -687,6 +703,37 @@ fn an_unmarked_question_ends_sooner_than_the_hold_when_silero_is_sure() {
 }
 
 #[test]
+fn a_pause_after_words_without_their_scope_is_waited_out() {
+    let (Some(models), true) = (crate::onnx_models_dir(), espeak_available()) else {
+        eprintln!("skipped: needs Silero (scripts/setup.sh) and espeak-ng");
+        return;
+    };
+    // The defaults (an unmarked ending waits 500 ms), with the take after
+    // 200 ms of silence as above.
+    let endpoint = voice::converse::Endpoint { speculate_ms: 200, ..voice::converse::Endpoint::default() };
+    assert_eq!(endpoint.unmarked_stop_ms, Some(500));
+    let config = ConverseConfig { silero_models: Some(models), endpoint: Some(endpoint), ..ConverseConfig::default() };
+    let tts = ToneSynth { rate_hz: 16_000 };
+    let audio = said_with_pause("Which is the largest lake", 700, "in Africa?");
+    let heard = |config: &ConverseConfig, readings: &[&str]| {
+        let mut stt = scripted(readings);
+        let mut mic = WavLoopback::new(Pcm { samples: audio.clone(), rate: 16_000 }, None);
+        let mut persona = Echoing(vec![]);
+        converse(&mut mic, &mut stt, &mut persona, &tts, config).expect("converse");
+        persona.0
+    };
+    let whole = heard(&config, &["which is the largest lake", "which is the largest lake in Africa"]);
+    assert_eq!(whole, vec!["which is the largest lake in Africa"]);
+    // Read as an unmarked ending, the pause ends the turn and cuts the person off.
+    let unscoped = voice::converse::Endpoint { relations_wait: false, ..endpoint };
+    let cut = heard(
+        &ConverseConfig { endpoint: Some(unscoped), ..config.clone() },
+        &["which is the largest lake", "in Africa?"],
+    );
+    assert_eq!(cut.len(), 2, "{cut:?}");
+}
+
+#[test]
 fn a_transcript_reads_finished_when_it_ends_a_sentence() {
     assert!(voice::converse::reads_finished("What is the capital of France?"));
     assert!(voice::converse::reads_finished("Tell me about the river Seine. "));
@@ -717,14 +764,14 @@ fn speech_taken_up_again_while_the_reply_is_made_stops_the_reply_before_it_is_he
     let config = ConverseConfig { silero_models: Some(models), endpoint: Some(endpoint), ..ConverseConfig::default() };
     // The first half reads as a finished question, so the turn ends early
     // in the pause; the reply then takes 900 ms, during which the person
-    // goes on ("than Rome?" starts 600 ms into the pause).
-    let audio = said_with_pause("Is Lisbon older", 600, "than Rome?");
-    let mut stt = scripted(&["Is Lisbon older?", "than Rome?"]);
+    // goes on ("or Rome?" starts 600 ms into the pause).
+    let audio = said_with_pause("Do you like Lisbon", 600, "or Rome?");
+    let mut stt = scripted(&["Do you like Lisbon?", "or Rome?"]);
     let mut mic = WavLoopback::new(Pcm { samples: audio, rate: 16_000 }, None);
     let mut persona = Slow(900, vec![]);
     let tts = ToneSynth { rate_hz: 16_000 };
     let turns = converse(&mut mic, &mut stt, &mut persona, &tts, &config).expect("converse");
-    assert_eq!(persona.1, vec!["Is Lisbon older?", "than Rome?"], "{turns:#?}");
+    assert_eq!(persona.1, vec!["Do you like Lisbon?", "or Rome?"], "{turns:#?}");
     assert_eq!(turns.len(), 2, "{turns:#?}");
     let cut = &turns[0];
     assert!(cut.interrupted, "{cut:#?}");
