@@ -123,6 +123,8 @@ struct Shared {
     cpu_seen: Mutex<CpuSeen>,
     /// Whether the thread that keeps `cpu_seen` fresh is started.
     cpu_watch: Once,
+    /// Prompt tokens the latest call found already evaluated.
+    last_reused: std::sync::atomic::AtomicUsize,
 }
 
 /// The in-process llama.cpp engine. Cheap to clone; clones share the model
@@ -165,6 +167,7 @@ impl LocalEngine {
                 prompt_cache: OnceLock::new(),
                 cpu_seen: Mutex::new(CpuSeen::default()),
                 cpu_watch: Once::new(),
+                last_reused: std::sync::atomic::AtomicUsize::new(0),
             }),
             threads,
             auto,
@@ -436,7 +439,8 @@ impl LocalEngine {
         // without it a reply sent during a summary read its whole prompt again.
         let warm = self.take_warm(path, &tokens, needed, threads);
         let mut slot = match warm {
-            Some(w) => w,
+            Some(w) if w.threads == threads => w,
+            Some(w) => w.with_threads(backend, threads)?,
             None => {
                 let n_ctx = needed.max(WARM_MIN_CTX).div_ceil(1024).saturating_mul(1024).min(n_ctx_train);
                 let mut fresh = WarmContext::new(backend, model.clone(), path, n_ctx, threads)?;
@@ -447,6 +451,7 @@ impl LocalEngine {
             }
         };
         let reused = slot.keep_prefix(&tokens);
+        self.shared.last_reused.store(reused, Ordering::SeqCst);
         let t_warm = started.elapsed();
 
         let mut sampler = build_sampler(&model, request)?;
@@ -622,12 +627,18 @@ impl LocalEngine {
         // summary of the whole conversation needs a bigger context than a
         // reply, and dropping the conversation's for it made the next reply
         // read its whole prompt again (seconds before its first token).
+        // A context made for another thread count is taken too (the caller
+        // moves what it holds into one with this call's threads): the
+        // threads follow what other programs do from one call to the next,
+        // and a conversation whose context was passed over for that read its
+        // whole prompt again (218 tokens, 4.7 s before a spoken reply).
         let best = pool
             .iter()
             .enumerate()
-            .filter(|(_, w)| w.path == path && w.threads == threads && w.n_ctx >= needed)
-            .map(|(i, w)| (i, common_prefix(&w.tokens, tokens)))
-            .max_by_key(|(_, p)| *p);
+            .filter(|(_, w)| w.path == path && w.n_ctx >= needed)
+            .map(|(i, w)| (i, common_prefix(&w.tokens, tokens), w.threads == threads))
+            .max_by_key(|(_, p, same)| (*p, *same))
+            .map(|(i, p, _)| (i, p));
         // Every prompt shares the template's first tokens: reuse only a
         // prefix worth keeping, so a background job does not take over the
         // conversation's context.
@@ -766,6 +777,16 @@ impl LocalEngine {
     /// How many tokens each warm context holds evaluated.
     pub fn warm_contexts(&self) -> Vec<usize> {
         lock(&self.shared.warm).iter().map(|w| w.tokens.len()).collect()
+    }
+
+    /// The thread count of each warm context, in the pool's order.
+    pub fn warm_context_threads(&self) -> Vec<usize> {
+        lock(&self.shared.warm).iter().map(|w| w.threads).collect()
+    }
+
+    /// How many prompt tokens the latest call found already evaluated.
+    pub fn last_reused_tokens(&self) -> usize {
+        self.shared.last_reused.load(Ordering::SeqCst)
     }
 }
 
@@ -972,6 +993,27 @@ impl WarmContext {
 
     /// Keeps the evaluated prefix shared with `tokens` (at least the last
     /// token is evaluated again, for its logits) and returns its length.
+    /// The same evaluated tokens in a new context that runs on `threads`
+    /// (llama-cpp-2 sets a context's threads only when it is made): the
+    /// sequence's keys and values are copied, which takes milliseconds where
+    /// reading the tokens again takes seconds. If the copy fails, the new
+    /// context starts empty.
+    fn with_threads(self, backend: &LlamaBackend, threads: usize) -> Result<Self, ProviderError> {
+        let mut moved = Self::new(backend, self.model.clone(), &self.path, self.n_ctx, threads)?;
+        let copied = self
+            .ctx
+            .state_seq_get(0, llama_cpp_2::LlamaStateSeqFlags::empty())
+            .and_then(|state| moved.ctx.state_seq_set(&state, 0));
+        match copied {
+            Ok(()) => moved.tokens = self.tokens.clone(),
+            Err(e) => {
+                tracing::debug!(error = %e, "a warm context could not be moved to other threads");
+                moved.ctx.clear_kv_cache();
+            }
+        }
+        Ok(moved)
+    }
+
     fn keep_prefix(&mut self, tokens: &[LlamaToken]) -> usize {
         let mut keep = common_prefix(&self.tokens, tokens);
         if keep >= tokens.len() {

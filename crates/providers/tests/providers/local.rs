@@ -557,6 +557,32 @@ async fn a_call_beside_an_abandoned_one_continues_the_conversations_warm_context
 }
 
 #[tokio::test]
+async fn a_conversation_keeps_what_was_read_when_the_threads_change() {
+    let _alone = MODEL_USE.write().await;
+    let (engine, stem) = engine();
+    wait_until_idle(engine, 120).await;
+    engine.drop_warm_contexts();
+    let turn = chat(&stem, "My name is Marta and I live in Lisbon. My brother Tomas is a doctor in Porto.");
+    let read = engine.with_threads(1).prefill(turn.clone()).await.expect("read on one thread");
+    let n = read.prompt_tokens as usize;
+    assert_eq!(engine.warm_context_threads(), [1]);
+
+    // The next call runs on two threads: it continues from what one thread read.
+    let mut reply = turn.clone();
+    reply.max_tokens = 12;
+    let moved = engine.with_threads(2).complete(reply.clone(), None).await.expect("reply on two threads");
+    assert_eq!(engine.last_reused_tokens(), n - 1, "the prompt was read again");
+    assert_eq!(engine.warm_context_threads(), [2], "the one-thread context was kept beside a new one");
+
+    // The keys and values moved are the ones reading the prompt gives.
+    wait_until_idle(engine, 120).await;
+    engine.drop_warm_contexts();
+    let fresh = engine.with_threads(2).complete(reply, None).await.expect("reply read afresh");
+    assert_eq!(engine.last_reused_tokens(), 0);
+    assert_eq!(moved.text, fresh.text);
+}
+
+#[tokio::test]
 async fn a_call_needing_a_bigger_context_leaves_the_smaller_one_warm() {
     let _alone = MODEL_USE.write().await;
     let (engine, stem) = engine();
