@@ -991,8 +991,6 @@ impl WarmContext {
         Ok(Self { ctx, model, path: path.to_path_buf(), n_ctx, threads, tokens: Vec::new(), used: Instant::now() })
     }
 
-    /// Keeps the evaluated prefix shared with `tokens` (at least the last
-    /// token is evaluated again, for its logits) and returns its length.
     /// The same evaluated tokens in a new context that runs on `threads`
     /// (llama-cpp-2 sets a context's threads only when it is made): the
     /// sequence's keys and values are copied, which takes milliseconds where
@@ -1005,7 +1003,7 @@ impl WarmContext {
             .state_seq_get(0, llama_cpp_2::LlamaStateSeqFlags::empty())
             .and_then(|state| moved.ctx.state_seq_set(&state, 0));
         match copied {
-            Ok(()) => moved.tokens = self.tokens.clone(),
+            Ok(()) => moved.tokens = self.tokens,
             Err(e) => {
                 tracing::debug!(error = %e, "a warm context could not be moved to other threads");
                 moved.ctx.clear_kv_cache();
@@ -1014,6 +1012,8 @@ impl WarmContext {
         Ok(moved)
     }
 
+    /// Keeps the evaluated prefix shared with `tokens` (at least the last
+    /// token is evaluated again, for its logits) and returns its length.
     fn keep_prefix(&mut self, tokens: &[LlamaToken]) -> usize {
         let mut keep = common_prefix(&self.tokens, tokens);
         if keep >= tokens.len() {

@@ -171,12 +171,10 @@ fn ends_without_scope(text: &str) -> bool {
     {
         return true;
     }
-    // "the largest", "the largest lake", "the most famous city", "o maior lago".
-    (0..words.len().min(3)).any(|i| {
-        is_superlative(&words[i]) && words.get(i + 1).is_some_and(|w| article(w) || w == "most" || w == "least")
-    }) || (1..words.len().min(4)).any(|i| {
-        matches!(words[i].as_str(), "most" | "least") && words.get(i + 1).is_some_and(|w| article(w))
-    })
+    // An article among the last four words followed by a superlative: "the
+    // largest", "the largest lake", "the most famous city", "o maior lago"
+    // (the words are in reverse order).
+    (1..words.len()).any(|i| article(&words[i]) && is_superlative(&words[i - 1]))
 }
 
 /// How `text` ends (see [`Ending`]).
