@@ -23,8 +23,8 @@ async fn an_account_key_lives_only_in_the_keychain() {
     h.engine.shutdown().await;
     for entry in std::fs::read_dir(h.dir.path()).expect("dir") {
         let path = entry.expect("entry").path();
-        if path.is_file() {
-            let bytes = std::fs::read(&path).expect("read");
+        // The write-ahead log may be removed as the last connection closes.
+        if let Ok(bytes) = std::fs::read(&path) {
             assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()), "key found in {}", path.display());
         }
     }
