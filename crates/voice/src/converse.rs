@@ -49,6 +49,10 @@ pub trait Responder {
     /// draft: its last words may still change), so work on the reply can
     /// begin before the turn ends. By default nothing.
     fn hearing(&mut self, _so_far: &str) {}
+    /// The person began to speak (not heard as a stop word while the
+    /// persona speaks): their turn will want the model soon, so other work
+    /// may give way. By default nothing.
+    fn speech_started(&mut self) {}
     /// Called once per turn when it is over (spoken to the end or cut
     /// off), with what was actually said: where the turn is recorded.
     fn turn_finished(&mut self, _report: &TurnReport) -> Result<(), VoiceError> {
@@ -577,6 +581,9 @@ pub fn converse(
                 utterance = Some(preroll.iter().copied().collect());
                 end.begin();
                 began_deaf = deaf;
+                if !deaf {
+                    responder.speech_started();
+                }
                 began_ducked = false;
                 if deaf {
                     // Listened to for a stop word only (below, when it ends).

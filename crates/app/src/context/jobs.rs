@@ -4,6 +4,7 @@
 //! its own kinds.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use providers::{CancelFlag, CompletionRequest, FinishReason, ProviderError};
 use serde::{Deserialize, Serialize};
@@ -22,6 +23,12 @@ pub(crate) const PRIORITY_NORMAL: i64 = 1;
 pub(crate) const PRIORITY_LOW: i64 = 2;
 /// Attempts before queued work is dead-lettered.
 pub(crate) const MAX_ATTEMPTS: i64 = 3;
+/// How long queued work keeps off the model after the person was last seen
+/// composing a message: longer than the pauses between the drafts of one
+/// message (a spoken draft comes every half second of speech, a typed one
+/// at each pause), short enough that work held back by a draft never sent
+/// runs soon after.
+pub(crate) const COMPOSING_HOLD: Duration = Duration::from_secs(10);
 
 pub(crate) const REPLY_KIND: &str = "reply";
 
@@ -56,6 +63,11 @@ pub struct Background {
     /// another model call (a job of several calls, like extraction, would
     /// otherwise run its next call to the end while the reply waits).
     reply_waiting: AtomicBool,
+    /// Until when the person is taken to be composing a message.
+    composing_until: std::sync::Mutex<Option<Instant>>,
+    /// The running call's cancel flag when it is queued work (not a prompt
+    /// read ahead): what a person who starts composing stops.
+    job_cancel: std::sync::Mutex<Option<CancelFlag>>,
 }
 
 impl Context {
@@ -67,10 +79,43 @@ impl Context {
         // itself running first, then looks, so one of the two always sees
         // the other.
         self.background.reply_waiting.store(true, Ordering::SeqCst);
+        // The message is sent: from here the reply's own flag holds work back.
+        if let Ok(mut until) = self.background.composing_until.lock() {
+            *until = None;
+        }
         if self.background.running.load(Ordering::SeqCst) {
             self.background.preempted.store(true, Ordering::SeqCst);
             self.abort_current();
         }
+    }
+
+    /// The person is composing a message (a draft typed, words spoken), so
+    /// its reply will want the model within seconds. A model call of queued
+    /// work (extraction, a summary) stopped only at the send still holds the
+    /// model until the chunk of prompt it reads is done, and the reply
+    /// waits that out (1.5 s in a spoken turn); stopped now, the chunk is
+    /// done before the message is. So queued work running a model call is
+    /// stopped and requeued, and none starts another for
+    /// [`COMPOSING_HOLD`] after the last sign or until the send. Reading
+    /// the prompt ahead is not queued work and goes on.
+    pub(crate) fn person_composing(&self) {
+        // The hold first, then look (both under locks): a job call marks
+        // itself first, then looks at the hold, so one of the two sees the other.
+        if let Ok(mut until) = self.background.composing_until.lock() {
+            *until = Some(Instant::now() + COMPOSING_HOLD);
+        }
+        let running = self.background.job_cancel.lock().ok().and_then(|c| c.clone());
+        if let Some(flag) = running {
+            tracing::debug!("queued work stopped: the person is composing a message");
+            self.background.preempted.store(true, Ordering::SeqCst);
+            flag.cancel();
+        }
+    }
+
+    /// How long the person composing still holds queued work back.
+    fn composing_left(&self) -> Option<Duration> {
+        let until = self.background.composing_until.lock().ok().and_then(|u| *u)?;
+        until.checked_duration_since(Instant::now()).filter(|left| !left.is_zero())
     }
 
     /// When the background model call running now began (None: none runs).
@@ -91,13 +136,15 @@ impl Context {
     }
 
     /// Runs one model call as background work: a reply queued meanwhile
-    /// cancels it ([`Failure::Preempted`], requeued without counting the attempt).
+    /// cancels it ([`Failure::Preempted`], requeued without counting the
+    /// attempt), as does the person starting to compose a message; while
+    /// they compose it does not start ([`Failure::Deferred`]).
     pub(crate) async fn complete_in_background(
         &self,
         provider: &dyn providers::Provider,
         request: CompletionRequest,
     ) -> Result<providers::Completion, Failure> {
-        self.in_background(request, |r| provider.complete(r, None)).await
+        self.in_background(request, true, |r| provider.complete(r, None)).await
     }
 
     /// Reads a prompt ahead (see [`providers::Provider::prefill`]) as
@@ -107,7 +154,7 @@ impl Context {
         provider: &dyn providers::Provider,
         request: CompletionRequest,
     ) -> Result<providers::Completion, Failure> {
-        self.in_background(request, |r| provider.prefill(r)).await
+        self.in_background(request, false, |r| provider.prefill(r)).await
     }
 
     /// Whether a reply waits in the queue. The send raises `reply_waiting`
@@ -125,7 +172,14 @@ impl Context {
         }
     }
 
-    async fn in_background<'a, F, Fut>(&self, mut request: CompletionRequest, call: F) -> Result<providers::Completion, Failure>
+    /// `queued_work`: the call is a queued job's, which gives way to a
+    /// person composing a message (a prompt read ahead does not).
+    async fn in_background<'a, F, Fut>(
+        &self,
+        mut request: CompletionRequest,
+        queued_work: bool,
+        call: F,
+    ) -> Result<providers::Completion, Failure>
     where
         F: FnOnce(CompletionRequest) -> Fut,
         Fut: std::future::Future<Output = Result<providers::Completion, ProviderError>> + 'a,
@@ -133,24 +187,38 @@ impl Context {
         let cancel = CancelFlag::default();
         request.cancel = cancel.clone();
         if let Ok(mut c) = self.current_cancel.lock() {
-            *c = Some(cancel);
+            *c = Some(cancel.clone());
         }
         self.background.preempted.store(false, Ordering::SeqCst);
         self.background.running.store(true, Ordering::SeqCst);
-        if self.background.reply_waiting.load(Ordering::SeqCst) && self.reply_queued().await {
-            self.background.running.store(false, Ordering::SeqCst);
-            if let Ok(mut c) = self.current_cancel.lock() {
-                *c = None;
+        if queued_work {
+            if let Ok(mut c) = self.background.job_cancel.lock() {
+                *c = Some(cancel);
             }
+        }
+        let clear = || {
+            self.background.running.store(false, Ordering::SeqCst);
+            for slot in [&self.current_cancel, &self.background.job_cancel] {
+                if let Ok(mut c) = slot.lock() {
+                    *c = None;
+                }
+            }
+        };
+        if self.background.reply_waiting.load(Ordering::SeqCst) && self.reply_queued().await {
+            clear();
             return Err(Failure::Preempted);
+        }
+        if let Some(left) = self.composing_left().filter(|_| queued_work) {
+            clear();
+            self.background.preempted.store(false, Ordering::SeqCst);
+            tracing::debug!(?left, "queued work waits: the person is composing a message");
+            let left = time::Duration::try_from(left).unwrap_or(time::Duration::ZERO);
+            return Err(Failure::Deferred(self.ledger.now() + left));
         }
         self.background_began(true);
         let result = call(request).await;
         self.background_began(false);
-        self.background.running.store(false, Ordering::SeqCst);
-        if let Ok(mut c) = self.current_cancel.lock() {
-            *c = None;
-        }
+        clear();
         let preempted = self.background.preempted.swap(false, Ordering::SeqCst);
         match result {
             Ok(c) if c.finish == FinishReason::Cancelled && preempted => Err(Failure::Preempted),
@@ -204,6 +272,57 @@ mod tests {
         ctx.reply_started();
         let r = ctx.complete_in_background(provider.as_ref(), request()).await;
         assert!(matches!(r, Ok(ref c) if c.text == "background answer"), "background work runs again after the reply started");
+    }
+
+    /// A person writing or saying a message will want the model in seconds:
+    /// queued work does not start a model call meanwhile (it is deferred to
+    /// the end of the hold), the prompt read ahead still does, and the send
+    /// ends the hold.
+    #[tokio::test]
+    async fn queued_work_waits_while_the_person_composes_and_reading_ahead_does_not() {
+        let (_dir, ctx, provider) = context_answering("summary").await;
+        let request = || CompletionRequest::chat("fake", Vec::new());
+
+        let before = ctx.ledger.now();
+        ctx.person_composing();
+        let r = ctx.complete_in_background(provider.as_ref(), request()).await;
+        let Err(Failure::Deferred(until)) = r else { panic!("queued work must wait while the person composes") };
+        assert!(until > before && until <= before + super::COMPOSING_HOLD + time::Duration::seconds(1), "{until} vs {before}");
+        assert_eq!(provider.calls(), 0, "the model was not called");
+        assert!(ctx.prefill_in_background(provider.as_ref(), request()).await.is_ok(), "the prompt is still read ahead");
+
+        ctx.preempt_background(); // the send, with no reply left queued
+        let r = ctx.complete_in_background(provider.as_ref(), request()).await;
+        assert!(matches!(r, Ok(ref c) if c.text == "summary"), "the send ends the hold");
+    }
+
+    /// Queued work already reading when the person starts to compose is
+    /// stopped then (and requeued), not at the send: the chunk it is
+    /// reading is done before the message is.
+    #[tokio::test]
+    async fn a_person_starting_to_compose_stops_the_queued_call_under_way() {
+        let (_dir, ctx, provider) = context_answering("a short one first").await;
+        let first = ctx.complete_in_background(provider.as_ref(), CompletionRequest::chat("fake", Vec::new())).await;
+        assert!(first.is_ok(), "nobody composes: the work runs");
+        // A model reading a long prompt: one piece every five seconds.
+        provider.push(providers::ScriptStep::Paced {
+            text: "a long summary of the whole conversation".into(),
+            gap: std::time::Duration::from_secs(5),
+        });
+        let stalled = {
+            let ctx = ctx.clone();
+            let provider = provider.clone();
+            tokio::spawn(async move {
+                let started = std::time::Instant::now();
+                let r = ctx.complete_in_background(provider.as_ref(), CompletionRequest::chat("fake", Vec::new())).await;
+                (r, started.elapsed())
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        ctx.person_composing();
+        let (r, took) = stalled.await.expect("join");
+        assert!(matches!(r, Err(Failure::Preempted)), "the queued call gives way and is requeued");
+        assert!(took < std::time::Duration::from_secs(3), "stopped when the person began, not at its end ({took:?})");
     }
 
     /// The worker, woken by the queue, took the reply and started it before

@@ -100,10 +100,18 @@ impl Conversation {
     /// known): its embedding is made now, and the prompt its reply would
     /// get is read ahead ([`Conversation::read_draft`]).
     pub async fn draft_typed(&self, persona: Option<&str>, draft: &str) {
+        self.person_composing();
         self.memory.prefetch_embedding(draft);
         if let Some(persona) = persona {
             self.read_draft(persona, draft).await;
         }
+    }
+
+    /// The person is writing or saying a message: queued background work
+    /// keeps off the model meanwhile (see
+    /// [`crate::context::Context::person_composing`]).
+    pub fn person_composing(&self) {
+        self.ctx.person_composing();
     }
 
     /// The person paused while typing `draft` to `persona`: the prompt its

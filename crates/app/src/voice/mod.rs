@@ -480,6 +480,7 @@ fn listen(
             Some(GateEvent::SpeechStarted { .. }) if utterance.is_none() => {
                 utterance = Some(preroll.iter().copied().collect());
                 end.begin();
+                responder.speech_started();
             }
             Some(GateEvent::SpeechEnded { at_ms }) if utterance.is_some() => {
                 emit(VoiceEvent::Level { level: 0.0 });

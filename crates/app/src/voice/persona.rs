@@ -111,6 +111,10 @@ impl Responder for PersonaResponder {
         });
     }
 
+    fn speech_started(&mut self) {
+        self.conversation.person_composing();
+    }
+
     fn turn_finished(&mut self, report: &TurnReport) -> Result<(), VoiceError> {
         let Some((message_id, reply_id)) = self.pending.take() else { return Ok(()) };
         let turn = VoiceTurn {

@@ -841,3 +841,42 @@ fn paced_to_the_wall_clock_the_pause_between_turns_gives_the_reading_ahead_its_t
     let input_ms = (input.len() / 16) as u128;
     assert!(paced_wall.as_millis() + 50 >= input_ms, "paced run took {paced_wall:?} for {input_ms} ms of input");
 }
+
+/// Records, in order, when the person was heard to begin and what was
+/// answered, to see that a turn's start is announced before its reply.
+#[derive(Default)]
+struct Announced(Vec<String>);
+
+impl Responder for Announced {
+    fn reply(&mut self, heard: &str) -> Result<String, VoiceError> {
+        self.0.push(format!("reply to {heard}"));
+        Ok("Yes.".into())
+    }
+    fn speech_started(&mut self) {
+        self.0.push("speech".into());
+    }
+}
+
+/// Other work on the persona's model gives way when the person starts to
+/// speak, not only once the turn is over: the loop says so at the start of
+/// each utterance, seconds before its reply is asked for.
+#[test]
+fn the_start_of_each_utterance_is_announced_before_its_reply() {
+    let Some(clips) = librivox_clips() else {
+        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
+        return;
+    };
+    let clip = read_mono(&clips[1].0, 16_000).expect("clip").samples; // 3.0 s
+    let mut input = silence(300);
+    input.extend(&clip);
+    input.extend(silence(4_000));
+    input.extend(&clip);
+    input.extend(silence(4_000));
+    let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
+    let mut stt = scripted(&["first question", "second question"]);
+    let mut persona = Announced::default();
+    let turns = converse(&mut mic, &mut stt, &mut persona, &ToneSynth { rate_hz: 16_000 }, &ConverseConfig::default())
+        .expect("converse");
+    assert_eq!(turns.len(), 2, "{turns:#?}");
+    assert_eq!(persona.0, ["speech", "reply to first question", "speech", "reply to second question"]);
+}
