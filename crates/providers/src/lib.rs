@@ -127,6 +127,11 @@ pub struct CompletionRequest {
     /// that are one token of the model; HTTP adapters ignore it): answering
     /// the person's question about themselves, "your" and not "my".
     pub never: Vec<String>,
+    /// Work nobody waits for (a summary, extraction), which a reply or a
+    /// person starting to talk cancels: the local engine reads its prompt
+    /// in short chunks, as it does a prompt read ahead, so that a cancel
+    /// frees the model soon (it stops only between chunks).
+    pub background: bool,
 }
 
 /// How a free-text reply is sampled so that a small model does not loop.
@@ -182,6 +187,7 @@ impl CompletionRequest {
             sampling: None,
             not_first: Vec::new(),
             never: Vec::new(),
+            background: false,
         }
     }
 }

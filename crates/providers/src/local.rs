@@ -48,8 +48,10 @@ const N_BATCH: usize = 512;
 /// interleaved on a busy machine: no difference beyond the noise.
 const PROMPT_CHUNK: usize = 128;
 /// Prompt tokens per decode call when a prompt is only read ahead (see
-/// [`Provider::prefill`]): a reply that arrives meanwhile waits at most one
-/// such chunk (about half a second on two cores), not a full one.
+/// [`Provider::prefill`]) or read for background work
+/// ([`CompletionRequest::background`]): a reply that arrives meanwhile
+/// waits at most one such chunk (about half a second on two cores, a
+/// second on one with Qwen 1.5B), not a full one (four seconds on one).
 const PREFILL_CHUNK: usize = 32;
 /// How many of the persona's last replies a new reply is kept from repeating.
 const RECENT_REPLIES_AVOIDED: usize = 3;
@@ -483,7 +485,7 @@ impl LocalEngine {
         // moving: a long prompt on a busy CPU can take longer before its
         // first token than a caller's "no progress" limit.
         let mut batch = LlamaBatch::new(N_BATCH, 1);
-        let chunk_len = if evaluate_only { PREFILL_CHUNK } else { PROMPT_CHUNK };
+        let chunk_len = if evaluate_only || request.background { PREFILL_CHUNK } else { PROMPT_CHUNK };
         for (chunk_index, chunk) in tokens[reused..].chunks(chunk_len).enumerate() {
             if chunk_index > 0 {
                 if let Some(sink) = sink {
@@ -923,14 +925,36 @@ fn cpu_times() -> Option<CpuTimes> {
         return None;
     }
     let total: u64 = fields.iter().take(8).sum();
-    // idle and iowait.
-    let busy = total - fields[3] - fields[4];
+    let busy = busy_ticks(&fields, niced_programs_yield());
     let own = std::fs::read_to_string("/proc/self/stat").ok()?;
     // The fields after the command name, which may hold spaces.
     let rest = own.rsplit_once(')')?.1;
     let f: Vec<&str> = rest.split_whitespace().collect();
     let own = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
     Some(CpuTimes { total, busy, own })
+}
+
+/// Ticks of `/proc/stat`'s first line (user, nice, system, idle, iowait,
+/// …) that other work keeps from our threads: all but idle and iowait, and
+/// without the niced programs' share when they give way to us.
+fn busy_ticks(fields: &[u64], niced_yield: bool) -> u64 {
+    let total: u64 = fields.iter().take(8).sum();
+    let niced = if niced_yield { fields[1] } else { 0 };
+    total.saturating_sub(fields[3] + fields[4] + niced)
+}
+
+/// Whether programs at a lower priority (nice) give their cores to ours.
+/// Without the kernel's session groups (`sched_autogroup_enabled` 0 or
+/// absent) they do: a build at nice 19 beside a nice-0 reply got 6–15 % of
+/// the cores and the reply the rest, so the reply need not take fewer
+/// threads for it (on one thread a reply took twice as long). With them on,
+/// nice only orders the processes of one session, and a niced build started
+/// in another terminal takes its fair share like any program.
+fn niced_programs_yield() -> bool {
+    static YIELD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *YIELD.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled").map_or(true, |v| v.trim() == "0")
+    })
 }
 
 fn memory_is_short() -> bool {
@@ -1335,6 +1359,16 @@ impl Utf8Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A build at nice 19 takes no threads from a reply where niced programs
+    /// give way; elsewhere it counts like any program.
+    #[test]
+    fn niced_programs_count_as_busy_only_where_they_do_not_give_way() {
+        // user, nice, system, idle, iowait, irq, softirq, steal
+        let fields = [100, 300, 50, 500, 40, 5, 5, 0];
+        assert_eq!(busy_ticks(&fields, false), 460);
+        assert_eq!(busy_ticks(&fields, true), 160);
+    }
 
     #[test]
     fn utf8_split_across_tokens() {

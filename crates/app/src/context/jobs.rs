@@ -186,6 +186,7 @@ impl Context {
     {
         let cancel = CancelFlag::default();
         request.cancel = cancel.clone();
+        request.background = true;
         if let Ok(mut c) = self.current_cancel.lock() {
             *c = Some(cancel.clone());
         }

@@ -211,6 +211,35 @@ async fn a_long_prompt_reports_progress_before_its_first_token() {
     assert!(beats as u32 >= c.prompt_tokens / 128 - 1, "{beats} progress pieces for {} prompt tokens", c.prompt_tokens);
 }
 
+/// Background work reads its prompt in short chunks, as a prompt read ahead
+/// does: a reply or a person starting to talk cancels it, and it stops only
+/// between chunks (a 128-token chunk of Qwen 1.5B is four seconds on one
+/// thread). Each chunk after the first is announced by an empty piece.
+#[tokio::test]
+async fn background_work_reads_its_prompt_in_short_chunks() {
+    let _side_by_side = MODEL_USE.read().await;
+    let (engine, stem) = engine();
+    let text = "Every message, memory and decision is kept in a signed chain of events. ".repeat(12);
+    let beats = |background: bool| {
+        let engine = engine.clone();
+        let mut req = chat(&stem, &format!("Summarise this: {text}"));
+        req.max_tokens = 1;
+        req.background = background;
+        async move {
+            engine.drop_warm_contexts();
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let c = engine.complete(req, Some(tx)).await.expect("completion");
+            (c.prompt_tokens, drain(&mut rx).iter().take_while(|p| p.is_empty()).count() as u32)
+        }
+    };
+    let (tokens, reply_beats) = beats(false).await;
+    let (_, background_beats) = beats(true).await;
+    println!("{tokens} prompt tokens: {reply_beats} chunk boundaries for a reply, {background_beats} for background work");
+    assert!(tokens > 150, "the prompt is long: {tokens}");
+    assert!(reply_beats <= tokens / 128, "a reply reads in long chunks: {reply_beats}");
+    assert!(background_beats >= tokens / 32 - 1, "background work reads in short chunks: {background_beats}");
+}
+
 /// A reply that preempts background work must not wait for the background
 /// call's prompt batch (seconds on one CPU thread): the cancelled call returns
 /// at once, and the next call starts beside the old one's last batch.
