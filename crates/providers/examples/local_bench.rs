@@ -67,8 +67,21 @@ fn request(stem: &str, max_tokens: u32, run: usize) -> CompletionRequest {
 }
 
 async fn run(engine: &LocalEngine, stem: &str, max_tokens: u32, index: usize) -> Result<Sample, ProviderError> {
+    run_as(engine, stem, max_tokens, index, false).await
+}
+
+/// `background`: read the prompt as background work does (short chunks).
+async fn run_as(
+    engine: &LocalEngine,
+    stem: &str,
+    max_tokens: u32,
+    index: usize,
+    background: bool,
+) -> Result<Sample, ProviderError> {
     let started = Instant::now();
-    let c = engine.complete(request(stem, max_tokens, index), None).await?;
+    let mut r = request(stem, max_tokens, index);
+    r.background = background;
+    let c = engine.complete(r, None).await?;
     Ok(Sample {
         first_token_ms: c.first_token_ms.unwrap_or(0.0),
         tokens: c.completion_tokens,
@@ -130,6 +143,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         results.push((threads, ttft, tps));
     }
+    // What reading a prompt in background work's short chunks costs beside
+    // a reply's long ones, on the machine's threads, alternated run by run.
+    let engine = base.with_threads(cores.min(2));
+    let (mut reply, mut background) = (Vec::new(), Vec::new());
+    for i in 0..runs {
+        reply.push(run_as(&engine, &stem, 1, 5000 + 2 * i, false).await?.first_token_ms);
+        background.push(run_as(&engine, &stem, 1, 5001 + 2 * i, true).await?.first_token_ms);
+    }
+    println!(
+        "prompt read, threads={}: reply chunks {:.1} ms, background chunks {:.1} ms (median of {runs})",
+        cores.min(2),
+        median(reply),
+        median(background)
+    );
     if let [(_, ttft1, tps1), (_, ttft2, tps2)] = results[..] {
         println!(
             "threads=2 / threads=1 tok/s ratio: {:.2}",

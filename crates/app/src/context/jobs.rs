@@ -142,6 +142,19 @@ impl Context {
     pub(crate) async fn complete_in_background(
         &self,
         provider: &dyn providers::Provider,
+        mut request: CompletionRequest,
+    ) -> Result<providers::Completion, Failure> {
+        request.background = true;
+        self.in_background(request, true, |r| provider.complete(r, None)).await
+    }
+
+    /// [`Self::complete_in_background`] for a call that measures the model:
+    /// its prompt is read as a reply's is (in long chunks, about a tenth
+    /// faster than background work's short ones), so that the speed shown
+    /// is the speed of a reply.
+    pub(crate) async fn measure_in_background(
+        &self,
+        provider: &dyn providers::Provider,
         request: CompletionRequest,
     ) -> Result<providers::Completion, Failure> {
         self.in_background(request, true, |r| provider.complete(r, None)).await
@@ -186,7 +199,6 @@ impl Context {
     {
         let cancel = CancelFlag::default();
         request.cancel = cancel.clone();
-        request.background = true;
         if let Ok(mut c) = self.current_cancel.lock() {
             *c = Some(cancel.clone());
         }

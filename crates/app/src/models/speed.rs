@@ -95,7 +95,7 @@ pub(crate) async fn measure(ctx: &Context, stem: &str) -> Result<SpeedView> {
     request.max_tokens = REPLY_TOKENS;
     request.temperature = 0.0;
     let called = Instant::now();
-    let done = ctx.complete_in_background(provider.as_ref(), request).await.map_err(background)?;
+    let done = ctx.measure_in_background(provider.as_ref(), request).await.map_err(background)?;
     let total_s = called.elapsed().as_secs_f64();
     let first_s = done.first_token_ms.map(|ms| ms / 1000.0).filter(|s| *s > 0.0);
     let (Some(first_s), true) = (first_s, done.completion_tokens > 1 && total_s > 0.0) else {
