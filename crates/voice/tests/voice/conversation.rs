@@ -803,22 +803,29 @@ impl Responder for ReadingAhead {
     }
 }
 
-#[test]
-fn paced_to_the_wall_clock_the_pause_between_turns_gives_the_reading_ahead_its_time() {
+/// A 3-second LibriVox clip said twice, 4 s apart, after 300 ms of silence
+/// and with 4 s of room after it to charge the last wait to (the timeline
+/// ends with the input). None without the clips.
+fn the_clip_twice() -> Option<Vec<f32>> {
     let Some(clips) = librivox_clips() else {
         eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
-        return;
+        return None;
     };
     let clip = read_mono(&clips[1].0, 16_000).expect("clip").samples; // 3.0 s
     let mut input = silence(300);
     input.extend(&clip);
+    input.extend(silence(4_000));
+    input.extend(&clip);
+    input.extend(silence(4_000));
+    Some(input)
+}
+
+#[test]
+fn paced_to_the_wall_clock_the_pause_between_turns_gives_the_reading_ahead_its_time() {
     // After the first reply: a pause of about 3.7 s, the second question
     // (3 s) and the gate's hold, more than the reading's 3.5 s of wall
     // time; the simulated clock runs through them in far less.
-    input.extend(silence(4_000));
-    input.extend(&clip);
-    // Room after it to charge the wait to (the timeline ends with the input).
-    input.extend(silence(4_000));
+    let Some(input) = the_clip_twice() else { return };
     let run = |paced: bool| {
         let mic = WavLoopback::new(Pcm { samples: input.clone(), rate: 16_000 }, None);
         let mut mic = if paced { mic.paced() } else { mic };
@@ -862,16 +869,7 @@ impl Responder for Announced {
 /// each utterance, seconds before its reply is asked for.
 #[test]
 fn the_start_of_each_utterance_is_announced_before_its_reply() {
-    let Some(clips) = librivox_clips() else {
-        eprintln!("skipped: needs pocketsphinx-testdata (scripts/setup.sh)");
-        return;
-    };
-    let clip = read_mono(&clips[1].0, 16_000).expect("clip").samples; // 3.0 s
-    let mut input = silence(300);
-    input.extend(&clip);
-    input.extend(silence(4_000));
-    input.extend(&clip);
-    input.extend(silence(4_000));
+    let Some(input) = the_clip_twice() else { return };
     let mut mic = WavLoopback::new(Pcm { samples: input, rate: 16_000 }, None);
     let mut stt = scripted(&["first question", "second question"]);
     let mut persona = Announced::default();
