@@ -223,7 +223,6 @@ impl Context {
         }
         if let Some(left) = self.composing_left().filter(|_| queued_work) {
             clear();
-            self.background.preempted.store(false, Ordering::SeqCst);
             tracing::debug!(?left, "queued work waits: the person is composing a message");
             let left = time::Duration::try_from(left).unwrap_or(time::Duration::ZERO);
             return Err(Failure::Deferred(self.ledger.now() + left));
