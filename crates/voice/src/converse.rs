@@ -213,10 +213,11 @@ pub struct TurnTimings {
 /// The pieces to synthesise one by one: the sentences, with a long first
 /// sentence split at its first clause break (a comma, semicolon or colon
 /// after at least three words, as soon as a word follows it), and the first
-/// piece cut again before the first preposition or conjunction that has
-/// three to five words before it and at least two after, so the first
-/// piece is short and speech starts sooner (the listener waits for the
-/// first piece's synthesis, and its time grows with its length). Both cuts
+/// piece cut again before the first preposition, conjunction, verb after
+/// its subject or noun phrase after its verb that has three to five words
+/// before it and at least two after, so the first piece is short and
+/// speech starts sooner (the listener waits for the first piece's
+/// synthesis, and its time grows with its length). Both cuts
 /// depend only on the words before them and a few after, so a reply still
 /// streaming is cut where the whole reply will be.
 pub fn speaking_pieces(text: &str) -> Vec<String> {
@@ -233,16 +234,32 @@ pub fn speaking_pieces_as(text: &str, phrase_cut: bool) -> Vec<String> {
     parts
 }
 
-/// Words a first piece may be cut before: a phrase or clause begins there,
-/// or the verb after a subject of three words or more ("The capital of
-/// Italy | is Rome."), English and Portuguese. A one-sentence answer is
-/// then spoken before the model has finished it.
+/// Words a first piece may be cut before: a phrase or clause begins there
+/// (these), or the verb after a subject of three words or more ([`VERBS`]:
+/// "The capital of Italy | is Rome."), English and Portuguese. A
+/// one-sentence answer is then spoken before the model has finished it.
 #[rustfmt::skip]
-const PHRASE_STARTS: [&str; 48] = [
+const PHRASE_STARTS: [&str; 40] = [
     "of", "in", "on", "at", "for", "with", "about", "from", "into", "by", "to", "near", "since", "after", "before",
-    "through", "and", "but", "or", "because", "which", "where", "when", "while", "than", "is", "are", "was", "were",
+    "through", "and", "but", "or", "because", "which", "where", "when", "while", "than",
     "de", "do", "da", "em", "no", "na", "com", "para", "por", "sobre", "e", "mas", "porque", "onde", "quando",
-    "é", "são", "foi", "era",
+];
+
+#[rustfmt::skip]
+const VERBS: [&str; 8] = ["is", "are", "was", "were", "é", "são", "foi", "era"];
+
+/// Words a noun phrase begins with: where no word of [`PHRASE_STARTS`] or
+/// [`VERBS`] allows a cut, a first piece may be cut before one that follows
+/// a verb ("Mercury is often called | the red planet", "Be's leg is | a
+/// term used…"), never after a preposition or another of these ("I went to
+/// | the market" would leave the preposition hanging).
+/// Without it, a long first sentence with no comma and no phrase word among
+/// its first words was spoken whole, and the person waited for all of it
+/// (four to six seconds for twenty words on two cores).
+#[rustfmt::skip]
+const NOUN_PHRASE_STARTS: [&str; 16] = [
+    "the", "a", "an", "this", "that", "these", "those",
+    "o", "os", "as", "um", "uma", "uns", "umas", "este", "esta",
 ];
 
 /// The most words before a cut at a phrase.
@@ -253,12 +270,30 @@ fn split_first_phrase(parts: &mut Vec<String>) {
     let words: Vec<&str> = first.split_whitespace().collect();
     // Judged on the words before the cut (and two after), never on the
     // piece's whole length, which a reply still streaming does not know.
-    let cut = (3..=FIRST_PIECE_WORDS).take_while(|&i| i + 2 <= words.len()).find(|&i| {
-        let bare = words[i].trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
-        // Not right after a clause break: that cut is the clause rule's.
-        let open = !words[i - 1].ends_with([',', ';', ':', '.', '?', '!']);
-        PHRASE_STARTS.contains(&bare.as_str()) && open
-    });
+    let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
+    let candidates = || (3..=FIRST_PIECE_WORDS).take_while(|&i| i + 2 <= words.len());
+    // Not right after a clause break: that cut is the clause rule's.
+    let open = |i: usize| !words[i - 1].ends_with([',', ';', ':', '.', '?', '!']);
+    let phrase = |i: usize| {
+        let word = bare(words[i]);
+        PHRASE_STARTS.contains(&word.as_str()) || VERBS.contains(&word.as_str())
+    };
+    let noun_phrase = |i: usize| {
+        let (word, before) = (bare(words[i]), bare(words[i - 1]));
+        NOUN_PHRASE_STARTS.contains(&word.as_str())
+            && !NOUN_PHRASE_STARTS.contains(&before.as_str())
+            && !PHRASE_STARTS.contains(&before.as_str())
+    };
+    // A noun phrase only where no phrase word is found ("Paris is | the
+    // capital" parts the verb from what it says; "the capital | of France"
+    // does not), and in a piece longer than the words a phrase cut looks
+    // at: a short one is soon written whole, and a reply still streaming
+    // is then cut there only once every word a phrase cut could come
+    // before is known.
+    let long = words.len() >= FIRST_PIECE_WORDS + 2;
+    let cut = candidates()
+        .find(|&i| open(i) && phrase(i))
+        .or_else(|| candidates().filter(|_| long).find(|&i| open(i) && noun_phrase(i)));
     if let Some(i) = cut {
         let (head, tail) = (words[..i].join(" "), words[i..].join(" "));
         parts.splice(0..1, [head, tail]);
@@ -915,6 +950,17 @@ mod tests {
         assert_eq!(speaking_pieces("The capital of Italy is Rome."), vec!["The capital of Italy", "is Rome."]);
         assert_eq!(speaking_pieces("A capital da Itália é Roma."), vec!["A capital da Itália", "é Roma."]);
         assert_eq!(speaking_pieces("My cat is black and white."), vec!["My cat is black", "and white."]);
+        // Before a noun phrase after its verb, never after a preposition.
+        assert_eq!(
+            speaking_pieces("Mercury is often called the hot planet because it is near the Sun."),
+            vec!["Mercury is often called", "the hot planet because it is near the Sun."]
+        );
+        assert_eq!(speaking_pieces("Be's leg is a term used for dogs."), vec!["Be's leg is", "a term used for dogs."]);
+        assert_eq!(speaking_pieces("Ele sempre quis uma casa grande perto do mar."), vec!["Ele sempre quis", "uma casa grande perto do mar."]);
+        // A short sentence is soon written whole: not cut there.
+        assert_eq!(speaking_pieces("That sounds like a fun idea!"), vec!["That sounds like a fun idea!"]);
+        assert_eq!(speaking_pieces("I went to the market yesterday morning."), vec!["I went to the market yesterday morning."]);
+        assert_eq!(speaking_pieces("Eu gosto muito da praia nos dias quentes."), vec!["Eu gosto muito", "da praia nos dias quentes."]);
     }
 
     #[test]
@@ -941,6 +987,9 @@ mod tests {
             "The capital of Italy is Rome.",
             "There are seven continents: Africa, Asia, Europe and the rest.",
             "I think so, too.",
+            "Mercury is often called the theory planet.",
+            "Mercury is called the hot one because it is near.",
+            "Paris is the capital and the largest city.",
         ] {
             let whole = speaking_pieces(reply);
             let mut streamed = String::new();
