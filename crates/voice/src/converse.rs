@@ -268,8 +268,9 @@ const FIRST_PIECE_WORDS: usize = 5;
 fn split_first_phrase(parts: &mut Vec<String>) {
     let Some(first) = parts.first() else { return };
     let words: Vec<&str> = first.split_whitespace().collect();
-    // Judged on the words before the cut (and two after), never on the
-    // piece's whole length, which a reply still streaming does not know.
+    // Judged on the words before the cut (and two after; seven words in
+    // all before a noun phrase), never on the piece's whole length, which
+    // a reply still streaming does not know.
     let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
     let candidates = || (3..=FIRST_PIECE_WORDS).take_while(|&i| i + 2 <= words.len());
     // Not right after a clause break: that cut is the clause rule's.
