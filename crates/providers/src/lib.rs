@@ -65,6 +65,10 @@ impl CancelFlag {
     pub fn is_cancelled(&self) -> bool {
         self.0 .0.load(Ordering::SeqCst)
     }
+    /// Whether `other` is this very flag (a clone of it), not another one.
+    pub fn is_same(&self, other: &CancelFlag) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
     /// Resolves once the flag is set (at once if it already is).
     pub async fn cancelled(&self) {
         let notified = self.0 .1.notified();

@@ -55,19 +55,48 @@ pub(crate) enum Failure {
 /// Lets a reply preempt running background work.
 #[derive(Debug, Default)]
 pub struct Background {
-    running: AtomicBool,
+    /// The background calls running now. Usually one; a prompt read ahead
+    /// and a queued job's call may overlap (the engine then runs them one
+    /// after the other), and one ending must not leave the other beyond the
+    /// reach of a send or of the person composing: seen in the window, a
+    /// persona's fill that nothing could stop held a spoken reply for 11 s.
+    calls: std::sync::Mutex<Vec<BackgroundCall>>,
+    next_call: std::sync::atomic::AtomicU64,
     /// When the background call running now began.
     since: std::sync::Mutex<Option<std::time::Instant>>,
-    preempted: AtomicBool,
     /// A reply is queued and not started yet: background work must not start
     /// another model call (a job of several calls, like extraction, would
     /// otherwise run its next call to the end while the reply waits).
     reply_waiting: AtomicBool,
     /// Until when the person is taken to be composing a message.
     composing_until: std::sync::Mutex<Option<Instant>>,
-    /// The running call's cancel flag when it is queued work (not a prompt
-    /// read ahead): what a person who starts composing stops.
-    job_cancel: std::sync::Mutex<Option<CancelFlag>>,
+}
+
+/// One background model call running now.
+#[derive(Debug)]
+struct BackgroundCall {
+    id: u64,
+    cancel: CancelFlag,
+    /// A queued job's call (not a prompt read ahead): what a person who
+    /// starts composing stops.
+    queued_work: bool,
+    /// Stopped to let a reply or the person go first: it gives way
+    /// (requeued) rather than fails.
+    preempted: std::sync::Arc<AtomicBool>,
+}
+
+impl Background {
+    /// Stops the running calls `which` picks; whether there was one.
+    fn stop(&self, which: impl Fn(&BackgroundCall) -> bool) -> bool {
+        let calls = self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut stopped = false;
+        for call in calls.iter().filter(|c| which(c)) {
+            call.preempted.store(true, Ordering::SeqCst);
+            call.cancel.cancel();
+            stopped = true;
+        }
+        stopped
+    }
 }
 
 impl Context {
@@ -83,10 +112,7 @@ impl Context {
         if let Ok(mut until) = self.background.composing_until.lock() {
             *until = None;
         }
-        if self.background.running.load(Ordering::SeqCst) {
-            self.background.preempted.store(true, Ordering::SeqCst);
-            self.abort_current();
-        }
+        self.background.stop(|_| true);
     }
 
     /// The person is composing a message (a draft typed, words spoken), so
@@ -104,11 +130,8 @@ impl Context {
         if let Ok(mut until) = self.background.composing_until.lock() {
             *until = Some(Instant::now() + COMPOSING_HOLD);
         }
-        let running = self.background.job_cancel.lock().ok().and_then(|c| c.clone());
-        if let Some(flag) = running {
+        if self.background.stop(|c| c.queued_work) {
             tracing::debug!("queued work stopped: the person is composing a message");
-            self.background.preempted.store(true, Ordering::SeqCst);
-            flag.cancel();
         }
     }
 
@@ -202,17 +225,18 @@ impl Context {
         if let Ok(mut c) = self.current_cancel.lock() {
             *c = Some(cancel.clone());
         }
-        self.background.preempted.store(false, Ordering::SeqCst);
-        self.background.running.store(true, Ordering::SeqCst);
-        if queued_work {
-            if let Ok(mut c) = self.background.job_cancel.lock() {
-                *c = Some(cancel);
-            }
+        let id = self.background.next_call.fetch_add(1, Ordering::SeqCst);
+        let preempted = std::sync::Arc::new(AtomicBool::new(false));
+        {
+            let call = BackgroundCall { id, cancel: cancel.clone(), queued_work, preempted: preempted.clone() };
+            self.background.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(call);
         }
+        // Only this call's own marks: another background call may have
+        // started meanwhile and still run.
         let clear = || {
-            self.background.running.store(false, Ordering::SeqCst);
-            for slot in [&self.current_cancel, &self.background.job_cancel] {
-                if let Ok(mut c) = slot.lock() {
+            self.background.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|c| c.id != id);
+            if let Ok(mut c) = self.current_cancel.lock() {
+                if c.as_ref().is_some_and(|mine| mine.is_same(&cancel)) {
                     *c = None;
                 }
             }
@@ -231,7 +255,7 @@ impl Context {
         let result = call(request).await;
         self.background_began(false);
         clear();
-        let preempted = self.background.preempted.swap(false, Ordering::SeqCst);
+        let preempted = preempted.load(Ordering::SeqCst);
         match result {
             Ok(c) if c.finish == FinishReason::Cancelled && preempted => Err(Failure::Preempted),
             Err(ProviderError::Cancelled) if preempted => Err(Failure::Preempted),
@@ -335,6 +359,51 @@ mod tests {
         let (r, took) = stalled.await.expect("join");
         assert!(matches!(r, Err(Failure::Preempted)), "the queued call gives way and is requeued");
         assert!(took < std::time::Duration::from_secs(3), "stopped when the person began, not at its end ({took:?})");
+    }
+
+    /// A queued job's call and a prompt read ahead may run at once (the
+    /// engine takes them in turn); the read ahead ending first must leave
+    /// the job's call within reach of the person composing and of a send.
+    async fn a_stalled_job_beside_a_read_ahead(ctx: &Arc<Context>, provider: &Arc<ScriptedProvider>) -> tokio::task::JoinHandle<(Result<providers::Completion, Failure>, std::time::Duration)> {
+        provider.push(providers::ScriptStep::Paced {
+            text: "a long summary of the whole conversation".into(),
+            gap: std::time::Duration::from_secs(5),
+        });
+        let stalled = {
+            let ctx = ctx.clone();
+            let provider = provider.clone();
+            tokio::spawn(async move {
+                let started = std::time::Instant::now();
+                let r = ctx.complete_in_background(provider.as_ref(), CompletionRequest::chat("fake", Vec::new())).await;
+                (r, started.elapsed())
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let read = ctx.prefill_in_background(provider.as_ref(), CompletionRequest::chat("fake", Vec::new())).await;
+        assert!(read.is_ok(), "the read ahead ran beside the job");
+        stalled
+    }
+
+    #[tokio::test]
+    async fn a_queued_call_gives_way_to_the_person_composing_after_a_read_ahead_beside_it_ended() {
+        let (_dir, ctx, provider) = context_answering("a short one first").await;
+        assert!(ctx.complete_in_background(provider.as_ref(), CompletionRequest::chat("fake", Vec::new())).await.is_ok());
+        let stalled = a_stalled_job_beside_a_read_ahead(&ctx, &provider).await;
+        ctx.person_composing();
+        let (r, took) = stalled.await.expect("join");
+        assert!(matches!(r, Err(Failure::Preempted)), "the queued call gives way and is requeued");
+        assert!(took < std::time::Duration::from_secs(3), "stopped when the person began, not at its end ({took:?})");
+    }
+
+    #[tokio::test]
+    async fn a_queued_call_gives_way_to_a_send_after_a_read_ahead_beside_it_ended() {
+        let (_dir, ctx, provider) = context_answering("a short one first").await;
+        assert!(ctx.complete_in_background(provider.as_ref(), CompletionRequest::chat("fake", Vec::new())).await.is_ok());
+        let stalled = a_stalled_job_beside_a_read_ahead(&ctx, &provider).await;
+        ctx.preempt_background();
+        let (r, took) = stalled.await.expect("join");
+        assert!(matches!(r, Err(Failure::Preempted)), "the queued call gives way to the reply and is requeued");
+        assert!(took < std::time::Duration::from_secs(3), "stopped at the send, not at its end ({took:?})");
     }
 
     /// The worker, woken by the queue, took the reply and started it before
