@@ -77,20 +77,17 @@ pub struct Background {
 struct BackgroundCall {
     id: u64,
     cancel: CancelFlag,
-    /// A queued job's call (not a prompt read ahead): what a person who
-    /// starts composing stops.
-    queued_work: bool,
     /// Stopped to let a reply or the person go first: it gives way
     /// (requeued) rather than fails.
     preempted: std::sync::Arc<AtomicBool>,
 }
 
 impl Background {
-    /// Stops the running calls `which` picks; whether there was one.
-    fn stop(&self, which: impl Fn(&BackgroundCall) -> bool) -> bool {
+    /// Stops the calls running now; whether there was one.
+    fn stop(&self) -> bool {
         let calls = self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut stopped = false;
-        for call in calls.iter().filter(|c| which(c)) {
+        for call in calls.iter() {
             call.preempted.store(true, Ordering::SeqCst);
             call.cancel.cancel();
             stopped = true;
@@ -112,7 +109,7 @@ impl Context {
         if let Ok(mut until) = self.background.composing_until.lock() {
             *until = None;
         }
-        self.background.stop(|_| true);
+        self.background.stop();
     }
 
     /// The person is composing a message (a draft typed, words spoken), so
@@ -120,18 +117,22 @@ impl Context {
     /// work (extraction, a summary) stopped only at the send still holds the
     /// model until the chunk of prompt it reads is done, and the reply
     /// waits that out (1.5 s in a spoken turn); stopped now, the chunk is
-    /// done before the message is. So queued work running a model call is
-    /// stopped and requeued, and none starts another for
-    /// [`COMPOSING_HOLD`] after the last sign or until the send. Reading
-    /// the prompt ahead is not queued work and goes on.
+    /// done before the message is. So a background call running now is
+    /// stopped (queued work is requeued), and no queued work starts another
+    /// for [`COMPOSING_HOLD`] after the last sign or until the send. A
+    /// prompt read ahead after that is not held back.
     pub(crate) fn person_composing(&self) {
         // The hold first, then look (both under locks): a job call marks
         // itself first, then looks at the hold, so one of the two sees the other.
         if let Ok(mut until) = self.background.composing_until.lock() {
             *until = Some(Instant::now() + COMPOSING_HOLD);
         }
-        if self.background.stop(|c| c.queued_work) {
-            tracing::debug!("queued work stopped: the person is composing a message");
+        // A prompt read ahead running now stops too (keeping what it
+        // read): the read of the person's own draft would otherwise wait
+        // behind it, and on a slow machine the next prompt's 170 tokens
+        // took 12–20 s. One that starts while they compose runs.
+        if self.background.stop() {
+            tracing::debug!("background work stopped: the person is composing a message");
         }
     }
 
@@ -228,7 +229,7 @@ impl Context {
         let id = self.background.next_call.fetch_add(1, Ordering::SeqCst);
         let preempted = std::sync::Arc::new(AtomicBool::new(false));
         {
-            let call = BackgroundCall { id, cancel: cancel.clone(), queued_work, preempted: preempted.clone() };
+            let call = BackgroundCall { id, cancel: cancel.clone(), preempted: preempted.clone() };
             self.background.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(call);
         }
         // Only this call's own marks: another background call may have
