@@ -333,15 +333,11 @@ mod tests {
         assert!(matches!(r, Ok(ref c) if c.text == "summary"), "the send ends the hold");
     }
 
-    /// Queued work already reading when the person starts to compose is
-    /// stopped then (and requeued), not at the send: the chunk it is
-    /// reading is done before the message is.
-    #[tokio::test]
-    async fn a_person_starting_to_compose_stops_the_queued_call_under_way() {
-        let (_dir, ctx, provider) = context_answering("a short one first").await;
-        let first = ctx.complete_in_background(provider.as_ref(), CompletionRequest::chat("fake", Vec::new())).await;
-        assert!(first.is_ok(), "nobody composes: the work runs");
-        // A model reading a long prompt: one piece every five seconds.
+    type Stalled = tokio::task::JoinHandle<(Result<providers::Completion, Failure>, std::time::Duration)>;
+
+    /// A queued job's call on a model reading a long prompt (one piece every
+    /// five seconds), under way after 200 ms: its result and how long it took.
+    async fn a_stalled_job(ctx: &Arc<Context>, provider: &Arc<ScriptedProvider>) -> Stalled {
         provider.push(providers::ScriptStep::Paced {
             text: "a long summary of the whole conversation".into(),
             gap: std::time::Duration::from_secs(5),
@@ -356,6 +352,18 @@ mod tests {
             })
         };
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        stalled
+    }
+
+    /// Queued work already reading when the person starts to compose is
+    /// stopped then (and requeued), not at the send: the chunk it is
+    /// reading is done before the message is.
+    #[tokio::test]
+    async fn a_person_starting_to_compose_stops_the_queued_call_under_way() {
+        let (_dir, ctx, provider) = context_answering("a short one first").await;
+        let first = ctx.complete_in_background(provider.as_ref(), CompletionRequest::chat("fake", Vec::new())).await;
+        assert!(first.is_ok(), "nobody composes: the work runs");
+        let stalled = a_stalled_job(&ctx, &provider).await;
         ctx.person_composing();
         let (r, took) = stalled.await.expect("join");
         assert!(matches!(r, Err(Failure::Preempted)), "the queued call gives way and is requeued");
@@ -365,21 +373,8 @@ mod tests {
     /// A queued job's call and a prompt read ahead may run at once (the
     /// engine takes them in turn); the read ahead ending first must leave
     /// the job's call within reach of the person composing and of a send.
-    async fn a_stalled_job_beside_a_read_ahead(ctx: &Arc<Context>, provider: &Arc<ScriptedProvider>) -> tokio::task::JoinHandle<(Result<providers::Completion, Failure>, std::time::Duration)> {
-        provider.push(providers::ScriptStep::Paced {
-            text: "a long summary of the whole conversation".into(),
-            gap: std::time::Duration::from_secs(5),
-        });
-        let stalled = {
-            let ctx = ctx.clone();
-            let provider = provider.clone();
-            tokio::spawn(async move {
-                let started = std::time::Instant::now();
-                let r = ctx.complete_in_background(provider.as_ref(), CompletionRequest::chat("fake", Vec::new())).await;
-                (r, started.elapsed())
-            })
-        };
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    async fn a_stalled_job_beside_a_read_ahead(ctx: &Arc<Context>, provider: &Arc<ScriptedProvider>) -> Stalled {
+        let stalled = a_stalled_job(ctx, provider).await;
         let read = ctx.prefill_in_background(provider.as_ref(), CompletionRequest::chat("fake", Vec::new())).await;
         assert!(read.is_ok(), "the read ahead ran beside the job");
         stalled
