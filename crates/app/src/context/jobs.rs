@@ -62,8 +62,6 @@ pub struct Background {
     /// persona's fill that nothing could stop held a spoken reply for 11 s.
     calls: std::sync::Mutex<Vec<BackgroundCall>>,
     next_call: std::sync::atomic::AtomicU64,
-    /// When the background call running now began.
-    since: std::sync::Mutex<Option<std::time::Instant>>,
     /// A reply is queued and not started yet: background work must not start
     /// another model call (a job of several calls, like extraction, would
     /// otherwise run its next call to the end while the reply waits).
@@ -77,6 +75,7 @@ pub struct Background {
 struct BackgroundCall {
     id: u64,
     cancel: CancelFlag,
+    began: Instant,
     /// Stopped to let a reply or the person go first: it gives way
     /// (requeued) rather than fails.
     preempted: std::sync::Arc<AtomicBool>,
@@ -142,17 +141,14 @@ impl Context {
         until.checked_duration_since(Instant::now()).filter(|left| !left.is_zero())
     }
 
-    /// When the background model call running now began (None: none runs).
+    /// When the background model call running now began, the earliest of
+    /// several (None: none runs).
     /// A draft read that began after it waits behind it for the model.
     pub(crate) fn background_since(&self) -> Option<std::time::Instant> {
-        self.background.since.lock().ok().and_then(|s| *s)
+        let calls = self.background.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        calls.iter().map(|c| c.began).min()
     }
 
-    fn background_began(&self, running: bool) {
-        if let Ok(mut s) = self.background.since.lock() {
-            *s = running.then(std::time::Instant::now);
-        }
-    }
 
     /// Called when the reply worker starts a reply.
     pub(crate) fn reply_started(&self) {
@@ -229,7 +225,7 @@ impl Context {
         let id = self.background.next_call.fetch_add(1, Ordering::SeqCst);
         let preempted = std::sync::Arc::new(AtomicBool::new(false));
         {
-            let call = BackgroundCall { id, cancel: cancel.clone(), preempted: preempted.clone() };
+            let call = BackgroundCall { id, cancel: cancel.clone(), began: Instant::now(), preempted: preempted.clone() };
             self.background.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(call);
         }
         // Only this call's own marks: another background call may have
@@ -252,9 +248,7 @@ impl Context {
             let left = time::Duration::try_from(left).unwrap_or(time::Duration::ZERO);
             return Err(Failure::Deferred(self.ledger.now() + left));
         }
-        self.background_began(true);
         let result = call(request).await;
-        self.background_began(false);
         clear();
         let preempted = preempted.load(Ordering::SeqCst);
         match result {
