@@ -506,9 +506,16 @@ impl LocalEngine {
                     .add(*token, i32::try_from(pos).unwrap_or(i32::MAX), &[0], last)
                     .map_err(|e| ProviderError::Unavailable(format!("local batch failed: {e}")))?;
             }
+            slot.last_logits = None;
             slot.ctx.decode(&mut batch).map_err(decode_err)?;
             slot.tokens.extend_from_slice(chunk);
+            if slot.tokens.len() == n_prompt {
+                slot.last_logits = i32::try_from(chunk.len() - 1).ok();
+            }
         }
+        // The row the first token is sampled from: this call's last chunk,
+        // or the read ahead that left exactly this prompt evaluated.
+        let first_row = if reused == n_prompt { slot.last_logits.unwrap_or(-1) } else { batch.n_tokens() - 1 };
 
         let t_read = started.elapsed();
         let mut text = String::new();
@@ -535,10 +542,11 @@ impl LocalEngine {
             if generated >= max_new {
                 break FinishReason::Length;
             }
+            let row = if first_token_ms.is_none() { first_row } else { batch.n_tokens() - 1 };
             let token = if first_token_ms.is_none() && !avoided.is_empty() {
-                sample_avoiding(&mut sampler, &slot.ctx, batch.n_tokens() - 1, &avoided)
+                sample_avoiding(&mut sampler, &slot.ctx, row, &avoided)
             } else {
-                sampler.sample(&slot.ctx, batch.n_tokens() - 1)
+                sampler.sample(&slot.ctx, row)
             };
             if first_token_ms.is_none() {
                 first_token_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
@@ -572,8 +580,10 @@ impl LocalEngine {
                 .add(token, i32::try_from(pos).unwrap_or(i32::MAX), &[0], true)
                 .map_err(|e| ProviderError::Unavailable(format!("local batch failed: {e}")))?;
             pos += 1;
+            slot.last_logits = None;
             slot.ctx.decode(&mut batch).map_err(decode_err)?;
             slot.tokens.push(token);
+            slot.last_logits = Some(0);
         };
         let rest = utf8.finish();
         match guard.as_mut() {
@@ -738,6 +748,7 @@ impl LocalEngine {
             Ok(kept) => {
                 tracing::debug!(tokens = kept.len(), "evaluated prompt read from disk");
                 slot.tokens = kept;
+                slot.last_logits = None;
             }
             Err(e) => {
                 // Written by another build or for a larger context: start clean.
@@ -981,6 +992,12 @@ struct WarmContext {
     threads: usize,
     /// The tokens whose keys and values the context holds, from position 0.
     tokens: Vec<LlamaToken>,
+    /// The row of the last decode's output that holds the logits of the
+    /// last of `tokens`, while nothing has been decoded or removed since: a
+    /// call whose prompt is exactly `tokens` (a reply to the words a draft
+    /// read ahead) samples its first token from them instead of reading
+    /// that token again.
+    last_logits: Option<i32>,
     used: Instant,
 }
 
@@ -1012,7 +1029,7 @@ impl WarmContext {
         // beyond its own lifetime, so the borrow never outlives the model.
         #[allow(unsafe_code)]
         let ctx: LlamaContext<'static> = unsafe { std::mem::transmute(ctx) };
-        Ok(Self { ctx, model, path: path.to_path_buf(), n_ctx, threads, tokens: Vec::new(), used: Instant::now() })
+        Ok(Self { ctx, model, path: path.to_path_buf(), n_ctx, threads, tokens: Vec::new(), last_logits: None, used: Instant::now() })
     }
 
     /// The same evaluated tokens in a new context that runs on `threads`
@@ -1036,10 +1053,16 @@ impl WarmContext {
         Ok(moved)
     }
 
-    /// Keeps the evaluated prefix shared with `tokens` (at least the last
-    /// token is evaluated again, for its logits) and returns its length.
+    /// Keeps the evaluated prefix shared with `tokens` and returns its
+    /// length: all of them when the context holds exactly `tokens` with the
+    /// last one's logits, else at least the last token is evaluated again,
+    /// for its logits.
     fn keep_prefix(&mut self, tokens: &[LlamaToken]) -> usize {
         let mut keep = common_prefix(&self.tokens, tokens);
+        if keep == tokens.len() && keep == self.tokens.len() && keep > 0 && self.last_logits.is_some() {
+            return keep;
+        }
+        self.last_logits = None;
         if keep >= tokens.len() {
             keep = tokens.len().saturating_sub(1);
         }

@@ -531,6 +531,34 @@ async fn a_reply_never_says_the_words_it_may_never_say() {
 /// A call that needs a bigger context than the conversation's (a summary of
 /// the whole conversation) leaves the conversation's context warm: the
 /// next reply reads only what is new.
+/// A reply whose prompt was read ahead whole (a draft the person then
+/// sent as it was) starts from the logits that read left: none of its
+/// prompt is read again, not even the last token.
+#[tokio::test]
+async fn a_reply_to_a_prompt_read_ahead_whole_reads_none_of_it_again() {
+    let _alone = MODEL_USE.write().await;
+    let (engine, stem) = engine();
+    wait_until_idle(&engine, 120).await;
+    engine.drop_warm_contexts();
+    let mut turn = chat(&stem, "What is the capital of France?");
+    turn.max_tokens = 16;
+    let read = engine.prefill(turn.clone()).await.expect("read ahead");
+    let warm = engine.complete(turn.clone(), None).await.expect("reply");
+    assert_eq!(warm.prompt_tokens, read.prompt_tokens);
+    assert_eq!(engine.last_reused_tokens(), warm.prompt_tokens as usize, "the whole prompt was already read");
+    assert!(!warm.text.trim().is_empty());
+    // The reply's own tokens follow the prompt in the context now: the
+    // same prompt again is read from its last token, as any prompt the
+    // context holds more than.
+    engine.complete(turn.clone(), None).await.expect("again");
+    assert_eq!(engine.last_reused_tokens(), warm.prompt_tokens as usize - 1);
+
+    // llama.cpp's sums differ slightly with the batch shape; printed.
+    engine.drop_warm_contexts();
+    let cold = engine.complete(turn, None).await.expect("cold");
+    println!("after the read ahead: {:?}\ncold: {:?}", warm.text, cold.text);
+}
+
 /// A reply sent while background work is being read (a summary, stopped
 /// for it) runs beside that call once its caller has gone; it continues the
 /// conversation's warm context from the pool instead of reading its whole
