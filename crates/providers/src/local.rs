@@ -506,16 +506,12 @@ impl LocalEngine {
                     .add(*token, i32::try_from(pos).unwrap_or(i32::MAX), &[0], last)
                     .map_err(|e| ProviderError::Unavailable(format!("local batch failed: {e}")))?;
             }
-            slot.last_logits = None;
             slot.ctx.decode(&mut batch).map_err(decode_err)?;
             slot.tokens.extend_from_slice(chunk);
             if slot.tokens.len() == n_prompt {
                 slot.last_logits = i32::try_from(chunk.len() - 1).ok();
             }
         }
-        // The row the first token is sampled from: this call's last chunk,
-        // or the read ahead that left exactly this prompt evaluated.
-        let first_row = if reused == n_prompt { slot.last_logits.unwrap_or(-1) } else { batch.n_tokens() - 1 };
 
         let t_read = started.elapsed();
         let mut text = String::new();
@@ -542,7 +538,9 @@ impl LocalEngine {
             if generated >= max_new {
                 break FinishReason::Length;
             }
-            let row = if first_token_ms.is_none() { first_row } else { batch.n_tokens() - 1 };
+            // This call's last batch, or the read ahead that left exactly
+            // this prompt evaluated (`keep_prefix`).
+            let row = slot.last_logits.unwrap_or(batch.n_tokens() - 1);
             let token = if first_token_ms.is_none() && !avoided.is_empty() {
                 sample_avoiding(&mut sampler, &slot.ctx, row, &avoided)
             } else {
@@ -580,7 +578,6 @@ impl LocalEngine {
                 .add(token, i32::try_from(pos).unwrap_or(i32::MAX), &[0], true)
                 .map_err(|e| ProviderError::Unavailable(format!("local batch failed: {e}")))?;
             pos += 1;
-            slot.last_logits = None;
             slot.ctx.decode(&mut batch).map_err(decode_err)?;
             slot.tokens.push(token);
             slot.last_logits = Some(0);
@@ -1059,7 +1056,7 @@ impl WarmContext {
     /// for its logits.
     fn keep_prefix(&mut self, tokens: &[LlamaToken]) -> usize {
         let mut keep = common_prefix(&self.tokens, tokens);
-        if keep == tokens.len() && keep == self.tokens.len() && keep > 0 && self.last_logits.is_some() {
+        if keep == tokens.len() && keep == self.tokens.len() && self.last_logits.is_some() {
             return keep;
         }
         self.last_logits = None;
