@@ -379,6 +379,35 @@ async fn a_follow_up_turn_reuses_the_evaluated_prompt_instead_of_making_a_new_co
     assert!(!warm.text.trim().is_empty());
 }
 
+/// A reply that says its prompt's words back is written partly from
+/// tokens proposed from the prompt; the proposals it did not take leave
+/// the context, which then holds exactly the prompt and the reply, and the
+/// text says the words back as a reply written a token a step does.
+#[tokio::test]
+async fn a_reply_written_from_proposed_tokens_leaves_only_its_own_in_the_context() {
+    let _alone = MODEL_USE.write().await;
+    let (engine, stem) = engine();
+    wait_until_idle(&engine, 120).await;
+    let sentence = "the blue whale is the largest animal that has ever lived on Earth";
+    let mut r = chat(&stem, &format!("Say this sentence back, word for word: {sentence}."));
+    r.max_tokens = 40;
+    let mut texts = Vec::new();
+    for lookahead in [0, 3] {
+        engine.drop_warm_contexts();
+        let done = engine.with_lookahead(lookahead).complete(r.clone(), None).await.expect("reply");
+        let kept = engine.warm_contexts();
+        // Ended by its end token or its length: every written token was read.
+        assert!(matches!(done.finish, FinishReason::Stop | FinishReason::Length), "{:?}", done.finish);
+        assert_eq!(kept, [(done.prompt_tokens + done.completion_tokens) as usize], "{:?}", done.text);
+        texts.push(done.text);
+    }
+    println!("one token a step: {:?}
+proposing: {:?}", texts[0], texts[1]);
+    for text in &texts {
+        assert!(text.to_lowercase().contains("largest animal that has ever lived"), "{text:?}");
+    }
+}
+
 #[tokio::test]
 async fn a_guarded_reply_never_repeats_a_sentence() {
     let _side_by_side = MODEL_USE.read().await;
