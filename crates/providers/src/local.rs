@@ -616,7 +616,12 @@ impl LocalEngine {
             // a fraction of a step.
             let room = max_new.saturating_sub(generated + 1);
             slot.tokens.push(token);
-            let proposal = lookup_draft(&slot.tokens, self.lookahead.min(room), |t| vocab.is_eog(t));
+            // One word in common is a guess until the reply has shown it
+            // is saying earlier words again (a summary, a remembered line):
+            // in short spoken answers most such guesses failed, each
+            // costing a step more than it saved.
+            let shortest = if confirmed > 0 { 1 } else { 2 };
+            let proposal = lookup_draft(&slot.tokens, shortest, self.lookahead.min(room), |t| vocab.is_eog(t));
             slot.tokens.pop();
             batch.clear();
             for (i, t) in std::iter::once(token).chain(proposal.iter().copied()).enumerate() {
@@ -1035,15 +1040,20 @@ fn memory_is_short() -> bool {
 }
 
 /// Prompt lookup: the tokens that followed the one earlier occurrence of
-/// `history`'s last tokens (the longest run found, up to [`LOOKUP_NGRAM`]
-/// tokens), at most `max`, stopping before an end-of-generation token.
-/// Empty when the last token never came before, or that run came more
-/// than once.
-fn lookup_draft(history: &[LlamaToken], max: usize, is_end: impl Fn(LlamaToken) -> bool) -> Vec<LlamaToken> {
+/// `history`'s last tokens (the longest run found, `shortest` to
+/// [`LOOKUP_NGRAM`] tokens), at most `max`, stopping before an
+/// end-of-generation token. Empty when no such run came before, or the
+/// longest came more than once.
+fn lookup_draft(
+    history: &[LlamaToken],
+    shortest: usize,
+    max: usize,
+    is_end: impl Fn(LlamaToken) -> bool,
+) -> Vec<LlamaToken> {
     if max == 0 {
         return Vec::new();
     }
-    for n in (1..=LOOKUP_NGRAM).rev() {
+    for n in (shortest.max(1)..=LOOKUP_NGRAM).rev() {
         if history.len() <= n {
             continue;
         }
@@ -1141,10 +1151,6 @@ impl WarmContext {
         Ok(moved)
     }
 
-    /// Keeps the evaluated prefix shared with `tokens` and returns its
-    /// length: all of them when the context holds exactly `tokens` with the
-    /// last one's logits, else at least the last token is evaluated again,
-    /// for its logits.
     /// Forgets the tokens from position `len` on (proposed tokens the
     /// model did not write).
     fn drop_after(&mut self, len: usize) -> Result<(), ProviderError> {
@@ -1157,6 +1163,10 @@ impl WarmContext {
         Ok(())
     }
 
+    /// Keeps the evaluated prefix shared with `tokens` and returns its
+    /// length: all of them when the context holds exactly `tokens` with the
+    /// last one's logits, else at least the last token is evaluated again,
+    /// for its logits.
     fn keep_prefix(&mut self, tokens: &[LlamaToken]) -> usize {
         let mut keep = common_prefix(&self.tokens, tokens);
         if keep == tokens.len() && keep == self.tokens.len() && self.last_logits.is_some() {
@@ -1500,19 +1510,22 @@ mod tests {
         let t = |v: &[i32]| v.iter().map(|&x| LlamaToken(x)).collect::<Vec<_>>();
         let end = |x: LlamaToken| x.0 == 99;
         // "capital" (7) once before, followed by "of Italy ?" (8 9 10).
-        assert_eq!(lookup_draft(&t(&[1, 7, 8, 9, 10, 2, 3, 7]), 3, end), t(&[8, 9, 10]));
-        assert_eq!(lookup_draft(&t(&[1, 7, 8, 9, 10, 2, 3, 7]), 2, end), t(&[8, 9]));
-        assert_eq!(lookup_draft(&t(&[1, 7, 8, 9, 10, 2, 3, 7]), 0, end), t(&[]));
+        assert_eq!(lookup_draft(&t(&[1, 7, 8, 9, 10, 2, 3, 7]), 1, 3, end), t(&[8, 9, 10]));
+        assert_eq!(lookup_draft(&t(&[1, 7, 8, 9, 10, 2, 3, 7]), 1, 2, end), t(&[8, 9]));
+        assert_eq!(lookup_draft(&t(&[1, 7, 8, 9, 10, 2, 3, 7]), 1, 0, end), t(&[]));
         // Never before: nothing.
-        assert_eq!(lookup_draft(&t(&[1, 2, 3, 4]), 3, end), t(&[]));
+        assert_eq!(lookup_draft(&t(&[1, 2, 3, 4]), 1, 3, end), t(&[]));
         // "5 6" twice before, followed by different words: a guess, not proposed.
-        assert_eq!(lookup_draft(&t(&[5, 6, 1, 5, 6, 2, 5, 6]), 3, end), t(&[]));
+        assert_eq!(lookup_draft(&t(&[5, 6, 1, 5, 6, 2, 5, 6]), 1, 3, end), t(&[]));
         // The longer run decides: "4 5 6" once before, though "5 6" twice.
-        assert_eq!(lookup_draft(&t(&[4, 5, 6, 7, 8, 5, 6, 0, 4, 5, 6]), 3, end), t(&[7, 8, 5]));
+        assert_eq!(lookup_draft(&t(&[4, 5, 6, 7, 8, 5, 6, 0, 4, 5, 6]), 1, 3, end), t(&[7, 8, 5]));
         // An end of generation is never proposed.
-        assert_eq!(lookup_draft(&t(&[7, 8, 99, 3, 7]), 3, end), t(&[8]));
+        assert_eq!(lookup_draft(&t(&[7, 8, 99, 3, 7]), 1, 3, end), t(&[8]));
         // What follows may run into the words just said.
-        assert_eq!(lookup_draft(&t(&[7, 8, 7]), 3, end), t(&[8, 7]));
+        assert_eq!(lookup_draft(&t(&[7, 8, 7]), 1, 3, end), t(&[8, 7]));
+        // Two words in common at the least: one is not enough.
+        assert_eq!(lookup_draft(&t(&[1, 7, 8, 9, 10, 2, 3, 7]), 2, 3, end), t(&[]));
+        assert_eq!(lookup_draft(&t(&[1, 3, 7, 8, 9, 10, 2, 3, 7]), 2, 3, end), t(&[8, 9, 10]));
     }
 
     #[test]
