@@ -15,8 +15,9 @@
 //! tuning half, 3–4 held out (LoCoMo's split in `locomo_bench`). Greedy
 //! with the conversation's repetition control, so both arms should write
 //! the same text; prints per half the time a written token takes after
-//! the first (median and total), tokens proposed and confirmed, and how
-//! many replies differ.
+//! the first (median per reply and over all tokens) and the replies that
+//! differ (the engine logs proposed and confirmed tokens per call at
+//! debug level).
 
 use std::path::PathBuf;
 use std::time::Instant;

@@ -543,8 +543,10 @@ impl LocalEngine {
         let mut generated = 0usize;
         let mut pos = n_prompt;
         // Tokens proposed by `lookup_draft` and read after the last written
-        // one, not yet confirmed: `row` is where the logits after the last
-        // confirmed token are; each confirmed draft token moves it on.
+        // one, not yet confirmed. `row` holds the logits after the last
+        // confirmed token: first this call's last batch, or the read ahead
+        // that left exactly this prompt evaluated (`keep_prefix`); each
+        // confirmed proposal moves it on.
         let mut draft: std::collections::VecDeque<LlamaToken> = std::collections::VecDeque::new();
         let mut row = slot.last_logits.unwrap_or(batch.n_tokens() - 1);
         let (mut proposed, mut confirmed) = (0usize, 0usize);
@@ -561,8 +563,6 @@ impl LocalEngine {
             if generated >= max_new {
                 break FinishReason::Length;
             }
-            // This call's last batch, or the read ahead that left exactly
-            // this prompt evaluated (`keep_prefix`).
             let token = if first_token_ms.is_none() && !avoided.is_empty() {
                 sample_avoiding(&mut sampler, &slot.ctx, row, &avoided)
             } else {
@@ -574,8 +574,7 @@ impl LocalEngine {
                 draft.pop_front();
                 confirmed += 1;
             } else if !draft.is_empty() {
-                slot.drop_after(pos)?;
-                slot.last_logits = Some(row);
+                slot.take_back(pos, row)?;
                 draft.clear();
             }
             if first_token_ms.is_none() {
@@ -615,6 +614,7 @@ impl LocalEngine {
             // line), in one batch: each the model then writes itself costs
             // a fraction of a step.
             let room = max_new.saturating_sub(generated + 1);
+            // A failed decode drops the context, so the token can join it first.
             slot.tokens.push(token);
             // One word in common is a guess until the reply has shown it
             // is saying earlier words again (a summary, a remembered line):
@@ -622,7 +622,6 @@ impl LocalEngine {
             // costing a step more than it saved.
             let shortest = if confirmed > 0 { 1 } else { 2 };
             let proposal = lookup_draft(&slot.tokens, shortest, self.lookahead.min(room), |t| vocab.is_eog(t));
-            slot.tokens.pop();
             batch.clear();
             for (i, t) in std::iter::once(token).chain(proposal.iter().copied()).enumerate() {
                 batch
@@ -631,7 +630,6 @@ impl LocalEngine {
             }
             pos += 1;
             slot.ctx.decode(&mut batch).map_err(decode_err)?;
-            slot.tokens.push(token);
             slot.tokens.extend_from_slice(&proposal);
             proposed += proposal.len();
             draft = proposal.into();
@@ -641,8 +639,7 @@ impl LocalEngine {
         // Proposed tokens the reply did not reach leave the context as if
         // never read; the last written token's logits are still at `row`.
         if !draft.is_empty() {
-            slot.drop_after(pos)?;
-            slot.last_logits = Some(row);
+            slot.take_back(pos, row)?;
         }
         let rest = utf8.finish();
         match guard.as_mut() {
@@ -1151,15 +1148,23 @@ impl WarmContext {
         Ok(moved)
     }
 
-    /// Forgets the tokens from position `len` on (proposed tokens the
-    /// model did not write).
-    fn drop_after(&mut self, len: usize) -> Result<(), ProviderError> {
+    /// Forgets the evaluated tokens from position `len` on; false when
+    /// llama.cpp could not (the context then holds what it held).
+    fn truncate(&mut self, len: usize) -> bool {
         let removed = self.ctx.clear_kv_cache_seq(Some(0), u32::try_from(len).ok(), None).unwrap_or(false);
-        if !removed {
+        if removed {
+            self.tokens.truncate(len);
+        }
+        removed
+    }
+
+    /// Forgets proposed tokens the model did not write (from position
+    /// `len` on); the last one kept has its logits at `row` of the last batch.
+    fn take_back(&mut self, len: usize, row: i32) -> Result<(), ProviderError> {
+        if !self.truncate(len) {
             return Err(ProviderError::Unavailable("the local engine could not take back proposed tokens".into()));
         }
-        self.tokens.truncate(len);
-        self.last_logits = None;
+        self.last_logits = Some(row);
         Ok(())
     }
 
@@ -1176,15 +1181,11 @@ impl WarmContext {
         if keep >= tokens.len() {
             keep = tokens.len().saturating_sub(1);
         }
-        let removed = self
-            .ctx
-            .clear_kv_cache_seq(Some(0), u32::try_from(keep).ok(), None)
-            .unwrap_or(false);
-        if !removed {
+        if !self.truncate(keep) {
             self.ctx.clear_kv_cache();
+            self.tokens.clear();
             keep = 0;
         }
-        self.tokens.truncate(keep);
         keep
     }
 }
