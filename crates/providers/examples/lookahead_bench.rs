@@ -121,7 +121,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let prompts = prompts(&data, per);
     println!("{} prompts, at most {max_tokens} tokens each; load average {}", prompts.len(),
         std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
-    let mut results: Vec<[(Arm, usize); 2]> = vec![Default::default(), Default::default()];
+    // Per half (tuning, held out): each arm, and the replies that differ.
+    let mut results: [[Arm; 2]; 2] = Default::default();
+    let mut differ = [0usize; 2];
     for (i, p) in prompts.iter().enumerate() {
         let mut texts = [String::new(), String::new()];
         for k in 0..2 {
@@ -135,7 +137,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let c = arms[a].1.complete(r, None).await?;
             let total = started.elapsed().as_secs_f64() * 1000.0;
             let decode = total - c.first_token_ms.unwrap_or(total);
-            let arm = &mut results[usize::from(p.held_out)][a].0;
+            let arm = &mut results[usize::from(p.held_out)][a];
             if c.completion_tokens > 1 {
                 arm.per_token.push(decode / f64::from(c.completion_tokens - 1));
             }
@@ -144,13 +146,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             texts[a] = c.text;
         }
         if texts[0] != texts[1] {
-            results[usize::from(p.held_out)][1].1 += 1;
+            differ[usize::from(p.held_out)] += 1;
             println!("differs:\n  {:?}\n  {:?}", texts[0], texts[1]);
         }
     }
     for (h, split) in ["tuning", "held out"].iter().enumerate() {
         for (a, (name, _)) in arms.iter().enumerate() {
-            let arm = &mut results[h][a].0;
+            let arm = &mut results[h][a];
             arm.per_token.sort_by(f64::total_cmp);
             let median = arm.per_token.get(arm.per_token.len() / 2).copied().unwrap_or(0.0);
             println!(
@@ -159,7 +161,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 arm.decode_ms / f64::from(arm.tokens.max(1))
             );
         }
-        println!("{split:<9} replies that differ: {}", results[h][1].1);
+        println!("{split:<9} replies that differ: {}", differ[h]);
     }
     Ok(())
 }
