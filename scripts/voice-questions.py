@@ -8,7 +8,7 @@ turn: end of speech -> first sound (from --json), whether the reply holds
 the expected word, and what the speaker said, transcribed back with
 `ledgermind voice transcribe` (Whisper) from the output file.
 
-    voice-questions.py --ledgermind BIN --home HOME --persona NAME --set tune|held [--gap 30] [--language auto|en|pt] [--realtime] --work DIR
+    voice-questions.py --ledgermind BIN --home HOME --persona NAME --set tune|held|fresh [--gap 30] [--language auto|en|pt] [--realtime] --work DIR
 
 --realtime feeds the microphone file at the wall clock's speed (the run
 takes as long as the file, about GAP seconds a question), so the model's
@@ -54,6 +54,30 @@ SETS = {
         ("What is the capital of Spain?", ["madrid"]),
         ("What do bees make?", ["honey"]),
         ("What is two plus three?", ["five", "5"]),
+    ],
+    # Written after the two above had been measured many times, to check
+    # a change to the recogniser on questions nobody had heard it read.
+    "fresh": [
+        ("What is the capital of Canada?", ["ottawa"]),
+        ("How many legs does a dog have?", ["four", "4"]),
+        ("What colour are most leaves in summer?", ["green"]),
+        ("Which planet do we live on?", ["earth"]),
+        ("What is the boiling point of water in Fahrenheit?", ["212"]),
+        ("How many days are there in a year?", ["365"]),
+        ("What is the capital of Egypt?", ["cairo"]),
+        ("Which animal has a very long neck?", ["giraffe"]),
+        ("What do you call a baby cat?", ["kitten"]),
+        ("What is three times three?", ["nine", "9"]),
+        ("Which ocean lies between Europe and America?", ["atlantic"]),
+        ("What is the largest country in the world?", ["russia"]),
+        ("How many strings does a violin have?", ["four", "4"]),
+        ("Who wrote Hamlet?", ["shakespeare"]),
+        ("What is the capital of Greece?", ["athens"]),
+        ("Which instrument has black and white keys?", ["piano"]),
+        ("What gas do we breathe in to live?", ["oxygen"]),
+        ("How many weeks are there in a year?", ["52", "fifty-two", "fifty two"]),
+        ("What is the chemical symbol for gold?", ["au"]),
+        ("Which bird is a symbol of peace?", ["dove"]),
     ],
 }
 
