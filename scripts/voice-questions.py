@@ -4,7 +4,8 @@
 Each question of a set is said by espeak-ng (its own silence trimmed at
 -40 dB by sox), the questions follow one another GAP seconds apart in one
 microphone file, and the persona answers them in one conversation. For each
-turn: end of speech -> first sound (from --json), whether the reply holds
+turn: end of speech -> first sound (from --json; and to the first sample
+heard in the output file, sound_ms), whether the reply holds
 the expected word, and what the speaker said, transcribed back with
 `ledgermind voice transcribe` (Whisper) from the output file.
 
@@ -173,6 +174,11 @@ def main():
             env=env, capture_output=True, text=True,
         ).stdout.strip()
         reply = t["reply"].lower()
+        # The first sound the person hears: the reply's first sample within
+        # 40 dB of its loudest (what is played may begin with silence).
+        segment = played[start:stop]
+        peak = max((abs(x) for x in segment), default=0)
+        loud = next((i for i, x in enumerate(segment) if peak and abs(x) > peak / 100), 0)
         rows.append({
             "question": q,
             "heard": t["heard"],
@@ -180,6 +186,7 @@ def main():
             "spoken": t["spoken"],
             "heard_back": heard_back,
             "latency_ms": t["first_audio_ms"] - t["end_of_speech_ms"],
+            "sound_ms": t["first_audio_ms"] + loud * 1000 // RATE - t["end_of_speech_ms"],
             "speech_end_ms": ends[qi],
             "detected_end_ms": t["end_of_speech_ms"],
             "interrupted": t["interrupted"],
@@ -190,6 +197,7 @@ def main():
         print(f"{r['latency_ms']:>6} ms  {'OK ' if r['correct'] else 'BAD'} {'(cut) ' if r['interrupted'] else ''}"
               f"Q: {r['question']} | heard: {r['heard']} | reply: {r['reply']} | heard back: {r['heard_back']}")
     lat = [r["latency_ms"] for r in rows]
+    sound = [r["sound_ms"] for r in rows]
     answered = {r["question"] for r in rows if r["correct"]}
     summary = {
         "label": label,
@@ -202,6 +210,8 @@ def main():
         "latency_median_ms": statistics.median(lat) if lat else None,
         "latency_p90_ms": sorted(lat)[max(0, int(round(0.9 * len(lat))) - 1)] if lat else None,
         "latency_ms": lat,
+        # The same to the first sound heard in what was played.
+        "sound_median_ms": statistics.median(sound) if sound else None,
     }
     print(json.dumps(summary))
     with open(os.path.join(args.work, f"{label}.json"), "w") as f:

@@ -30,6 +30,7 @@ use crate::motor::Motor;
 use crate::stt::{Language, LanguageChoice, SpeechToText};
 use crate::tts::{SpeechSynthesizer, SynthesisRequest};
 use crate::vad::{GateConfig, GateEvent, SpeechGate, FRAME};
+use crate::wav::Pcm;
 
 use crate::retry::with_retries;
 pub use crate::turn_end::{ending, reads_finished, EndOfTurn, Endpoint, Ending, Floor, Take};
@@ -325,6 +326,39 @@ fn split_first_clause(parts: &mut Vec<String>) {
         }
     }
 }
+
+/// A piece's synthesised audio as it is played: the synthesiser's silence
+/// before the words cut to [`KEPT_LEAD_MS`] (Piper begins 30-60 ms of
+/// silence before them: the person would wait that much more for the
+/// first sound), and, after a piece cut mid-sentence before a phrase
+/// ("The capital of Italy | is Rome."), its silence after the words cut to
+/// [`KEPT_JOIN_MS`], so the sentence is not broken by the ~150 ms pause a
+/// synthesiser leaves at the end of what it was given. A piece that ends
+/// a sentence or a clause keeps its pause.
+fn for_playback(pcm: Pcm, text: &str) -> Vec<f32> {
+    let ms = |n: u64| (n * u64::from(pcm.rate) / 1000) as usize;
+    let mut samples = pcm.samples;
+    let peak = samples.iter().fold(0f32, |m, s| m.max(s.abs()));
+    // -40 dB of the loudest sample.
+    let quiet = peak * 0.01;
+    let (Some(first), Some(last)) =
+        (samples.iter().position(|s| s.abs() > quiet), samples.iter().rposition(|s| s.abs() > quiet))
+    else {
+        return samples;
+    };
+    let mid_sentence = !text.trim_end().ends_with(|c: char| !c.is_alphanumeric());
+    if mid_sentence {
+        samples.truncate((last + 1 + ms(KEPT_JOIN_MS)).min(samples.len()));
+    }
+    samples.drain(..first.saturating_sub(ms(KEPT_LEAD_MS)));
+    samples
+}
+
+/// Silence kept before a piece's words (the onset of a soft first sound
+/// lies under the -40 dB the words are found at).
+const KEPT_LEAD_MS: u64 = 15;
+/// Silence kept after a piece that ends mid-sentence.
+const KEPT_JOIN_MS: u64 = 40;
 
 /// The pieces to say of `reply` when at most `max_sentences` of it are
 /// said aloud (None: all of it), as [`speaking_pieces`] cuts them.
@@ -710,7 +744,7 @@ pub fn converse(
                             if let Ok(pcm) = tts.synthesize(&request) {
                                 early = Some(Early {
                                     text: pieces[0].clone(),
-                                    pcm: pcm.resampled(rate).samples,
+                                    pcm: for_playback(pcm.resampled(rate), &pieces[0]),
                                     ready_ms: started.elapsed().as_millis() as u64,
                                     ready_at: Instant::now(),
                                     model_ms,
@@ -760,7 +794,7 @@ pub fn converse(
                 for s in parts.iter().skip(sentences_pcm.len()) {
                     let synth = Instant::now();
                     let pcm = tts.synthesize(&SynthesisRequest { text: s, language: speak, rate: rate_now })?;
-                    sentences_pcm.push((s.clone(), pcm.resampled(rate).samples));
+                    sentences_pcm.push((s.clone(), for_playback(pcm.resampled(rate), s)));
                     if sentences_pcm.len() == 1 {
                         timings.tts_first_ms = synth.elapsed().as_millis() as u64;
                         // The first sentence is ready: this is when speech can start.
@@ -791,6 +825,16 @@ pub fn converse(
                 if sentences_pcm.is_empty() {
                     continue;
                 }
+                tracing::debug!(
+                    end_of_speech_ms = at_ms,
+                    detected_at_ms = timings.detected_at_ms,
+                    first_audio_ms,
+                    stt_ms = timings.stt_ms,
+                    stt_wait_ms = timings.stt_wait_ms,
+                    reply_ms = timings.reply_ms,
+                    tts_first_ms = timings.tts_first_ms,
+                    "voice: a reply begins"
+                );
                 motor.start_speaking().map_err(|e| VoiceError::Inference(e.to_string()))?;
                 let mut total = 0;
                 let mut lens = Vec::new();
@@ -922,6 +966,32 @@ mod tests {
         assert_eq!(spoken_pieces(reply, Some(1)).len(), 3);
         assert_eq!(spoken_pieces(reply, None), speaking_pieces(reply));
         assert_eq!(spoken_pieces("Sure. [interrupted] It is 7 days. Bye.", Some(2)), vec!["Sure.", "It is 7 days."]);
+    }
+
+    #[test]
+    fn a_piece_is_played_from_its_first_sound_and_joins_the_rest_of_its_sentence_closely() {
+        // 100 ms of silence, 200 ms of a tone with a soft start, 150 ms of silence, at 16 kHz.
+        let words = |n: usize| {
+            let mut s = vec![0.0f32; 1_600];
+            s.extend((0..3_200).map(|i| (i.min(160) as f32 / 160.0) * 0.5 * (i as f32 * 0.2).sin()));
+            s.extend(vec![0.0; 2_400]);
+            Pcm { samples: s[..n].to_vec(), rate: 16_000 }
+        };
+        let played = for_playback(words(7_200), "The capital of Italy");
+        let first = played.iter().position(|s| s.abs() > 0.005).unwrap();
+        let last = played.iter().rposition(|s| s.abs() > 0.005).unwrap();
+        assert!(first <= 16 * KEPT_LEAD_MS as usize, "words begin {first} samples in");
+        assert!(played.len() - last <= 16 * KEPT_JOIN_MS as usize + 1, "{} samples after the words", played.len() - last);
+        // A sentence or a clause keeps the pause after it; only the silence before is cut.
+        for end in ["is Rome.", "Yes,", "Is it?"] {
+            let played = for_playback(words(7_200), end);
+            let first = played.iter().position(|s| s.abs() > 0.005).unwrap();
+            let last = played.iter().rposition(|s| s.abs() > 0.005).unwrap();
+            assert!(first <= 16 * KEPT_LEAD_MS as usize, "{end}: words begin {first} samples in");
+            assert!(played.len() - last > 2_300, "{end}: {} samples after the words", played.len() - last);
+        }
+        // Silence stays as it is.
+        assert_eq!(for_playback(Pcm { samples: vec![0.0; 800], rate: 16_000 }, "Hm").len(), 800);
     }
 
     #[test]
