@@ -214,9 +214,10 @@ pub struct TurnTimings {
 /// The pieces to synthesise one by one: the sentences, with a long first
 /// sentence split at its first clause break (a comma, semicolon or colon
 /// after at least three words, as soon as a word follows it), and the first
-/// piece cut again before the first preposition, conjunction, verb after
-/// its subject or noun phrase after its verb that has three to five words
-/// before it and at least two after, so the first piece is short and
+/// piece cut again before the first preposition, conjunction or verb after
+/// its subject that has three to five words before it (as soon as it is
+/// written), or noun phrase after its verb with as many before it and a
+/// word after it, so the first piece is short and
 /// speech starts sooner (the listener waits for the first piece's
 /// synthesis, and its time grows with its length). Both cuts
 /// depend only on the words before them and a few after, so a reply still
@@ -269,16 +270,22 @@ const FIRST_PIECE_WORDS: usize = 5;
 fn split_first_phrase(parts: &mut Vec<String>) {
     let Some(first) = parts.first() else { return };
     let words: Vec<&str> = first.split_whitespace().collect();
-    // Judged on the words before the cut (and two after; seven words in
-    // all before a noun phrase), never on the piece's whole length, which
-    // a reply still streaming does not know.
+    // Judged on the words before the cut and the word it is made before
+    // (seven words in all before a noun phrase), never on the piece's
+    // whole length, which a reply still streaming does not know.
     let bare = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase();
     let candidates = || (3..=FIRST_PIECE_WORDS).take_while(|&i| i + 2 <= words.len());
     // Not right after a clause break: that cut is the clause rule's.
     let open = |i: usize| !words[i - 1].ends_with([',', ';', ':', '.', '?', '!']);
+    // A phrase word is cut before as soon as it is written: the model
+    // writes these words whole (one token each), and the first piece is
+    // then spoken a token sooner than once the next word begins. Not
+    // before a phrase word that ends the sentence ("thinking of?").
+    let phrase_candidates = || (3..=FIRST_PIECE_WORDS).take_while(|&i| i < words.len());
     let phrase = |i: usize| {
         let word = bare(words[i]);
-        PHRASE_STARTS.contains(&word.as_str()) || VERBS.contains(&word.as_str())
+        (PHRASE_STARTS.contains(&word.as_str()) || VERBS.contains(&word.as_str()))
+            && !words[i].ends_with(['.', '?', '!'])
     };
     let noun_phrase = |i: usize| {
         let (word, before) = (bare(words[i]), bare(words[i - 1]));
@@ -293,7 +300,7 @@ fn split_first_phrase(parts: &mut Vec<String>) {
     // is then cut there only once every word a phrase cut could come
     // before is known.
     let long = words.len() >= FIRST_PIECE_WORDS + 2;
-    let cut = candidates()
+    let cut = phrase_candidates()
         .find(|&i| open(i) && phrase(i))
         .or_else(|| candidates().filter(|_| long).find(|&i| open(i) && noun_phrase(i)));
     if let Some(i) = cut {
@@ -1032,6 +1039,10 @@ mod tests {
         assert_eq!(speaking_pieces("Eu gosto muito da praia nos dias quentes."), vec!["Eu gosto muito", "da praia nos dias quentes."]);
         // A short sentence is soon written whole: not cut there.
         assert_eq!(speaking_pieces("That sounds like a fun idea!"), vec!["That sounds like a fun idea!"]);
+        // Streaming: cut as soon as the phrase word is written, never before one that ends the sentence.
+        assert_eq!(speaking_pieces("The capital of Italy is"), vec!["The capital of Italy", "is"]);
+        assert_eq!(speaking_pieces("The capital of Italy"), vec!["The capital of Italy"]);
+        assert_eq!(speaking_pieces("What are you thinking of?"), vec!["What are you thinking of?"]);
     }
 
     #[test]
