@@ -15,8 +15,7 @@ use std::sync::{Arc, Mutex};
 use app::voice::{run_turn, Duplex, Paced, PersonaResponder, TurnConfig, TurnControl, VoiceEvent, VoiceState};
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 use voice::audio::WavLoopback;
-use voice::models::whisper_for;
-use voice::whisper::Whisper;
+use voice::models::{recogniser_for, recogniser_name, whisper_for};
 use voice::{EspeakNg, Language, LanguageChoice, VoiceError};
 
 use crate::desktop::{self, Desktop, TrayState};
@@ -27,16 +26,19 @@ const TEST_INPUT_ENV: &str = "LEDGERMIND_TEST_VOICE_INPUT";
 /// Test-only: where to write what the speaker played during the last turn.
 const TEST_OUTPUT_ENV: &str = "LEDGERMIND_TEST_VOICE_OUTPUT";
 
-/// The running turn (if any) and the loaded recogniser, kept between turns.
+/// The running turn (if any) and the loaded recogniser with its name, kept
+/// between turns (a change of language in Settings may need another).
 #[derive(Default)]
 pub struct VoiceShell {
     turn: Mutex<Option<Running>>,
-    whisper: Arc<Mutex<Option<Whisper>>>,
+    whisper: Arc<Mutex<Option<(String, Recogniser)>>>,
     /// The latest turn's steps (not its level readings), so a page made
     /// anew (the hidden window's released web view shown again) can show
     /// what happened while it was away.
     latest: Mutex<Vec<VoiceEvent>>,
 }
+
+type Recogniser = Box<dyn voice::SpeechToText + Send>;
 
 struct Running {
     control: TurnControl,
@@ -173,7 +175,10 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
     desktop::set_talking(app, true);
     let settings = desktop.settings().voice;
     let models = desktop.data_dir().models();
+    let (listen, speak) = settings.language.listen_and_speak();
     let config = TurnConfig {
+        listen,
+        speak,
         rate: f32::from(settings.rate_percent) / 100.0,
         barge_in: settings.listens_during_reply(),
         persona_id: Some(persona.clone()),
@@ -193,10 +198,14 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
         let result = (|| -> Result<(), VoiceError> {
             let mut audio = open_audio(settings.input_device.as_deref(), settings.output_device.as_deref())?;
             let mut guard = whisper.lock().unwrap_or_else(|p| p.into_inner());
-            if guard.is_none() {
-                *guard = Some(load_whisper(&models)?);
+            let wanted = recogniser_name(&models, listen)?;
+            if guard.as_ref().is_none_or(|(name, _)| *name != wanted) {
+                // The one loaded for another language is let go first.
+                *guard = None;
+                *guard = Some(load_recogniser(&models, listen)?);
             }
-            let Some(stt) = guard.as_mut() else { return Ok(()) };
+            let Some((_, stt)) = guard.as_mut() else { return Ok(()) };
+            let stt = stt.as_mut();
             let mut responder = PersonaResponder::new(engine.conversation().clone(), persona, runtime);
             let tts = EspeakNg::default();
             let io: &mut dyn Duplex = match &mut audio {
@@ -228,13 +237,12 @@ pub fn start<R: Runtime>(app: &AppHandle<R>) {
     });
 }
 
-/// The English recogniser (tiny.en when installed), timed in the log.
-fn load_whisper(models: &std::path::Path) -> Result<Whisper, VoiceError> {
+/// The recogniser for `listen`, with its name, timed in the log.
+fn load_recogniser(models: &std::path::Path, listen: LanguageChoice) -> Result<(String, Recogniser), VoiceError> {
     let started = std::time::Instant::now();
-    let choice = whisper_for(models, LanguageChoice::Fixed(Language::En))?;
-    let whisper = Whisper::load(&choice.dir)?;
-    tracing::info!(ms = started.elapsed().as_millis() as u64, model = %choice.dir.display(), "voice: recogniser loaded");
-    Ok(whisper)
+    let (recogniser, name) = recogniser_for(models, listen)?;
+    tracing::info!(ms = started.elapsed().as_millis() as u64, model = %name, "voice: recogniser loaded");
+    Ok((name, recogniser))
 }
 
 enum Audio {

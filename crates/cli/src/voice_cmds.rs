@@ -222,10 +222,11 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
         (_, Err(e)) => return fail(&e),
         (l, Ok(_)) => l,
     };
-    let choice = match whisper_for(&models, listen) {
-        Ok(c) => c,
-        Err(e) => return fail(&e),
-    };
+    // Auto with both models installed hears English with tiny.en and tells
+    // Portuguese with the multilingual model (voice::whisper::bilingual).
+    if let Err(e) = voice::models::recogniser_name(&models, listen) {
+        return fail(&e);
+    }
     // A spoken conversation stays between turns, as the window does: the
     // persona's model loads and the start of its prompt is read while
     // Whisper loads, and the next prompt while a reply is heard; a message
@@ -238,7 +239,7 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
     };
     let responder = app::voice::PersonaResponder::new(conversation, persona, tokio::runtime::Handle::current());
     let result = tokio::task::spawn_blocking(move || -> Result<_, VoiceError> {
-        let mut stt = Whisper::load(&choice.dir)?;
+        let (mut stt, _) = voice::models::recogniser_for(&models, listen)?;
         let mut responder = responder;
         let mut mic =
             voice::audio::WavLoopback::new(pcm, echo_db.map(|db| voice::audio::Echo::new(db, 60, voice::SAMPLE_RATE)));
@@ -267,7 +268,7 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
             ..Default::default()
         };
         let tts = synthesizer(&models);
-        let turns = voice::converse::converse(&mut mic, &mut stt, &mut responder, tts.as_ref(), &config)?;
+        let turns = voice::converse::converse(&mut mic, stt.as_mut(), &mut responder, tts.as_ref(), &config)?;
         let played = voice::wav::Pcm { samples: mic.played().to_vec(), rate: voice::SAMPLE_RATE };
         Ok((turns, played))
     })

@@ -42,6 +42,58 @@ pub fn whisper_for(models: &Path, language: LanguageChoice) -> Result<WhisperCho
     }
 }
 
+/// The model folders a recogniser for `language` is made of: the model
+/// [`whisper_for`] picks, and with Auto and both models installed tiny.en
+/// beside the multilingual one, which then only tells English and
+/// Portuguese apart and hears Portuguese
+/// ([`Bilingual`](crate::whisper::bilingual::Bilingual)).
+struct Recogniser {
+    main: WhisperChoice,
+    english: Option<PathBuf>,
+}
+
+impl Recogniser {
+    fn plan(models: &Path, language: LanguageChoice) -> Result<Self, VoiceError> {
+        let main = whisper_for(models, language)?;
+        let english = if language == LanguageChoice::Auto && !main.english_only {
+            installed(models, WHISPER_TINY_EN)
+        } else {
+            None
+        };
+        Ok(Self { main, english })
+    }
+
+    fn name(&self) -> String {
+        match self.english {
+            Some(_) => format!("{WHISPER_TINY_EN}+{WHISPER_BASE}"),
+            None => self.main.dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        }
+    }
+}
+
+/// The name of the recogniser [`recogniser_for`] loads for `language`
+/// (the same name, the same recogniser: a caller keeping one between
+/// turns knows when a change of language needs another).
+pub fn recogniser_name(models: &Path, language: LanguageChoice) -> Result<String, VoiceError> {
+    Ok(Recogniser::plan(models, language)?.name())
+}
+
+/// A recogniser ready for `language` (see [`Recogniser`]), with its name.
+pub fn recogniser_for(
+    models: &Path,
+    language: LanguageChoice,
+) -> Result<(Box<dyn crate::stt::SpeechToText + Send>, String), VoiceError> {
+    use crate::whisper::{bilingual::Bilingual, Whisper};
+    let plan = Recogniser::plan(models, language)?;
+    let name = plan.name();
+    let main = Whisper::load(&plan.main.dir)?;
+    let recogniser: Box<dyn crate::stt::SpeechToText + Send> = match &plan.english {
+        Some(tiny) => Box::new(Bilingual::new(Whisper::load(tiny)?, main)),
+        None => Box::new(main),
+    };
+    Ok((recogniser, name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +118,17 @@ mod tests {
         assert!(whisper_for(models, LanguageChoice::Fixed(Language::En)).expect("en").english_only);
         assert!(!whisper_for(models, LanguageChoice::Fixed(Language::Pt)).expect("pt").english_only);
         assert!(!whisper_for(models, LanguageChoice::Auto).expect("auto").english_only);
+    }
+
+    #[test]
+    fn auto_hears_english_with_tiny_en_when_both_models_are_installed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let models = dir.path();
+        fake_model(models, WHISPER_BASE);
+        assert_eq!(recogniser_name(models, LanguageChoice::Auto).expect("auto"), WHISPER_BASE);
+        fake_model(models, WHISPER_TINY_EN);
+        assert_eq!(recogniser_name(models, LanguageChoice::Auto).expect("auto"), "whisper-tiny.en+whisper-base");
+        assert_eq!(recogniser_name(models, LanguageChoice::Fixed(Language::En)).expect("en"), WHISPER_TINY_EN);
+        assert_eq!(recogniser_name(models, LanguageChoice::Fixed(Language::Pt)).expect("pt"), WHISPER_BASE);
     }
 }

@@ -63,11 +63,51 @@ pub struct VoiceSettings {
     /// The person wears headphones: the microphone cannot hear the reply,
     /// so barge-in is safe without an echo canceller.
     pub headphones: bool,
+    /// The language the person speaks to the persona.
+    pub language: VoiceLanguage,
 }
 
 impl Default for VoiceSettings {
     fn default() -> Self {
-        Self { input_device: None, output_device: None, rate_percent: 100, barge_in: true, headphones: false }
+        Self {
+            input_device: None,
+            output_device: None,
+            rate_percent: 100,
+            barge_in: true,
+            headphones: false,
+            language: VoiceLanguage::En,
+        }
+    }
+}
+
+/// The language spoken to the persona, which decides the recogniser: the
+/// English-only one is the fastest and hears English best, Portuguese
+/// needs the multilingual one, and so does telling the two apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS, Default)]
+#[serde(rename_all = "snake_case")]
+#[ts(export, export_to = "../../../ui/src/lib/bindings/")]
+pub enum VoiceLanguage {
+    Pt,
+    /// English or Portuguese, told apart turn by turn.
+    Auto,
+    /// Also a language this version does not know (a newer one wrote it),
+    /// rather than the other settings lost with it (serde reads an unknown
+    /// value as the last variant only).
+    #[default]
+    #[serde(other)]
+    En,
+}
+
+impl VoiceLanguage {
+    /// What the recogniser listens for, and the voice of a reply whose
+    /// turn was not heard as Portuguese (one that was is answered in it).
+    pub fn listen_and_speak(self) -> (voice::LanguageChoice, voice::Language) {
+        use voice::{Language, LanguageChoice};
+        match self {
+            Self::En => (LanguageChoice::Fixed(Language::En), Language::En),
+            Self::Pt => (LanguageChoice::Fixed(Language::Pt), Language::Pt),
+            Self::Auto => (LanguageChoice::Auto, Language::En),
+        }
     }
 }
 
@@ -160,6 +200,7 @@ mod tests {
                 rate_percent: 400,
                 barge_in: false,
                 headphones: true,
+                language: VoiceLanguage::Pt,
             },
         };
         chosen.save(&data).expect("save");
@@ -171,6 +212,20 @@ mod tests {
         assert_eq!(read.voice.output_device, None);
         assert_eq!(read.voice.rate_percent, 200);
         assert!(!read.voice.listens_during_reply());
+        assert_eq!(read.voice.language, VoiceLanguage::Pt);
+    }
+
+    #[test]
+    fn a_voice_language_this_version_does_not_know_is_read_as_english() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = DataDir::new(dir.path());
+        let text = br#"{"close_to_tray": false, "voice": {"rate_percent": 120, "language": "fr"}}"#;
+        std::fs::write(dir.path().join("desktop.json"), text).expect("write");
+        let read = DesktopSettings::load(&data);
+        assert_eq!(read.voice.language, VoiceLanguage::En);
+        // The rest of the file is kept, not thrown away with the unknown value.
+        assert!(!read.close_to_tray);
+        assert_eq!(read.voice.rate_percent, 120);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! yields timed segments and tells where the next window starts), the
 //! no-speech check, and language detection for the multilingual model.
 
+pub mod bilingual;
 pub mod decoder;
 pub mod mel;
 pub mod quantize;
@@ -302,6 +303,30 @@ impl Whisper {
         let (_, seq_len, _) = ys.dims3()?;
         let last = self.model.final_linear(&ys.i((..1, seq_len - 1..))?)?.i(0)?.i(0)?;
         Ok((last.to_vec1::<f32>()?, ys))
+    }
+
+    /// The language `pcm_16k` is spoken in, of English and Portuguese, and
+    /// how sure the model is of it (its probability against the other
+    /// one): the encoder on the first window and one decoder step, without
+    /// transcribing it. An English-only model is sure of English.
+    pub fn language_of(&mut self, pcm_16k: &[f32]) -> Result<(Language, f32), VoiceError> {
+        if self.english_only() {
+            return Ok((Language::En, 1.0));
+        }
+        let window_frames = (pcm_16k.len() / m::HOP_LENGTH).clamp(1, m::N_FRAMES);
+        let (mel, _) = self.mel_tensor(pcm_16k)?;
+        let features = self.model.encode(&mel.narrow(2, 0, encoder_context(window_frames, self.context_margin))?)?;
+        self.decoder.start(&features)?;
+        let hidden = self.decoder.feed(&[self.sp.sot])?;
+        let logits = self.decoder.last_logits(&hidden)?;
+        let logit = |l: Language| {
+            self.vocab.id(&format!("<|{}|>", l.code())).and_then(|id| logits.get(id as usize).copied())
+        };
+        let (Some(en), Some(pt)) = (logit(Language::En), logit(Language::Pt)) else {
+            return Err(VoiceError::Inference("the model lists no English or Portuguese token".into()));
+        };
+        let p_pt = 1.0 / (1.0 + (en - pt).exp());
+        Ok(if p_pt > 0.5 { (Language::Pt, p_pt) } else { (Language::En, 1.0 - p_pt) })
     }
 
     /// The likeliest of the languages the product speaks (English and

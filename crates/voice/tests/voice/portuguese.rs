@@ -107,3 +107,57 @@ fn short_synthetic_questions_are_detected_among_english_and_portuguese_only() {
         assert!(auto.text.is_ascii(), "{q}: {:?}", auto.text);
     }
 }
+
+/// Auto with both models: each utterance's language is told on its drafts
+/// until the multilingual model is sure, English is then heard by tiny.en
+/// word for word as tiny.en alone hears it, and Portuguese by the
+/// multilingual model. (espeak-ng's Portuguese voice reads as English to
+/// the multilingual model, whole or in part, so Portuguese is a person's
+/// recording here.)
+#[test]
+fn auto_hears_english_with_tiny_en_and_portuguese_with_the_multilingual_model() {
+    use voice::whisper::bilingual::Bilingual;
+    use voice::SynthesisRequest;
+    let (Some(tiny), Some(base), Some(clips), true) =
+        (crate::whisper_dir(), whisper_base_dir(), portuguese_dir(), crate::espeak_available())
+    else {
+        eprintln!("skipped: needs the whisper-tiny.en and whisper-base models, the pytest-audioeval clips (scripts/setup.sh) and espeak-ng");
+        return;
+    };
+    let english = |text: &str| {
+        let pcm = voice::EspeakNg::default()
+            .synthesize(&SynthesisRequest { text, language: Language::En, rate: 1.0 })
+            .expect("espeak-ng")
+            .resampled(16_000)
+            .samples;
+        let mut audio = vec![0.0; 4_800];
+        audio.extend(pcm);
+        audio.extend(vec![0.0; 4_800]);
+        audio
+    };
+    let portuguese = read_mono(&clips.join("pangrama.wav"), 16_000).expect("clip").samples;
+    let mut alone = Whisper::load(&tiny).expect("tiny.en");
+    let mut multilingual = Whisper::load(&base).expect("base");
+    let mut both = Bilingual::new(Whisper::load(&tiny).expect("tiny.en"), Whisper::load(&base).expect("base"));
+    for (name, audio, language) in [
+        ("What is the capital of Italy?", english("What is the capital of Italy?"), Language::En),
+        ("pangrama.wav", portuguese, Language::Pt),
+        ("Which animal says moo?", english("Which animal says moo?"), Language::En),
+    ] {
+        // As the turn hears it: drafts every half second from the first second, then the take.
+        let mut draft = voice::Draft::default();
+        let mut end = 16_000;
+        while end < audio.len() {
+            both.transcribe_partial(&audio[..end], LanguageChoice::Auto, &mut draft).expect("draft");
+            end += 8_000;
+        }
+        let heard = both.transcribe_drafted(&audio, LanguageChoice::Auto, &mut draft).expect("take");
+        let expected = match language {
+            Language::En => alone.transcribe(&audio, LanguageChoice::Fixed(Language::En)).expect("tiny.en"),
+            Language::Pt => multilingual.transcribe(&audio, LanguageChoice::Fixed(Language::Pt)).expect("base"),
+        };
+        eprintln!("{name} → {} {:?}", heard.language, heard.text);
+        assert_eq!(heard.language, language.code(), "{name}: {:?}", heard.text);
+        assert_eq!(heard.text, expected.text, "{name}");
+    }
+}

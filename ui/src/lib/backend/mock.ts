@@ -1060,7 +1060,7 @@ export class MockBackend implements Backend {
       close_to_tray: true,
       shortcut: "Ctrl+Shift+Space",
       shortcut_mode: "hold",
-      voice: { input_device: null, output_device: null, rate_percent: 100, barge_in: true, headphones: false },
+      voice: { input_device: null, output_device: null, rate_percent: 100, barge_in: true, headphones: false, language: "en" },
     },
     tray: true,
     shortcut_active: true,

@@ -32,3 +32,22 @@ describe("desktop settings: start at login", () => {
     await waitFor(() => expect(box.checked).toBe(false));
   });
 });
+
+describe("desktop settings: the language spoken to the persona", () => {
+  it("starts at English, saves the language chosen and says what telling them apart costs", async () => {
+    const user = userEvent.setup();
+    const { backend, context } = await startApp();
+    const set = vi.spyOn(backend, "setDesktopSettings");
+    render(DesktopPanel, { context });
+    const select = (await screen.findByTestId("voice-language")) as HTMLSelectElement;
+    expect(select.value).toBe("en");
+    expect(screen.queryByTestId("voice-language-auto-hint")).toBeNull();
+    await user.selectOptions(select, "auto");
+    expect(await screen.findByTestId("voice-language-auto-hint")).toBeInTheDocument();
+    await user.selectOptions(select, "pt");
+    await user.click(screen.getByTestId("desktop-save"));
+    await waitFor(() => expect(set).toHaveBeenCalled());
+    expect(set.mock.calls[0][0].voice.language).toBe("pt");
+    expect((await backend.desktopSettings()).settings.voice.language).toBe("pt");
+  });
+});
