@@ -28,6 +28,19 @@ fn the_multilingual_model_hears_portuguese_and_detects_the_language() {
     }
 }
 
+/// `text` said by espeak-ng in `language`, with 0.3 s of silence around it.
+fn spoken(text: &str, language: Language) -> Vec<f32> {
+    let pcm = voice::EspeakNg::default()
+        .synthesize(&voice::SynthesisRequest { text, language, rate: 1.0 })
+        .expect("espeak-ng")
+        .resampled(16_000)
+        .samples;
+    let mut audio = vec![0.0; 4_800];
+    audio.extend(pcm);
+    audio.extend(vec![0.0; 4_800]);
+    audio
+}
+
 /// Brazilian Portuguese sentences spoken by espeak-ng (pt-BR).
 const FALADAS: [&str; 4] = [
     "O trem para Lisboa sai às sete da manhã.",
@@ -38,7 +51,6 @@ const FALADAS: [&str; 4] = [
 
 #[test]
 fn portuguese_speech_is_recognised_while_it_grows_as_in_one_take_without_loops() {
-    use voice::{SpeechSynthesizer, SynthesisRequest};
     let (Some(model_dir), true) = (whisper_base_dir(), crate::espeak_available()) else {
         eprintln!("skipped: needs the whisper-base model (scripts/setup.sh) and espeak-ng");
         return;
@@ -47,14 +59,7 @@ fn portuguese_speech_is_recognised_while_it_grows_as_in_one_take_without_loops()
     let mut model = Whisper::load(&model_dir).expect("load");
     let (mut errors, mut plain_errors, mut words) = (0, 0, 0);
     for sentence in FALADAS {
-        let pcm = voice::EspeakNg::default()
-            .synthesize(&SynthesisRequest { text: sentence, language: Language::Pt, rate: 1.0 })
-            .expect("espeak-ng")
-            .resampled(16_000)
-            .samples;
-        let mut audio = vec![0.0; 4_800];
-        audio.extend(pcm);
-        audio.extend(vec![0.0; 4_800]);
+        let audio = spoken(sentence, Language::Pt);
         model.set_safeguards(false);
         let plain = model.transcribe(&audio, pt).expect("plain");
         model.set_safeguards(true);
@@ -117,24 +122,13 @@ fn short_synthetic_questions_are_detected_among_english_and_portuguese_only() {
 #[test]
 fn auto_hears_english_with_tiny_en_and_portuguese_with_the_multilingual_model() {
     use voice::whisper::bilingual::Bilingual;
-    use voice::SynthesisRequest;
     let (Some(tiny), Some(base), Some(clips), true) =
         (crate::whisper_dir(), whisper_base_dir(), portuguese_dir(), crate::espeak_available())
     else {
         eprintln!("skipped: needs the whisper-tiny.en and whisper-base models, the pytest-audioeval clips (scripts/setup.sh) and espeak-ng");
         return;
     };
-    let english = |text: &str| {
-        let pcm = voice::EspeakNg::default()
-            .synthesize(&SynthesisRequest { text, language: Language::En, rate: 1.0 })
-            .expect("espeak-ng")
-            .resampled(16_000)
-            .samples;
-        let mut audio = vec![0.0; 4_800];
-        audio.extend(pcm);
-        audio.extend(vec![0.0; 4_800]);
-        audio
-    };
+    let english = |text: &str| spoken(text, Language::En);
     let portuguese = read_mono(&clips.join("pangrama.wav"), 16_000).expect("clip").samples;
     let mut alone = Whisper::load(&tiny).expect("tiny.en");
     let mut multilingual = Whisper::load(&base).expect("base");
