@@ -54,9 +54,10 @@ pub enum VoiceCmd {
         /// Feed what is played back into the microphone at DB (e.g. -6), 60 ms late.
         #[arg(long, allow_hyphen_values = true)]
         echo_db: Option<f32>,
-        /// auto (the multilingual model detects English or Portuguese and
-        /// the reply is spoken in it), en (Whisper tiny.en, faster, and it
-        /// hears English better) or pt.
+        /// auto (English or Portuguese, told apart by the multilingual
+        /// model, English heard by tiny.en when installed; the reply is
+        /// spoken in the language heard), en (Whisper tiny.en, faster, and
+        /// it hears English better) or pt.
         #[arg(long, default_value = "auto")]
         language: LanguageChoice,
         /// Feed IN.wav at the wall clock's speed, as a microphone does: the
@@ -210,10 +211,8 @@ pub async fn converse(ctx: &crate::common::Ctx, home: Option<PathBuf>, cmd: Voic
         Err(e) => return fail(&e),
     };
     let models = models_dir(home);
-    // Auto listens in any language the installed models know and answers in
-    // the one heard; `--language en` takes tiny.en, faster than the
-    // multilingual base and better at English (espeak-ng's "How many legs
-    // does a spider have?" is "How many links does a spider hab?" to base).
+    // Auto listens in English or Portuguese and answers in the one heard;
+    // with only tiny.en installed it listens in English.
     let listen = match (language, whisper_for(&models, LanguageChoice::Auto)) {
         (LanguageChoice::Auto, Ok(c)) if c.english_only => {
             eprintln!("note: only the English model (tiny.en) is installed; listening in English");

@@ -316,17 +316,26 @@ impl Whisper {
         let window_frames = (pcm_16k.len() / m::HOP_LENGTH).clamp(1, m::N_FRAMES);
         let (mel, _) = self.mel_tensor(pcm_16k)?;
         let features = self.model.encode(&mel.narrow(2, 0, encoder_context(window_frames, self.context_margin))?)?;
-        self.decoder.start(&features)?;
-        let hidden = self.decoder.feed(&[self.sp.sot])?;
-        let logits = self.decoder.last_logits(&hidden)?;
-        let logit = |l: Language| {
-            self.vocab.id(&format!("<|{}|>", l.code())).and_then(|id| logits.get(id as usize).copied())
-        };
+        let logits = self.language_logits(&features)?;
+        let logit = |l: Language| self.language_token(l).and_then(|id| logits.get(id as usize).copied());
         let (Some(en), Some(pt)) = (logit(Language::En), logit(Language::Pt)) else {
             return Err(VoiceError::Inference("the model lists no English or Portuguese token".into()));
         };
         let p_pt = 1.0 / (1.0 + (en - pt).exp());
         Ok(if p_pt > 0.5 { (Language::Pt, p_pt) } else { (Language::En, 1.0 - p_pt) })
+    }
+
+    /// The logits after `<|startoftranscript|>` over `features`: where
+    /// Whisper says which language it hears.
+    fn language_logits(&mut self, features: &Tensor) -> Result<Vec<f32>, VoiceError> {
+        self.decoder.start(features)?;
+        let hidden = self.decoder.feed(&[self.sp.sot])?;
+        Ok(self.decoder.last_logits(&hidden)?)
+    }
+
+    /// The vocabulary's `<|en|>` / `<|pt|>` token.
+    fn language_token(&self, language: Language) -> Option<u32> {
+        self.vocab.id(&format!("<|{}|>", language.code()))
     }
 
     /// The likeliest of the languages the product speaks (English and
@@ -335,12 +344,10 @@ impl Whisper {
     /// accented voice was read as Thai or Welsh now and then, and then
     /// transcribed in that language's script.
     fn detect_language(&mut self, features: &Tensor) -> Result<u32, VoiceError> {
-        self.decoder.start(features)?;
-        let hidden = self.decoder.feed(&[self.sp.sot])?;
-        let logits = self.decoder.last_logits(&hidden)?;
+        let logits = self.language_logits(features)?;
         let ours: Vec<u32> = [Language::En, Language::Pt]
-            .iter()
-            .filter_map(|l| self.vocab.id(&format!("<|{}|>", l.code())))
+            .into_iter()
+            .filter_map(|l| self.language_token(l))
             .filter(|id| self.lang_ids.contains(id))
             .collect();
         let candidates = if ours.is_empty() { &self.lang_ids } else { &ours };
@@ -690,9 +697,7 @@ impl Whisper {
         let mut lang_token = match (language, english_only) {
             (_, true) => None,
             (LanguageChoice::Fixed(l), false) => Some(
-                self.vocab
-                    .id(&format!("<|{}|>", l.code()))
-                    .ok_or_else(|| VoiceError::Inference(format!("no <|{}|> token", l.code())))?,
+                self.language_token(l).ok_or_else(|| VoiceError::Inference(format!("no <|{}|> token", l.code())))?,
             ),
             (LanguageChoice::Auto, false) => None,
         };
