@@ -94,10 +94,16 @@ pub(crate) fn messages(input: &CompactInput<'_>) -> (Vec<ChatMessage>, Layout) {
         .collect();
     let facts = pick_facts(question, &input.recalled, &earlier);
     let last = history.len().saturating_sub(1);
+    let switched = language_switched(&history[start..], input.language);
     let mut layout = Layout { start: start_seq, told, facts: BTreeMap::new() };
     for (i, m) in history.iter().enumerate().skip(start) {
-        let sent_before = if i == last {
-            (m.role == MessageRole::Human && !facts.is_empty()).then(|| facts_text(&facts, input.language))
+        let sent_before = if i == last && m.role == MessageRole::Human {
+            let facts = (!facts.is_empty()).then(|| facts_text(&facts, input.language));
+            let reminder = switched.then(|| language_reminder(input.language).to_owned());
+            match (facts, reminder) {
+                (Some(f), Some(r)) => Some(format!("{f}\n{r}")),
+                (f, r) => f.or(r),
+            }
         } else {
             input.layout.facts.get(&m.seq).cloned()
         };
@@ -225,6 +231,30 @@ fn told_text(told: &[&str], language: Language) -> String {
     match language {
         Language::PtBr => format!("Antes, o usuário te disse:\n{}", lines.join("\n")),
         Language::En => format!("Earlier, the user told you:\n{}", lines.join("\n")),
+    }
+}
+
+/// Whether the persona's last reply in the window is in another language
+/// than `language`, the one the newest message is answered in. A small
+/// model goes on in the language of its own last turn whatever the system
+/// message says (asked "Where do I work?" after a Portuguese exchange, the
+/// default model answered "Você trabalha como enfermeira em Porto.").
+fn language_switched(window: &[&Message], language: Language) -> bool {
+    window
+        .iter()
+        .rev()
+        .skip_while(|m| m.role == MessageRole::Human)
+        .find(|m| m.role == MessageRole::Persona)
+        .and_then(|m| Language::detect(&m.content))
+        .is_some_and(|l| l != language)
+}
+
+/// Said right before a message written in another language than the
+/// persona's last reply, where the model reads it last.
+fn language_reminder(language: Language) -> &'static str {
+    match language {
+        Language::PtBr => "Ele escreveu em português: responda em português.",
+        Language::En => "They wrote in English: reply in English.",
     }
 }
 
@@ -400,6 +430,31 @@ mod tests {
         assert_eq!(roles, [Role::System, Role::User, Role::Assistant, Role::User, Role::Assistant, Role::User]);
         assert_eq!(sent[1].content, "Fui ao cinema ontem.");
         assert_eq!(sent[5].content, "Oi! Meu nome é Joana.");
+    }
+
+    #[test]
+    fn a_message_in_another_language_than_the_last_reply_is_told_to_be_answered_in_its_own() {
+        let history = vec![
+            msg(1, MessageRole::Human, "Oi! Eu sou enfermeira em Porto."),
+            msg(2, MessageRole::Persona, "Que legal! Você gosta do seu trabalho?"),
+            msg(3, MessageRole::Human, "Where do I work?"),
+        ];
+        let input = CompactInput { persona: &persona(), language: Language::En, history: &history, layout: &Layout::default(), recalled: vec![] };
+        let (sent, layout) = messages(&input);
+        let before = &sent[sent.len() - 2];
+        assert_eq!(before.role, Role::System);
+        assert!(before.content.ends_with("They wrote in English: reply in English."), "{}", before.content);
+        assert_eq!(layout.facts.get(&3), Some(&before.content), "sent again in its place on the next turn");
+        // The same language as the last reply: nothing is added.
+        let english = vec![msg(1, MessageRole::Human, "I am a nurse in Porto."), msg(2, MessageRole::Persona, "That is lovely! Do you like it?"), msg(3, MessageRole::Human, "Yes, I love it.")];
+        let input = CompactInput { history: &english, ..input };
+        let (sent, _) = messages(&input);
+        assert!(sent.iter().all(|m| !m.content.contains("reply in English")), "{sent:?}");
+        // Back to Portuguese after an English reply.
+        let back = vec![english[0].clone(), english[1].clone(), msg(3, MessageRole::Human, "Qual é a minha profissão?")];
+        let input = CompactInput { language: Language::PtBr, history: &back, ..input };
+        let (sent, _) = messages(&input);
+        assert!(sent[sent.len() - 2].content.ends_with("responda em português."), "{sent:?}");
     }
 
     #[test]
