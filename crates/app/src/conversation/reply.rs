@@ -148,6 +148,8 @@ async fn generate(conv: &Arc<Conversation>, item: &QueueItem, job: &ReplyJob) ->
     let passages = conv.library.reply_passages(&persona, asked).await;
     let messages = crate::library::with_passages(messages, &passages);
     conv.tools.quote_documents_in_turn(&persona.id, !passages.is_empty());
+    // What the model reads, for finding out why a reply went wrong.
+    tracing::trace!(messages = ?messages, "the reply's prompt");
     let request = CompletionRequest::chat(spec.model.clone(), messages);
     let crate::tools::assistant::PlannerTurn { mut request, stream, local_plan } =
         conv.tools.planner_request_offering(&persona, &context.offered, request).await;

@@ -311,6 +311,18 @@ pub(crate) fn pick_facts(question: &str, recalled: &[(String, bool)], earlier: &
             scored.push((overlap, recalled.len() + i, text.trim().to_owned()));
         }
     }
+    // Words cannot be shared across languages: a question asked in English
+    // about what was told in Portuguese ("Where do I work?" after "sou
+    // enfermeira em Porto") finds nothing above, and the default model,
+    // with the Portuguese turn right there in the window, answered "You
+    // work at a company called XYZ." The person's latest messages in the
+    // other language are offered instead, when the question is about them.
+    if scored.is_empty() && crate::prompt::perspective::asks_about_the_person(question) {
+        if let Some(language) = Language::detect(question) {
+            let other = earlier.iter().enumerate().rev().filter(|(_, t)| Language::detect(t).is_some_and(|l| l != language));
+            scored.extend(other.take(MAX_FACTS).map(|(i, t)| (0, recalled.len() + i, t.trim().to_owned())));
+        }
+    }
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let mut seen = HashSet::new();
     scored
@@ -455,6 +467,18 @@ mod tests {
         let input = CompactInput { language: Language::PtBr, history: &back, ..input };
         let (sent, _) = messages(&input);
         assert!(sent[sent.len() - 2].content.ends_with("responda em português."), "{sent:?}");
+    }
+
+    #[test]
+    fn a_question_in_another_language_than_what_was_told_is_given_the_latest_of_it() {
+        let told = ["Oi Ada! Eu me chamo Joana e sou enfermeira em Porto.", "Minha irmã Rita teve uma menina chamada Luna."];
+        assert_eq!(pick_facts("Where do I work?", &[], &told), vec![told[0].to_owned(), told[1].to_owned()]);
+        // In the same language, a question sharing no word still gets nothing.
+        assert!(pick_facts("Where do I work?", &[], &["I have a cat called Nino."]).is_empty());
+        assert!(pick_facts("Onde eu trabalho?", &[], &["Eu tenho um gato chamado Nino."]).is_empty());
+        // A statement, or a question about the persona, in the other language: nothing.
+        assert!(pick_facts("I am tired today.", &[], &told).is_empty());
+        assert!(pick_facts("Do you like babies?", &[], &told).is_empty());
     }
 
     #[test]

@@ -20,7 +20,12 @@ const ABOUT_ME: [&str; 15] = [
 const THEIR_POSSESSIVES: [&str; 8] = ["my", "My", "minha", "Minha", "meu", "Meu", "minhas", "meus"];
 
 /// Words a question to the persona about itself uses, lower case.
-const ABOUT_YOU: [&str; 6] = ["you", "your", "yours", "yourself", "you're", "you've"];
+const ABOUT_YOU: [&str; 9] = ["you", "your", "yours", "yourself", "you're", "you've", "você", "voce", "tu"];
+
+/// The openings of a language model speaking of itself: "As an AI…", and
+/// in Portuguese "Como Ada, eu não tenho a capacidade de comer." (the
+/// default model, asked "Você já comeu ramen?").
+const AS_A_MODEL: [&str; 2] = ["As", "Como"];
 
 /// The person's own first words, which the answer may not begin with
 /// ("As" too: kept from "I", the model answered "What do I like to eat
@@ -47,10 +52,7 @@ pub(crate) fn steer(asked: &str) -> Steer {
     if !asked.contains('?') {
         return Steer::default();
     }
-    let words: Vec<String> = asked
-        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’'))
-        .map(|w| w.replace('’', "'").to_lowercase())
-        .collect();
+    let words = lower_words(asked);
     let owned = |list: &[&str]| list.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
     if words.iter().any(|w| ABOUT_ME.contains(&w.as_str())) {
         let mut not_first = owned(&THEIR_VOICE);
@@ -67,10 +69,20 @@ pub(crate) fn steer(asked: &str) -> Steer {
         }
         Steer { not_first, never: owned(&THEIR_POSSESSIVES) }
     } else if words.iter().any(|w| ABOUT_YOU.contains(&w.as_str())) {
-        Steer { not_first: owned(&["As"]), never: Vec::new() }
+        Steer { not_first: owned(&AS_A_MODEL), never: Vec::new() }
     } else {
         Steer::default()
     }
+}
+
+/// Whether `asked` is a question about the person who asks it ("Where do
+/// I work?", "Qual é a minha profissão?").
+pub(crate) fn asks_about_the_person(asked: &str) -> bool {
+    asked.contains('?') && lower_words(asked).iter().any(|w| ABOUT_ME.contains(&w.as_str()))
+}
+
+fn lower_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’')).map(|w| w.replace('’', "'").to_lowercase()).collect()
 }
 
 fn capitalised(word: &str) -> String {
@@ -125,7 +137,8 @@ mod tests {
 
     #[test]
     fn a_question_about_the_persona_does_not_open_as_a_language_model() {
-        assert_eq!(not_first("Do you like music?"), vec!["As".to_owned()]);
+        assert_eq!(not_first("Do you like music?"), vec!["As".to_owned(), "Como".to_owned()]);
+        assert_eq!(not_first("Você já comeu ramen?"), vec!["As".to_owned(), "Como".to_owned()]);
         assert!(not_first("What do you think I should cook?").contains(&"I".to_owned()));
     }
 }
