@@ -87,7 +87,14 @@ fn said_of_themselves(said: &str) -> Steer {
     if first.is_empty() {
         return Steer::default();
     }
-    Steer { not_first: vec![first.to_owned()], never: Vec::new() }
+    let mut not_first = vec![first.to_owned()];
+    // "Desculpe" is an apology, never sympathy ("sinto muito"): opening with
+    // it, the default model refused "Hoje eu estou muito cansada." with
+    // "Desculpe, mas não posso ajudá-lo com isso." (2 of 5 runs).
+    if first != "Desculpe" {
+        not_first.push("Desculpe".to_owned());
+    }
+    Steer { not_first, never: Vec::new() }
 }
 
 /// Whether `asked` is a question about the person who asks it ("Where do
@@ -130,9 +137,10 @@ mod tests {
 
     #[test]
     fn a_statement_is_not_said_back() {
-        assert_eq!(not_first("Eu trabalho como professora de música."), vec!["Eu".to_owned()]);
-        assert_eq!(not_first("Hoje choveu o dia inteiro aqui."), vec!["Hoje".to_owned()]);
-        assert_eq!(not_first("\"I like to eat ramen.\""), vec!["I".to_owned()]);
+        assert_eq!(not_first("Eu trabalho como professora de música."), vec!["Eu".to_owned(), "Desculpe".to_owned()]);
+        assert_eq!(not_first("Hoje choveu o dia inteiro aqui.")[0], "Hoje");
+        assert_eq!(not_first("\"I like to eat ramen.\"")[0], "I");
+        assert!(not_first("Hoje eu estou muito cansada.").contains(&"Desculpe".to_owned()), "an apology is not a reply to a feeling");
         assert!(steer("You know, I love jazz.").never.is_empty());
         assert!(not_first("...").is_empty());
     }
