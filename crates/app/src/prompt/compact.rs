@@ -243,7 +243,6 @@ fn language_switched(window: &[&Message], language: Language) -> bool {
     window
         .iter()
         .rev()
-        .skip_while(|m| m.role == MessageRole::Human)
         .find(|m| m.role == MessageRole::Persona)
         .and_then(|m| Language::detect(&m.content))
         .is_some_and(|l| l != language)

@@ -51,7 +51,7 @@ pub(crate) struct Steer {
 /// questions leave the reply free.
 pub(crate) fn steer(asked: &str) -> Steer {
     if !asked.contains('?') {
-        return said_of_themselves(asked);
+        return reply_to_statement(asked);
     }
     let words = lower_words(asked);
     let owned = |list: &[&str]| list.iter().map(|w| (*w).to_owned()).collect::<Vec<_>>();
@@ -59,7 +59,7 @@ pub(crate) fn steer(asked: &str) -> Steer {
         let mut not_first = owned(&THEIR_VOICE);
         // Kept from "Eu", the model said the question back ("Em que dia
         // eu jogo futebol?" → "Em que dia você jogo futebol?").
-        let first = asked.split_whitespace().next().unwrap_or("").trim_matches(|c: char| !c.is_alphanumeric());
+        let first = first_word(asked);
         // The verb the person put after "eu" is theirs ("Que instrumento eu
         // toco?" → "Toco violão."); the answer's is "você toca".
         let their_verb = words.windows(2).find(|w| w[0] == "eu").map(|w| capitalised(&w[1]));
@@ -82,8 +82,8 @@ pub(crate) fn steer(asked: &str) -> Steer {
 /// o dia inteiro aqui." with the same sentences. A friend's reaction seldom
 /// starts with the same word ("I went…" → "Oh, nice!"); of 23 LoCoMo
 /// statements none was answered with its own first word.
-fn said_of_themselves(said: &str) -> Steer {
-    let first = said.split_whitespace().next().unwrap_or("").trim_matches(|c: char| !c.is_alphanumeric());
+fn reply_to_statement(said: &str) -> Steer {
+    let first = first_word(said);
     if first.is_empty() {
         return Steer::default();
     }
@@ -101,6 +101,11 @@ fn said_of_themselves(said: &str) -> Steer {
 /// I work?", "Qual é a minha profissão?").
 pub(crate) fn asks_about_the_person(asked: &str) -> bool {
     asked.contains('?') && lower_words(asked).iter().any(|w| ABOUT_ME.contains(&w.as_str()))
+}
+
+/// The text's first word without the punctuation around it.
+fn first_word(text: &str) -> &str {
+    text.split_whitespace().next().unwrap_or("").trim_matches(|c: char| !c.is_alphanumeric())
 }
 
 fn lower_words(text: &str) -> Vec<String> {
