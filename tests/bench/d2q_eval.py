@@ -11,7 +11,7 @@ halves as faq_bench splits them.
 
 Needs nltk (Porter stemmer, as FTS5's porter tokenizer) from PyPI.
 """
-import json, math, re, sys, subprocess, os
+import functools, json, math, os, re, subprocess, sys
 from collections import defaultdict, Counter
 dump = json.load(open(sys.argv[1]))
 gen = {}
@@ -19,7 +19,7 @@ for l in open(sys.argv[2]):
     v = json.loads(l)
     qs_ = [re.sub(r'^\s*\d+[.)]\s*', '', x).strip() for x in v["questions"].split("\n")]
     gen[v["id"]] = [x for x in qs_ if len(x) > 8]
-chunks = [c for c in dump["chunks"]]; qs = dump["questions"]
+chunks = dump["chunks"]; qs = dump["questions"]
 ids = [c["id"] for c in chunks]
 print("generated for", sum(1 for c in chunks if c["id"] in gen), "of", len(chunks))
 # embeddings: queries and generated questions
@@ -35,7 +35,10 @@ vecs = [json.loads(l) for l in open(os.path.join(sys.argv[4], 'vec.jsonl'))]
 qv = {q["id"]: vecs[i] for i, q in enumerate(qs)}
 gv = vecs[len(qs):]
 def dot(a, b): return sum(x*y for x, y in zip(a, b))
-from nltk.stem import PorterStemmer
+try:
+    from nltk.stem import PorterStemmer
+except ImportError:
+    sys.exit("d2q_eval: needs nltk (pip install nltk) for the Porter stemmer FTS5 uses")
 _ps = PorterStemmer()
 _sc = {}
 def _st(w):
@@ -58,22 +61,21 @@ def bm25_index(docs, k1=1.2, b=0.75):
 B = {"text": bm25_index([c["text"] for c in chunks]),
      "text+q": bm25_index([c["text"]+"\n"+"\n".join(gen.get(c["id"], [])) for c in chunks]),
      "q": bm25_index(["\n".join(gen.get(c["id"], [])) for c in chunks])}
-cache = {}
-def bm(name, q):
-    k = (name, q["id"])
-    if k not in cache: cache[k] = B[name](q["question"])
-    return cache[k]
-def qvec_rank(q):
+@functools.lru_cache(maxsize=None)
+def ranked(source, qid):
+    """A question's top 50 passage ids from one source: the dump's own
+    lists ("vector", "bm25"), a BM25 index of `B`, or "qvec" (a passage's
+    best written question by MiniLM)."""
+    q = by_id[qid]
+    if source in ("vector", "bm25"):
+        return q[source]
+    if source in B:
+        return B[source](q["question"])
     best = defaultdict(lambda: -1.0)
-    v = qv[q["id"]]
     for o, g in zip(owner, gv):
-        s = dot(v, g)
-        if s > best[o]: best[o] = s
+        best[o] = max(best[o], dot(qv[qid], g))
     return sorted(best, key=lambda i: -best[i])[:50]
-qcache = {}
-def qvec(q):
-    if q["id"] not in qcache: qcache[q["id"]] = qvec_rank(q)
-    return qcache[q["id"]]
+by_id = {q["id"]: q for q in qs}
 def rrf(lists, weights, k=60):
     s = defaultdict(float)
     for L, w in zip(lists, weights):
@@ -87,23 +89,23 @@ def score(f, held):
         r = next((i for i, c in enumerate(top) if c in rel), None)
         if r is not None: r5 += r < 5; mrr += 1/(r+1)
     return f"R@5 {r5/n:.3f} MRR {mrr/n:.3f}"
-tests = {
- "BM25 product (dump)": lambda q: q["bm25"],
- "vector product (dump)": lambda q: q["vector"],
- "py bm25 text": lambda q: bm("text", q),
- "py bm25 text+q": lambda q: bm("text+q", q),
- "qvec only": qvec,
- "rrf vec.7 bm25dump.3 (≈fusion)": lambda q: rrf([q["vector"], q["bm25"]], [.7, .3]),
- "rrf vec.7 bm25 text+q.3": lambda q: rrf([q["vector"], bm("text+q", q)], [.7, .3]),
-}
-for wv, wq, wb in [(.5,.2,.3),(.35,.35,.3),(.4,.4,.2),(.3,.5,.2),(.5,.3,.2)]:
-    tests[f"rrf vec{wv} qvec{wq} bm25dump{wb}"] = (lambda wv,wq,wb: lambda q: rrf([q["vector"], qvec(q), q["bm25"]], [wv,wq,wb]))(wv,wq,wb)
-    tests[f"rrf vec{wv} qvec{wq} bm25 t+q{wb}"] = (lambda wv,wq,wb: lambda q: rrf([q["vector"], qvec(q), bm("text+q", q)], [wv,wq,wb]))(wv,wq,wb)
-tests["rrf vec.7 bm25dump.3 bm25q.2"] = lambda q: rrf([q["vector"], q["bm25"], bm("q", q)], [.7, .3, .2])
-tests["rrf vec.7 bm25dump.3 qvec.2"] = lambda q: rrf([q["vector"], q["bm25"], qvec(q)], [.7, .3, .2])
-tests["rrf vec.7 bm25dump.3 qvec.2 bm25q.2"] = lambda q: rrf([q["vector"], q["bm25"], qvec(q), bm("q", q)], [.7, .3, .2, .2])
-tests["rrf vec.7 bm25dump.3 qvec.35"] = lambda q: rrf([q["vector"], q["bm25"], qvec(q)], [.7, .3, .35])
-tests["rrf vec.7 bm25dump.3 qvec.35 bm25q.35"] = lambda q: rrf([q["vector"], q["bm25"], qvec(q), bm("q", q)], [.7, .3, .35, .35])
-tests["rrf vec.7 bm25dump.3 qvec.5 bm25q.2"] = lambda q: rrf([q["vector"], q["bm25"], qvec(q), bm("q", q)], [.7, .3, .5, .2])
-for name, f in tests.items():
+# Each arm: the sources it fuses and their RRF weights; the first two and
+# "fusion" are the baseline of the same run (the product's own lists).
+ARMS = [
+    ("BM25 product (dump)", [("bm25", 1)]),
+    ("vector product (dump)", [("vector", 1)]),
+    ("py bm25 text", [("text", 1)]),
+    ("py bm25 text+q", [("text+q", 1)]),
+    ("qvec only", [("qvec", 1)]),
+    ("rrf vec.7 bm25dump.3 (≈fusion)", [("vector", .7), ("bm25", .3)]),
+    ("rrf vec.7 bm25 text+q.3", [("vector", .7), ("text+q", .3)]),
+]
+for wv, wq, wb in [(.5, .2, .3), (.35, .35, .3), (.4, .4, .2), (.3, .5, .2), (.5, .3, .2)]:
+    ARMS.append((f"rrf vec{wv} qvec{wq} bm25dump{wb}", [("vector", wv), ("qvec", wq), ("bm25", wb)]))
+    ARMS.append((f"rrf vec{wv} qvec{wq} bm25 t+q{wb}", [("vector", wv), ("qvec", wq), ("text+q", wb)]))
+for extra in [[("q", .2)], [("qvec", .2)], [("qvec", .2), ("q", .2)], [("qvec", .35)], [("qvec", .35), ("q", .35)], [("qvec", .5), ("q", .2)]]:
+    name = "rrf vec.7 bm25dump.3 " + " ".join(("bm25q" if s == "q" else s) + str(w).lstrip("0") for s, w in extra)
+    ARMS.append((name, [("vector", .7), ("bm25", .3)] + extra))
+for name, sources in ARMS:
+    f = lambda q, sources=sources: rrf([ranked(s, q["id"]) for s, _ in sources], [w for _, w in sources])
     print(f"{name:36} tuning {score(f, False)}   held {score(f, True)}")
